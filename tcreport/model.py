@@ -1,0 +1,148 @@
+"""Run metadata and the :class:`Run` bundle that readers return.
+
+Metadata is small and typed (frozen dataclasses, StrEnums for closed sets); bulk rows live in the
+canonical Arrow tables of :mod:`tcreport.schema`. A table that is ``None`` means "this input does not
+carry that information" (a DLProf folder holding only ``dlprof_summary.csv`` has no kernel rows),
+which is different from an empty table ("it does, and there were none"): the summary then says
+``null`` instead of a false 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class SourceFormat(StrEnum):
+    DLPROF_CSV = "dlprof-csv"
+    DLPROF_JSON = "dlprof-json"
+    DLPROF_SQLITE = "dlprof-sqlite"
+    NSYS_SQLITE = "nsys-sqlite"
+    KINETO_JSON = "kineto-json"
+    TF_XPLANE = "tf-xplane"
+    NCU_CSV = "ncu-csv"
+    TCREPORT_PARQUET = "tcreport-parquet"
+
+
+class Granularity(StrEnum):
+    LAUNCH = "launch"  # one row per kernel launch / op instance
+    AGGREGATE = "aggregate"  # one row per kernel or op, totals over calls
+    NONE = "none"  # the input has no such rows
+
+
+@dataclass(frozen=True)
+class Gpu:
+    device_id: int
+    name: str | None = None
+    compute_capability: str | None = None  # "7.5"
+    sm_count: int | None = None
+
+
+@dataclass(frozen=True)
+class IterationInfo:
+    """How the run was split into iterations and which were aggregated (DLProf's key-node idea)."""
+
+    key_node: str | None = None
+    total: int | None = None
+    start: int | None = None
+    stop: int | None = None
+    aggregated: int | None = None
+    mean_ns: float | None = None
+    std_ns: float | None = None
+    method: str | None = None  # how the boundaries were found ("dlprof", "key node X", "whole run")
+
+
+@dataclass(frozen=True)
+class ReportedFigures:
+    """Figures the profiler itself reported, kept so tcreport can fall back on them and be checked
+    against them. All optional: a figure the input does not give stays ``None``."""
+
+    wall_ns: int | None = None
+    all_kernel_ns: int | None = None  # compute kernels + memory, DLProf's "All kernels"
+    gpu_kernel_ns: int | None = None  # compute kernels only
+    tc_kernel_ns: int | None = None
+    memory_ns: int | None = None
+    unique_kernels: int | None = None
+    op_count: int | None = None
+    op_gpu_ns: int | None = None
+    eligible_op_count: int | None = None
+    using_op_count: int | None = None
+    using_gpu_ns: int | None = None
+    eligible_not_using_op_count: int | None = None
+    eligible_not_using_gpu_ns: int | None = None
+    gpu_utilization: float | None = None  # fraction in [0, 1]
+    tc_kernel_utilization: float | None = None  # fraction in [0, 1]
+
+
+@dataclass(frozen=True)
+class SourceFinding:
+    """A finding the profiler itself emitted (DLProf's expert systems), carried over verbatim."""
+
+    id: str
+    problem: str
+    recommendation: str
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    format: SourceFormat
+    path: str
+    profiler: str | None = None  # "DLProf v1.8.0", "Nsight Systems 2026.2.1"
+    profiler_version: str | None = None
+    framework: str | None = None  # "PyTorch 1.10.1+cu102"
+    cuda_version: str | None = None
+    cudnn_version: str | None = None
+    driver_version: str | None = None
+    gpus: tuple[Gpu, ...] = ()
+    iterations: IterationInfo = field(default_factory=IterationInfo)
+    reported: ReportedFigures = field(default_factory=ReportedFigures)
+    source_findings: tuple[SourceFinding, ...] = ()
+    kernel_granularity: Granularity = Granularity.NONE
+    op_granularity: Granularity = Granularity.NONE
+    files: tuple[str, ...] = ()  # base names of what was read
+    notes: tuple[str, ...] = ()  # reader remarks worth showing (missing optional reports, ...)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunMeta:
+        raw: dict[str, Any] = json.loads(text)
+        return cls(
+            format=SourceFormat(raw["format"]),
+            path=raw["path"],
+            profiler=raw.get("profiler"),
+            profiler_version=raw.get("profiler_version"),
+            framework=raw.get("framework"),
+            cuda_version=raw.get("cuda_version"),
+            cudnn_version=raw.get("cudnn_version"),
+            driver_version=raw.get("driver_version"),
+            gpus=tuple(Gpu(**g) for g in raw.get("gpus", ())),
+            iterations=IterationInfo(**raw.get("iterations", {})),
+            reported=ReportedFigures(**raw.get("reported", {})),
+            source_findings=tuple(SourceFinding(**f) for f in raw.get("source_findings", ())),
+            kernel_granularity=Granularity(raw.get("kernel_granularity", "none")),
+            op_granularity=Granularity(raw.get("op_granularity", "none")),
+            files=tuple(raw.get("files", ())),
+            notes=tuple(raw.get("notes", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a reader returns: metadata plus canonical tables (``None`` = not in this input)."""
+
+    meta: RunMeta
+    kernels: pa.Table | None = None
+    memory: pa.Table | None = None
+    ops: pa.Table | None = None
+    iterations: pa.Table | None = None
+
+    def replace(self, **changes: Any) -> Run:
+        return dataclasses.replace(self, **changes)
