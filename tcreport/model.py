@@ -143,6 +143,7 @@ class Run:
     memory: pa.Table | None = None
     ops: pa.Table | None = None
     iterations: pa.Table | None = None
+    ranges: pa.Table | None = None
 
     def replace(self, **changes: Any) -> Run:
         return dataclasses.replace(self, **changes)

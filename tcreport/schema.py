@@ -32,6 +32,7 @@ class TableKind(StrEnum):
     MEMORY = "memory"
     OPS = "ops"
     ITERATIONS = "iterations"
+    RANGES = "ranges"
 
 
 class MemoryKind(StrEnum):
@@ -62,9 +63,10 @@ KERNELS = pa.schema(
         _f("process_id", pa.int64()),
         _f("stream_id", pa.int64()),
         _f("correlation_id", pa.int64()),
-        _f("start_ns", pa.int64(), meta=NS),
+        _f("start_ns", pa.int64(), meta=NS),  # GPU start
         _f("duration_ns", pa.int64(), nullable=False, meta=NS),
         _f("calls", pa.int64(), nullable=False),
+        _f("launch_ns", pa.int64(), meta=NS),  # CPU time of the launching API call
         _f("iteration", pa.int32()),
         _f("op_id", NAME),  # joins ops.op_id
         *_LAUNCH_GEOMETRY,
@@ -128,11 +130,26 @@ ITERATIONS = pa.schema(
     ]
 )
 
+#: Annotation ranges that are not ops: NVTX user ranges, ``ProfilerStep#N``, ``train_step``. The
+#: iteration analysis looks for key nodes here as well as in ops.
+RANGES = pa.schema(
+    [
+        _f("name", NAME, nullable=False),
+        _f("domain", NAME),
+        _f("process_id", pa.int64()),
+        _f("thread_id", pa.int64()),
+        _f("start_ns", pa.int64(), nullable=False, meta=NS),
+        _f("end_ns", pa.int64(), nullable=False, meta=NS),
+        _f("depth", pa.int32()),  # nesting level on its thread, 0 = outermost
+    ]
+)
+
 SCHEMAS: Mapping[TableKind, pa.Schema] = {
     TableKind.KERNELS: KERNELS,
     TableKind.MEMORY: MEMORY,
     TableKind.OPS: OPS,
     TableKind.ITERATIONS: ITERATIONS,
+    TableKind.RANGES: RANGES,
 }
 
 

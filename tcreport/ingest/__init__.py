@@ -27,6 +27,7 @@ _READERS: tuple[tuple[SourceFormat, str], ...] = (
     (SourceFormat.DLPROF_JSON, "tcreport.ingest.dlprof_json"),
     (SourceFormat.DLPROF_SQLITE, "tcreport.ingest.dlprof_sqlite"),
     (SourceFormat.NSYS_SQLITE, "tcreport.ingest.nsys_sqlite"),
+    (SourceFormat.KINETO_JSON, "tcreport.ingest.kineto_json"),
 )
 
 
