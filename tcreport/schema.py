@@ -47,11 +47,15 @@ class MemoryKind(StrEnum):
     MEMSET = "memset"
 
 
-def _f(name: str, typ: pa.DataType, nullable: bool = True, meta: dict[bytes, bytes] | None = None) -> pa.Field:
+def _f(
+    name: str, typ: pa.DataType, nullable: bool = True, meta: dict[bytes, bytes] | None = None
+) -> pa.Field:
     return pa.field(name, typ, nullable=nullable, metadata=meta)
 
 
-_LAUNCH_GEOMETRY = [_f(n, pa.int32()) for n in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")]
+_LAUNCH_GEOMETRY = [
+    _f(n, pa.int32()) for n in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+]
 
 #: One row per kernel launch when the input has launches (``calls`` = 1, ``start_ns`` set), else one
 #: row per aggregated kernel (``start_ns`` null, ``duration_ns`` the total over ``calls``).
@@ -70,7 +74,9 @@ KERNELS = pa.schema(
         _f("iteration", pa.int32()),
         _f("op_id", NAME),  # joins ops.op_id
         *_LAUNCH_GEOMETRY,
-        _f("profiler_uses_tc", pa.bool_()),  # the input's own verdict (DLProf "Uses TC"), kept as is
+        _f(
+            "profiler_uses_tc", pa.bool_()
+        ),  # the input's own verdict (DLProf "Uses TC"), kept as is
         _f("uses_tc", pa.bool_()),  # tcreport's verdict: filled by analysis, null = unknown
         _f("tc_rule", NAME),  # which rule decided uses_tc
     ]
@@ -155,10 +161,14 @@ SCHEMAS: Mapping[TableKind, pa.Schema] = {
 
 def schema_for(kind: TableKind) -> pa.Schema:
     """The canonical schema stamped with its table name and the schema version."""
-    return SCHEMAS[kind].with_metadata({_META_VERSION: SCHEMA_VERSION.encode(), _META_TABLE: kind.value.encode()})
+    return SCHEMAS[kind].with_metadata(
+        {_META_VERSION: SCHEMA_VERSION.encode(), _META_TABLE: kind.value.encode()}
+    )
 
 
-def _cast_column(col: pa.ChunkedArray | pa.Array, field: pa.Field, kind: TableKind) -> pa.ChunkedArray:
+def _cast_column(
+    col: pa.ChunkedArray | pa.Array, field: pa.Field, kind: TableKind
+) -> pa.ChunkedArray:
     if isinstance(col, pa.Array):
         col = pa.chunked_array([col], type=col.type)
     target = field.type
@@ -166,16 +176,16 @@ def _cast_column(col: pa.ChunkedArray | pa.Array, field: pa.Field, kind: TableKi
         return col
     try:
         if pa.types.is_dictionary(target):
-            if pa.types.is_dictionary(col.type):
-                col = col.cast(pa.string())
-            elif not pa.types.is_string(col.type):
+            if pa.types.is_dictionary(col.type) or not pa.types.is_string(col.type):
                 col = col.cast(pa.string())
             return pc.dictionary_encode(col).cast(target)
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
         return col.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise SchemaError(f"{kind.value}.{field.name}: cannot convert {col.type} to {target}: {exc}") from exc
+        raise SchemaError(
+            f"{kind.value}.{field.name}: cannot convert {col.type} to {target}: {exc}"
+        ) from exc
 
 
 def conform(
@@ -196,7 +206,9 @@ def conform(
         if field.name in table.column_names:
             col = _cast_column(table.column(field.name), field, kind)
             if not field.nullable and col.null_count:
-                raise SchemaError(f"{kind.value}.{field.name}: {col.null_count} null values in a required column")
+                raise SchemaError(
+                    f"{kind.value}.{field.name}: {col.null_count} null values in a required column"
+                )
         else:
             if not field.nullable:
                 raise SchemaError(f"{kind.value}: required column {field.name!r} is missing")
@@ -223,10 +235,14 @@ def validate(table: pa.Table, kind: TableKind) -> None:
     """Raise :class:`SchemaError` unless ``table`` is exactly canonical for ``kind``."""
     expected = schema_for(kind)
     if not table.schema.equals(expected, check_metadata=False):
-        raise SchemaError(f"{kind.value}: schema differs from canonical v{SCHEMA_VERSION}:\n{table.schema}")
+        raise SchemaError(
+            f"{kind.value}: schema differs from canonical v{SCHEMA_VERSION}:\n{table.schema}"
+        )
     version = (table.schema.metadata or {}).get(_META_VERSION)
     if version is not None and version.decode() != SCHEMA_VERSION:
-        raise SchemaError(f"{kind.value}: schema version {version.decode()}, this tcreport reads {SCHEMA_VERSION}")
+        raise SchemaError(
+            f"{kind.value}: schema version {version.decode()}, this tcreport reads {SCHEMA_VERSION}"
+        )
     for field in expected:
         if not field.nullable and table.column(field.name).null_count:
             raise SchemaError(f"{kind.value}.{field.name}: nulls in a required column")

@@ -66,7 +66,9 @@ def detect(path: Path) -> SourceFormat:
             "dlprof_dldb.sqlite, Nsight Systems SQLite exports, a tcreport ingest folder)",
             path,
         )
-    raise UnsupportedFormatError("not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite)", path)
+    raise UnsupportedFormatError(
+        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite)", path
+    )
 
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:

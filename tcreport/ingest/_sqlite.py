@@ -53,7 +53,10 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
 
 def table_names(con: sqlite3.Connection, path: Path) -> set[str]:
     try:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+        return {
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
+        }
     except sqlite3.DatabaseError as exc:
         raise InputError(f"corrupt or not a SQLite database: {exc}", path) from exc
 

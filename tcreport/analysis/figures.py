@@ -1,0 +1,274 @@
+"""The headline figures and ranked tables of one run, computed from the canonical tables.
+
+Each figure comes from the rows when the input has them and from the profiler's own reported value
+otherwise (a DLProf folder with only ``dlprof_summary.csv``); when neither exists it is ``None``, never
+a made-up 0. Aggregation is Arrow ``group_by``; nothing loops over launches in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.model import Run
+
+
+@dataclass(frozen=True)
+class TimeFigures:
+    wall_ns: int | None
+    gpu_kernel_ns: int | None  # compute kernels only
+    tc_kernel_ns: int | None
+    memory_ns: int | None
+    kernel_launches: int | None
+    unique_kernels: int | None
+
+
+@dataclass(frozen=True)
+class TcFigures:
+    kernel_time_share: float | None
+    classified_kernel_time_share: float | None
+    eligible_op_count: int | None
+    using_op_count: int | None
+    eligible_not_using_op_count: int | None
+    eligible_gpu_ns: int | None
+    eligible_not_using_gpu_ns: int | None
+
+
+@dataclass(frozen=True)
+class OpRow:
+    name: str
+    type: str | None
+    calls: int
+    gpu_ns: int | None
+    share: float | None
+    tc_eligible: bool
+    uses_tc: bool
+    dtype: str | None
+    op_ids: tuple[str, ...]  # the canonical rows behind this line (evidence for findings)
+    input_shapes: str | None = None
+
+
+@dataclass(frozen=True)
+class OpTypeRow:
+    type: str
+    ops: int
+    calls: int
+    gpu_ns: int
+    share: float | None
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    calls: int
+    gpu_ns: int
+    share: float | None
+    uses_tc: bool | None
+    tc_rule: str | None
+    profiler_uses_tc: bool | None
+
+
+def _sum(col: pa.ChunkedArray) -> int:
+    value = pc.sum(col).as_py()
+    return int(value) if value is not None else 0
+
+
+def _share(part: int | None, whole: int | None) -> float | None:
+    if part is None or whole is None or whole <= 0:
+        return None
+    return min(1.0, max(0.0, part / whole))
+
+
+def time_figures(run: Run) -> TimeFigures:
+    rep = run.meta.reported
+    k = run.kernels
+    gpu: int | None
+    if k is not None:
+        gpu = _sum(k.column("duration_ns"))
+        tc_mask = pc.fill_null(pc.equal(k.column("uses_tc"), True), False)
+        tc: int | None = _sum(k.filter(tc_mask).column("duration_ns"))
+        if (
+            k.num_rows
+            and k.column("uses_tc").null_count == k.num_rows
+            and rep.tc_kernel_ns is not None
+        ):
+            tc = rep.tc_kernel_ns  # nothing classified: the profiler's own figure is better than 0
+        launches: int | None = _sum(k.column("calls"))
+        unique: int | None = pc.count_distinct(k.column("name").cast(pa.string())).as_py()
+    else:
+        gpu, tc, launches, unique = rep.gpu_kernel_ns, rep.tc_kernel_ns, None, rep.unique_kernels
+    memory = _sum(run.memory.column("duration_ns")) if run.memory is not None else rep.memory_ns
+    return TimeFigures(
+        wall_ns=wall_ns(run),
+        gpu_kernel_ns=gpu,
+        tc_kernel_ns=tc,
+        memory_ns=memory,
+        kernel_launches=launches,
+        unique_kernels=unique,
+    )
+
+
+def wall_ns(run: Run) -> int | None:
+    """The aggregated range: the iterations kept, else what the profiler reported."""
+    it = run.meta.iterations
+    if (
+        run.iterations is not None
+        and run.iterations.num_rows
+        and it.start is not None
+        and it.stop is not None
+    ):
+        t = run.iterations
+        mask = pc.and_(
+            pc.greater_equal(t.column("iteration"), it.start),
+            pc.less_equal(t.column("iteration"), it.stop),
+        )
+        sel = t.filter(mask)
+        if sel.num_rows:
+            first = pc.min(sel.column("start_ns")).as_py()
+            last = pc.max(sel.column("end_ns")).as_py()
+            if first is not None and last is not None and (it.total or 0) > 1:
+                return int(last - first)
+    return run.meta.reported.wall_ns
+
+
+def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
+    """Ops grouped by full name (instances of one op become one row), by GPU time, descending."""
+    ops = run.ops
+    if ops is None or ops.num_rows == 0:
+        return []
+    t = pa.table(
+        {
+            "name": ops.column("name").cast(pa.string()),
+            "type": ops.column("type").cast(pa.string()),
+            "dtype": ops.column("dtype").cast(pa.string()),
+            "op_id": ops.column("op_id").cast(pa.string()),
+            "shapes": ops.column("input_shapes"),
+            "calls": ops.column("calls"),
+            "gpu_ns": ops.column("gpu_ns"),
+            "elig": pc.fill_null(ops.column("tc_eligible"), False),
+            "uses": pc.fill_null(ops.column("uses_tc"), False),
+        }
+    )
+    g = t.group_by("name", use_threads=False).aggregate(
+        [
+            ("type", "first"),
+            ("dtype", "first"),
+            ("shapes", "first"),
+            ("op_id", "distinct"),
+            ("calls", "sum"),
+            ("gpu_ns", "sum"),
+            ("gpu_ns", "count"),
+            ("elig", "any"),
+            ("uses", "any"),
+        ]
+    )
+    g = g.sort_by([("gpu_ns_sum", "descending"), ("name", "ascending")])
+    rows: list[OpRow] = []
+    for r in g.to_pylist():  # one row per distinct op name: small
+        gpu = int(r["gpu_ns_sum"]) if r["gpu_ns_count"] else None
+        rows.append(
+            OpRow(
+                name=r["name"],
+                type=r["type_first"],
+                calls=int(r["calls_sum"] or 0),
+                gpu_ns=gpu,
+                share=_share(gpu, gpu_kernel_ns),
+                tc_eligible=bool(r["elig_any"]),
+                uses_tc=bool(r["uses_any"]),
+                dtype=r["dtype_first"],
+                op_ids=tuple(sorted(x for x in r["op_id_distinct"] if x is not None)),
+                input_shapes=r["shapes_first"],
+            )
+        )
+    return rows
+
+
+def op_type_rows(ops: list[OpRow], gpu_kernel_ns: int | None) -> list[OpTypeRow]:
+    acc: dict[str, list[int]] = {}
+    for op in ops:
+        key = op.type or "(unknown)"
+        a = acc.setdefault(key, [0, 0, 0])
+        a[0] += 1
+        a[1] += op.calls
+        a[2] += op.gpu_ns or 0
+    rows = [
+        OpTypeRow(type=k, ops=v[0], calls=v[1], gpu_ns=v[2], share=_share(v[2], gpu_kernel_ns))
+        for k, v in acc.items()
+    ]
+    return sorted(rows, key=lambda r: (-r.gpu_ns, r.type))
+
+
+def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
+    k = run.kernels
+    if k is None or k.num_rows == 0:
+        return []
+    t = pa.table(
+        {
+            "name": k.column("name").cast(pa.string()),
+            "calls": k.column("calls"),
+            "dur": k.column("duration_ns"),
+            "uses_tc": k.column("uses_tc"),
+            "rule": k.column("tc_rule").cast(pa.string()),
+            "prof": k.column("profiler_uses_tc"),
+        }
+    )
+    g = t.group_by("name", use_threads=False).aggregate(
+        [
+            ("calls", "sum"),
+            ("dur", "sum"),
+            ("uses_tc", "first"),
+            ("rule", "first"),
+            ("prof", "first"),
+        ]
+    )
+    g = g.sort_by([("dur_sum", "descending"), ("name", "ascending")])
+    return [
+        KernelRow(
+            name=r["name"],
+            calls=int(r["calls_sum"]),
+            gpu_ns=int(r["dur_sum"]),
+            share=_share(int(r["dur_sum"]), gpu_kernel_ns),
+            uses_tc=r["uses_tc_first"],
+            tc_rule=r["rule_first"],
+            profiler_uses_tc=r["prof_first"],
+        )
+        for r in g.to_pylist()
+    ]
+
+
+def tc_figures(
+    run: Run, time: TimeFigures, ops: list[OpRow], classified_share: float | None
+) -> TcFigures:
+    rep = run.meta.reported
+    if run.ops is not None:
+        eligible = [o for o in ops if o.tc_eligible]
+        using = [o for o in eligible if o.uses_tc]
+        missing = [o for o in eligible if not o.uses_tc]
+        elig_n: int | None = len(eligible)
+        using_n: int | None = len(using)
+        missing_n: int | None = len(missing)
+        elig_ns: int | None = sum(o.gpu_ns or 0 for o in eligible)
+        missing_ns: int | None = sum(o.gpu_ns or 0 for o in missing)
+    else:
+        elig_n, using_n, missing_n = (
+            rep.eligible_op_count,
+            rep.using_op_count,
+            rep.eligible_not_using_op_count,
+        )
+        missing_ns = rep.eligible_not_using_gpu_ns
+        elig_ns = (
+            None
+            if missing_ns is None or rep.using_gpu_ns is None
+            else missing_ns + rep.using_gpu_ns
+        )
+    return TcFigures(
+        kernel_time_share=_share(time.tc_kernel_ns, time.gpu_kernel_ns),
+        classified_kernel_time_share=classified_share,
+        eligible_op_count=elig_n,
+        using_op_count=using_n,
+        eligible_not_using_op_count=missing_n,
+        eligible_gpu_ns=elig_ns,
+        eligible_not_using_gpu_ns=missing_ns,
+    )

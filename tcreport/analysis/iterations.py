@@ -1,0 +1,292 @@
+"""Iterations, DLProf semantics: a key node marks each iteration; only [start, stop] is aggregated.
+
+Warm-up, cuDNN autotuning and XLA compilation live in the first iterations; averaging them in is the
+commonest way a profile lies. DLProf's answer was the key node: an op (or range) that runs once per
+iteration, whose occurrences cut the timeline. We do the same for any input that has timestamps:
+occurrence *k* opens iteration *k*, which runs until occurrence *k+1* opens; the last one ends where
+the last occurrence ends or the run's last event, whichever is later. Without a key node we look for
+``ProfilerStep#N`` ranges or a repeating outermost range (``train_step``) and say which we used.
+
+Everything here is vectorised: boundaries are a sorted int64 array, and rows are assigned with one
+``searchsorted`` per table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport import schema
+from tcreport.errors import UsageError
+from tcreport.model import IterationInfo, Run, RunMeta
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of iteration slicing, for the report header and the findings."""
+
+    info: IterationInfo
+    key_node_found: bool  # False when the user named a key node that never occurs
+    candidates: tuple[str, ...] = ()  # frequent op/range names, offered when no key node worked
+    sliced: bool = False  # True when rows were filtered to [start, stop]
+
+
+def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start and end times of every occurrence of ``name`` among ranges and op instances."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    if run.ranges is not None and run.ranges.num_rows:
+        names = run.ranges.column("name").cast(pa.string())
+        mask = pc.equal(names, name)
+        sel = run.ranges.filter(mask)
+        starts.append(sel.column("start_ns").to_numpy())
+        ends.append(sel.column("end_ns").to_numpy())
+    if (
+        run.ops is not None
+        and run.ops.num_rows
+        and run.ops.column("start_ns").null_count < run.ops.num_rows
+    ):
+        ops = run.ops.filter(pc.is_valid(run.ops.column("start_ns")))
+        hit = pc.or_(
+            pc.or_(
+                pc.equal(ops.column("name").cast(pa.string()), name),
+                pc.equal(ops.column("type").cast(pa.string()), name),
+            ),
+            pc.equal(ops.column("op_id").cast(pa.string()), name),
+        )
+        sel = ops.filter(pc.fill_null(hit, False))
+        st = sel.column("start_ns").to_numpy()
+        cpu = pc.fill_null(sel.column("cpu_ns"), 0).to_numpy()
+        starts.append(st)
+        ends.append(st + cpu)
+    if not starts:
+        return None
+    s = np.concatenate(starts)
+    e = np.concatenate(ends)
+    if s.size == 0:
+        return None
+    order = np.argsort(s, kind="stable")
+    return s[order], e[order]
+
+
+def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    if run.ranges is None or run.ranges.num_rows == 0:
+        return None
+    names = run.ranges.column("name").cast(pa.string())
+    extracted = pc.extract_regex(names, r"^ProfilerStep#(?P<n>\d+)$")
+    valid = pc.is_valid(extracted)
+    if not pc.any(valid).as_py():
+        return None
+    sel = run.ranges.filter(valid)
+    numbers = pc.cast(
+        pc.struct_field(
+            pc.extract_regex(sel.column("name").cast(pa.string()), r"^ProfilerStep#(?P<n>\d+)$"),
+            "n",
+        ),
+        pa.int64(),
+    )
+    order = np.argsort(sel.column("start_ns").to_numpy(), kind="stable")
+    return (
+        numbers.to_numpy()[order],
+        sel.column("start_ns").to_numpy()[order],
+        sel.column("end_ns").to_numpy()[order],
+    )
+
+
+def _repeating_outer_range(run: Run) -> str | None:
+    """The most frequent outermost range name that occurs at least twice (``train_step``)."""
+    if run.ranges is None or run.ranges.num_rows == 0:
+        return None
+    depth = run.ranges.column("depth")
+    outer = (
+        run.ranges.filter(pc.fill_null(pc.equal(depth, 0), True))
+        if depth.null_count < len(depth)
+        else run.ranges
+    )
+    if outer.num_rows == 0:
+        return None
+    counts = (
+        outer.group_by("name")
+        .aggregate([("start_ns", "count")])
+        .sort_by([("start_ns_count", "descending"), ("name", "ascending")])
+    )
+    if counts.num_rows == 0 or counts.column("start_ns_count")[0].as_py() < 2:
+        return None
+    top: str = counts.column("name").cast(pa.string())[0].as_py()
+    return top
+
+
+def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
+    """Names that occur most often, as suggestions when no key node was found."""
+    tallies: dict[str, int] = {}
+    for table, col in ((run.ranges, "name"), (run.ops, "type"), (run.ops, "name")):
+        if (
+            table is None
+            or table.num_rows == 0
+            or table.column("start_ns").null_count == table.num_rows
+        ):
+            continue
+        counts = (
+            pa.table({"n": table.column(col).cast(pa.string())})
+            .group_by("n")
+            .aggregate([("n", "count")])
+        )
+        for name, count in zip(
+            counts.column("n").to_pylist(), counts.column("n_count").to_pylist(), strict=True
+        ):
+            if name is not None and count >= 2:
+                tallies[name] = max(tallies.get(name, 0), count)
+    ranked = sorted(tallies.items(), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(name for name, _ in ranked[:limit])
+
+
+def _last_event_ns(run: Run) -> int | None:
+    ends: list[int] = []
+    for table in (run.kernels, run.memory):
+        if (
+            table is not None
+            and table.num_rows
+            and table.column("start_ns").null_count < table.num_rows
+        ):
+            e = pc.max(pc.add(table.column("start_ns"), table.column("duration_ns"))).as_py()
+            if e is not None:
+                ends.append(int(e))
+    return max(ends) if ends else None
+
+
+def _assign(table: pa.Table | None, starts: np.ndarray, time_col: str) -> pa.Table | None:
+    """Set the ``iteration`` column from boundaries (row time >= start of iteration k)."""
+    if table is None or table.num_rows == 0:
+        return table
+    times = table.column(time_col)
+    if time_col == "launch_ns" and times.null_count:
+        times = pc.coalesce(times, table.column("start_ns"))
+    arr = pc.fill_null(times, -1).to_numpy()
+    idx = np.searchsorted(starts, arr, side="right") - 1
+    it = pa.array(idx.astype(np.int32), mask=(idx < 0) | (arr < 0))
+    pos = table.schema.get_field_index("iteration")
+    return table.set_column(pos, table.schema.field("iteration"), it)
+
+
+def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
+    if table is None or table.num_rows == 0 or "iteration" not in table.column_names:
+        return table
+    it = table.column("iteration")
+    if it.null_count == table.num_rows:
+        return table
+    keep = pc.and_(pc.greater_equal(it, start), pc.less_equal(it, stop))
+    return table.filter(pc.fill_null(keep, False))
+
+
+def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:
+    lo = 0 if start is None else start
+    if lo > total - 1:
+        raise UsageError(f"--iter-start {lo} is past the last iteration; the run has {total} (0 to {total - 1})")
+    hi = total - 1 if stop is None else min(total - 1, stop)
+    return lo, max(lo, hi)
+
+
+def select(
+    run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None
+) -> tuple[Run, Selection]:
+    """Split ``run`` into iterations and keep only ``[iter_start, iter_stop]``.
+
+    Inputs without timestamps (DLProf's aggregated reports) were sliced by DLProf itself; they
+    pass through with the profiler's own iteration figures.
+    """
+    has_times = (
+        run.kernels is not None
+        and run.kernels.num_rows > 0
+        and run.kernels.column("start_ns").null_count < run.kernels.num_rows
+    )
+    has_times = has_times or (
+        run.ops is not None
+        and run.ops.num_rows > 0
+        and run.ops.column("start_ns").null_count < run.ops.num_rows
+    )
+    if not has_times:
+        return run, Selection(info=run.meta.iterations, key_node_found=key_node is None)
+
+    starts: np.ndarray | None = None
+    ends: np.ndarray | None = None
+    method: str
+    found = True
+    if key_node is not None:
+        occ = _occurrences(run, key_node)
+        if occ is None:
+            found = False
+        else:
+            starts, ends = occ
+            method = f"key node {key_node!r}"
+    if starts is None:
+        steps = _profiler_steps(run)
+        if steps is not None and key_node is None:
+            _, starts, ends = steps
+            method = "ProfilerStep#N ranges"
+        elif key_node is None and (outer := _repeating_outer_range(run)) is not None:
+            occ = _occurrences(run, outer)
+            assert occ is not None
+            starts, ends = occ
+            key_node = outer
+            method = f"repeating range {outer!r}"
+
+    if starts is None or ends is None:
+        info = IterationInfo(
+            key_node=key_node,
+            total=run.meta.iterations.total or 1,
+            start=0,
+            stop=0,
+            aggregated=1,
+            mean_ns=run.meta.iterations.mean_ns,
+            std_ns=run.meta.iterations.std_ns,
+            method="whole run",
+        )
+        cands = candidate_key_nodes(run)
+        return run.replace(meta=_with_iterations(run, info)), Selection(
+            info=info, key_node_found=found and key_node is None, candidates=cands
+        )
+
+    total = int(starts.size)
+    last = _last_event_ns(run)
+    bounds_end = np.empty_like(starts)
+    bounds_end[:-1] = starts[1:]
+    bounds_end[-1] = max(int(ends[-1]), last or int(ends[-1]))
+    lo, hi = _bounded(iter_start, iter_stop, total)
+    durations = (bounds_end - starts)[lo : hi + 1]
+    info = IterationInfo(
+        key_node=key_node,
+        total=total,
+        start=lo,
+        stop=hi,
+        aggregated=hi - lo + 1,
+        mean_ns=float(durations.mean()) if durations.size else None,
+        std_ns=float(durations.std()) if durations.size else None,
+        method=method,
+    )
+    iterations = schema.conform(
+        {
+            "iteration": pa.array(np.arange(total, dtype=np.int32)),
+            "start_ns": pa.array(starts),
+            "end_ns": pa.array(bounds_end),
+        },
+        schema.TableKind.ITERATIONS,
+    )
+    kernels = _filter(_assign(run.kernels, starts, "launch_ns"), lo, hi)
+    memory = _filter(_assign(run.memory, starts, "start_ns"), lo, hi)
+    ops = _filter(_assign(run.ops, starts, "start_ns"), lo, hi)
+    out = run.replace(
+        meta=_with_iterations(run, info),
+        kernels=kernels,
+        memory=memory,
+        ops=ops,
+        iterations=iterations,
+    )
+    return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
+
+
+def _with_iterations(run: Run, info: IterationInfo) -> RunMeta:
+    return dataclasses.replace(run.meta, iterations=info)

@@ -1,0 +1,110 @@
+"""The facade the CLI and Python users call: load -> analyze -> render.
+
+>>> from tcreport import api
+>>> run = api.load("dlprof_results/")
+>>> view = api.analyze(run, source_path="dlprof_results/")
+>>> html = api.render_html(view)
+
+Output files are written atomically (temporary name, then rename) so a failure never leaves a
+half-written report behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tcreport.errors import OutputError
+
+if TYPE_CHECKING:
+    from tcreport.model import Run, SourceFormat
+    from tcreport.render.view import ReportView
+
+
+def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
+    """Read any supported trace (or a ``tcreport ingest`` folder) into canonical tables."""
+    from tcreport import ingest
+
+    return ingest.load(Path(path), fmt)
+
+
+def analyze(
+    run: Run,
+    *,
+    source_path: str | None = None,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    timestamp: str | None = None,
+) -> ReportView:
+    """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
+    from tcreport import rules
+    from tcreport.analysis import result
+    from tcreport.render.view import ReportView
+
+    analysis, _ = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
+    findings = rules.evaluate(analysis)
+    return ReportView(
+        analysis=analysis,
+        findings=findings,
+        source_path=source_path if source_path is not None else run.meta.path,
+        generated_at=timestamp,
+    )
+
+
+def render_json(view: ReportView) -> str:
+    from tcreport.render import summary_json
+
+    return summary_json.render(view)
+
+
+def render_html(view: ReportView) -> str:
+    from tcreport.render import html
+
+    return html.render(view)
+
+
+def render_markdown(view: ReportView) -> str:
+    from tcreport.render import markdown
+
+    return markdown.render(view)
+
+
+def ingest(run: Run, out_dir: str | Path) -> Path:
+    """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing."""
+    from tcreport.ingest import parquet
+
+    return parquet.write(run, Path(out_dir))
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
+    return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+
+
+def _write_atomic(
+    path: Path, writer: Callable[[tempfile._TemporaryFileWrapper[bytes]], object]
+) -> Path:
+    target = path.resolve()
+    if target.is_dir():
+        raise OutputError("is a directory; give a file name", path)
+    if not target.parent.is_dir():
+        raise OutputError("parent directory does not exist", path)
+    try:
+        with tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+        ) as fh:
+            tmp = Path(fh.name)
+            try:
+                writer(fh)
+            except BaseException:
+                fh.close()
+                tmp.unlink(missing_ok=True)
+                raise
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path) from exc
+    return target

@@ -1,0 +1,51 @@
+"""What every command shares: error mapping, the stderr console, iteration options."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tcreport.errors import TcreportError
+
+err_console = Console(stderr=True, highlight=False)
+
+KeyNode = Annotated[
+    str | None,
+    typer.Option(
+        "--key-node", help="Op or range name that marks each iteration (DLProf's key node)."
+    ),
+]
+IterStart = Annotated[
+    int | None, typer.Option("--iter-start", min=0, help="First iteration to aggregate (0-based).")
+]
+IterStop = Annotated[
+    int | None, typer.Option("--iter-stop", min=0, help="Last iteration to aggregate (inclusive).")
+]
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn tcreport's errors into one line on stderr and the error's exit code; never a traceback."""
+    try:
+        yield
+    except TcreportError as exc:
+        err_console.print(f"tcreport: error: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        err_console.print("tcreport: interrupted", markup=False)
+        raise typer.Exit(130) from None
+
+
+@contextmanager
+def status(message: str) -> Iterator[None]:
+    """A spinner on stderr for work that may take more than a second (silent when not a TTY)."""
+    if sys.stderr.isatty():
+        with err_console.status(message):
+            yield
+    else:
+        yield

@@ -1,0 +1,123 @@
+"""``report``, ``summary`` and ``ingest``: read one trace and show or persist what it says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli.app import app
+from tcreport.errors import UsageError
+
+if TYPE_CHECKING:
+    from tcreport.render.view import ReportView
+
+TracePath = Annotated[
+    Path,
+    typer.Argument(
+        help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
+        "a PyTorch profiler trace, or a 'tcreport ingest' folder.",
+        show_default=False,
+    ),
+]
+
+
+def _analyze(
+    path: Path,
+    key_node: str | None,
+    iter_start: int | None,
+    iter_stop: int | None,
+    timestamp: bool = False,
+) -> ReportView:
+    from datetime import UTC, datetime
+
+    from tcreport import api
+
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+    with status(f"Reading {path}"):
+        run = api.load(path)
+    with status("Analysing"):
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
+        return api.analyze(
+            run,
+            source_path=str(path),
+            key_node=key_node,
+            iter_start=iter_start,
+            iter_stop=iter_stop,
+            timestamp=stamp,
+        )
+
+
+@app.command()
+def report(
+    path: TracePath,
+    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path(
+        "tcreport.html"
+    ),
+    key_node: KeyNode = None,
+    iter_start: IterStart = None,
+    iter_stop: IterStop = None,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Write GitHub-flavoured Markdown instead of HTML.")
+    ] = False,
+    timestamp: Annotated[
+        bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
+    ] = False,
+) -> None:
+    """Write one self-contained HTML report (or Markdown for a PR comment)."""
+    with user_errors():
+        from tcreport import api
+
+        view = _analyze(path, key_node, iter_start, iter_stop, timestamp)
+        text = api.render_markdown(view) if markdown else api.render_html(view)
+        target = api.write_text_atomic(output, text)
+        err_console.print(f"tcreport: wrote {target}", markup=False)
+
+
+@app.command()
+def summary(
+    path: TracePath,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the tcreport.summary/1 JSON on stdout.")
+    ] = False,
+    key_node: KeyNode = None,
+    iter_start: IterStart = None,
+    iter_stop: IterStop = None,
+) -> None:
+    """Print the verdict: a table on the terminal, or JSON for CI."""
+    with user_errors():
+        from tcreport import api
+
+        view = _analyze(path, key_node, iter_start, iter_stop)
+        if json_out:
+            typer.echo(api.render_json(view), nl=False)
+        else:
+            from tcreport.render import terminal
+
+            terminal.render(view)
+
+
+@app.command()
+def ingest(
+    path: TracePath,
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to write the canonical Parquet tables to."),
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the folder if it exists.")
+    ] = False,
+) -> None:
+    """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
+    with user_errors():
+        from tcreport import api
+
+        if output.exists() and not force:
+            raise UsageError("already exists; pass --force to replace it", output)
+        with status(f"Reading {path}"):
+            run = api.load(path)
+        target = api.ingest(run, output)
+        err_console.print(f"tcreport: wrote {target}", markup=False)

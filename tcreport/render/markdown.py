@@ -1,0 +1,59 @@
+"""GitHub-flavoured Markdown for a PR comment: the verdict, findings and top rows, nothing more.
+
+Names are escaped so a kernel called ``|</details>`` cannot break the table or the comment.
+"""
+
+from __future__ import annotations
+
+from tcreport.render import fmt
+from tcreport.render.view import ReportView
+
+TOP = 10
+
+
+def _esc(text: str) -> str:
+    out = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    out = out.replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    for ch in "*_[]":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def render(view: ReportView) -> str:
+    a = view.analysis
+    m = a.meta
+    it = a.selection.info
+    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    lines = [
+        f"### tcreport: {_esc(view.source_path)}",
+        "",
+        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
+        "",
+        "| Tensor Core share | eligible not on TC | GPU kernel time | classified |",
+        "|---:|---:|---:|---:|",
+        f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
+        f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"| {fmt.pct(a.tc.classified_kernel_time_share)} |",
+        "",
+    ]
+    if view.findings:
+        lines += ["**Findings**", ""]
+        for f in view.findings:
+            saving = f" — saves ~{fmt.ns(f.estimated_saving_ns)}" if f.estimated_saving_ns else ""
+            lines.append(f"- **{f.severity.value}** `{f.id}` {_esc(f.title)}{saving}")
+            if f.fix:
+                lines.append(f"  - fix: {_esc(f.fix)}")
+        lines.append("")
+    if a.ops:
+        lines += [
+            "| op | type | GPU time | share | eligible | uses TC |",
+            "|---|---|---:|---:|:-:|:-:|",
+        ]
+        for o in a.ops[:TOP]:
+            lines.append(
+                f"| {_esc(o.name)} | {_esc(o.type or '')} | {fmt.ns(o.gpu_ns)} | {fmt.pct(o.share)} "
+                f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
+            )
+        lines.append("")
+    lines.append(f"<sub>tcreport {view.tool_version}</sub>")
+    return "\n".join(lines) + "\n"

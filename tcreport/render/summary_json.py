@@ -1,0 +1,107 @@
+"""``tcreport summary --json``: the ``tcreport.summary/1`` contract of shared/SUMMARY-JSON.md.
+
+A public contract: fields may be added, never renamed or changed in meaning without a new schema
+version. Times are integer ns, shares fractions in [0, 1], unknown figures ``null``, keys sorted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tcreport.render.view import ReportView
+
+SCHEMA = "tcreport.summary/1"
+TOP_N = 20
+
+
+def _int(x: float | int | None) -> int | None:
+    return None if x is None else int(round(x))
+
+
+def summary_dict(view: ReportView) -> dict[str, Any]:
+    a = view.analysis
+    m = a.meta
+    it = a.selection.info
+    return {
+        "schema": SCHEMA,
+        "tcreport_version": view.tool_version,
+        "source": {
+            "format": m.format.value,
+            "path": view.source_path,
+            "profiler": m.profiler,
+            "profiler_version": m.profiler_version,
+            "framework": m.framework,
+        },
+        "system": {
+            "gpus": [
+                {
+                    "device_id": g.device_id,
+                    "name": g.name,
+                    "compute_capability": g.compute_capability,
+                }
+                for g in m.gpus
+            ]
+        },
+        "iterations": {
+            "key_node": it.key_node,
+            "total": it.total,
+            "start": it.start,
+            "stop": it.stop,
+            "aggregated": it.aggregated,
+            "mean_ns": _int(it.mean_ns),
+            "std_ns": _int(it.std_ns),
+        },
+        "time": {
+            "wall_ns": a.time.wall_ns,
+            "gpu_kernel_ns": a.time.gpu_kernel_ns,
+            "tc_kernel_ns": a.time.tc_kernel_ns,
+            "memory_ns": a.time.memory_ns,
+        },
+        "tensor_core": {
+            "kernel_time_share": a.tc.kernel_time_share,
+            "eligible_op_count": a.tc.eligible_op_count,
+            "using_op_count": a.tc.using_op_count,
+            "eligible_not_using_op_count": a.tc.eligible_not_using_op_count,
+            "eligible_gpu_ns": a.tc.eligible_gpu_ns,
+            "eligible_not_using_gpu_ns": a.tc.eligible_not_using_gpu_ns,
+            "classified_kernel_time_share": a.tc.classified_kernel_time_share,
+        },
+        "ops": [
+            {
+                "name": o.name,
+                "type": o.type,
+                "calls": o.calls,
+                "gpu_ns": o.gpu_ns,
+                "share": o.share,
+                "tc_eligible": o.tc_eligible,
+                "uses_tc": o.uses_tc,
+                "dtype": o.dtype,
+            }
+            for o in a.ops[:TOP_N]
+        ],
+        "kernels": [
+            {
+                "name": k.name,
+                "calls": k.calls,
+                "gpu_ns": k.gpu_ns,
+                "share": k.share,
+                "uses_tc": k.uses_tc,
+            }
+            for k in a.kernels[:TOP_N]
+        ],
+        "findings": [
+            {
+                "id": f.id,
+                "severity": f.severity.value,
+                "title": f.title,
+                "detail": f.detail,
+                "estimated_saving_ns": f.estimated_saving_ns,
+            }
+            for f in view.findings
+        ],
+    }
+
+
+def render(view: ReportView) -> str:
+    return json.dumps(summary_dict(view), sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,82 @@
+"""The terminal summary: the verdict first, then the few tables worth reading in a shell."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tcreport.render import fmt
+from tcreport.render.view import ReportView
+
+TOP = 10
+
+
+def render(view: ReportView, console: Console | None = None) -> None:
+    out = console or Console(highlight=False)
+    a = view.analysis
+    m = a.meta
+    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    out.print(
+        f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
+        soft_wrap=True,
+    )
+    head = Table(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("Tensor Core share of kernel time", fmt.pct(a.tc.kernel_time_share))
+    head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
+    head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
+    head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
+    head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
+    head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+    head.add_row(
+        "TC-eligible ops / using TC",
+        f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}",
+    )
+    head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
+    it = a.selection.info
+    head.add_row(
+        "Iterations",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
+    )
+    out.print(head)
+
+    if a.ops:
+        t = Table(title="Top ops by GPU time", title_justify="left")
+        for col in ("op", "type", "calls", "GPU time", "share", "eligible", "uses TC"):
+            t.add_column(col, overflow="fold")
+        for o in a.ops[:TOP]:
+            t.add_row(
+                o.name,
+                o.type or "",
+                str(o.calls),
+                fmt.ns(o.gpu_ns),
+                fmt.pct(o.share),
+                fmt.yes_no(o.tc_eligible),
+                fmt.yes_no(o.uses_tc),
+            )
+        out.print(t)
+    if a.kernels:
+        t = Table(title="Top kernels by GPU time", title_justify="left")
+        for col in ("kernel", "calls", "GPU time", "share", "uses TC", "rule"):
+            t.add_column(col, overflow="fold")
+        for k in a.kernels[:TOP]:
+            t.add_row(
+                k.name,
+                str(k.calls),
+                fmt.ns(k.gpu_ns),
+                fmt.pct(k.share),
+                fmt.yes_no(k.uses_tc),
+                k.tc_rule or "",
+            )
+        out.print(t)
+    if view.findings:
+        out.print("[bold]Findings[/bold]", markup=True)
+        for f in view.findings:
+            saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
+            out.print(
+                f"  [{f.severity.value}] {f.id}: {f.title}{saving}", markup=False, soft_wrap=True
+            )
+            if f.fix:
+                out.print(f"      fix: {f.fix}", markup=False, soft_wrap=True)

@@ -1,0 +1,51 @@
+"""Findings: what a rule concluded, how bad it is, what to do and what it would save.
+
+Findings carry no HTML or Markdown; renderers format them. Each links to the rows that justify it
+(``evidence``: op ids or kernel names) so a reviewer can check the claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tcreport.analysis.result import Analysis
+
+
+class Severity(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+
+SEVERITY_ORDER = {Severity.HIGH: 0, Severity.MEDIUM: 1, Severity.LOW: 2, Severity.INFO: 3}
+
+
+class EvidenceKind(StrEnum):
+    OP = "op"
+    KERNEL = "kernel"
+    ITERATION = "iteration"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: EvidenceKind
+    key: str  # op name, kernel name or iteration number
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    severity: Severity
+    title: str
+    detail: str
+    fix: str | None = None
+    estimated_saving_ns: int | None = None
+    assumptions: str | None = None  # how the saving was estimated
+    source: str = "tcreport"  # or "DLProf expert systems"
+    evidence: tuple[Evidence, ...] = ()
+
+
+Rule = Callable[[Analysis], list[Finding]]
