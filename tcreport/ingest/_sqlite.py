@@ -45,7 +45,7 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
     con.text_factory = _lenient
     try:
         yield con
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise InputError(f"corrupt or unreadable SQLite database: {exc}", path) from exc
     finally:
         con.close()
@@ -57,7 +57,7 @@ def table_names(con: sqlite3.Connection, path: Path) -> set[str]:
             r[0]
             for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
         }
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise InputError(f"corrupt or not a SQLite database: {exc}", path) from exc
 
 
@@ -79,6 +79,6 @@ def query_arrow(con: sqlite3.Connection, sql: str, names: list[str], path: Path)
                 break
             for i, col in enumerate(zip(*rows, strict=True)):
                 cols[i].extend(col)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise InputError(f"corrupt or unreadable SQLite database: {exc}", path) from exc
     return pa.table({n: pa.array(c) for n, c in zip(names, cols, strict=True)})
