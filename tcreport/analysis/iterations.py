@@ -208,8 +208,12 @@ def select(
         and run.ops.num_rows > 0
         and run.ops.column("start_ns").null_count < run.ops.num_rows
     )
-    if not has_times:
-        return run, Selection(info=run.meta.iterations, key_node_found=key_node is None)
+    reported = run.meta.iterations
+    profiler_sliced = reported.method not in (None, "whole run")
+    if not has_times or (key_node is None and profiler_sliced):
+        # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
+        # [start, stop] only where rows carry their iteration number.
+        return _keep_reported(run, key_node, iter_start, iter_stop)
 
     starts: np.ndarray | None = None
     ends: np.ndarray | None = None
@@ -286,6 +290,29 @@ def select(
         iterations=iterations,
     )
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
+
+
+def _keep_reported(run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None) -> tuple[Run, Selection]:
+    info = run.meta.iterations
+    if key_node is not None:
+        # Re-slicing needs timestamps the input does not have.
+        return run, Selection(info=info, key_node_found=False, candidates=candidate_key_nodes(run))
+    if iter_start is None and iter_stop is None:
+        return run, Selection(info=info, key_node_found=True)
+    lo = info.start if iter_start is None else iter_start
+    hi = info.stop if iter_stop is None else iter_stop
+    lo = 0 if lo is None else lo
+    hi = (info.total - 1 if info.total else lo) if hi is None else hi
+    if info.total is not None:
+        _bounded(lo, hi, info.total)
+    narrowed = dataclasses.replace(info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None)
+    out = run.replace(
+        meta=_with_iterations(run, narrowed),
+        kernels=_filter(run.kernels, lo, hi),
+        memory=_filter(run.memory, lo, hi),
+        ops=_filter(run.ops, lo, hi),
+    )
+    return out, Selection(info=narrowed, key_node_found=True, sliced=True)
 
 
 def _with_iterations(run: Run, info: IterationInfo) -> RunMeta:

@@ -24,3 +24,8 @@ def yes_no(value: bool | None) -> str:
 
 def count(value: int | None) -> str:
     return "n/a" if value is None else f"{value:,}"
+
+
+def tail(text: str, width: int) -> str:
+    """Keep the end of a long scope path, where the op's own name is: '…/Conv2d::forward/conv2d'."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]

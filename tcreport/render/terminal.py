@@ -42,13 +42,15 @@ def render(view: ReportView, console: Console | None = None) -> None:
     )
     out.print(head)
 
+    name_w = max(24, out.width - 56)
     if a.ops:
         t = Table(title="Top ops by GPU time", title_justify="left")
-        for col in ("op", "type", "calls", "GPU time", "share", "eligible", "uses TC"):
-            t.add_column(col, overflow="fold")
+        t.add_column("op", no_wrap=True, overflow="ellipsis", ratio=1)
+        for col in ("type", "calls", "GPU time", "share", "elig.", "TC"):
+            t.add_column(col, no_wrap=True, min_width=len(col))
         for o in a.ops[:TOP]:
             t.add_row(
-                o.name,
+                fmt.tail(o.name, name_w),
                 o.type or "",
                 str(o.calls),
                 fmt.ns(o.gpu_ns),
@@ -59,11 +61,12 @@ def render(view: ReportView, console: Console | None = None) -> None:
         out.print(t)
     if a.kernels:
         t = Table(title="Top kernels by GPU time", title_justify="left")
-        for col in ("kernel", "calls", "GPU time", "share", "uses TC", "rule"):
-            t.add_column(col, overflow="fold")
+        t.add_column("kernel", no_wrap=True, overflow="ellipsis", ratio=1)
+        for col in ("calls", "GPU time", "share", "TC", "rule"):
+            t.add_column(col, no_wrap=True, min_width=len(col))
         for k in a.kernels[:TOP]:
             t.add_row(
-                k.name,
+                fmt.tail(k.name, name_w),
                 str(k.calls),
                 fmt.ns(k.gpu_ns),
                 fmt.pct(k.share),

@@ -1,0 +1,5 @@
+"""``python -m tcreport`` = the ``tcreport`` command."""
+
+from tcreport.cli import main
+
+main()
