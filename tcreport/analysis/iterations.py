@@ -109,8 +109,9 @@ def _repeating_outer_range(run: Run) -> str | None:
     )
     if outer.num_rows == 0:
         return None
+    names = pa.table({"name": outer.column("name").cast(pa.string()), "start_ns": outer.column("start_ns")})
     counts = (
-        outer.group_by("name")
+        names.group_by("name")
         .aggregate([("start_ns", "count")])
         .sort_by([("start_ns_count", "descending"), ("name", "ascending")])
     )
@@ -209,7 +210,7 @@ def select(
         and run.ops.column("start_ns").null_count < run.ops.num_rows
     )
     reported = run.meta.iterations
-    profiler_sliced = reported.method not in (None, "whole run")
+    profiler_sliced = reported.method == "dlprof"  # DLProf aggregated at profile time
     if not has_times or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
