@@ -1,0 +1,205 @@
+"""Which ops could use Tensor Cores, and which did.
+
+Eligibility is a property of the op type (a GEMM, a convolution, attention, a cuDNN RNN), written
+differently by each framework: ATen ``aten::addmm`` and its autograd node ``AddmmBackward0``,
+TensorFlow ``MatMul``/``_FusedConv2D``, XLA ``dot``/``custom-call``, DLProf's lower-case ``linear``.
+The lists follow the TF profiler's ``IsOpTensorCoreEligible`` and the PyTorch TensorBoard plugin's
+``TC_OP_Allowlist``, minus what never reaches a Tensor Core (``mv``/``addmv``/``addr``/``prelu`` are
+GEMV/elementwise work) and plus what both lists predate (SDPA/flash attention, ``einsum``,
+``_scaled_mm``). And, as the TF profiler does, any op whose kernels did use Tensor Cores is eligible
+whatever its name: the kernels are the stronger evidence.
+
+"Uses TC" comes from the kernels joined on ``op_id`` (any TC kernel suffices), aggregated with
+``group_by`` so a trace with millions of launches stays a few vector operations.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport import schema
+from tcreport.analysis.tc_kernels import Agreement, classify_kernels, compare_labels
+
+#: Normalised (lower-case, no ``aten::``/``_fused`` prefix, no ``vN`` suffix) eligible op types.
+ATEN_ELIGIBLE = frozenset(
+    {
+        "mm", "addmm", "addmm_", "_addmm_activation", "bmm", "baddbmm", "baddbmm_", "addbmm", "matmul",
+        "linear", "chain_matmul", "linalg_multi_dot", "einsum", "_scaled_mm", "_int_mm",
+        "conv1d", "conv2d", "conv3d", "conv_tbc", "convolution", "_convolution", "_convolution_nogroup",
+        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cudnn_convolution",
+        "cudnn_convolution_transpose", "cudnn_convolution_relu", "cudnn_convolution_add_relu",
+        "convolution_backward", "cudnn_convolution_backward", "cudnn_convolution_backward_input",
+        "cudnn_convolution_backward_weight", "cudnn_convolution_transpose_backward",
+        "cudnn_convolution_transpose_backward_input", "cudnn_convolution_transpose_backward_weight",
+        "scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_backward", "_scaled_dot_product_efficient_attention_backward",
+        "_scaled_dot_product_cudnn_attention_backward", "_flash_attention_forward",
+        "_flash_attention_backward", "_efficient_attention_forward", "_efficient_attention_backward",
+        "multi_head_attention_forward", "_native_multi_head_attention",
+        "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+        "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "_cudnn_rnn", "_cudnn_rnn_backward",
+    }
+)  # fmt: skip
+
+#: TensorFlow / Keras / XLA op types, normalised the same way (``BatchMatMulV2`` -> ``batchmatmul``).
+TF_ELIGIBLE = frozenset(
+    {
+        "matmul", "batchmatmul", "conv2d", "conv2dbackpropfilter", "conv2dbackpropinput", "conv3d",
+        "conv3dbackpropfilter", "conv3dbackpropinput", "depthwiseconv2dnative",
+        "depthwiseconv2dnativebackpropfilter", "depthwiseconv2dnativebackpropinput", "einsum",
+        "cudnnrnn", "cudnnrnnbackprop", "conv2dbiasactivation", "xladot", "xlaconv",
+        "dot", "dot_general", "convolution", "cublas-gemm", "cublaslt-matmul", "cudnn-conv",
+        "cudnn-conv-bias-activation", "triton_gemm",
+    }
+)  # fmt: skip
+
+#: DLProf's PyTorch-mode op types (``dlprof_op_type.csv``) are ATen names; its TF mode writes TF types.
+ELIGIBLE = ATEN_ELIGIBLE | TF_ELIGIBLE
+
+#: Autograd nodes of eligible ops: ``MmBackward0``, ``ConvolutionBackward0``, ``CudnnRnnBackward0``...
+_BACKWARD = re.compile(
+    r"^(?:mm|addmm|bmm|baddbmm|addbmm|matmul|linear|convolution|cudnnconvolution|"
+    r"cudnnconvolutiontranspose|slowconv(?:transpose|dilated)?\d?d?|thnnconv\d?d?|convolutionbackward|"
+    r"cudnnrnn|einsum|scaleddotproduct\w*attention|\w*flashattention|\w*efficientattention|"
+    r"scaledmm)backward\d*$"
+)
+_CUSTOM_CALL = re.compile(r"cublas|cudnn|gemm|conv|__triton_gemm")
+_PREFIXES = ("aten::", "autograd::engine::evaluate_function: ", "torch::autograd::", "xla::")
+
+
+def normalise_op_type(op_type: str) -> str:
+    """Strip framework decoration so the different spellings of one op meet in one set."""
+    s = op_type.strip()
+    for p in _PREFIXES:
+        if s.startswith(p):
+            s = s[len(p) :]
+    s = s.rsplit("/", 1)[-1]  # TF full names: scope/.../MatMul
+    s = s.lower()
+    s = re.sub(r"\.\d+$", "", s)  # XLA instruction names: dot.12, custom-call.3
+    for p in ("_fused", "fused"):
+        if s.startswith(p) and s[len(p) :] in TF_ELIGIBLE:
+            s = s[len(p) :]
+    return re.sub(r"(?<=[a-z])v\d$", "", s)  # BatchMatMulV2, CudnnRNNV3, Conv3DBackpropFilterV2
+
+
+@cache
+def is_eligible_type(op_type: str | None) -> bool:
+    """Tensor Core eligible by type alone (no kernel evidence)."""
+    if not op_type:
+        return False
+    s = normalise_op_type(op_type)
+    if s in ELIGIBLE or _BACKWARD.match(s):
+        return True
+    return s.startswith("custom-call") and bool(_CUSTOM_CALL.search(op_type.lower()))
+
+
+def _eligible_by_name(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Per row, via the dictionary: classify each distinct type once."""
+    out = []
+    for chunk in col.chunks:
+        lookup = pa.array([is_eligible_type(v) for v in chunk.dictionary.to_pylist()], pa.bool_())
+        out.append(pc.take(lookup, chunk.indices))
+    return pa.chunked_array(out, pa.bool_())
+
+
+def _kernel_evidence(
+    ops: pa.Table, kernels: pa.Table
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray, pa.ChunkedArray]:
+    """Per op row: (any kernel uses TC, every kernel known not to, has kernel rows)."""
+    k = kernels.filter(pc.is_valid(kernels.column("op_id")))
+    per_op = (
+        pa.table(
+            {
+                "op_id": k.column("op_id").cast(pa.string()),
+                "tc": pc.fill_null(k.column("uses_tc"), False),
+                "known_no": pc.fill_null(pc.invert(k.column("uses_tc")), False),
+            }
+        )
+        .group_by("op_id")
+        .aggregate([("tc", "any"), ("known_no", "all")])
+    )
+    keys = ops.column("op_id").cast(pa.string())
+    pos = pc.index_in(keys, value_set=per_op.column("op_id"))
+    has = pc.is_valid(pos)
+    any_tc = pc.fill_null(pc.take(per_op.column("tc_any"), pos), False)
+    all_no = pc.fill_null(pc.take(per_op.column("known_no_all"), pos), False)
+    return any_tc, all_no, has
+
+
+def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
+    """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
+
+    ``uses_tc``: True if any of the op's kernels used Tensor Cores; False if all of them are known
+    not to; otherwise the profiler's own label; otherwise False for an op that launched no GPU
+    work (``gpu_ns``/``kernel_calls`` of 0) and null (unknown) for the rest.
+    ``profiler_tc_eligible``/``profiler_uses_tc`` are kept as the profiler wrote them.
+    """
+    schema.validate(ops, schema.TableKind.OPS)
+    type_col = ops.column("type")
+    by_type = pc.or_(
+        pc.fill_null(_eligible_by_name(type_col), False),
+        pc.and_(pc.is_null(type_col), _eligible_by_name(ops.column("name"))),
+    )
+    prof = ops.column("profiler_uses_tc")
+    no_gpu = pc.or_kleene(
+        pc.equal(ops.column("gpu_ns"), 0), pc.equal(ops.column("kernel_calls"), 0)
+    )
+    fallback = pc.if_else(
+        pc.is_valid(prof),
+        prof,
+        pc.if_else(pc.fill_null(no_gpu, False), False, pa.scalar(None, pa.bool_())),
+    )
+    if (
+        kernels is not None
+        and kernels.num_rows
+        and kernels.column("op_id").null_count < kernels.num_rows
+    ):
+        if kernels.column("uses_tc").null_count == kernels.num_rows:
+            kernels = classify_kernels(kernels)
+        any_tc, all_no, has = _kernel_evidence(ops, kernels)
+        from_kernels = pc.if_else(
+            any_tc, True, pc.if_else(all_no, False, pa.scalar(None, pa.bool_()))
+        )
+        uses = pc.if_else(pc.and_(has, pc.is_valid(from_kernels)), from_kernels, fallback)
+        eligible = pc.or_(by_type, any_tc)
+    else:
+        uses = fallback
+        eligible = pc.or_(by_type, pc.fill_null(prof, False))
+    out = ops
+    for name, values in (("tc_eligible", eligible), ("uses_tc", uses)):
+        i = out.schema.get_field_index(name)
+        col = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+        out = out.set_column(i, out.schema.field(i), col.cast(pa.bool_()))
+    schema.validate(out, schema.TableKind.OPS)
+    return out
+
+
+def _classified(ops: pa.Table) -> pa.Table:
+    return (
+        ops
+        if ops.column("tc_eligible").null_count < ops.num_rows or ops.num_rows == 0
+        else classify_ops(ops, None)
+    )
+
+
+def eligibility_agreement(ops: pa.Table) -> Agreement:
+    """Our ``tc_eligible`` against the profiler's (DLProf ``TC Eligible``), disagreements by op type."""
+    t = _classified(ops)
+    key = pa.chunked_array(
+        [pc.coalesce(t.column("type").cast(pa.string()), t.column("name").cast(pa.string()))]
+    )
+    return compare_labels(t.append_column("key", key), "tc_eligible", "profiler_tc_eligible", "key")
+
+
+def op_tc_agreement(ops: pa.Table) -> Agreement:
+    """Our op-level ``uses_tc`` against the profiler's (DLProf ``Using TC``)."""
+    t = _classified(ops)
+    key = pa.chunked_array(
+        [pc.coalesce(t.column("type").cast(pa.string()), t.column("name").cast(pa.string()))]
+    )
+    return compare_labels(t.append_column("key", key), "uses_tc", "profiler_uses_tc", "key")
