@@ -28,6 +28,7 @@ _READERS: tuple[tuple[SourceFormat, str], ...] = (
     (SourceFormat.DLPROF_SQLITE, "tcreport.ingest.dlprof_sqlite"),
     (SourceFormat.NSYS_SQLITE, "tcreport.ingest.nsys_sqlite"),
     (SourceFormat.KINETO_JSON, "tcreport.ingest.kineto_json"),
+    (SourceFormat.TF_XPLANE, "tcreport.ingest.tf_xplane"),
 )
 
 
