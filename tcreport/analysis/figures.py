@@ -40,7 +40,7 @@ class TcFigures:
 class OpRow:
     name: str
     type: str | None
-    calls: int
+    calls: int | None
     gpu_ns: int | None
     share: float | None
     tc_eligible: bool
@@ -172,7 +172,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             OpRow(
                 name=r["name"],
                 type=r["type_first"],
-                calls=int(r["calls_sum"] or 0),
+                calls=None if r["calls_sum"] is None else int(r["calls_sum"]),
                 gpu_ns=gpu,
                 share=_share(gpu, gpu_kernel_ns),
                 tc_eligible=bool(r["elig_any"]),
@@ -191,7 +191,7 @@ def op_type_rows(ops: list[OpRow], gpu_kernel_ns: int | None) -> list[OpTypeRow]
         key = op.type or "(unknown)"
         a = acc.setdefault(key, [0, 0, 0])
         a[0] += 1
-        a[1] += op.calls
+        a[1] += op.calls or 0
         a[2] += op.gpu_ns or 0
     rows = [
         OpTypeRow(type=k, ops=v[0], calls=v[1], gpu_ns=v[2], share=_share(v[2], gpu_kernel_ns))

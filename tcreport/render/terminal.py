@@ -52,7 +52,7 @@ def render(view: ReportView, console: Console | None = None) -> None:
             t.add_row(
                 fmt.tail(o.name, name_w),
                 o.type or "",
-                str(o.calls),
+                fmt.count(o.calls),
                 fmt.ns(o.gpu_ns),
                 fmt.pct(o.share),
                 fmt.yes_no(o.tc_eligible),
