@@ -116,7 +116,9 @@ OPS = pa.schema(
         _f("thread_id", pa.int64()),
         _f("start_ns", pa.int64(), meta=NS),
         _f("iteration", pa.int32()),
-        _f("calls", pa.int64()),  # null when the input does not count calls (DLProf TC report alone)
+        _f(
+            "calls", pa.int64()
+        ),  # null when the input does not count calls (DLProf TC report alone)
         _f("cpu_ns", pa.int64(), meta=NS),  # range / CPU time of the op
         _f("gpu_ns", pa.int64(), meta=NS),  # compute-kernel GPU time attributed to the op
         _f("gpu_total_ns", pa.int64(), meta=NS),  # as the profiler reports it, memory ops included

@@ -57,9 +57,18 @@ def test_dlprof_figures(dlprof_cnn: Path, form: str) -> None:
 def test_summary_only_folder_gives_what_the_summary_holds(dlprof_cnn: Path, tmp_path: Path) -> None:
     shutil.copy(dlprof_cnn / "dlprof_summary.csv", tmp_path)
     s = _summary(tmp_path)
-    assert s["time"] == {"gpu_kernel_ns": 589147, "memory_ns": 66690, "tc_kernel_ns": 0, "wall_ns": 2840562182}
+    assert s["time"] == {
+        "gpu_kernel_ns": 589147,
+        "memory_ns": 66690,
+        "tc_kernel_ns": 0,
+        "wall_ns": 2840562182,
+    }
     tc = s["tensor_core"]
-    assert (tc["eligible_op_count"], tc["using_op_count"], tc["eligible_not_using_op_count"]) == (5, 0, 5)
+    assert (tc["eligible_op_count"], tc["using_op_count"], tc["eligible_not_using_op_count"]) == (
+        5,
+        0,
+        5,
+    )
     assert tc["eligible_not_using_gpu_ns"] == 572668  # DLProf's own figure, as printed
     assert tc["kernel_time_share"] == 0.0
     assert tc["classified_kernel_time_share"] is None  # no kernel rows: unknown, not 0
@@ -80,7 +89,9 @@ def test_report_renders_every_section(dlprof_cnn: Path, tmp_path: Path) -> None:
 
 def test_ingest_then_report_without_reparsing(dlprof_cnn: Path, tmp_path: Path) -> None:
     out = tmp_path / "ingested"
-    result = runner.invoke(app, ["ingest", str(dlprof_cnn / "dlprof_dldb_7.sqlite"), "-o", str(out)])
+    result = runner.invoke(
+        app, ["ingest", str(dlprof_cnn / "dlprof_dldb_7.sqlite"), "-o", str(out)]
+    )
     assert result.exit_code == 0, result.stderr
     direct = _summary(dlprof_cnn / "dlprof_dldb_7.sqlite")
     again = _summary(out)

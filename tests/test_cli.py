@@ -23,7 +23,9 @@ def test_help_does_not_import_pyarrow_or_jinja2() -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('HEAVY', sorted(m for m in ('pyarrow', 'jinja2', 'numpy') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert "HEAVY []" in out
     assert "report" in out and "summary" in out and "ingest" in out
 
@@ -50,7 +52,17 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
     }
 
 
-@pytest.mark.parametrize("case", ["empty file", "another tool's CSV", "not UTF-8", "corrupt SQLite", "directory without traces", "missing path"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "empty file",
+        "another tool's CSV",
+        "not UTF-8",
+        "corrupt SQLite",
+        "directory without traces",
+        "missing path",
+    ],
+)
 @pytest.mark.parametrize("command", ["report", "summary", "ingest"])
 def test_bad_input_is_one_line_error_and_no_output(tmp_path: Path, case: str, command: str) -> None:
     path, named = _bad_inputs(tmp_path)[case]
@@ -60,14 +72,18 @@ def test_bad_input_is_one_line_error_and_no_output(tmp_path: Path, case: str, co
         args += ["-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code != 0, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("tcreport: error: ")
     assert named in lines[0]
     assert "Traceback" not in result.output
     assert not out.exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "temporary file left behind"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], (
+        "temporary file left behind"
+    )
 
 
 def test_iter_stop_before_start_is_a_usage_error(tmp_path: Path) -> None:

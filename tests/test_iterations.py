@@ -42,7 +42,9 @@ def synthetic_steps_run(n: int = 5, range_name: str = "train_step", warmup_facto
         iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
         kernel_granularity=Granularity.LAUNCH,
     )
-    return Run(meta=meta, kernels=kernels, ranges=ranges, memory=schema.empty(schema.TableKind.MEMORY))
+    return Run(
+        meta=meta, kernels=kernels, ranges=ranges, memory=schema.empty(schema.TableKind.MEMORY)
+    )
 
 
 def test_key_node_splits_and_iter_range_selects_exactly() -> None:
@@ -69,8 +71,13 @@ def test_repeating_outer_range_is_detected_without_key_node() -> None:
 def test_profiler_step_ranges_are_used() -> None:
     run = synthetic_steps_run(n=4)
     names = [f"ProfilerStep#{i + 7}" for i in range(4)]
-    ranges = run.ranges.set_column(0, run.ranges.schema.field("name"), schema.conform(
-        {"name": names, "start_ns": [0] * 4, "end_ns": [0] * 4}, schema.TableKind.RANGES).column("name"))
+    ranges = run.ranges.set_column(
+        0,
+        run.ranges.schema.field("name"),
+        schema.conform(
+            {"name": names, "start_ns": [0] * 4, "end_ns": [0] * 4}, schema.TableKind.RANGES
+        ).column("name"),
+    )
     view = api.analyze(run.replace(ranges=ranges), iter_start=2)
     it = view.analysis.selection.info
     assert it.method == "ProfilerStep#N ranges"

@@ -11,7 +11,10 @@ from tcreport.model import Gpu, IterationInfo, ReportedFigures, RunMeta, SourceF
 
 
 def test_conform_fills_optional_columns_and_dictionary_encodes_names() -> None:
-    t = schema.conform({"name": ["a", "b", "a"], "duration_ns": [1, 2, 3], "calls": [1, 1, 1]}, schema.TableKind.KERNELS)
+    t = schema.conform(
+        {"name": ["a", "b", "a"], "duration_ns": [1, 2, 3], "calls": [1, 1, 1]},
+        schema.TableKind.KERNELS,
+    )
     assert t.schema.field("name").type == pa.dictionary(pa.int32(), pa.string())
     assert t.column("uses_tc").null_count == 3
     assert t.schema.field("duration_ns").metadata == {b"unit": b"ns"}
@@ -26,12 +29,16 @@ def test_conform_refuses_missing_required_column() -> None:
 
 def test_conform_refuses_nulls_in_required_column() -> None:
     with pytest.raises(SchemaError, match="null"):
-        schema.conform({"name": ["a", None], "duration_ns": [1, 2], "calls": [1, 1]}, schema.TableKind.KERNELS)
+        schema.conform(
+            {"name": ["a", None], "duration_ns": [1, 2], "calls": [1, 1]}, schema.TableKind.KERNELS
+        )
 
 
 def test_conform_refuses_uncastable_values() -> None:
     with pytest.raises(SchemaError, match="duration_ns"):
-        schema.conform({"name": ["a"], "duration_ns": ["soon"], "calls": [1]}, schema.TableKind.KERNELS)
+        schema.conform(
+            {"name": ["a"], "duration_ns": ["soon"], "calls": [1]}, schema.TableKind.KERNELS
+        )
 
 
 def test_validate_rejects_non_canonical_table() -> None:

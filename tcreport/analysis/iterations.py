@@ -74,31 +74,63 @@ def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``ProfilerStep#N`` ranges, one boundary per step number: with several ranks in one trace,
+    step N spans from the first rank's start to the last rank's end."""
     if run.ranges is None or run.ranges.num_rows == 0:
         return None
-    names = run.ranges.column("name").cast(pa.string())
-    extracted = pc.extract_regex(names, r"^ProfilerStep#(?P<n>\d+)$")
+    extracted = pc.extract_regex(
+        run.ranges.column("name").cast(pa.string()), r"^ProfilerStep#(?P<n>\d+)$"
+    )
     valid = pc.is_valid(extracted)
     if not pc.any(valid).as_py():
         return None
     sel = run.ranges.filter(valid)
-    numbers = pc.cast(
-        pc.struct_field(
-            pc.extract_regex(sel.column("name").cast(pa.string()), r"^ProfilerStep#(?P<n>\d+)$"),
-            "n",
-        ),
-        pa.int64(),
+    steps = pa.table(
+        {
+            "n": pc.cast(pc.struct_field(extracted.filter(valid), "n"), pa.int64()),
+            "start_ns": sel.column("start_ns"),
+            "end_ns": sel.column("end_ns"),
+        }
     )
-    order = np.argsort(sel.column("start_ns").to_numpy(), kind="stable")
+    g = (
+        steps.group_by("n")
+        .aggregate([("start_ns", "min"), ("end_ns", "max")])
+        .sort_by("start_ns_min")
+    )
     return (
-        numbers.to_numpy()[order],
-        sel.column("start_ns").to_numpy()[order],
-        sel.column("end_ns").to_numpy()[order],
+        g.column("n").to_numpy(),
+        g.column("start_ns_min").to_numpy(),
+        g.column("end_ns_max").to_numpy(),
     )
+
+
+#: A repeating range is taken as the iteration marker only if its occurrences cover at least this
+#: share of the run's span; short repeating markers (``FSDP::post_forward``) are not iterations.
+MIN_ITERATION_COVERAGE = 0.5
+
+
+def _span(run: Run) -> tuple[int, int] | None:
+    lo: list[int] = []
+    hi: list[int] = []
+    for table, end_col in ((run.ranges, "end_ns"), (run.kernels, None)):
+        if (
+            table is None
+            or table.num_rows == 0
+            or table.column("start_ns").null_count == table.num_rows
+        ):
+            continue
+        lo.append(int(pc.min(table.column("start_ns")).as_py()))
+        end = (
+            table.column(end_col)
+            if end_col
+            else pc.add(table.column("start_ns"), table.column("duration_ns"))
+        )
+        hi.append(int(pc.max(end).as_py()))
+    return (min(lo), max(hi)) if lo else None
 
 
 def _repeating_outer_range(run: Run) -> str | None:
-    """The most frequent outermost range name that occurs at least twice (``train_step``)."""
+    """The outermost range name that repeats and covers most of the run (``train_step``)."""
     if run.ranges is None or run.ranges.num_rows == 0:
         return None
     depth = run.ranges.column("depth")
@@ -107,18 +139,29 @@ def _repeating_outer_range(run: Run) -> str | None:
         if depth.null_count < len(depth)
         else run.ranges
     )
-    if outer.num_rows == 0:
+    span = _span(run)
+    if outer.num_rows == 0 or span is None or span[1] <= span[0]:
         return None
-    names = pa.table({"name": outer.column("name").cast(pa.string()), "start_ns": outer.column("start_ns")})
-    counts = (
-        names.group_by("name")
-        .aggregate([("start_ns", "count")])
-        .sort_by([("start_ns_count", "descending"), ("name", "ascending")])
+    names = pa.table(
+        {
+            "name": outer.column("name").cast(pa.string()),
+            "dur": pc.subtract(outer.column("end_ns"), outer.column("start_ns")),
+            "pid": pc.fill_null(outer.column("process_id"), 0),
+        }
     )
-    if counts.num_rows == 0 or counts.column("start_ns_count")[0].as_py() < 2:
+    # Per process, so two ranks' copies of one step do not count twice.
+    per = names.group_by(["name", "pid"]).aggregate([("dur", "sum"), ("dur", "count")])
+    per = per.filter(pc.greater_equal(per.column("dur_count"), 2))
+    if per.num_rows == 0:
         return None
-    top: str = counts.column("name").cast(pa.string())[0].as_py()
-    return top
+    best = (
+        per.group_by("name")
+        .aggregate([("dur_sum", "max")])
+        .sort_by([("dur_sum_max", "descending"), ("name", "ascending")])
+    )
+    top: str = best.column("name")[0].as_py()
+    coverage = best.column("dur_sum_max")[0].as_py() / (span[1] - span[0])
+    return top if coverage >= MIN_ITERATION_COVERAGE else None
 
 
 def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
@@ -186,7 +229,9 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
 def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:
     lo = 0 if start is None else start
     if lo > total - 1:
-        raise UsageError(f"--iter-start {lo} is past the last iteration; the run has {total} (0 to {total - 1})")
+        raise UsageError(
+            f"--iter-start {lo} is past the last iteration; the run has {total} (0 to {total - 1})"
+        )
     hi = total - 1 if stop is None else min(total - 1, stop)
     return lo, max(lo, hi)
 
@@ -293,7 +338,9 @@ def select(
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
 
 
-def _keep_reported(run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None) -> tuple[Run, Selection]:
+def _keep_reported(
+    run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None
+) -> tuple[Run, Selection]:
     info = run.meta.iterations
     if key_node is not None:
         # Re-slicing needs timestamps the input does not have.
@@ -306,7 +353,9 @@ def _keep_reported(run: Run, key_node: str | None, iter_start: int | None, iter_
     hi = (info.total - 1 if info.total else lo) if hi is None else hi
     if info.total is not None:
         _bounded(lo, hi, info.total)
-    narrowed = dataclasses.replace(info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None)
+    narrowed = dataclasses.replace(
+        info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None
+    )
     out = run.replace(
         meta=_with_iterations(run, narrowed),
         kernels=_filter(run.kernels, lo, hi),

@@ -64,11 +64,14 @@ def detect(path: Path) -> SourceFormat:
     if path.is_dir():
         raise UnsupportedFormatError(
             "no supported trace in this directory (looked for DLProf CSV/JSON reports, "
-            "dlprof_dldb.sqlite, Nsight Systems SQLite exports, a tcreport ingest folder)",
+            "dlprof_dldb.sqlite, Nsight Systems SQLite exports, PyTorch profiler (Kineto) JSON, "
+            "TensorFlow profiler xplane.pb, a tcreport ingest folder)",
             path,
         )
     raise UnsupportedFormatError(
-        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite)", path
+        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite, "
+        "PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb)",
+        path,
     )
 
 
