@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import figures, iterations
+from tcreport.analysis import figures, iterations, timeline
 from tcreport.analysis.figures import KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.timeline import TimelineFigures
 from tcreport.model import Run, RunMeta
 
 
@@ -62,6 +63,11 @@ class Analysis:
     kernel_agreement: Agreement | None
     has_kernels: bool
     has_ops: bool
+    # Added for the findings engine; defaults keep older constructors working.
+    timeline: TimelineFigures | None = None  # None without per-launch kernel timestamps
+    data_loader_names: tuple[str, ...] = ()  # host ranges/ops that name a data loader
+    data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
+    autotuned_ops: tuple[str, ...] = ()  # op names whose kernels span several cuDNN algorithms
 
 
 def _classify(run: Run) -> Run:
@@ -151,6 +157,65 @@ def _iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     return tuple(rows)
 
 
+#: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of
+#: several families in the aggregated range is cuDNN trying every algorithm (cudnnFind, i.e.
+#: ``cudnn.benchmark`` autotuning), which only happens in the first iterations.
+_CONV_FAMILIES = (
+    ("implicit-gemm", r"implicit_convolve|implicit_gemm|scudnn_.*interior|xmma_fprop_implicit"),
+    ("explicit-gemm", r"explicit_convolve|im2col"),
+    ("fft", r"fft2d|fft_|flip_filter|gcgemm|cgemm_"),
+    ("winograd", r"winograd"),
+    ("direct", r"conv2d_grouped_direct|direct_conv|convolve_common_engine"),
+)
+AUTOTUNE_MIN_FAMILIES = 3
+
+
+def _autotuned_ops(kernels: pa.Table | None, ops: pa.Table | None) -> tuple[str, ...]:
+    """Names of ops whose kernels cover several cuDNN algorithm families (autotuning)."""
+    if kernels is None or ops is None or kernels.num_rows == 0 or ops.num_rows == 0:
+        return ()
+    k = kernels.filter(pc.is_valid(kernels.column("op_id")))
+    if k.num_rows == 0:
+        return ()
+    names = k.column("name").cast(pa.string())
+    fam = pa.nulls(k.num_rows, pa.string())
+    for label, pattern in _CONV_FAMILIES:
+        hit = pc.fill_null(pc.match_substring_regex(names, pattern), False)
+        fam = pc.if_else(pc.and_(hit, pc.is_null(fam)), pa.scalar(label), fam)
+    t = pa.table({"op_id": k.column("op_id").cast(pa.string()), "fam": fam}).filter(
+        pc.is_valid(fam)
+    )
+    if t.num_rows == 0:
+        return ()
+    g = t.group_by("op_id").aggregate([("fam", "count_distinct")])
+    many = g.filter(pc.greater_equal(g.column("fam_count_distinct"), AUTOTUNE_MIN_FAMILIES))
+    if many.num_rows == 0:
+        return ()
+    mask = pc.is_in(ops.column("op_id").cast(pa.string()), value_set=many.column("op_id"))
+    hit_names = pc.unique(ops.filter(mask).column("name").cast(pa.string())).to_pylist()
+    return tuple(sorted(str(n) for n in hit_names if n is not None))
+
+
+def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
+    """Host ranges inside the aggregated iterations (ranges carry no iteration column)."""
+    r, it = run.ranges, run.iterations
+    if r is None or it is None or it.num_rows == 0 or not sel.sliced:
+        return r
+    lo, hi = sel.info.start or 0, sel.info.stop if sel.info.stop is not None else it.num_rows - 1
+    kept = it.filter(
+        pc.and_(
+            pc.greater_equal(it.column("iteration"), lo), pc.less_equal(it.column("iteration"), hi)
+        )
+    )
+    if kept.num_rows == 0:
+        return r
+    first, last = pc.min(kept.column("start_ns")).as_py(), pc.max(kept.column("end_ns")).as_py()
+    inside = pc.and_(
+        pc.greater_equal(r.column("start_ns"), first), pc.less_equal(r.column("start_ns"), last)
+    )
+    return r.filter(inside)
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -176,6 +241,7 @@ def compute(
         if selection.info.total
         else (sliced, selection)
     )
+    markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     analysis = Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -189,5 +255,9 @@ def compute(
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
+        timeline=timeline.kernel_timeline(sliced.kernels),
+        data_loader_names=markers.data_loader_names,
+        data_loader_ns=markers.data_loader_ns,
+        autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
     )
     return analysis, sliced

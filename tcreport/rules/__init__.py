@@ -1,37 +1,93 @@
 """Finding rules: one module per rule, a stable id each, evaluated in a sorted registry.
 
 Findings are ranked by estimated saving (largest first), then severity, then id, so the ordering
-is deterministic and the most valuable change comes first.
+is deterministic and the most valuable change comes first. Savings are normalised here, once, for
+every rule: clamped to [0, the aggregated wall or GPU time] so no rule can promise more time than
+the run has, and expressed as a share of the aggregated wall time and per iteration.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    cv001_cudnn_benchmark_off,
+    cv002_slow_half_wgrad,
     dlprof_feedback,
+    gp001_low_utilisation,
+    gp002_launch_bound,
     it001_iterations,
-    tc001_eligible_not_tc,
+    it002_warmup_in_range,
+    it003_iteration_variance,
+    it004_autotuning_in_range,
+    op001_heavy_non_tc_op,
+    pr002_half_softmax_loss,
+    pr003_loss_scaling_overhead,
+    tc001_mixed_precision_off,
     tc002_unclassified,
+    tc003_unaligned_dims,
+    tc004_eligible_missed_tc,
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
 __all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate"]
 
-#: rule id -> rule, sorted by id.
+#: rule id -> rule, sorted by id. ``DLPROF`` emits DLProf's own findings as ``dlprof:<detector>``.
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
-            "IT001": it001_iterations.check,
-            "TC001": tc001_eligible_not_tc.check,
-            "TC002": tc002_unclassified.check,
+            "CV001": cv001_cudnn_benchmark_off.check,
+            "CV002": cv002_slow_half_wgrad.check,
             "DLPROF": dlprof_feedback.check,
+            "GP001": gp001_low_utilisation.check,
+            "GP002": gp002_launch_bound.check,
+            "IT001": it001_iterations.check,
+            "IT002": it002_warmup_in_range.check,
+            "IT003": it003_iteration_variance.check,
+            "IT004": it004_autotuning_in_range.check,
+            "OP001": op001_heavy_non_tc_op.check,
+            "PR002": pr002_half_softmax_loss.check,
+            "PR003": pr003_loss_scaling_overhead.check,
+            "TC001": tc001_mixed_precision_off.check,
+            "TC002": tc002_unclassified.check,
+            "TC003": tc003_unaligned_dims.check,
+            "TC004": tc004_eligible_missed_tc.check,
         }.items()
     )
 )
 
 
+def _bound(analysis: Analysis) -> int | None:
+    """The most time any saving can be: the aggregated wall time, GPU kernel time, kernel span (the
+    wall-time stand-in when the input has no wall time) or op GPU time (when it has no kernels),
+    the largest."""
+    tl = analysis.timeline
+    span = tl.span_ns // max(1, tl.devices) if tl is not None else None
+    op_gpu = sum(o.gpu_ns or 0 for o in analysis.ops) if analysis.ops else None
+    figures = (analysis.time.wall_ns, analysis.time.gpu_kernel_ns, span, op_gpu)
+    known = [v for v in figures if v is not None]
+    return max(known) if known else None
+
+
+def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
+    ns = f.estimated_saving_ns
+    if ns is None:
+        return f
+    ns = max(0, ns) if bound is None else min(max(0, ns), max(0, bound))
+    wall = analysis.time.wall_ns
+    iters = analysis.selection.info.aggregated
+    return dataclasses.replace(
+        f,
+        estimated_saving_ns=ns,
+        saving_share=min(1.0, ns / wall) if wall else None,
+        saving_per_iteration_ns=ns // iters if iters and iters > 0 else None,
+    )
+
+
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
-    found = [f for rule in REGISTRY.values() for f in rule(analysis)]
+    bound = _bound(analysis)
+    found = [_normalise(f, analysis, bound) for rule in REGISTRY.values() for f in rule(analysis)]
     found.sort(
         key=lambda f: (-(f.estimated_saving_ns or 0), SEVERITY_ORDER[f.severity], f.id, f.title)
     )

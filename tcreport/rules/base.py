@@ -46,6 +46,9 @@ class Finding:
     assumptions: str | None = None  # how the saving was estimated
     source: str = "tcreport"  # or "DLProf expert systems"
     evidence: tuple[Evidence, ...] = ()
+    # Filled by rules.evaluate from estimated_saving_ns, so every rule states them the same way.
+    saving_share: float | None = None  # of the aggregated wall time
+    saving_per_iteration_ns: int | None = None  # saving / aggregated iterations
 
 
 Rule = Callable[[Analysis], list[Finding]]

@@ -1,8 +1,16 @@
-"""Every threshold a rule uses, in one place, with the reason for its value."""
+"""Every threshold a rule uses, in one place, with the reason for its value.
+
+Savings are floors built from conservative assumptions; each rule states its assumption in the
+finding. Changing a value here changes when a rule fires; ``docs/findings.md`` quotes these values.
+"""
 
 from __future__ import annotations
 
-#: Speed-up assumed when an eligible fp32 op moves to Tensor Cores (fp16/bf16 or TF32). NVIDIA's
+from tcreport.analysis import timeline
+
+# --- Tensor Cores and precision --------------------------------------------------------------------
+
+#: Speed-up assumed when an eligible op moves to Tensor Cores (fp16/bf16 or TF32). NVIDIA's
 #: mixed-precision guide reports 2-8x on GEMM/conv-bound layers; 2x is the conservative end, so the
 #: estimated saving is a floor, not a promise.
 TC_SPEEDUP = 2.0
@@ -10,5 +18,66 @@ TC_SPEEDUP = 2.0
 #: Below this share of kernel time with a known verdict, the Tensor Core share is not trustworthy.
 MIN_CLASSIFIED_SHARE = 0.9
 
-#: An eligible-not-TC op below this share of GPU kernel time is reported but not ranked high.
+#: An op group at or above this share of GPU kernel time is ranked high severity; below, medium.
 HIGH_SEVERITY_SHARE = 0.10
+
+#: A single op type that cannot use Tensor Cores at or above this share of GPU kernel time is worth
+#: a finding: once the GEMMs and convolutions are on Tensor Cores, what is left is these ops (the
+#: resize/upsample ops of segmentation models are the classic ~10 % after switching to float16).
+HEAVY_NON_TC_SHARE = 0.10
+
+#: Assumed reduction of a heavy non-Tensor-Core op type from fusing it or replacing it (compiler
+#: fusion, nearest-neighbour instead of bicubic resize): these ops are memory bound, and fusing two
+#: memory-bound passes into one halves the traffic. A floor, stated in the finding.
+NON_TC_REDUCTION = 0.5
+
+#: Dynamic loss scaling (unscale, inf/nan check, scale update) at or above this share of GPU kernel
+#: time means the model is so small that the scaler's fixed per-step cost dominates; in a normal
+#: model it is well under 1 %.
+LOSS_SCALE_SHARE = 0.05
+
+#: Weight/data-gradient convolution kernels in fp16 without Tensor Cores at or above this share of
+#: GPU kernel time: cuDNN fell back to a slow CUDA-core algorithm for the backward pass.
+SLOW_WGRAD_SHARE = 0.10
+
+# --- iterations --------------------------------------------------------------------------------------
+
+#: Per-iteration statistics need at least this many aggregated iterations to mean anything.
+MIN_ITERATIONS = 3
+
+#: A first aggregated iteration this many times the median of the others is warm-up (cuDNN
+#: autotuning, XLA / torch.compile compilation, allocator growth), not a training step. Steady-state
+#: steps of one model vary by a few per cent; 2x cannot be noise.
+WARMUP_RATIO = 2.0
+
+#: Coefficient of variation (std / mean) of aggregated iteration times above which steps are not
+#: steady: recompilation for new shapes, data stalls, host synchronisation or garbage collection.
+#: Steady training steps vary by a few per cent.
+ITERATION_CV = 0.20
+
+# --- GPU utilisation and launches -------------------------------------------------------------------
+
+#: GPU busy below this share of the aggregated wall time: the GPU waits more than it works.
+LOW_UTILISATION = 0.5
+
+#: Data-loader ranges covering at least this share of the aggregated wall time, while the GPU is
+#: not saturated, make the input pipeline a bottleneck worth naming.
+DATA_LOADER_SHARE = 0.10
+
+#: Kernels shorter than this are launch-overhead dominated (reason in analysis.timeline).
+SHORT_KERNEL_NS = timeline.SHORT_KERNEL_NS
+
+#: Idle gaps shorter than this count as CPU launch gaps (reason in analysis.timeline).
+LAUNCH_GAP_NS = timeline.LAUNCH_GAP_NS
+
+#: Launch-bound needs most launches short ...
+LAUNCH_BOUND_SHORT_SHARE = 0.5
+#: ... and launch gaps to idle the GPU for at least a quarter of the kernel span ...
+LAUNCH_BOUND_IDLE_SHARE = 0.25
+#: ... over enough launches for the statistics to mean something (about one forward pass of a
+#: small transformer; fewer is a handful of kernels whose gaps say little).
+LAUNCH_BOUND_MIN_LAUNCHES = 50
+
+#: Share of launch-gap idle time assumed recoverable with CUDA graphs / compilation: graph replay
+#: removes the CPU's per-launch cost, but not the GPU's own inter-kernel time or uncapturable work.
+LAUNCH_GAP_RECOVERABLE = 0.5

@@ -1,0 +1,156 @@
+"""Helpers the rules share: framework wording, GPU generation, op lookups, plain-text durations.
+
+Fixes must name the knob of the framework that ran (``torch.autocast`` is no use to a Keras user)
+and the GPU that ran it (TF32 exists only from Ampere on), so both are resolved once here. Findings
+are plain text, so durations are formatted here rather than by a renderer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+
+from tcreport.analysis.figures import OpRow
+from tcreport.analysis.result import Analysis, WhyNotRow
+from tcreport.analysis.why_not import normalise_dtype
+
+
+class Flavour(StrEnum):
+    TORCH = "torch"
+    TF = "tf"
+    ANY = "any"
+
+
+_TF = re.compile(r"tensorflow|keras|\btf\b|jax|xla", re.IGNORECASE)
+
+
+def flavour(analysis: Analysis) -> Flavour:
+    """The framework family, from the run metadata, else from op names (``aten::`` is PyTorch)."""
+    fw = (analysis.meta.framework or "").lower()
+    if "torch" in fw:
+        return Flavour.TORCH
+    if fw and _TF.search(fw):
+        return Flavour.TF
+    names = [o.name for o in analysis.ops[:200]]
+    if any(n.startswith("aten::") or "autograd::" in n for n in names):
+        return Flavour.TORCH
+    if any(n.startswith(("tf_", "XLA", "xla")) or "/" in n and n[:1].isupper() for n in names):
+        return Flavour.TF
+    return Flavour.ANY
+
+
+#: GPU marketing names that place a card before or after Ampere when the input carries no compute
+#: capability (DLProf CSVs name the GPU only). Pre-Ampere cards have no TF32 and no bf16 Tensor Cores.
+_PRE_AMPERE = re.compile(
+    r"\b(V100|T4|TITAN V|TITAN RTX|RTX 20\d0|GTX|P100|P40|P4|K80|Quadro RTX)", re.I
+)
+_AMPERE_PLUS = re.compile(
+    r"\b(A100|A30|A40|A10G?|A16|A2|A800|H100|H200|H800|H20|GH200|B100|B200|GB200|L4|L40S?|"
+    r"RTX [345]0\d0|RTX A\d{4}|RTX \d{4} Ada|RTX PRO)",
+    re.I,
+)
+
+
+def compute_capability(analysis: Analysis) -> float | None:
+    """The lowest known compute capability in the run; a guess from the GPU name when absent."""
+    caps: list[float] = []
+    for g in analysis.meta.gpus:
+        try:
+            caps.append(float(g.compute_capability or ""))
+        except ValueError:
+            name = g.name or ""
+            if _AMPERE_PLUS.search(name):
+                caps.append(8.0)
+            elif _PRE_AMPERE.search(name):
+                caps.append(7.0)
+    return min(caps) if caps else None
+
+
+def amp_fix(fl: Flavour, cc: float | None) -> str:
+    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words."""
+    bf16 = cc is not None and cc >= 8.0
+    dt = "bfloat16" if bf16 else "float16"
+    torch = (
+        f"wrap the forward pass and loss in torch.autocast(device_type='cuda', dtype=torch.{dt})"
+        + ("" if bf16 else " and scale the loss with torch.cuda.amp.GradScaler")
+    )
+    tf = f"set tf.keras.mixed_precision.set_global_policy('mixed_{dt}')" + (
+        "" if bf16 else " (Keras' fit() then applies dynamic loss scaling)"
+    )
+    tf32 = {
+        Flavour.TORCH: "torch.backends.cuda.matmul.allow_tf32 = True and "
+        "torch.backends.cudnn.allow_tf32 = True",
+        Flavour.TF: "tf.config.experimental.enable_tensor_float_32_execution(True)",
+        Flavour.ANY: "TF32 (torch.backends.cuda.matmul.allow_tf32 in PyTorch; "
+        "enable_tensor_float_32_execution in TensorFlow)",
+    }[fl]
+    main = {Flavour.TORCH: torch, Flavour.TF: tf, Flavour.ANY: f"PyTorch: {torch}; Keras: {tf}"}[fl]
+    if cc is None:
+        return f"{main}. On Ampere or newer GPUs, {tf32} also puts float32 matmuls on Tensor Cores."
+    if bf16:
+        return f"{main}; or, keeping float32, {tf32} (TF32 Tensor Cores, cc {cc:.1f})."
+    return f"{main}. This GPU (cc {cc:.1f}) has no TF32, so float32 never reaches its Tensor Cores."
+
+
+def op_index(analysis: Analysis) -> dict[str, OpRow]:
+    """op_id -> the op row (grouped by name) it belongs to."""
+    return {op_id: o for o in analysis.ops for op_id in o.op_ids}
+
+
+def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
+    """Each eligible-not-TC op row with its first explanation, in op order (largest GPU time first).
+
+    Ops with a GPU time of exactly 0 launched no kernels of their own (``aten::linear`` whose GEMM is
+    attributed to its ``aten::addmm`` child): they cannot have missed anything and are skipped.
+    """
+    index = op_index(analysis)
+    first: dict[str, WhyNotRow] = {}
+    for w in analysis.why_not:
+        o = index.get(w.op_id)
+        if o is not None and o.gpu_ns != 0 and o.name not in first:
+            first[o.name] = w
+    return [(o, first[o.name]) for o in analysis.ops if o.name in first]
+
+
+def gpu_ns(ops: Iterable[OpRow]) -> int:
+    return sum(o.gpu_ns or 0 for o in ops)
+
+
+def share(part: int | None, whole: int | None) -> float | None:
+    if part is None or whole is None or whole <= 0:
+        return None
+    return min(1.0, max(0.0, part / whole))
+
+
+def is_half(dtype: str | None) -> bool:
+    return normalise_dtype(dtype) in ("fp16", "bf16")
+
+
+def run_uses_half(analysis: Analysis) -> bool:
+    """Any op in fp16/bf16: the run has mixed precision on, at least partly."""
+    return any(is_half(o.dtype) for o in analysis.ops)
+
+
+def dur(ns: float | None) -> str:
+    """Plain-text duration: 589147 -> '589.1 µs'."""
+    if ns is None:
+        return "n/a"
+    v = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.1f} {unit}"
+    return f"{v:.0f} ns"
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def short_op(name: str, width: int = 60) -> str:
+    """The end of a long scope path, where the op's own name is."""
+    return name if len(name) <= width else "…" + name[-(width - 1) :]

@@ -1,0 +1,29 @@
+"""Aggregated iteration durations, shared by the warm-up and variance rules so they agree on what
+counts as a warm-up outlier (and the variance rule does not fire on the warm-up again)."""
+
+from __future__ import annotations
+
+import statistics
+
+from tcreport.analysis.result import Analysis, IterationRow
+from tcreport.rules import thresholds
+
+
+def aggregated(analysis: Analysis) -> list[IterationRow]:
+    return [r for r in analysis.iterations if r.aggregated and r.duration_ns > 0]
+
+
+def warmup_outlier(rows: list[IterationRow]) -> tuple[IterationRow, float] | None:
+    """(first aggregated iteration, median of the others) when the first is a warm-up outlier."""
+    if len(rows) < thresholds.MIN_ITERATIONS:
+        return None
+    first, rest = rows[0], rows[1:]
+    median = statistics.median(r.duration_ns for r in rest)
+    if median > 0 and first.duration_ns >= thresholds.WARMUP_RATIO * median:
+        return first, float(median)
+    return None
+
+
+def steady(rows: list[IterationRow]) -> list[IterationRow]:
+    """The aggregated iterations without a leading warm-up outlier."""
+    return rows[1:] if warmup_outlier(rows) is not None else rows

@@ -1,0 +1,102 @@
+"""GP001: the GPU is idle for much of the aggregated range, often waiting for input data.
+
+Tensor Cores only help while the GPU computes. Busy time comes from the per-launch timeline (the
+union of kernel intervals) when the input has launches, else from summed kernel time (an upper
+bound, so a low share is still certainly low). When host ranges or ops name a data loader
+(``enumerate(DataLoader)``, ``IteratorGetNext``) and cover a real share of the range, the finding
+says so and estimates the saving from overlapping loading with compute. A range that is the whole
+profile (no iteration split) includes start-up, so there the finding is informational only.
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "GP001"
+
+
+def _devices(analysis: Analysis) -> int:
+    if analysis.timeline is not None:
+        return max(1, analysis.timeline.devices)
+    return max(1, len(analysis.meta.gpus))
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    tl = analysis.timeline
+    wall = analysis.time.wall_ns or (tl.span_ns // max(1, tl.devices) if tl else None)
+    busy = tl.busy_ns if tl is not None else analysis.time.gpu_kernel_ns
+    if not wall or busy is None:
+        return []
+    n = _devices(analysis)
+    util = min(1.0, busy / (wall * n))
+    idle_wall = max(0, wall - busy // n)
+    loader_ns = analysis.data_loader_ns
+    loader_share = c.share(loader_ns, wall) if loader_ns else None
+    loader = loader_share is not None and loader_share >= thresholds.DATA_LOADER_SHARE and idle_wall
+    if util >= thresholds.LOW_UTILISATION and not loader:
+        return []
+    info = analysis.selection.info
+    whole = (info.aggregated or 1) < 2 or info.method == "whole run"
+    fl = c.flavour(analysis)
+    feed = {
+        c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
+        "prefetch_factor=2), .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU",
+        c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
+        ".prefetch(tf.data.AUTOTUNE), or NVIDIA DALI",
+        c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
+        "memory; tf.data prefetch/AUTOTUNE; NVIDIA DALI)",
+    }[fl]
+    detail = f"The GPU computes {c.pct(util)} of the {c.dur(wall)} aggregated range."
+    saving: int | None = None
+    assumption = "no saving claimed: the profile does not show what the GPU waited for"
+    evidence: list[Evidence] = []
+    if loader and loader_ns:
+        names = ", ".join(analysis.data_loader_names[:3])
+        detail += f" Data loading ({names}) covers {c.dur(loader_ns)}, {c.pct(loader_share)} of it."
+        workers = getattr(getattr(analysis.meta, "settings", None), "num_workers", None)
+        if workers == 0:
+            detail += " The profiler recorded num_workers=0: loading runs on the training thread."
+        fix = f"Overlap data loading with compute: {feed}."
+        saving = min(loader_ns, idle_wall)
+        assumption = "loading in background workers overlaps compute, hiding the data-loader time up to the GPU's idle time"
+        ops = {o.name for o in analysis.ops}
+        evidence = [Evidence(EvidenceKind.OP, n) for n in analysis.data_loader_names if n in ops]
+    else:
+        fix = (
+            "Find what the GPU waits for in the timeline (nsys/torch.profiler): host work between "
+            f"steps, synchronisation (.item(), .cpu(), print of tensors), or input data: {feed}."
+        )
+    if whole:
+        detail += " The range is the whole profile (no iteration split), so start-up is included."
+        saving, assumption = None, "no saving claimed: the range includes process start-up"
+        fix = "Split the profile into iterations first (--key-node, --iter-start); then: " + fix
+    low_iters = sorted(
+        (r for r in analysis.iterations if r.aggregated and r.duration_ns > 0),
+        key=lambda r: (r.tc_ns + r.non_tc_ns) / r.duration_ns,
+    )[:3]
+    evidence += [Evidence(EvidenceKind.ITERATION, str(r.iteration)) for r in low_iters]
+    sev = (
+        Severity.LOW
+        if whole
+        else (Severity.HIGH if util < thresholds.LOW_UTILISATION / 2 else Severity.MEDIUM)
+    )
+    title = (
+        f"Data loading covers {c.pct(loader_share)} of the range; the GPU is busy {c.pct(util)}"
+        if loader
+        else f"Low GPU utilisation: the GPU computes {c.pct(util)} of the aggregated range"
+    )
+    return [
+        Finding(
+            id=ID,
+            severity=sev,
+            title=title,
+            detail=detail,
+            fix=fix,
+            estimated_saving_ns=saving,
+            assumptions=assumption,
+            evidence=tuple(evidence),
+        )
+    ]

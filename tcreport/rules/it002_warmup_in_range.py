@@ -1,0 +1,45 @@
+"""IT002: warm-up or compilation sits inside the aggregated iterations.
+
+The first iterations carry one-off work (cuDNN autotuning, XLA / torch.compile compilation, CUDA
+context and allocator growth). If the aggregated range starts there, every share in the report is
+skewed towards that work. Detected when the first aggregated iteration takes at least
+``WARMUP_RATIO`` times the median of the others. No time saving is claimed: the fix is where to
+measure, not a faster model.
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import _iters
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "IT002"
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    rows = _iters.aggregated(analysis)
+    hit = _iters.warmup_outlier(rows)
+    if hit is None:
+        return []
+    first, median = hit
+    excess = first.duration_ns - median
+    total = sum(r.duration_ns for r in rows)
+    sh = c.share(int(excess), total)
+    nxt = first.iteration + 1
+    return [
+        Finding(
+            id=ID,
+            severity=Severity.HIGH if sh is not None and sh >= 0.25 else Severity.MEDIUM,
+            title=f"Iteration {first.iteration} is {first.duration_ns / median:.1f}x the median: "
+            "warm-up is inside the aggregated range",
+            detail=f"Iteration {first.iteration} took {c.dur(first.duration_ns)} against a median "
+            f"of {c.dur(median)}; its extra {c.dur(excess)} is {c.pct(sh)} of the aggregated time "
+            "(autotuning, XLA/torch.compile compilation, allocator warm-up) and skews every share.",
+            fix=f"Aggregate from the first steady iteration: --iter-start {nxt} (or profile with "
+            "torch.profiler's schedule(wait=1, warmup=1, ...) / DLProf --iter_start).",
+            estimated_saving_ns=None,
+            assumptions="measurement finding: the excess is one-off cost, not a per-step saving",
+            evidence=(Evidence(EvidenceKind.ITERATION, str(first.iteration)),),
+        )
+    ]

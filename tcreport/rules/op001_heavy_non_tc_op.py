@@ -1,0 +1,83 @@
+"""OP001: an op type that can never use Tensor Cores takes a large share of GPU time.
+
+After mixed precision moves the GEMMs and convolutions to Tensor Cores, what remains is the ops
+with no Tensor Core path: resize/upsample/interpolate, normalisation, elementwise, reductions,
+copies and casts. Amdahl's law makes them the next bottleneck (resize ops taking ~10 % of a
+segmentation model after its switch to float16 is the classic case). Collectives (NCCL all-reduce,
+all-to-all) are left out: their fix is overlap, not a cheaper op.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tcreport.analysis.eligibility import is_eligible_type
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "OP001"
+_COLLECTIVE = re.compile(
+    r"nccl|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|c10d", re.I
+)
+_RESIZE = re.compile(r"upsample|interpolat|resize|grid_sampler|affine_grid|roi_?align", re.I)
+_NORM = re.compile(r"norm", re.I)
+_CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
+
+
+def _fix(op_type: str, fl: c.Flavour) -> str:
+    fuse = {
+        c.Flavour.TORCH: "torch.compile the model so it fuses into neighbouring kernels",
+        c.Flavour.TF: "compile the step with XLA (tf.function(jit_compile=True)) so it fuses",
+        c.Flavour.ANY: "let a compiler fuse it (torch.compile, XLA)",
+    }[fl]
+    if _RESIZE.search(op_type):
+        return (
+            "Cheaper resize: nearest instead of bilinear/bicubic where quality allows, a transposed "
+            "convolution or pixel shuffle (Tensor Core eligible) instead of upsample+conv, or resize "
+            f"in the input pipeline on the GPU (DALI); and {fuse}."
+        )
+    if _NORM.search(op_type):
+        return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm) or {fuse}; in convnets channels_last helps cuDNN batch norm."
+    if _CAST.search(op_type):
+        return "Avoid repeated casts/copies: keep weights and activations in the compute dtype (autocast caches weight casts), drop .contiguous()/.to() inside the step."
+    return f"{fuse[0].upper()}{fuse[1:]}; this op type has no Tensor Core path."
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    total = analysis.time.gpu_kernel_ns
+    if not total or not analysis.ops:
+        return []
+    by_type: dict[str, list[str]] = {}
+    gpu: dict[str, int] = {}
+    for o in analysis.ops:  # one row per distinct op name: small
+        t = o.type or o.name
+        if o.tc_eligible or o.uses_tc or is_eligible_type(t) or _COLLECTIVE.search(t):
+            continue
+        by_type.setdefault(t, []).append(o.name)
+        gpu[t] = gpu.get(t, 0) + (o.gpu_ns or 0)
+    fl = c.flavour(analysis)
+    out: list[Finding] = []
+    for t, ns in sorted(gpu.items(), key=lambda kv: (-kv[1], kv[0])):
+        sh = c.share(ns, total)
+        if sh is None or sh < thresholds.HEAVY_NON_TC_SHARE:
+            break
+        out.append(
+            Finding(
+                id=ID,
+                severity=Severity.MEDIUM
+                if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
+                else Severity.LOW,
+                title=f"{t} takes {c.pct(sh)} of GPU time and cannot use Tensor Cores",
+                detail=f"{c.plural(len(by_type[t]), 'op')} of type {t} take {c.dur(ns)} of "
+                f"{c.dur(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
+                "grows in share as the GEMMs and convolutions get faster.",
+                fix=_fix(t, fl),
+                estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
+                assumptions=f"fusing or replacing the op cuts its time by "
+                f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",
+                evidence=tuple(Evidence(EvidenceKind.OP, n) for n in by_type[t][:10]),
+            )
+        )
+    return out

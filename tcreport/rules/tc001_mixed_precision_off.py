@@ -1,0 +1,93 @@
+"""TC001: Tensor Core eligible ops run in float32/float64, so mixed precision (or TF32) is off.
+
+The commonest reason a model misses the Tensor Cores, and DLProf's ``amp_detector``. Ops are taken
+from the why-not rows whose reason is the data type itself (fp64, fp32 without TF32), not ops that
+run in fp32 inside an otherwise mixed-precision run: those are TC004's "outside autocast". Without
+op rows (a DLProf summary only) the profiler's own eligible-not-using counts are all there is, and
+they are reported with the same fix. The id is the one this finding has always had.
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "TC001"
+REASONS = frozenset({"fp64", "fp32-no-tf32", "fp32-tf32-off"})
+ASSUMPTION = (
+    f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on Tensor Cores (the low end of "
+    "NVIDIA's 2-8x for GEMM/convolution-bound layers); GPU time saved becomes wall time only where "
+    "the GPU is the bottleneck"
+)
+
+
+def _severity(share: float | None) -> Severity:
+    return (
+        Severity.HIGH
+        if share is None or share >= thresholds.HIGH_SEVERITY_SHARE
+        else Severity.MEDIUM
+    )
+
+
+def _saving(gpu: int | None) -> int | None:
+    return int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None
+
+
+def _from_counts(analysis: Analysis) -> list[Finding]:
+    """No op rows: the profiler's counts, without op evidence or a dtype."""
+    count = analysis.tc.eligible_not_using_op_count or 0
+    if not count:
+        return []
+    gpu = analysis.tc.eligible_not_using_gpu_ns
+    sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    detail = (
+        f"The profiler counts {c.plural(count, 'Tensor Core eligible op')} not using Tensor Cores"
+    )
+    detail += f" ({c.pct(sh)} of GPU kernel time)." if sh is not None else "."
+    return [
+        Finding(
+            id=ID,
+            severity=_severity(sh),
+            title=f"{c.plural(count, 'Tensor Core eligible op')} did not use Tensor Cores",
+            detail=detail + " The input has no per-op rows, so their data types are unknown.",
+            fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
+            estimated_saving_ns=_saving(gpu),
+            assumptions=ASSUMPTION,
+        )
+    ]
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    if not analysis.ops and not analysis.why_not:
+        return _from_counts(analysis)
+    rows = [(o, w) for o, w in c.why_not_by_op(analysis) if w.reason in REASONS]
+    if not rows:
+        return []
+    ops = [o for o, _ in rows]
+    gpu = c.gpu_ns(ops)
+    sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    dtypes = sorted({o.dtype for o in ops if o.dtype})
+    pads = [f"{c.short_op(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
+    detail = (
+        f"{c.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
+        f"and did not use Tensor Cores; they take {c.dur(gpu)}"
+        + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+        + "."
+    )
+    if pads:
+        detail += " After the switch, these dimensions also need padding: " + "; ".join(pads) + "."
+    return [
+        Finding(
+            id=ID,
+            severity=_severity(sh),
+            title=f"Mixed precision is off: {c.plural(len(ops), 'eligible op')} run in "
+            f"{'/'.join(dtypes) or 'float32'} without Tensor Cores",
+            detail=detail,
+            fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
+            estimated_saving_ns=_saving(gpu),
+            assumptions=ASSUMPTION,
+            evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
+        )
+    ]

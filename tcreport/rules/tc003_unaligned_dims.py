@@ -1,0 +1,53 @@
+"""TC003: eligible fp16/bf16 ops missed the Tensor Cores because a dimension is misaligned.
+
+cuBLAS and cuDNN pick Tensor Core kernels when GEMM M/N/K and convolution C/K are multiples of 8
+for fp16/bf16 (16 for int8/fp8, 4 for TF32); otherwise they fall back to CUDA cores or to slower
+Tensor Core paths. The why-not analysis computes the exact padding ("pad N 50257 → 50264").
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "TC003"
+REASONS = frozenset({"unaligned-dims"})
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    rows = [(o, w) for o, w in c.why_not_by_op(analysis) if w.reason in REASONS]
+    if not rows:
+        return []
+    ops = [o for o, _ in rows]
+    gpu = c.gpu_ns(ops)
+    sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    pads = "; ".join(f"{c.short_op(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
+        "; …" if len(rows) > 5 else ""
+    )
+    layout = (
+        " For convolutions in PyTorch, also use channels_last memory format."
+        if c.flavour(analysis) is not c.Flavour.TF
+        and any("conv" in (o.type or o.name).lower() for o in ops)
+        else ""
+    )
+    return [
+        Finding(
+            id=ID,
+            severity=Severity.HIGH
+            if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
+            else Severity.MEDIUM,
+            title=f"{c.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
+            detail=f"{rows[0][1].message}. These ops take {c.dur(gpu)}"
+            + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+            + f". Padding needed: {pads}.",
+            fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "
+            "multiple of 8 for fp16/bf16 (16 for int8/fp8); pad data or weights once, not per step."
+            + layout,
+            estimated_saving_ns=int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None,
+            assumptions=f"padded ops run {thresholds.TC_SPEEDUP:g}x faster on Tensor Cores; the "
+            "extra padded work (under 1 % for large dimensions) is ignored",
+            evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
+        )
+    ]

@@ -1,0 +1,61 @@
+"""TC004: eligible ops missed the Tensor Cores for a reason other than their precision or shapes.
+
+TC001 owns "the op ran in fp32/fp64" and TC003 "its dimensions are misaligned"; what is left here is
+an fp32 op inside an otherwise fp16/bf16 run (outside autocast), a problem too small for Tensor
+Core kernels, a dtype with no Tensor Core path, or no explanation at all. Each op belongs to exactly
+one of the three rules, so their savings never count the same op twice. The saving assumes the op's
+GPU time shrinks by ``TC_SPEEDUP`` on Tensor Cores.
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import tc001_mixed_precision_off, tc003_unaligned_dims, thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "TC004"
+_OTHER_RULES = tc001_mixed_precision_off.REASONS | tc003_unaligned_dims.REASONS
+_UNKNOWN_FIX = "check the op's kernels and dtype in the tables; profile with shapes recorded"
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    explained = c.why_not_by_op(analysis)
+    rows = [(o, w) for o, w in explained if w.reason not in _OTHER_RULES]
+    names = {o.name for o, _ in explained}
+    # eligible misses without a why-not row (should not happen): reported, never dropped
+    extra = [
+        o
+        for o in analysis.ops
+        if o.tc_eligible and not o.uses_tc and o.gpu_ns != 0 and o.name not in names
+    ]
+    ops = [o for o, _ in rows] + extra
+    if not ops:
+        return []
+    reasons = sorted({w.reason for _, w in rows} | ({"unknown"} if extra else set()))
+    gpu = c.gpu_ns(ops)
+    sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    fix = "; ".join(dict.fromkeys(w.fix for _, w in rows[:3])) or _UNKNOWN_FIX
+    detail = (
+        f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores "
+        f"(why: {', '.join(reasons)})"
+    )
+    if sh is not None:
+        detail += f"; they take {c.pct(sh)} of GPU kernel time"
+    if rows:
+        detail += f". {rows[0][1].message}"
+    return [
+        Finding(
+            id=ID,
+            severity=Severity.HIGH
+            if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
+            else Severity.MEDIUM,
+            title=f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores",
+            detail=detail + ".",
+            fix=fix[:1].upper() + fix[1:] + ".",
+            estimated_saving_ns=int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None,
+            assumptions=f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on Tensor Cores; "
+            "GPU time saved becomes wall time only where the GPU is the bottleneck",
+            evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
+        )
+    ]

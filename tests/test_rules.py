@@ -1,0 +1,540 @@
+"""The findings engine: each rule fires on a synthetic run built for it and stays silent on its
+near-twin; the registry never raises and never promises more time than the run has; the real
+DLProf v1.8 trace reproduces DLProf's own AMP verdict. Synthetic runs are named as such."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tcreport import api, rules, schema
+from tcreport.analysis.result import Analysis
+from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.rules import Finding
+
+ROOT = Path(__file__).resolve().parent.parent
+US = 1_000
+MS = 1_000_000
+
+
+def synthetic_run(
+    kernels: list[dict[str, Any]] | None = None,
+    ops: list[dict[str, Any]] | None = None,
+    ranges: list[dict[str, Any]] | None = None,
+    framework: str | None = "PyTorch 2.3.0",
+    cc: str | None = "7.0",
+) -> Run:
+    """A run from row dicts; kernels default to one launch each, on device 0."""
+
+    def table(rows: list[dict[str, Any]] | None, kind: schema.TableKind) -> Any:
+        if rows is None:
+            return None
+        if not rows:
+            return schema.empty(kind)
+        cols = sorted({k for r in rows for k in r})
+        return schema.conform({c: [r.get(c) for r in rows] for c in cols}, kind)
+
+    if kernels is not None:
+        kernels = [{"calls": 1, "device_id": 0, **k} for k in kernels]
+    if ops is not None:
+        ops = [{"calls": 1, **o} for o in ops]
+    meta = RunMeta(
+        format=SourceFormat.NSYS_SQLITE,
+        path="synthetic",
+        framework=framework,
+        gpus=(Gpu(device_id=0, name="synthetic", compute_capability=cc),),
+        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        kernel_granularity=Granularity.LAUNCH,
+        op_granularity=Granularity.LAUNCH,
+    )
+    return Run(
+        meta=meta,
+        kernels=table(kernels, schema.TableKind.KERNELS),
+        ops=table(ops, schema.TableKind.OPS),
+        ranges=table(ranges, schema.TableKind.RANGES),
+        memory=schema.empty(schema.TableKind.MEMORY),
+    )
+
+
+def findings(run: Run, rule_id: str, **kw: Any) -> list[Finding]:
+    return [f for f in api.analyze(run, **kw).findings if f.id == rule_id]
+
+
+def _op(
+    op_id: str, type_: str, dtype: str, gpu_ns: int, shapes: str | None = None, start: int = 0
+) -> dict[str, Any]:
+    return {
+        "op_id": op_id,
+        "name": f"/model/{op_id}/{type_}",
+        "type": type_,
+        "dtype": dtype,
+        "gpu_ns": gpu_ns,
+        "cpu_ns": 10 * US,
+        "start_ns": start,
+        "input_shapes": shapes,
+    }
+
+
+def _k(name: str, op_id: str | None, start: int, dur: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "op_id": op_id,
+        "start_ns": start,
+        "launch_ns": start - 1,
+        "duration_ns": dur,
+    }
+
+
+def _gemm_run(
+    dtype: str, kernel: str, shapes: str, framework: str = "PyTorch 2.3.0", cc: str = "7.0"
+) -> Run:
+    return synthetic_run(
+        kernels=[
+            _k(kernel, "mm", 1000, 800 * US),
+            _k("vectorized_elementwise_kernel", "relu", 900 * US, 200 * US),
+        ],
+        ops=[
+            _op("mm", "linear", dtype, 800 * US, shapes),
+            _op("relu", "relu", dtype, 200 * US, "[[64, 512]]", start=800 * US),
+        ],
+        framework=framework,
+        cc=cc,
+    )
+
+
+ALIGNED = "[[64, 512], [512, 512]]"
+
+
+# --- Tensor Cores and precision ---------------------------------------------------------------------
+
+
+def test_tc001_fires_on_fp32_eligible_ops_with_framework_fix() -> None:
+    (f,) = findings(_gemm_run("float32", "volta_sgemm_128x64_nn", ALIGNED), "TC001")
+    assert f.evidence[0].key == "/model/mm/linear"
+    assert f.estimated_saving_ns == 400 * US
+    assert "torch.autocast" in (f.fix or "") and "GradScaler" in (f.fix or "")
+    assert "no TF32" in (f.fix or "")  # cc 7.0
+    assert f.assumptions and "2x" in f.assumptions
+    ampere = findings(_gemm_run("float32", "volta_sgemm_128x64_nn", ALIGNED, cc="8.0"), "TC001")
+    assert "allow_tf32" in (ampere[0].fix or "") and "bfloat16" in (ampere[0].fix or "")
+    keras = findings(
+        _gemm_run("float32", "volta_sgemm_128x64_nn", ALIGNED, framework="TensorFlow 2.15"), "TC001"
+    )
+    assert "mixed_float16" in (keras[0].fix or "")
+
+
+def test_tc001_silent_when_the_gemm_runs_on_tensor_cores() -> None:
+    assert not findings(_gemm_run("float16", "volta_h884gemm_128x128_nn", ALIGNED), "TC001")
+
+
+def test_tc004_fires_on_fp32_op_outside_autocast() -> None:
+    run = synthetic_run(
+        kernels=[
+            _k("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
+            _k("volta_sgemm_128x64_nn", "b", 200 * US, 300 * US),
+        ],
+        ops=[
+            _op("a", "linear", "float16", 100 * US, ALIGNED),
+            _op("b", "linear", "float32", 300 * US, ALIGNED),
+        ],
+    )
+    view = api.analyze(run)
+    (f,) = [f for f in view.findings if f.id == "TC004"]
+    assert "outside-autocast" in f.detail and [e.key for e in f.evidence] == ["/model/b/linear"]
+    assert not [f for f in view.findings if f.id == "TC001"]  # one op, one rule
+
+
+def test_tc004_silent_when_everything_uses_tensor_cores() -> None:
+    assert not findings(_gemm_run("float16", "volta_h884gemm_128x128_nn", ALIGNED), "TC004")
+
+
+def test_tc003_names_the_padding() -> None:
+    (f,) = findings(
+        _gemm_run("float16", "volta_sgemm_128x64_nn", "[[64, 100], [50257, 100]]"), "TC003"
+    )
+    assert "50257 → 50264" in f.detail and "100 → 104" in f.detail
+    assert f.estimated_saving_ns == 400 * US
+
+
+def test_tc003_silent_on_aligned_dims() -> None:
+    assert not findings(_gemm_run("float16", "volta_sgemm_128x64_nn", ALIGNED), "TC003")
+
+
+def test_op001_fires_on_heavy_resize() -> None:
+    run = synthetic_run(
+        kernels=[
+            _k("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
+            _k("upsample_bilinear2d_out_frame", "up", 800 * US, 300 * US),
+        ],
+        ops=[
+            _op("mm", "conv2d", "float16", 700 * US),
+            _op("up", "upsample_bilinear2d", "float16", 300 * US),
+        ],
+    )
+    (f,) = findings(run, "OP001")
+    assert "upsample_bilinear2d" in f.title and "nearest" in (f.fix or "")
+    assert f.estimated_saving_ns == 150 * US
+
+
+def test_op001_silent_on_small_or_collective_ops() -> None:
+    run = synthetic_run(
+        kernels=[
+            _k("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
+            _k("ncclKernel_AllReduce", "ar", 800 * US, 250 * US),
+            _k("k", "up", MS, 50 * US),
+        ],
+        ops=[
+            _op("mm", "conv2d", "float16", 700 * US),
+            _op("ar", "nccl:all_reduce", "float16", 250 * US),
+            _op("up", "upsample_nearest2d", "float16", 50 * US),
+        ],
+    )
+    assert not findings(run, "OP001")
+
+
+def test_pr002_fires_on_fp16_log_softmax() -> None:
+    run = _gemm_run("float16", "volta_h884gemm_128x128_nn", ALIGNED)
+    ops = run.ops
+    extra = synthetic_run(ops=[_op("sm", "log_softmax", "float16", 5 * US)]).ops
+    import pyarrow as pa
+
+    (f,) = findings(run.replace(ops=pa.concat_tables([ops, extra]).unify_dictionaries()), "PR002")
+    assert "log_softmax" in f.detail and "autocast" in (f.fix or "")
+    assert f.estimated_saving_ns is None
+
+
+def test_pr002_silent_for_fp32_softmax_and_attention() -> None:
+    run = synthetic_run(
+        ops=[
+            _op("sm", "softmax", "float32", 5 * US),
+            {**_op("at", "softmax", "float16", 5 * US), "name": "/attn/flash_attention/softmax"},
+        ]
+    )
+    assert not findings(run, "PR002")
+
+
+def _scaler_run(scale_ns: int) -> Run:
+    return synthetic_run(
+        kernels=[
+            _k("volta_h884gemm_128x128_nn", None, 1000, 100 * US),
+            _k("amp_update_scale_cuda_kernel", None, 200 * US, scale_ns),
+            _k("_amp_foreach_non_finite_check_and_unscale_cuda_", None, 300 * US, scale_ns),
+        ],
+    )
+
+
+def test_pr003_fires_when_loss_scaling_dominates() -> None:
+    (f,) = findings(_scaler_run(50 * US), "PR003")
+    assert f.estimated_saving_ns == 100 * US and f.severity == "high"
+    assert {e.key for e in f.evidence} == {
+        "amp_update_scale_cuda_kernel",
+        "_amp_foreach_non_finite_check_and_unscale_cuda_",
+    }
+
+
+def test_pr003_silent_when_loss_scaling_is_cheap() -> None:
+    assert not findings(_scaler_run(1 * US), "PR003")
+
+
+def _wgrad_run(name: str) -> Run:
+    return synthetic_run(
+        kernels=[
+            _k("volta_h884gemm_128x128_nn", "c", 1000, 100 * US),
+            _k(name, "cb", 200 * US, 400 * US),
+        ],
+        ops=[
+            _op("c", "conv2d", "float16", 100 * US),
+            _op("cb", "cudnn_convolution_backward_weight", "float16", 400 * US),
+        ],
+    )
+
+
+def test_cv002_fires_on_cuda_core_fp16_wgrad() -> None:
+    (f,) = findings(_wgrad_run("wgrad_alg0_engine"), "CV002")
+    assert f.evidence[0].key == "wgrad_alg0_engine" and "channels_last" in (f.fix or "")
+
+
+def test_cv002_silent_on_tensor_core_wgrad() -> None:
+    assert not findings(
+        _wgrad_run("sm70_xmma_wgrad_f16f16_f16f32_nhwckrsc_nhwc_hmma_k64r3s3c32"), "CV002"
+    )
+
+
+def _with_settings(analysis: Analysis, **values: Any) -> Analysis:
+    meta = SimpleNamespace(
+        **{f.name: getattr(analysis.meta, f.name) for f in dataclasses.fields(analysis.meta)}
+    )
+    meta.settings = SimpleNamespace(**values)
+    return dataclasses.replace(analysis, meta=meta)  # type: ignore[arg-type]
+
+
+def test_cv001_fires_only_on_a_recorded_setting() -> None:
+    from tcreport.rules import cv001_cudnn_benchmark_off as cv001
+
+    base = api.analyze(_wgrad_run("wgrad_alg0_engine")).analysis
+    (f,) = cv001.check(_with_settings(base, cudnn_benchmark=False))
+    assert "cudnn.benchmark = True" in (f.fix or "")
+    assert not cv001.check(_with_settings(base, cudnn_benchmark=True))
+    assert not cv001.check(base)  # not recorded: silent, whatever the kernels look like
+
+
+# --- iterations ------------------------------------------------------------------------------------
+
+
+def _steps_run(durations_ms: list[float], loader_ms: float = 0.0, kernel_us: int = 200) -> Run:
+    starts, t = [], 0
+    for d in durations_ms:
+        starts.append(t)
+        t += int(d * MS)
+    ranges = [
+        {
+            "name": "train_step",
+            "start_ns": s,
+            "end_ns": s + int(d * MS) - 1,
+            "depth": 0,
+            "thread_id": 1,
+        }
+        for s, d in zip(starts, durations_ms, strict=True)
+    ]
+    if loader_ms:
+        ranges += [
+            {
+                "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "start_ns": s + 10,
+                "end_ns": s + 10 + int(loader_ms * MS),
+                "depth": 1,
+                "thread_id": 1,
+            }
+            for s in starts
+        ]
+    kernels = [
+        _k("volta_h884gemm_128x128_nn", None, s + int(loader_ms * MS) + 100, kernel_us * US)
+        for s in starts
+    ]
+    return synthetic_run(kernels=kernels, ranges=ranges)
+
+
+def test_it002_fires_on_warmup_first_iteration() -> None:
+    (f,) = findings(_steps_run([5, 1, 1, 1, 1]), "IT002")
+    assert f.evidence[0].key == "0" and "--iter-start 1" in (f.fix or "")
+    assert not findings(_steps_run([5, 1, 1, 1, 1]), "IT003")  # the warm-up is IT002's alone
+
+
+def test_it002_silent_on_steady_steps_and_after_iter_start() -> None:
+    assert not findings(_steps_run([1, 1, 1, 1]), "IT002")
+    assert not findings(_steps_run([5, 1, 1, 1, 1]), "IT002", key_node="train_step", iter_start=1)
+
+
+def test_it003_fires_on_variable_steps() -> None:
+    (f,) = findings(_steps_run([1, 1, 2, 1, 2, 1]), "IT003")
+    assert f.estimated_saving_ns == pytest.approx(2 * MS, rel=0.01)
+    assert {e.key for e in f.evidence} == {"2", "4"}
+
+
+def test_it003_silent_on_steady_steps() -> None:
+    assert not findings(_steps_run([1, 1.02, 0.99, 1, 1.01]), "IT003")
+
+
+def _conv_kernels(names: list[str]) -> Run:
+    return synthetic_run(
+        kernels=[_k(n, "c", 1000 + i * 20 * US, 10 * US) for i, n in enumerate(names)],
+        ops=[_op("c", "conv2d", "float32", 10 * US * len(names))],
+    )
+
+
+def test_it004_fires_when_one_conv_runs_several_algorithms() -> None:
+    (f,) = findings(
+        _conv_kernels(
+            [
+                "implicit_convolve_sgemm",
+                "fft2d_r2c_32x32",
+                "winogradForwardData4x4",
+                "implicit_convolve_sgemm",
+            ]
+        ),
+        "IT004",
+    )
+    assert f.evidence[0].key == "/model/c/conv2d"
+
+
+def test_it004_silent_with_one_algorithm() -> None:
+    assert not findings(
+        _conv_kernels(["implicit_convolve_sgemm", "implicit_convolve_sgemm"]), "IT004"
+    )
+
+
+# --- GPU utilisation --------------------------------------------------------------------------------
+
+
+def test_gp001_names_the_data_loader() -> None:
+    (f,) = findings(_steps_run([1, 1, 1, 1], loader_ms=0.6), "GP001")
+    assert "DataLoader" in f.detail and "num_workers" in (f.fix or "")
+    assert f.estimated_saving_ns == pytest.approx(4 * 0.6 * MS, rel=0.01)
+    assert f.saving_share == pytest.approx(0.6, rel=0.02)
+
+
+def test_gp001_silent_when_the_gpu_is_busy() -> None:
+    assert not findings(_steps_run([1, 1, 1, 1], kernel_us=950), "GP001")
+
+
+def _launch_run(kernel_us: float, gap_us: float, n: int = 200) -> Run:
+    step = int((kernel_us + gap_us) * US)
+    return synthetic_run(
+        kernels=[
+            _k("vectorized_elementwise_kernel", None, 1000 + i * step, int(kernel_us * US))
+            for i in range(n)
+        ]
+    )
+
+
+def test_gp002_fires_on_tiny_kernels_with_gaps() -> None:
+    (f,) = findings(_launch_run(5, 20), "GP002")
+    assert "CUDA graph" in (f.fix or "") and f.evidence[0].key == "vectorized_elementwise_kernel"
+    assert f.estimated_saving_ns == pytest.approx(199 * 20 * US * 0.5, rel=0.01)
+
+
+def test_gp002_silent_on_long_back_to_back_kernels() -> None:
+    assert not findings(_launch_run(50, 1), "GP002")
+
+
+def test_tc002_fires_on_unknown_kernels_only() -> None:
+    assert findings(synthetic_run(kernels=[_k("test0", None, 0, 10 * US)]), "TC002")
+    assert not findings(
+        synthetic_run(kernels=[_k("volta_sgemm_128x64_nn", None, 0, 10 * US)]), "TC002"
+    )
+
+
+# --- registry invariants ------------------------------------------------------------------------------
+
+
+def test_rules_are_silent_without_kernels_or_ops() -> None:
+    for run in (
+        synthetic_run(),
+        synthetic_run(kernels=[], ops=[]),
+        synthetic_run(ops=[_op("a", "linear", "float32", 0)]),
+    ):
+        found = api.analyze(run).findings
+        assert {f.id for f in found} <= {"IT001", "TC002"}
+
+
+def test_every_registered_id_is_documented() -> None:
+    doc = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
+    for rule_id in rules.REGISTRY:
+        assert re.search(rf"^##+ .*\b{re.escape(rule_id)}\b", doc, re.M), rule_id
+
+
+def test_findings_carry_no_markup() -> None:
+    view = api.analyze(_gemm_run("float32", "volta_sgemm_128x64_nn", "[[64, 100], [50257, 100]]"))
+    for f in view.findings:
+        for text in (f.title, f.detail, f.fix or "", f.assumptions or ""):
+            assert not re.search(r"<[a-z/]|\*\*|`", text), text
+
+
+_KERNEL_NAMES = [
+    "volta_sgemm_128x64_nn", "volta_h884gemm_128x128_nn", "wgrad_alg0_engine", "amp_update_scale_cuda_kernel",
+    "implicit_convolve_sgemm", "fft2d_r2c_32x32", "winogradForwardData4x4", "vectorized_elementwise_kernel", "x",
+]  # fmt: skip
+_OP_TYPES = ["linear", "conv2d", "softmax", "upsample_bilinear2d", "relu", "aten::mm", "DataLoader"]
+_DTYPES = [None, "float32", "float16", "bfloat16", "float64", "int8"]
+_SHAPES = [
+    None,
+    "[[64, 100], [50257, 100]]",
+    ALIGNED,
+    "<N:32, C:3, H:32, W:32>; <K:6, C:3, R:3, S:3>",
+    "garbage[",
+]
+
+_kernel = st.fixed_dictionaries(
+    {
+        "name": st.sampled_from(_KERNEL_NAMES),
+        "op_id": st.sampled_from([None, "a", "b", "c"]),
+        "start_ns": st.one_of(st.none(), st.integers(0, 10 * MS)),
+        "duration_ns": st.integers(0, MS),
+        "device_id": st.sampled_from([0, 1]),
+    }
+)
+_opd = st.fixed_dictionaries(
+    {
+        "op_id": st.sampled_from(["a", "b", "c", "d"]),
+        "name": st.sampled_from(["/m/a", "/m/b", "aten::mm", "enumerate(DataLoader)"]),
+        "type": st.sampled_from(_OP_TYPES),
+        "dtype": st.sampled_from(_DTYPES),
+        "gpu_ns": st.one_of(st.none(), st.integers(0, MS)),
+        "start_ns": st.one_of(st.none(), st.integers(0, 10 * MS)),
+        "cpu_ns": st.integers(0, MS),
+        "input_shapes": st.sampled_from(_SHAPES),
+    }
+)
+_range = st.builds(
+    lambda name, s, d, depth: {"name": name, "start_ns": s, "end_ns": s + d, "depth": depth},
+    st.sampled_from(["train_step", "ProfilerStep#3", "enumerate(DataLoader)", "x"]),
+    st.integers(0, 10 * MS),
+    st.integers(0, 2 * MS),
+    st.sampled_from([0, 1]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kernels=st.one_of(st.none(), st.lists(_kernel, max_size=25)),
+    ops=st.one_of(st.none(), st.lists(_opd, max_size=8)),
+    ranges=st.one_of(st.none(), st.lists(_range, max_size=6)),
+    framework=st.sampled_from([None, "PyTorch 2.3", "TensorFlow 2.15"]),
+    cc=st.sampled_from([None, "7.0", "8.0", "x"]),
+)
+def test_evaluate_never_raises_and_savings_are_bounded(
+    kernels: list[dict[str, Any]] | None,
+    ops: list[dict[str, Any]] | None,
+    ranges: list[dict[str, Any]] | None,
+    framework: str | None,
+    cc: str | None,
+) -> None:
+    view = api.analyze(
+        synthetic_run(kernels=kernels, ops=ops, ranges=ranges, framework=framework, cc=cc)
+    )
+    a = view.analysis
+    tl = a.timeline
+    op_gpu = sum(o.gpu_ns or 0 for o in a.ops) if a.ops else None
+    figures = (a.time.wall_ns, a.time.gpu_kernel_ns, tl.span_ns if tl else None, op_gpu)
+    bound = max([v for v in figures if v is not None], default=None)
+    ids = {f.id for f in view.findings}
+    assert all(f.id in rules.REGISTRY or f.id.startswith("dlprof:") for f in view.findings), ids
+    for f in view.findings:
+        if f.estimated_saving_ns is not None:
+            assert bound is not None and 0 <= f.estimated_saving_ns <= bound
+        if f.saving_share is not None:
+            assert 0.0 <= f.saving_share <= 1.0
+    savings = [f.estimated_saving_ns or 0 for f in view.findings]
+    assert savings == sorted(savings, reverse=True)
+
+
+# --- real trace -------------------------------------------------------------------------------------
+
+
+def test_dlprof_cnn_amp_finding_matches_dlprofs_expert_system(dlprof_cnn: Path) -> None:
+    view = api.analyze(api.load(dlprof_cnn))
+    (tc001,) = [f for f in view.findings if f.id == "TC001"]
+    assert (
+        len(tc001.evidence) == 5
+    )  # DLProf: "5 ops were eligible to use tensor cores but none are using FP16"
+    op_names = {o.name for o in view.analysis.ops}
+    assert all(e.key in op_names for e in tc001.evidence)
+    assert (
+        sorted(e.key.rsplit("/", 1)[-1] for e in tc001.evidence) == ["conv2d"] * 2 + ["linear"] * 3
+    )
+    assert "torch.autocast" in (tc001.fix or "")
+    assert "no TF32" in (tc001.fix or "")  # RTX 2070 SUPER: Turing, known from its name
+    assert view.findings[0].id == "TC001"  # the largest saving ranks first
+    dlprof_ids = {f.id for f in view.findings if f.id.startswith("dlprof:")}
+    assert "dlprof:amp_detector" in dlprof_ids
+    assert [
+        f for f in view.findings if f.id == "IT004"
+    ]  # cuDNN tried fft/winograd/gemm in the one step
+    assert not [f for f in view.findings if f.id in ("TC004", "CV001")]
