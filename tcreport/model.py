@@ -90,6 +90,16 @@ class SourceFinding:
 
 
 @dataclass(frozen=True)
+class RunSettings:
+    """Framework settings the profiler recorded (DLProf's model config); ``None`` = not recorded."""
+
+    cudnn_benchmark: bool | None = None
+    amp_enabled: bool | None = None
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+
+
+@dataclass(frozen=True)
 class RunMeta:
     format: SourceFormat
     path: str
@@ -107,6 +117,7 @@ class RunMeta:
     op_granularity: Granularity = Granularity.NONE
     files: tuple[str, ...] = ()  # base names of what was read
     notes: tuple[str, ...] = ()  # reader remarks worth showing (missing optional reports, ...)
+    settings: RunSettings = field(default_factory=RunSettings)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -131,6 +142,7 @@ class RunMeta:
             op_granularity=Granularity(raw.get("op_granularity", "none")),
             files=tuple(raw.get("files", ())),
             notes=tuple(raw.get("notes", ())),
+            settings=RunSettings(**raw.get("settings", {})),
         )
 
 

@@ -243,7 +243,9 @@ def tc_figures(
 ) -> TcFigures:
     rep = run.meta.reported
     if run.ops is not None:
-        eligible = [o for o in ops if o.tc_eligible]
+        # A wrapper op whose kernels are attributed to its child (aten::linear over aten::addmm in
+        # a Kineto trace) ran nothing itself: counting it would double the op and claim a miss.
+        eligible = [o for o in ops if o.tc_eligible and o.gpu_ns != 0]
         using = [o for o in eligible if o.uses_tc]
         missing = [o for o in eligible if not o.uses_tc]
         elig_n: int | None = len(eligible)

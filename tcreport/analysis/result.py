@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import figures, iterations, timeline
-from tcreport.analysis.figures import KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.model import Run, RunMeta
@@ -68,6 +68,7 @@ class Analysis:
     data_loader_names: tuple[str, ...] = ()  # host ranges/ops that name a data loader
     data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
     autotuned_ops: tuple[str, ...] = ()  # op names whose kernels span several cuDNN algorithms
+    devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
 
 
 def _classify(run: Run) -> Run:
@@ -259,5 +260,6 @@ def compute(
         data_loader_names=markers.data_loader_names,
         data_loader_ns=markers.data_loader_ns,
         autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
+        devices=tuple(figures.device_rows(sliced)),
     )
     return analysis, sliced

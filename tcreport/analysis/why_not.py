@@ -23,6 +23,7 @@ from enum import StrEnum
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.analysis import gpu_arch
 from tcreport.analysis.eligibility import classify_ops, normalise_op_type
 from tcreport.model import Gpu
 
@@ -219,12 +220,9 @@ def _amp(flavour: str, cc: float | None) -> str:
 
 
 def _cc(gpus: Sequence[Gpu], device_id: int | None) -> float | None:
-    """The op's GPU compute capability; with no device match, the lowest one in the run."""
-    known = [
-        (g.device_id, float(g.compute_capability))
-        for g in gpus
-        if g.compute_capability and _is_number(g.compute_capability)
-    ]
+    """The op's GPU compute capability (guessed from the GPU name when the input does not record
+    it); with no device match, the lowest one in the run."""
+    known = [(g.device_id, c) for g in gpus if (c := gpu_arch.compute_capability(g)) is not None]
     same = [c for d, c in known if d == device_id]
     if same:
         return same[0]

@@ -31,6 +31,7 @@ from tcreport.model import (
     ReportedFigures,
     Run,
     RunMeta,
+    RunSettings,
     SourceFinding,
     SourceFormat,
 )
@@ -48,6 +49,7 @@ _COLUMNS: Mapping[str, str] = {
     "read_only_memsets": "read_only_ops_id name_id gpu_start gpu_stop num_bytes device_id process_id",
     "read_only_op_instances": "id read_only_ops_id input_shapes_id output_shapes_id",
     "read_only_grid_block": "id x y z",
+    "read_only_model_config": "id cudnn_benchmark_disabled amp_enabled num_workers pin_memory",
     "op_nodes": "aggr_id read_only_ops_id node_time_metrics_id num_calls kernel_calls tc_eligible"
     " using_tc",
     "node_time_metrics": "id cpu_time_metric_id gpu_time_metric_id",
@@ -209,9 +211,33 @@ class _Reader:
             op_granularity=Granularity.AGGREGATE,
             files=(self.path.name,),
             notes=tuple(self.notes),
+            settings=self.settings(),
         )
         its = self.iterations()
         return Run(meta=meta, kernels=kernels, memory=memory, ops=ops, iterations=its)
+
+    def settings(self) -> RunSettings:
+        """PyTorch settings DLProf recorded (``read_only_model_config``); optional table."""
+        if "read_only_model_config" not in self.usable:
+            return RunSettings()
+        row = self._one(
+            "SELECT cudnn_benchmark_disabled, amp_enabled, num_workers, pin_memory"
+            " FROM read_only_model_config ORDER BY id DESC LIMIT 1"
+        )
+        if row is None:
+            return RunSettings()
+        off, amp, workers, pin = row
+
+        def flag(v: Any) -> bool | None:
+            return bool(v) if isinstance(v, int) else None
+
+        bench_off = flag(off)
+        return RunSettings(
+            cudnn_benchmark=None if bench_off is None else not bench_off,
+            amp_enabled=flag(amp),
+            num_workers=workers if isinstance(workers, int) else None,
+            pin_memory=flag(pin),
+        )
 
     def _kernel_iters(self) -> str:
         """Per kernel id, its iteration in the chosen aggregation."""

@@ -97,8 +97,24 @@ def summary_dict(view: ReportView) -> dict[str, Any]:
                 "title": f.title,
                 "detail": f.detail,
                 "estimated_saving_ns": f.estimated_saving_ns,
+                "saving_share": f.saving_share,
+                "fix": f.fix,
+                "assumptions": f.assumptions,
+                "source": f.source,
             }
             for f in view.findings
+        ],
+        "devices": [
+            {
+                "device_id": d.device_id,
+                "name": d.name,
+                "kernel_launches": d.launches,
+                "gpu_kernel_ns": d.gpu_kernel_ns,
+                "tc_kernel_ns": d.tc_kernel_ns,
+                "memory_ns": d.memory_ns,
+                "tc_share": d.tc_share,
+            }
+            for d in a.devices
         ],
     }
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
+from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis, WhyNotRow
 from tcreport.analysis.why_not import normalise_dtype
@@ -40,30 +41,9 @@ def flavour(analysis: Analysis) -> Flavour:
     return Flavour.ANY
 
 
-#: GPU marketing names that place a card before or after Ampere when the input carries no compute
-#: capability (DLProf CSVs name the GPU only). Pre-Ampere cards have no TF32 and no bf16 Tensor Cores.
-_PRE_AMPERE = re.compile(
-    r"\b(V100|T4|TITAN V|TITAN RTX|RTX 20\d0|GTX|P100|P40|P4|K80|Quadro RTX)", re.I
-)
-_AMPERE_PLUS = re.compile(
-    r"\b(A100|A30|A40|A10G?|A16|A2|A800|H100|H200|H800|H20|GH200|B100|B200|GB200|L4|L40S?|"
-    r"RTX [345]0\d0|RTX A\d{4}|RTX \d{4} Ada|RTX PRO)",
-    re.I,
-)
-
-
 def compute_capability(analysis: Analysis) -> float | None:
     """The lowest known compute capability in the run; a guess from the GPU name when absent."""
-    caps: list[float] = []
-    for g in analysis.meta.gpus:
-        try:
-            caps.append(float(g.compute_capability or ""))
-        except ValueError:
-            name = g.name or ""
-            if _AMPERE_PLUS.search(name):
-                caps.append(8.0)
-            elif _PRE_AMPERE.search(name):
-                caps.append(7.0)
+    caps = [c for g in analysis.meta.gpus if (c := gpu_arch.compute_capability(g)) is not None]
     return min(caps) if caps else None
 
 
