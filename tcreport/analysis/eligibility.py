@@ -81,9 +81,11 @@ def normalise_op_type(op_type: str) -> str:
     s = s.rsplit("/", 1)[-1]  # TF full names: scope/.../MatMul
     s = s.lower()
     s = re.sub(r"\.\d+$", "", s)  # XLA instruction names: dot.12, custom-call.3
-    for p in ("_fused", "fused"):
+    # Grappler/oneDNN rewrites on CPU: _MklMatMul, _MklNativeFusedMatMul, _FusedConv2D.
+    for p in ("_mklnativefused", "_mklnative", "_mklfused", "_mkl", "_fused", "fused"):
         if s.startswith(p) and s[len(p) :] in TF_ELIGIBLE:
             s = s[len(p) :]
+            break
     return re.sub(r"(?<=[a-z])v\d$", "", s)  # BatchMatMulV2, CudnnRNNV3, Conv3DBackpropFilterV2
 
 

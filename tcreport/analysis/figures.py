@@ -48,6 +48,7 @@ class OpRow:
     dtype: str | None
     op_ids: tuple[str, ...]  # the canonical rows behind this line (evidence for findings)
     input_shapes: str | None = None
+    cpu_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
             "gpu_ns": ops.column("gpu_ns"),
+            "cpu_ns": ops.column("cpu_ns"),
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
         }
@@ -160,11 +162,16 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             ("calls", "sum"),
             ("gpu_ns", "sum"),
             ("gpu_ns", "count"),
+            ("cpu_ns", "sum"),
+            ("cpu_ns", "count"),
             ("elig", "any"),
             ("uses", "any"),
         ]
     )
-    g = g.sort_by([("gpu_ns_sum", "descending"), ("name", "ascending")])
+    # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.
+    g = g.sort_by(
+        [("gpu_ns_sum", "descending"), ("cpu_ns_sum", "descending"), ("name", "ascending")]
+    )
     rows: list[OpRow] = []
     for r in g.to_pylist():  # one row per distinct op name: small
         gpu = int(r["gpu_ns_sum"]) if r["gpu_ns_count"] else None
@@ -180,6 +187,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
                 dtype=r["dtype_first"],
                 op_ids=tuple(sorted(x for x in r["op_id_distinct"] if x is not None)),
                 input_shapes=r["shapes_first"],
+                cpu_ns=int(r["cpu_ns_sum"]) if r["cpu_ns_count"] else None,
             )
         )
     return rows

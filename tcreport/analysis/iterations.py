@@ -255,7 +255,10 @@ def select(
         and run.ops.column("start_ns").null_count < run.ops.num_rows
     )
     reported = run.meta.iterations
-    profiler_sliced = reported.method == "dlprof"  # DLProf aggregated at profile time
+    # DLProf aggregated at profile time; the TF capture profiled only the kept steps.
+    profiler_sliced = reported.method == "dlprof" or (reported.method or "").startswith(
+        "TF profiler window"
+    )
     if not has_times or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.

@@ -49,3 +49,4 @@ def _main(
 
 # Register the commands (import for side effects, after ``app`` exists).
 from tcreport.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
+from tcreport.cli import profile_cmd as _profile_cmd  # noqa: E402,F401

@@ -1,0 +1,58 @@
+"""What a profiling run is asked to do, and what it produced.
+
+Small frozen records so the CLI, the backends and the tests agree on one shape; the exact
+command lines are part of the result because a user re-running DLProf or nsys by hand (or a test)
+needs to see precisely what tcreport ran.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class Backend(StrEnum):
+    AUTO = "auto"
+    DLPROF = "dlprof"
+    NSYS = "nsys"
+    TF = "tf"
+
+
+class Framework(StrEnum):
+    PYTORCH = "pytorch"
+    TENSORFLOW = "tensorflow"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    script: Path
+    script_args: tuple[str, ...] = ()
+    backend: Backend = Backend.AUTO
+    out_dir: Path = Path(".")
+    key_node: str | None = None
+    iter_start: int | None = None
+    iter_stop: int | None = None
+    delay_s: float | None = None  # DLProf --delay
+    duration_s: float | None = None  # DLProf --duration
+    python: str = field(default_factory=lambda: sys.executable)
+
+    @property
+    def profile_name(self) -> str:
+        """Base name of the profiler's files: the script's stem, as DLProf users would pick."""
+        return self.script.stem or "profile"
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    backend: Backend
+    framework: Framework
+    trace_path: Path  # what ``tcreport.api.load`` should read
+    script_exit_code: int  # 0 when the script finished
+    commands: tuple[tuple[str, ...], ...] = ()  # every external command run, exactly
+    notes: tuple[str, ...] = ()  # remarks for the report (partial capture, window truncated...)
+    # True when the profiler itself kept only the requested iterations (DLProf, the TF window):
+    # tcreport must not slice again by key node / iteration numbers.
+    sliced_by_profiler: bool = False

@@ -1,0 +1,142 @@
+"""``tcreport profile``: run a training script under a profiler and report on what it recorded.
+
+Everything after the script (or after ``--``) is the script's own argument list and is passed
+through untouched. The raw profile stays in the output folder beside ``report.html`` and
+``summary.json`` so it can be opened in the profiler's own viewer or re-read with ``report``.
+The script's exit code becomes tcreport's, so ``tcreport profile`` can stand in for ``python`` in
+a CI job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli.app import app
+from tcreport.errors import UsageError
+
+if TYPE_CHECKING:
+    from tcreport.capture import CaptureResult
+    from tcreport.model import Run
+
+_BACKENDS = ("auto", "dlprof", "nsys", "tf")
+
+
+def default_output_dir(script: Path) -> Path:
+    from datetime import UTC, datetime
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(f"tcreport-{script.stem}-{stamp}")
+
+
+def _with_notes(run: Run, result: CaptureResult) -> Run:
+    import dataclasses
+
+    notes = list(run.meta.notes)
+    for note in result.notes:
+        if note not in notes:
+            notes.append(note)
+    if result.script_exit_code != 0:
+        notes.append(
+            f"Partial profile: the script exited with code {result.script_exit_code}; this "
+            "report covers only what was captured before it stopped."
+        )
+    return run.replace(meta=dataclasses.replace(run.meta, notes=tuple(notes)))
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def profile(
+    script: Annotated[
+        Path, typer.Argument(help="The training script to run (a .py file).", show_default=False)
+    ],
+    script_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Arguments for the script, passed through untouched (put them after '--').",
+            show_default=False,
+        ),
+    ] = None,
+    key_node: KeyNode = None,
+    iter_start: IterStart = None,
+    iter_stop: IterStop = None,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
+            "dlprof, nsys or tf.",
+        ),
+    ] = "auto",
+    output_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--output-dir",
+            help="Folder for the raw profile, report.html and summary.json "
+            "[default: tcreport-<script>-<UTC time>].",
+            show_default=False,
+        ),
+    ] = None,
+    delay: Annotated[
+        float | None,
+        typer.Option("--delay", min=0, help="dlprof: seconds before profiling starts."),
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option("--duration", min=0, help="dlprof: seconds to profile.")
+    ] = None,
+) -> None:
+    """Run a training script under a profiler; write report.html and summary.json beside it."""
+    with user_errors():
+        from tcreport import api
+        from tcreport.capture import Backend, ProfileRequest, capture
+
+        if backend not in _BACKENDS:
+            raise UsageError(f"--backend {backend!r}: choose one of {', '.join(_BACKENDS)}")
+        if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+            raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+        if (delay is not None or duration is not None) and backend not in ("auto", "dlprof"):
+            raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
+        out = output_dir if output_dir is not None else default_output_dir(script)
+        request = ProfileRequest(
+            script=script,
+            script_args=tuple(script_args or ()),
+            backend=Backend(backend),
+            out_dir=out,
+            key_node=key_node,
+            iter_start=iter_start,
+            iter_stop=iter_stop,
+            delay_s=delay,
+            duration_s=duration,
+        )
+        result = capture(request)
+        with status(f"Reading {result.trace_path}"):
+            run = _with_notes(api.load(result.trace_path), result)
+        sliced = result.sliced_by_profiler
+        with status("Analysing"):
+            view = api.analyze(
+                run,
+                source_path=str(result.trace_path),
+                key_node=None if sliced else key_node,
+                iter_start=None if sliced else iter_start,
+                iter_stop=None if sliced else iter_stop,
+            )
+        html = api.write_text_atomic(out / "report.html", api.render_html(view))
+        api.write_text_atomic(out / "summary.json", api.render_json(view))
+        err_console.print(
+            f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
+            f"{result.trace_path}",
+            markup=False,
+            soft_wrap=True,
+        )
+        if result.script_exit_code != 0:
+            err_console.print(
+                f"tcreport: error: the script exited with code {result.script_exit_code}; "
+                "the report is partial",
+                markup=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(result.script_exit_code)

@@ -1,0 +1,193 @@
+"""What the converters do not give, read from the XSpace itself: GPUs, kernel and memcpy launches
+per device with the TF op that launched them, and op dtypes.
+
+xprof's ``kernel_stats`` aggregates over devices and, for older profiles, attributes no kernel to
+an op; the device planes still carry each launch with its stream, grid, correlation id and the
+``name:type`` of the op that ran it. The loop over events is Python (protobuf gives no columnar
+access); XSpace files are bounded by the profiler's short capture window.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcreport.model import Gpu
+from tcreport.schema import MemoryKind
+
+_GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+_DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
+_SIZE = re.compile(r"size:(\d+)")
+_DTYPE = re.compile(r"([a-z][a-z0-9_]*)\[")
+_MEMORY = {
+    "memcpyh2d": MemoryKind.HTOD,
+    "memcpyd2h": MemoryKind.DTOH,
+    "memcpyd2d": MemoryKind.DTOD,
+    "memcpyp2p": MemoryKind.PEER,
+    "memset": MemoryKind.MEMSET,
+}
+_FLOATS = ("half", "bfloat16", "float", "double", "float8_e4m3fn", "float8_e5m2")
+_TF_DTYPE = {"half": "float16", "float": "float32", "double": "float64"}
+
+
+@dataclass
+class Columns:
+    """Plain columns for one canonical table, filled in one pass."""
+
+    data: dict[str, list[Any]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, **values: Any) -> None:
+        for k, v in values.items():
+            self.data[k].append(v)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.data.values()), []))
+
+
+@dataclass
+class SpaceFacts:
+    gpus: list[Gpu] = field(default_factory=list)
+    host_planes: int = 0
+    kernels: Columns = field(default_factory=Columns)
+    memory: Columns = field(default_factory=Columns)
+    op_shapes: dict[str, str] = field(default_factory=dict)  # op name -> "(half[4,384];half[])"
+    op_types: dict[str, str] = field(default_factory=dict)  # op name -> type, from kernel events
+    hostnames: tuple[str, ...] = ()
+
+
+def main_dtype(shapes: str | None) -> str | None:
+    """The first floating-point dtype among an op's inputs (TF spells float32 ``float``).
+
+    Integer inputs are shapes, seeds and indices rather than the op's precision, so an op with
+    only those gets no dtype.
+    """
+    if not shapes:
+        return None
+    return next((_TF_DTYPE.get(d, d) for d in _DTYPE.findall(shapes) if d in _FLOATS), None)
+
+
+def _stat_value(stat: Any, names: dict[int, str]) -> Any:
+    if stat.ref_value:
+        return names.get(stat.ref_value, "")
+    for f in ("str_value", "int64_value", "uint64_value", "double_value"):
+        v = getattr(stat, f)
+        if v:
+            return v
+    return None
+
+
+def _gpu(plane: Any, index: int, names: dict[int, str]) -> Gpu:
+    stats = {names.get(s.metadata_id, ""): _stat_value(s, names) for s in plane.stats}
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    cc = f"{int(major)}.{int(minor or 0)}" if major else None
+    name = next(
+        (str(stats[k]) for k in ("gpu_model", "device_model", "device_name") if stats.get(k)),
+        None,
+    )
+    cores = stats.get("core_count")
+    return Gpu(
+        device_id=index, name=name, compute_capability=cc, sm_count=int(cores) if cores else None
+    )
+
+
+def _op_of(annotation: str) -> tuple[str | None, str | None, str | None]:
+    """``name:type#shape=...#`` or ``name:type`` -> (name, type, shape string)."""
+    if not annotation:
+        return None, None, None
+    head, _, rest = annotation.partition("#")
+    shape = None
+    if rest.startswith("shape="):
+        shape = rest[len("shape=") :].split("#", 1)[0]
+    name, _, typ = head.rpartition(":") if ":" in head else (head, "", "")
+    return name or None, typ or None, shape
+
+
+def _device_plane(plane: Any, device: int, facts: SpaceFacts) -> None:
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    metadata = plane.event_metadata
+    for line in plane.lines:
+        if not line.name.startswith("Stream #"):
+            continue  # derived lines (TensorFlow Ops, Name Scope, Steps) repeat the stream events
+        base_ns = line.timestamp_ns
+        for ev in line.events:
+            md = metadata[ev.metadata_id]
+            stats = {names.get(s.metadata_id, ""): _stat_value(s, names) for s in ev.stats}
+            start = base_ns + ev.offset_ps // 1000
+            dur = ev.duration_ps // 1000
+            op, typ, shape = _op_of(str(stats.get("level 0") or stats.get("tf_op") or ""))
+            if shape is None and stats.get("shape"):
+                shape = str(stats["shape"])
+            if op and shape:
+                facts.op_shapes.setdefault(op, shape)
+            if op and typ:
+                facts.op_types.setdefault(op, typ)
+            kind = _MEMORY.get(md.name.lower().replace(" ", ""))
+            if kind is not None or "memcpy_details" in stats or "memset_details" in stats:
+                detail = str(stats.get("memcpy_details") or stats.get("memset_details") or "")
+                size = _SIZE.search(detail)
+                facts.memory.add(
+                    kind=(kind or MemoryKind.MEMCPY_OTHER).value,
+                    name=md.name,
+                    device_id=device,
+                    stream_id=line.id,
+                    correlation_id=stats.get("correlation_id"),
+                    start_ns=start,
+                    duration_ns=dur,
+                    calls=1,
+                    bytes=int(size.group(1)) if size else None,
+                    op_id=op,
+                )
+                continue
+            grid = _DETAILS.search(str(stats.get("kernel_details") or ""))
+            g = [int(x) for x in grid.groups()] if grid else [None] * 6
+            facts.kernels.add(
+                name=md.name,
+                long_name=md.name,
+                device_id=device,
+                stream_id=line.id,
+                correlation_id=stats.get("correlation_id"),
+                start_ns=start,
+                duration_ns=dur,
+                calls=1,
+                op_id=op,
+                grid_x=g[0],
+                grid_y=g[1],
+                grid_z=g[2],
+                block_x=g[3],
+                block_y=g[4],
+                block_z=g[5],
+            )
+
+
+def _host_plane(plane: Any, facts: SpaceFacts) -> None:
+    """Op shapes recorded on host op events (TF writes them at host_tracer_level 3 on GPU)."""
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    shape_ids = {k for k, v in names.items() if v == "shape"}
+    if not shape_ids:
+        return
+    for line in plane.lines:
+        for ev in line.events:
+            for s in ev.stats:
+                if s.metadata_id in shape_ids and s.str_value:
+                    op, _, _ = _op_of(plane.event_metadata[ev.metadata_id].name)
+                    if op:
+                        facts.op_shapes.setdefault(op, s.str_value)
+                    break
+
+
+def collect(space: Any) -> SpaceFacts:
+    facts = SpaceFacts(hostnames=tuple(space.hostnames))
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        m = _GPU_PLANE.match(plane.name)
+        if m:
+            device = int(m.group(1))
+            facts.gpus.append(_gpu(plane, device, names))
+            _device_plane(plane, device, facts)
+        elif plane.name.startswith("/host:"):
+            facts.host_planes += 1
+            _host_plane(plane, facts)
+    facts.gpus.sort(key=lambda g: g.device_id)
+    return facts
