@@ -24,7 +24,9 @@ def test_html_shows_hostile_names_as_text(view) -> None:  # type: ignore[no-unty
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
     # exactly one executable script, and the embedded JSON cannot close its block
     assert html.count("<script>") == 1
-    block = re.search(r'<script type="application/json" id="tcreport-summary">(.*?)</script>', html, re.S)
+    block = re.search(
+        r'<script type="application/json" id="tcreport-summary">(.*?)</script>', html, re.S
+    )
     assert block is not None
     assert "</script" not in block.group(1) and "<" not in block.group(1)
     assert json.loads(block.group(1))["schema"] == "tcreport.summary/1"
@@ -79,3 +81,142 @@ def test_parquet_round_trip_gives_identical_summary(tmp_path: Path) -> None:
     a = api.render_json(api.analyze(run, source_path="x"))
     b = api.render_json(api.analyze(again, source_path="x"))
     assert a == b
+
+
+# --- The HTML report as a product (issue #6) -------------------------------------------------
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "realtraces"
+REAL_INPUTS = [
+    "dlprof/v1.8-pytorch-cnn",
+    "dlprof/v1.8-pytorch-cnn/dlprof_dldb_7.sqlite",
+    "nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite",
+    "kineto/v100-legacy-resnet50/worker0.1623143089861.pt.trace.json.gz",
+]
+
+
+def _links_and_ids(html: str) -> tuple[list[str], list[str]]:
+    links = re.findall(r'href="#([^"]*)"', html)
+    ids = re.findall(r'\sid="([^"]*)"', html)
+    return links, ids
+
+
+def _assert_structurally_sound(html: str) -> None:
+    """Every in-page link has its target, ids are unique, and no style="" attribute (the CSP's
+    hashes do not cover those, so one would be silently dropped by the browser)."""
+    links, ids = _links_and_ids(html)
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    missing = sorted(set(links) - set(ids))
+    assert not missing, f"links without a target: {missing[:5]}"
+    assert not re.search(r"<[^>]+\sstyle=", html), "style attribute found"
+    assert "frame-ancestors" not in html  # ignored in a <meta> CSP, and logged as an error
+
+
+def test_html_links_resolve_for_hostile_names(view) -> None:  # type: ignore[no-untyped-def]
+    html = api.render_html(view)
+    _assert_structurally_sound(html)
+    links, _ = _links_and_ids(html)
+    from tcreport.render.html import anchor
+
+    assert anchor("kernel", HOSTILE) in links  # the finding links to the hostile kernel's row
+    assert all(re.fullmatch(r"[A-Za-z0-9%._~-]+", link) for link in links)
+
+
+@pytest.mark.realtraces
+@pytest.mark.parametrize("rel", REAL_INPUTS)
+def test_real_trace_reports_are_sound_and_deterministic(rel: str) -> None:
+    path = REAL / rel
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    run = api.load(path)
+    first = api.render_html(api.analyze(run, source_path=rel))
+    _assert_structurally_sound(first)
+    assert first == api.render_html(api.analyze(api.load(path), source_path=rel))
+    for section in ("findings", "eligibility", "ops", "kernels", "precision", "system"):
+        assert f'<section id="{section}"' in first
+    assert first.count("<caption>") >= 3 and 'scope="col"' in first
+
+
+def test_precision_mix_sums_to_one_and_names_dtypes() -> None:
+    from tcreport.render import html as html_mod
+
+    view = api.analyze(hostile_run(), source_path="x")
+    rows, segments = html_mod._precision(view.analysis)
+    assert [r.name for r in rows] == ["float32"]
+    assert sum(r.share or 0 for r in rows) == pytest.approx(1.0)
+    assert segments and sum(s.width for s in segments) == pytest.approx(html_mod.CHART_W)
+
+
+def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations: int = 2_000):
+    """A synthetic run at the size of a long nsys capture: 200k distinct kernel names (templated
+    CUTLASS names make this real), 3.6M launches, thousands of iterations, one slow iteration,
+    and some hostile, unclassifiable names so that findings carry evidence."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tcreport import schema
+    from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+
+    rng = np.random.default_rng(0)
+    idx = np.concatenate(
+        [np.arange(kernel_names), rng.integers(0, kernel_names, launches - kernel_names)]
+    ).astype(np.int32)
+    names = pa.array(
+        [
+            f"mystery_{i}{HOSTILE}"
+            if i % 1000 == 0
+            else (f"sm80_xmma_gemm_f16f16_f32_tn_n_{i}" if i % 2 else f"elementwise_kernel_{i}")
+            for i in range(kernel_names)
+        ]
+    )
+    per = launches // iterations
+    iteration = (np.arange(launches) // per).astype(np.int32)
+    dur = rng.integers(500, 900, launches)
+    dur[iteration == 7] *= 4  # one slow iteration: an outlier
+    start = np.cumsum(dur + 300) - dur  # back to back, 300 ns launch gaps
+    kernels = schema.conform(
+        {
+            "name": pa.DictionaryArray.from_arrays(pa.array(idx), names),
+            "duration_ns": pa.array(dur),
+            "calls": pa.array(np.ones(launches, dtype=np.int64)),
+            "start_ns": pa.array(start),
+            "launch_ns": pa.array(start - 10),
+            "device_id": pa.array(np.zeros(launches, dtype=np.int32)),
+            "iteration": pa.array(iteration),
+        },
+        schema.TableKind.KERNELS,
+    )
+    first = np.arange(iterations) * per
+    iters = schema.conform(
+        {
+            "iteration": pa.array(np.arange(iterations, dtype=np.int32)),
+            "start_ns": pa.array(start[first]),
+            "end_ns": pa.array(start[first + per - 1] + dur[first + per - 1]),
+        },
+        schema.TableKind.ITERATIONS,
+    )
+    meta = RunMeta(
+        format=SourceFormat.NSYS_SQLITE,
+        path="huge.sqlite",
+        gpus=(Gpu(device_id=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),),
+        iterations=IterationInfo(total=iterations, start=0, stop=iterations - 1),
+        kernel_granularity=Granularity.LAUNCH,
+    )
+    return Run(
+        meta=meta, kernels=kernels, iterations=iters, memory=schema.empty(schema.TableKind.MEMORY)
+    )
+
+
+@pytest.mark.slow
+def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
+    from tcreport.render import html as html_mod
+
+    view = api.analyze(_huge_run(), source_path="huge.sqlite")
+    assert len(view.analysis.kernels) == 200_000
+    html = api.render_html(view)
+    size = len(html.encode("utf-8"))
+    assert size <= 2 * 1024 * 1024, f"{size} bytes"
+    _assert_structurally_sound(html)
+    assert html.count('<tr id="kernel-') <= html_mod.MAX_ROWS + html_mod.MAX_LINKS
+    assert html.count("<rect ") < 4 * html_mod.MAX_ITER_BARS + 200  # iterations bucketed
+    assert "<img src=x" not in html
+    assert '<tr id="iter-7" class="flag">' in html  # the slow iteration is called out

@@ -1,0 +1,71 @@
+"""Screenshots of the HTML report for docs/report.md, one per bundled sample trace.
+
+Run from the repository root after changing templates/ (needs `pip install playwright` and a
+Chromium: Debian's `apt-get install chromium`; Playwright's own browser download is not used):
+
+    python docs/screenshots/make.py
+
+For every folder under sample_traces/ it renders the report exactly as `tcreport report` would
+and writes docs/screenshots/<folder>.png (the whole page, light) and <folder>-dark.png (the first
+screen, dark). The source path shown in the report is the repository-relative one, so the PNGs do
+not depend on where the clone lives.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).resolve().parent
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--force-device-scale-factor=1",
+    "--hide-scrollbars",
+]
+
+
+def _input_of(folder: Path) -> Path:
+    """The trace in a sample folder: its one non-README file, else the folder (DLProf reports)."""
+    files = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith("README")]
+    return files[0] if len(files) == 1 else folder
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from tcreport import api
+
+    exe = os.environ.get("TCREPORT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    samples = sorted(p for p in (ROOT / "sample_traces").iterdir() if p.is_dir())
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=ARGS)
+        for folder in samples:
+            src = _input_of(folder)
+            rel = src.relative_to(ROOT).as_posix()
+            html = Path(tmp) / f"{folder.name}.html"
+            html.write_text(api.render_html(api.analyze(api.load(src), source_path=rel)), "utf-8")
+            for scheme, full, name in (("light", True, ""), ("dark", False, "-dark")):
+                page = browser.new_page(viewport={"width": 1280, "height": 1000}, color_scheme=scheme)
+                page.goto(html.as_uri())
+                out = OUT / f"{folder.name}{name}.png"
+                page.screenshot(path=str(out), full_page=full)
+                page.close()
+                print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
