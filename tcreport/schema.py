@@ -77,6 +77,7 @@ KERNELS = pa.schema(
         _f(
             "profiler_uses_tc", pa.bool_()
         ),  # the input's own verdict (DLProf "Uses TC"), kept as is
+        _f("counter_uses_tc", pa.bool_()),  # measured: Nsight Compute tensor-pipe counters > 0
         _f("uses_tc", pa.bool_()),  # tcreport's verdict: filled by analysis, null = unknown
         _f("tc_rule", NAME),  # which rule decided uses_tc
     ]

@@ -29,6 +29,7 @@ _READERS: tuple[tuple[SourceFormat, str], ...] = (
     (SourceFormat.NSYS_SQLITE, "tcreport.ingest.nsys_sqlite"),
     (SourceFormat.KINETO_JSON, "tcreport.ingest.kineto_json"),
     (SourceFormat.TF_XPLANE, "tcreport.ingest.tf_xplane"),
+    (SourceFormat.NCU_CSV, "tcreport.ingest.ncu_csv"),
 )
 
 
