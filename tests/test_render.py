@@ -115,7 +115,7 @@ def test_html_links_resolve_for_hostile_names(view) -> None:  # type: ignore[no-
     html = api.render_html(view)
     _assert_structurally_sound(html)
     links, _ = _links_and_ids(html)
-    from tcreport.render.html import anchor
+    from tcreport.render.html_parts import anchor
 
     assert anchor("kernel", HOSTILE) in links  # the finding links to the hostile kernel's row
     assert all(re.fullmatch(r"[A-Za-z0-9%._~-]+", link) for link in links)
@@ -137,10 +137,10 @@ def test_real_trace_reports_are_sound_and_deterministic(rel: str) -> None:
 
 
 def test_precision_mix_sums_to_one_and_names_dtypes() -> None:
-    from tcreport.render import html as html_mod
+    from tcreport.render import html_parts as html_mod
 
     view = api.analyze(hostile_run(), source_path="x")
-    rows, segments = html_mod._precision(view.analysis)
+    rows, segments = html_mod.precision(view.analysis)
     assert [r.name for r in rows] == ["float32"]
     assert sum(r.share or 0 for r in rows) == pytest.approx(1.0)
     assert segments and sum(s.width for s in segments) == pytest.approx(html_mod.CHART_W)
@@ -208,7 +208,7 @@ def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations
 
 @pytest.mark.slow
 def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
-    from tcreport.render import html as html_mod
+    from tcreport.render import html_parts as html_mod
 
     view = api.analyze(_huge_run(), source_path="huge.sqlite")
     assert len(view.analysis.kernels) == 200_000
