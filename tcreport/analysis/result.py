@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import figures, iterations, timeline
+from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.timeline import TimelineFigures
@@ -69,6 +70,8 @@ class Analysis:
     data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
     autotuned_ops: tuple[str, ...] = ()  # op names whose kernels span several cuDNN algorithms
     devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
+    # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
+    counter_disagreements: tuple[CounterDisagreement, ...] = ()
 
 
 def _classify(run: Run) -> Run:
@@ -224,7 +227,7 @@ def compute(
     iter_stop: int | None = None,
 ) -> tuple[Analysis, Run]:
     """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
-    from tcreport.analysis import tc_kernels
+    from tcreport.analysis import counters, tc_kernels
 
     classified = _classify(run)
     full = classified
@@ -261,5 +264,8 @@ def compute(
         data_loader_ns=markers.data_loader_ns,
         autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
         devices=tuple(figures.device_rows(sliced)),
+        counter_disagreements=(
+            counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
+        ),
     )
     return analysis, sliced

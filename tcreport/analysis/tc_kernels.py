@@ -11,6 +11,10 @@ Verdicts are three-valued: ``True``/``False`` when a rule decides, ``None`` when
 tell (a Triton kernel without counter data). Being honest about "unknown" is what lets the report
 say how much of the kernel time it actually judged (:func:`classified_share`).
 
+Names are the fallback, not the authority: where an Nsight Compute CSV supplied tensor-pipe counters
+(``counter_uses_tc``), the measurement decides and the name rules' verdict is kept only for the list
+of disagreements (:mod:`tcreport.analysis.counters`).
+
 Traces hold millions of launches of a few hundred distinct kernels, so rules run once per
 dictionary entry and the result is mapped back to rows with ``take`` on the dictionary indices.
 """
@@ -35,6 +39,9 @@ from tcreport.errors import InputError
 
 #: ``tc_rule`` value when our rules could not decide and the profiler's own label was used.
 PROFILER_LABEL = "profiler-label"
+#: ``tc_rule`` value when Nsight Compute's tensor-pipe counters decided (``counter_uses_tc``).
+COUNTER_RULE = "ncu-counter"
+_RESERVED = (PROFILER_LABEL, COUNTER_RULE)
 DEFAULT_PACK = "kernels.toml"
 
 
@@ -112,9 +119,10 @@ def parse_rule_pack(text: str, origin: str = DEFAULT_PACK) -> RulePack:
         raise InputError(f"not a valid kernel rule pack: {exc}", origin) from exc
     ids = [r.id for r in pack.rules]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes or PROFILER_LABEL in ids:
+    reserved = [i for i in _RESERVED if i in ids]
+    if dupes or reserved:
         raise InputError(
-            f"rule ids must be unique and not {PROFILER_LABEL!r}: {dupes or [PROFILER_LABEL]}",
+            f"rule ids must be unique and not one of {list(_RESERVED)}: {dupes or reserved}",
             origin,
         )
     return pack
@@ -195,12 +203,19 @@ def _rule_ranks(col: pa.ChunkedArray, pack: RulePack, name_field: NameField) -> 
     return pa.chunked_array(out, pa.int32())
 
 
-def classify_kernels(kernels: pa.Table, pack: RulePack | None = None) -> pa.Table:
+def classify_kernels(
+    kernels: pa.Table, pack: RulePack | None = None, *, counters: bool = True
+) -> pa.Table:
     """The canonical kernels table with ``uses_tc`` and ``tc_rule`` filled.
 
     ``profiler_uses_tc`` (DLProf's ``Uses TC``) is never changed: it is the profiler's verdict and
     stays comparable with ours (:func:`tc_agreement`). Only where our rules say unknown and the
     profiler did label the kernel do we adopt its label, marked ``tc_rule = "profiler-label"``.
+
+    A measurement beats any reading of names: where Nsight Compute's tensor-pipe counters were
+    collected (``counter_uses_tc`` not null) they decide, ``tc_rule = "ncu-counter"``, even against
+    a name rule. ``counters=False`` gives the names' verdict alone, which is what
+    :func:`tcreport.analysis.counters.disagreements` compares the counters with.
     """
     schema.validate(kernels, schema.TableKind.KERNELS)
     p = pack or default_pack()
@@ -216,7 +231,12 @@ def classify_kernels(kernels: pa.Table, pack: RulePack | None = None) -> pa.Tabl
     uses_tc = pc.if_else(use_prof, prof, ours)
     rule_idx = pc.if_else(pc.equal(rank, none), pa.scalar(None, pa.int32()), rank)
     rule_idx = pc.if_else(use_prof, pa.scalar(none, pa.int32()), rule_idx)
-    dictionary = pa.array([r.id for r in p.rules] + [PROFILER_LABEL], pa.string())
+    if counters:
+        measured = kernels.column("counter_uses_tc")
+        has = pc.is_valid(measured)
+        uses_tc = pc.if_else(has, measured, uses_tc)
+        rule_idx = pc.if_else(has, pa.scalar(none + 1, pa.int32()), rule_idx)
+    dictionary = pa.array([r.id for r in p.rules] + list(_RESERVED), pa.string())
     tc_rule = pa.chunked_array(
         [pa.DictionaryArray.from_arrays(c, dictionary) for c in _chunks(rule_idx, pa.int32())],
         schema.NAME,

@@ -1,0 +1,349 @@
+"""Reader for Nsight Compute CSV output (``ncu --csv``, ``--page details`` or ``--page raw``).
+
+Why a kernel profiler's CSV is an input at all: every other input judges Tensor Core use from
+kernel *names*, and a name is a guess (a Triton or in-house kernel says nothing; an ``hmma`` in a
+name can be a fallback path). Nsight Compute counts the instructions the tensor pipe executed, so
+``counter_uses_tc`` is a measurement, and :mod:`tcreport.analysis.counters` lists where it
+contradicts the name rules.
+
+Layout facts the reader relies on (both pages start with the same launch identity columns,
+``"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",
+"Grid Size","Device","CC"``):
+
+* ``raw``: one row per profiled launch, one column per metric, and a second row of units under the
+  header (empty for the identity columns).
+* ``details`` (the default page): one row per launch *and metric*, with ``"Section Name","Metric
+  Name","Metric Unit","Metric Value"``; newer versions append rule columns, which are ignored.
+  Metrics asked for with ``--metrics`` appear under their raw names; section bodies use labels
+  (``Duration``), and ``--print-metric-name label-name`` gives ``Label (raw__name)``.
+* Values are printed for people: thousands separators (``1,205.00``), ``n/a`` for a metric the GPU
+  cannot collect, units scaled per value (``usecond``, ``msecond``) unless ``--print-units base``.
+* ``ncu`` writes its own messages as ``==PROF==``/``==WARNING==``/``==ERROR==`` lines, and without
+  ``--log-file`` the profiled program's output shares the stream: everything before the header
+  and every ``==...==`` line is skipped.
+
+Privacy: process and host names are never kept. Durations are Nsight Compute's own (kernels
+replayed, clocks locked, caches flushed by default), not comparable with a timeline trace's, which
+is why merging counters into another run never copies them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from tcreport.errors import InputError
+from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
+from tcreport.schema import TableKind, conform
+
+PROFILER = "Nsight Compute"
+_HEAD_BYTES = 64 * 1024
+_IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
+_LONG = ("Metric Name", "Metric Unit", "Metric Value")
+_NCU_LINE = re.compile(r"^==[A-Z]+==")
+DURATION = "gpu__time_duration.sum"
+_LABELS = {"Duration": DURATION}  # details-page section labels that stand for raw metrics
+_LABEL_NAME = re.compile(r"\(([a-z0-9]+__[A-Za-z0-9_.]+)\)\s*$")
+#: Counters of the tensor pipe, any generation: the pipe itself (``sm__inst_executed_pipe_tensor``,
+#: ``sm__pipe_tensor_cycles_active``, ``..._op_hmma|imma|dmma|gmma``), math ops on the tensor path
+#: (``sm__ops_path_tensor_src_*``) and SASS MMA instructions (``..._op_hmma_pred_on``).
+TENSOR_METRIC = re.compile(r"pipe_tensor|ops_path_tensor|_op_[a-z]{0,3}mma(?:_|$)")
+_NS_PER = {"nsecond": 1, "ns": 1, "usecond": 10**3, "us": 10**3, "msecond": 10**6, "ms": 10**6}
+_NS_PER |= {"second": 10**9, "s": 10**9}
+_DIMS = re.compile(r"^\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?$")
+_GPU_NAME = "device__attribute_display_name"
+_SM_COUNT = "device__attribute_multiprocessor_count"
+
+
+def sniff(path: Path) -> bool:
+    """``==PROF==`` lines or the launch identity header in the first 64 KiB."""
+    try:
+        if not path.is_file():
+            return False
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    text = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    if text.lstrip().startswith("==PROF==") or "\n==PROF== " in text:
+        return True  # ncu's own messages, even after the profiled program's output
+    return '"ID","Process ID","Process Name"' in text
+
+
+@dataclass
+class _Launch:
+    """One profiled kernel launch while its rows are being collected."""
+
+    ident: dict[str, str]
+    metrics: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (unit, value)
+
+
+def read(path: Path) -> Run:
+    header, rows = _table(path)
+    launches = _long(header, rows, path) if all(c in header for c in _LONG) else _wide(header, rows)
+    if not launches:
+        raise InputError("no profiled kernels in the CSV (header only)", path)
+    return _build(path, launches)
+
+
+# --------------------------------------------------------------------------- text to rows
+
+
+def _text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from exc
+    if not data.strip():
+        raise InputError("file is empty", path)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"byte {exc.start}: not UTF-8 text; is this Nsight Compute CSV output?", path
+        ) from exc
+
+
+def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Header and data records (with their line numbers) of the CSV part of the file."""
+    lines = _text(path).splitlines(keepends=True)
+    start = next(
+        (i for i, ln in enumerate(lines) if ln.lstrip().startswith('"ID"') and "Kernel Name" in ln),
+        None,
+    )
+    if start is None:
+        what = "only ncu messages, no CSV table" if _NCU_LINE.match(lines[0]) else "no CSV header"
+        raise InputError(
+            f"{what} with 'ID' and 'Kernel Name' columns; is this `ncu --csv` output "
+            "(did ncu profile any kernel)?",
+            path,
+        )
+    kept = [(i + 1, ln) for i, ln in enumerate(lines[start:], start) if not _NCU_LINE.match(ln)]
+    numbers = [n for n, _ in kept]
+    reader = csv.reader(io.StringIO("".join(ln for _, ln in kept), newline=""), strict=True)
+    records: list[tuple[int, list[str]]] = []
+    try:
+        records.extend((numbers[min(reader.line_num, len(numbers)) - 1], row) for row in reader)
+    except csv.Error as exc:
+        line = numbers[min(reader.line_num, len(numbers)) - 1]
+        raise InputError(f"line {line}: {exc} (truncated file?)", path) from exc
+    header = [h.strip() for h in records[0][1]]
+    missing = [c for c in ("ID", "Kernel Name") if c not in header]
+    if missing:  # pragma: no cover - the header line was found by these names
+        raise InputError(f"no {missing[0]!r} column", path)
+    body = [(n, r) for n, r in records[1:] if any(f.strip() for f in r)]
+    for n, r in body:
+        if len(r) < len(header):
+            raise InputError(
+                f"line {n}: {len(r)} fields where the header has {len(header)}; "
+                "truncated or damaged file?",
+                path,
+            )
+    return header, body
+
+
+def _long(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> list[_Launch]:
+    """``details`` page: rows of one launch share ID and process; keep first-seen order."""
+    col = {h: i for i, h in enumerate(header)}
+    name_i, unit_i, value_i = (col[c] for c in _LONG)
+    ident_cols = header[: col.get("Section Name", name_i)]
+    launches: dict[tuple[str, str], _Launch] = {}
+    for n, r in rows:
+        key = (r[col["ID"]].strip(), r[col["Process ID"]].strip() if "Process ID" in col else "")
+        if not key[0]:
+            raise InputError(f"line {n}: empty 'ID'; damaged file?", path)
+        launch = launches.get(key)
+        if launch is None:
+            launch = launches[key] = _Launch({h: r[col[h]].strip() for h in ident_cols})
+        metric = _metric_name(r[name_i].strip())
+        if metric and metric not in launch.metrics:
+            launch.metrics[metric] = (r[unit_i].strip(), r[value_i].strip())
+    return list(launches.values())
+
+
+def _metric_name(label: str) -> str:
+    m = _LABEL_NAME.search(label)
+    return m.group(1) if m else _LABELS.get(label, label)
+
+
+def _wide(header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
+    """``raw`` page: the first record after the header may be the units row (empty ID)."""
+    id_i = header.index("ID")
+    units = [""] * len(header)
+    if rows and not rows[0][1][id_i].strip():
+        units = [u.strip() for u in rows[0][1]]
+        rows = rows[1:]
+    first_metric = next(
+        (i for i, h in enumerate(header) if "__" in h), len(header)
+    )  # identity columns come before the first ``unit__counter`` name
+    out = []
+    for _, r in rows:
+        ident = {h: r[i].strip() for i, h in enumerate(header[:first_metric])}
+        metrics = {
+            h: (units[i] if i < len(units) else "", r[i].strip())
+            for i, h in enumerate(header)
+            if i >= first_metric
+        }
+        out.append(_Launch(ident, metrics))
+    return out
+
+
+# --------------------------------------------------------------------------- values
+
+
+def number(text: str) -> float | None:
+    """``1,205.00`` -> 1205.0; ``n/a``, empty and words -> None."""
+    t = text.strip().replace(",", "")
+    if not t or t.lower() in ("n/a", "nan", "-"):
+        return None
+    try:
+        v = float(t)
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def _int(text: str | None, lo: int = 0, hi: int = 2**63 - 1) -> int | None:
+    v = number(text or "")
+    return int(v) if v is not None and v.is_integer() and lo <= v <= hi else None
+
+
+def duration_ns(unit: str, value: str) -> int | None:
+    v = number(value)
+    scale = _NS_PER.get(unit.strip().lower())
+    if v is None or scale is None or v < 0:
+        return None
+    return round(v * scale)
+
+
+def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
+    """True when any tensor-pipe counter is above 0, False when all collected ones are 0."""
+    values = [number(v) for k, (_, v) in metrics.items() if TENSOR_METRIC.search(k.split(".")[0])]
+    seen = [v for v in values if v is not None]
+    if not seen:
+        return None
+    return any(v > 0 for v in seen)
+
+
+def _dims(text: str | None) -> tuple[int | None, int | None, int | None]:
+    m = _DIMS.match((text or "").strip())
+    if not m:
+        return None, None, None
+    xs = [int(g) for g in m.groups()]
+    return tuple(x if x < 2**31 else None for x in xs)  # type: ignore[return-value]
+
+
+def short_name(full: str) -> str:
+    """``void at::native::k<4, float>(int, float*)`` -> ``k``, the short form Nsight Systems keeps.
+
+    Template arguments and the parameter list are dropped (they nest, hence the depth count), then
+    namespaces; ``(anonymous namespace)`` is a namespace, not a parameter list.
+    """
+    s = full.strip().removeprefix("void ").replace("(anonymous namespace)", "anonymous_namespace")
+    out: list[str] = []
+    depth = 0
+    for ch in s:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    base = "".join(out).strip().split("::")[-1].strip()
+    return base or full.strip()
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _columns(launches: list[_Launch]) -> Iterator[tuple[str, list[object]]]:
+    ident = [x.ident for x in launches]
+    full = [i.get("Kernel Name", "") or "(unnamed)" for i in ident]
+    short = {f: short_name(f) for f in set(full)}
+    yield "name", [short[f] for f in full]
+    yield "long_name", list(full)
+    yield "device_id", [_int(i.get("Device"), 0, 2**31 - 1) for i in ident]
+    yield "process_id", [_int(i.get("Process ID")) for i in ident]
+    yield "stream_id", [_int(i.get("Stream")) for i in ident]
+    yield (
+        "duration_ns",
+        [duration_ns(*x.metrics[DURATION]) if DURATION in x.metrics else None for x in launches],
+    )
+    yield "calls", [1] * len(launches)
+    for key, column in (("grid", "Grid Size"), ("block", "Block Size")):
+        dims = [_dims(i.get(column)) for i in ident]
+        for k, axis in enumerate("xyz"):
+            yield f"{key}_{axis}", [d[k] for d in dims]
+    yield "counter_uses_tc", [tensor_verdict(x.metrics) for x in launches]
+
+
+def _order(launches: list[_Launch]) -> list[_Launch]:
+    """Launch order is the ``ID`` ncu numbered results with; rows without one keep file order."""
+    ids = [_int(x.ident.get("ID")) for x in launches]
+    order = sorted(range(len(launches)), key=lambda i: (ids[i] is None, ids[i] or 0, i))
+    return [launches[i] for i in order]
+
+
+def _build(path: Path, launches: list[_Launch]) -> Run:
+    launches = _order(launches)
+    cols = dict(_columns(launches))
+    durations = cols["duration_ns"]
+    notes = []
+    no_time = sum(d is None for d in durations)
+    if no_time:
+        notes.append(
+            f"{no_time} of {len(durations)} launches have no {DURATION}; their time counts as 0"
+        )
+        cols["duration_ns"] = [0 if d is None else d for d in durations]
+    verdicts = cols["counter_uses_tc"]
+    if all(v is None for v in verdicts):
+        notes.append(
+            "no tensor-pipe counters in this CSV, so Tensor Core use is judged from kernel names; "
+            "collect e.g. --metrics sm__inst_executed_pipe_tensor.sum,gpu__time_duration.sum"
+        )
+    notes.append(
+        "durations are Nsight Compute's (replayed launches, locked clocks), not a timeline's"
+    )
+    kernels = conform(
+        {k: pa.array(v, pa.bool_() if k == "counter_uses_tc" else None) for k, v in cols.items()},
+        TableKind.KERNELS,
+    )
+    return Run(
+        meta=RunMeta(
+            format=SourceFormat.NCU_CSV,
+            path=str(path),
+            profiler=PROFILER,
+            gpus=_gpus(launches),
+            kernel_granularity=Granularity.LAUNCH,
+            op_granularity=Granularity.NONE,
+            files=(path.name,),
+            notes=tuple(notes),
+        ),
+        kernels=kernels,
+    )
+
+
+def _gpus(launches: list[_Launch]) -> tuple[Gpu, ...]:
+    """Device index and compute capability from the identity columns, name and SM count from
+    ``device__attribute_*`` metrics when they were collected (``--page raw`` has them)."""
+    seen: dict[int, Gpu] = {}
+    for x in launches:
+        dev = _int(x.ident.get("Device"), 0, 2**31 - 1)
+        if dev is None or dev in seen:
+            continue
+        cc = x.ident.get("CC", "").strip()
+        name = x.metrics.get(_GPU_NAME, ("", ""))[1].strip()
+        sms = _int(x.metrics.get(_SM_COUNT, ("", ""))[1], 1, 100_000)
+        seen[dev] = Gpu(
+            device_id=dev,
+            name=name[:80] or None,
+            compute_capability=cc if re.fullmatch(r"\d{1,2}\.\d{1,2}", cc) else None,
+            sm_count=sms,
+        )
+    return tuple(seen[d] for d in sorted(seen))

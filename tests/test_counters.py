@@ -1,0 +1,273 @@
+"""Counter evidence: the override in classify_kernels, merging ncu runs into traces, disagreements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import REALTRACES, ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tcreport import api, schema
+from tcreport.analysis import counters
+from tcreport.analysis import tc_kernels as tk
+from tcreport.errors import InputError
+from tcreport.ingest import ncu_csv
+from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
+
+K = schema.TableKind.KERNELS
+RAW = ROOT / "tests" / "fixtures" / "ncu_synthetic" / "ncu_raw_synthetic.csv"
+V100 = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
+HMMA = (
+    "void cudnn::detail::hmma_fprop_kernel<float, 128, 6, 7, 3, 3, 5, true>"
+    "(cudnn::detail::Params, float const*, float*)"
+)
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+)
+
+
+def table(names: list[str], **cols: list[object]) -> pa.Table:
+    n = len(names)
+    data: dict[str, object] = {"name": names, "calls": [1] * n}
+    data["duration_ns"] = cols.pop("duration_ns", [10] * n)
+    for key in ("counter_uses_tc", "profiler_uses_tc"):
+        if key in cols:
+            data[key] = pa.array(cols.pop(key), pa.bool_())
+    data.update(cols)
+    return schema.conform(data, K)
+
+
+def run_of(
+    kernels: pa.Table, granularity: Granularity = Granularity.LAUNCH, cc: str = "7.0"
+) -> Run:
+    meta = RunMeta(
+        format=SourceFormat.KINETO_JSON,
+        path="trace.json",
+        kernel_granularity=granularity,
+        gpus=(Gpu(0, "GPU", cc),),
+        files=("trace.json",),
+    )
+    return Run(meta=meta, kernels=kernels)
+
+
+def ncu_of(names: list[str], verdicts: list[bool | None], cc: str = "7.0") -> Run:
+    meta = RunMeta(
+        format=SourceFormat.NCU_CSV, path="ncu.csv", gpus=(Gpu(0, None, cc),), files=("ncu.csv",)
+    )
+    return Run(meta=meta, kernels=table(names, counter_uses_tc=verdicts))
+
+
+def verdicts(run: Run) -> list[bool | None]:
+    assert run.kernels is not None
+    return run.kernels.column("counter_uses_tc").to_pylist()
+
+
+# --- the override -----------------------------------------------------------------------------------
+
+
+def test_counter_overrides_name_rule_and_name_verdict_stays_available() -> None:
+    t = table(
+        [
+            "volta_sgemm_128x64_nn",
+            "cudnn_hmma_conv_kernel",
+            "triton_tem_fused_mm_0",
+            "nvjet_x",
+            "x",
+        ],
+        counter_uses_tc=[True, False, True, None, None],
+        profiler_uses_tc=[None, None, None, None, True],
+    )
+    out = tk.classify_kernels(t)
+    schema.validate(out, K)
+    assert out.column("uses_tc").to_pylist() == [True, False, True, True, True]
+    assert out.column("tc_rule").to_pylist() == [
+        tk.COUNTER_RULE, tk.COUNTER_RULE, tk.COUNTER_RULE, "cublaslt-nvjet", tk.PROFILER_LABEL]  # fmt: skip
+    names_only = tk.classify_kernels(t, counters=False)
+    assert names_only.column("uses_tc").to_pylist() == [False, True, None, True, True]
+    assert names_only.column("tc_rule").to_pylist() == [
+        "sgemm", "hmma", "triton-unknown", "cublaslt-nvjet", tk.PROFILER_LABEL]  # fmt: skip
+    assert tk.classified_share(out) == 1.0
+
+
+def test_counter_rule_id_is_reserved() -> None:
+    with pytest.raises(InputError, match="ncu-counter"):
+        tk.parse_rule_pack(
+            '[pack]\nid="x"\nversion="1"\n'
+            '[[rule]]\nid="ncu-counter"\npattern="a"\nverdict="no"\nsource="s"\n'
+        )
+
+
+# --- disagreements ----------------------------------------------------------------------------------
+
+
+def test_disagreements_list_every_contradiction_with_launches_and_time() -> None:
+    k = ncu_csv.read(RAW).kernels
+    assert k is not None
+    got = counters.disagreements(tk.classify_kernels(k))
+    assert got == (
+        counters.CounterDisagreement(
+            "volta_sgemm_128x64_nn", False, "sgemm", True, launches=2, gpu_ns=2_404_250
+        ),
+        counters.CounterDisagreement("hmma_fprop_kernel", True, "hmma", False, 1, 310_250),
+    )
+
+
+def test_no_counters_no_disagreements_and_unknown_names_are_not_contradicted() -> None:
+    assert counters.disagreements(table(["volta_sgemm_x"])) == ()
+    assert counters.disagreements(schema.empty(K)) == ()
+    t = table(["triton_tem_fused_mm_0", "nvjet_a"], counter_uses_tc=[True, True])
+    assert counters.disagreements(t) == ()
+
+
+def test_profiler_label_contradicted_by_counter_is_listed() -> None:
+    t = table(["mystery"], counter_uses_tc=[False], profiler_uses_tc=[True])
+    (d,) = counters.disagreements(t)
+    assert (d.name_verdict, d.name_rule, d.counter_verdict) == (True, tk.PROFILER_LABEL, False)
+
+
+# --- merge --------------------------------------------------------------------------------------------
+
+
+def test_merge_by_name_levels() -> None:
+    trace = table(
+        [
+            "volta_sgemm_128x64_nn",
+            "volta_sgemm_128x64_nn",
+            HMMA,
+            FILL.replace(", ", ",  "),  # whitespace differs from ncu's spelling
+            "triton_tem_fused_mm_0",
+            "reduce_kernel",  # not profiled by ncu
+        ],
+        start_ns=[10, 20, 30, 40, 50, 60],
+        duration_ns=[5, 6, 7, 8, 9, 10],
+    )
+    merged = counters.merge(run_of(trace), ncu_csv.read(RAW))
+    assert verdicts(merged) == [True, True, False, False, True, None]
+    assert merged.kernels is not None
+    assert merged.kernels.column("duration_ns").to_pylist() == [5, 6, 7, 8, 9, 10]  # trace's times
+    assert merged.meta.files == ("trace.json", RAW.name)
+    note = merged.meta.notes[-1]
+    assert (
+        "4 of 5 kernel names matched" in note
+        and "78% of kernel time" in note
+        and "launch by" not in note
+    )
+
+
+def test_bare_ncu_names_match_full_signatures_but_full_signatures_must_agree() -> None:
+    trace = table([FILL, "void ns::Kernel2<A>(int)", "void other::Kernel2<B>(int)"])
+    ncu = ncu_of(["vectorized_elementwise_kernel", "void ns::Kernel2<C>(int)"], [False, True])
+    # the bare ncu name (--print-kernel-base function) matches; different templates do not
+    assert verdicts(counters.merge(run_of(trace), ncu)) == [False, None, None]
+
+
+def test_conflicting_candidates_leave_the_kernel_unknown() -> None:
+    ncu = ncu_of(["void a::Kernel2<X>(int)", "void b::Kernel2<Y>(int)"], [True, False])
+    merged = counters.merge(run_of(table(["Kernel2"])), ncu)
+    assert verdicts(merged) == [None]
+    assert "1 ambiguous names left unknown" in merged.meta.notes[-1]
+    agreeing = ncu_of(["void a::Kernel2<X>(int)", "void b::Kernel2<Y>(int)"], [True, True])
+    assert verdicts(counters.merge(run_of(table(["Kernel2"])), agreeing)) == [True]
+
+
+def test_launch_order_when_counts_match() -> None:
+    ncu = ncu_of(["k_mixed"] * 3 + ["k_other"], [True, False, True, False])
+    trace = table(["k_mixed", "k_other", "k_mixed", "k_mixed"], start_ns=[300, 5, 100, 200])
+    # time order of the k_mixed launches: rows 2 (100), 3 (200), 0 (300) -> ncu launches 0, 1, 2
+    assert verdicts(counters.merge(run_of(trace), ncu)) == [True, False, True, False]
+    assert "(1 launch by launch)" in counters.merge(run_of(trace), ncu).meta.notes[-1]
+    fewer = table(["k_mixed", "k_mixed"], start_ns=[1, 2])  # counts differ: any launch used TC
+    assert verdicts(counters.merge(run_of(fewer), ncu)) == [True, True]
+    aggregated = run_of(table(["k_mixed"] * 3), Granularity.AGGREGATE)
+    assert verdicts(counters.merge(aggregated, ncu)) == [True, True, True]
+
+
+def test_merge_keeps_existing_counters_gpu_note_and_errors() -> None:
+    trace = table(["a", "b"], counter_uses_tc=[False, None])
+    merged = counters.merge(run_of(trace, cc="9.0"), ncu_of(["b"], [True], cc="8.0"))
+    assert verdicts(merged) == [False, True]
+    assert "compute capability 8.0, the trace ran on 9.0" in merged.meta.notes[-1]
+    with pytest.raises(InputError, match="no kernel rows to attach"):
+        counters.merge(Run(meta=run_of(trace).meta), ncu_of(["b"], [True]))
+    with pytest.raises(InputError, match="no kernel rows in the Nsight Compute run"):
+        counters.merge(run_of(trace), Run(meta=ncu_of(["b"], [True]).meta))
+
+
+def test_chunked_trace_with_different_dictionaries() -> None:
+    a = table(["volta_sgemm_128x64_nn", "x"], start_ns=[1, 2])
+    b = table(["y", "volta_sgemm_128x64_nn"], start_ns=[3, 4])
+    t = pa.concat_tables([a, b])
+    assert t.column("name").num_chunks == 2
+    assert verdicts(counters.merge(run_of(t), ncu_csv.read(RAW))) == [True, None, None, True]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from(["a", "b", "void n::b<int>(int)", "c", "k(int)", ""]), max_size=25
+    ),
+    ncu=st.lists(
+        st.tuples(st.sampled_from(["a", "b", "d", "k"]), st.one_of(st.none(), st.booleans())),
+        max_size=10,
+    ),
+)
+def test_merge_invariants(names: list[str], ncu: list[tuple[str, bool | None]]) -> None:
+    trace = table(names, start_ns=list(range(len(names), 0, -1)), duration_ns=[3] * len(names))
+    merged = counters.merge(run_of(trace), ncu_of([n for n, _ in ncu], [v for _, v in ncu]))
+    assert merged.kernels is not None
+    schema.validate(merged.kernels, K)
+    assert merged.kernels.num_rows == len(names)
+    assert merged.kernels.column("name").to_pylist() == names
+    profiled = {n for n, v in ncu if v is not None}
+    for name, v in zip(names, verdicts(merged), strict=True):
+        if v is not None:
+            assert counters.name_keys(name)[0][2] in profiled
+
+
+# --- a real trace with counters attached ---------------------------------------------------------
+
+
+def _ncu_for_v100(tmp_path: Path) -> Path:
+    """ncu CSV naming real kernels of the V100 trace; the counter values are invented: sgemm is
+    made to contradict its name so the disagreement path runs on real data."""
+    head = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+        '"Block Size","Grid Size","Device","CC","gpu__time_duration.sum",'
+        '"sm__inst_executed_pipe_tensor_op_hmma.sum"\n'
+        + ",".join(['""'] * 11)
+        + ',"usecond","inst"\n'
+    )
+    rows = [
+        ("volta_sgemm_64x64_nt", "4,096"),
+        ("dgrad_engine", "0"),  # --print-kernel-base function: bare name
+        ("volta_scudnn_128x128_stridedB_splitK_small_nn_v1", "0"),
+    ]
+    body = "".join(
+        f'"{i}","1","p","h","{n}","1","7","(128, 1, 1)","(4, 1, 1)","0","7.0","100.00","{v}"\n'
+        for i, (n, v) in enumerate(rows)
+    )
+    p = tmp_path / "ncu_v100_synthetic.csv"
+    p.write_text(head + body, encoding="utf-8")
+    return p
+
+
+@pytest.mark.realtraces
+def test_counters_on_the_real_v100_trace(tmp_path: Path) -> None:
+    if not V100.exists():
+        pytest.skip(f"real trace not available: {V100}")
+    run = counters.merge(api.load(V100), api.load(_ncu_for_v100(tmp_path)))
+    a = api.analyze(run).analysis
+    assert a.counter_disagreements == (
+        counters.CounterDisagreement(
+            "volta_sgemm_64x64_nt", False, "sgemm", True, launches=102, gpu_ns=21_084_000
+        ),
+    )
+    rows = {k.name: k for k in a.kernels}
+    assert rows["volta_sgemm_64x64_nt"].tc_rule == tk.COUNTER_RULE
+    dgrad = [k for k in a.kernels if "dgrad_engine" in k.name]
+    assert dgrad and all(k.tc_rule == tk.COUNTER_RULE and k.uses_tc is False for k in dgrad)
+    assert "3 of" in run.meta.notes[-1]
