@@ -31,6 +31,22 @@ def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
     return ingest.load(Path(path), fmt)
 
 
+def attach_counters(run: Run, ncu_path: str | Path) -> Run:
+    """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``)."""
+    from tcreport import ingest
+    from tcreport.analysis import counters
+    from tcreport.errors import UsageError
+    from tcreport.model import SourceFormat
+
+    p = Path(ncu_path)
+    fmt = ingest.detect(p)
+    if fmt is not SourceFormat.NCU_CSV:
+        raise UsageError(
+            f"--counters wants an Nsight Compute CSV (ncu --csv); this is {fmt.value}", p
+        )
+    return counters.merge(run, ingest.load(p, fmt))
+
+
 def analyze(
     run: Run,
     *,

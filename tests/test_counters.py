@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -271,3 +272,38 @@ def test_counters_on_the_real_v100_trace(tmp_path: Path) -> None:
     dgrad = [k for k in a.kernels if "dgrad_engine" in k.name]
     assert dgrad and all(k.tc_rule == tk.COUNTER_RULE and k.uses_tc is False for k in dgrad)
     assert "3 of" in run.meta.notes[-1]
+
+
+def test_cli_counters_option_lists_disagreements_in_json_and_html(tmp_path: Path) -> None:
+    """End to end: --counters on a real trace puts the contradictions in the summary and report."""
+    if not V100.exists():
+        pytest.skip("real trace not available")
+    from typer.testing import CliRunner
+
+    from tcreport.cli import app
+
+    ncu = _ncu_for_v100(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["summary", str(V100), "--json", "--counters", str(ncu)])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["counter_disagreements"], "the invented sgemm counters contradict the name rule"
+    first = data["counter_disagreements"][0]
+    assert first["counter_verdict"] is True and first["name_verdict"] is False
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", str(V100), "-o", str(out), "--counters", str(ncu)])
+    assert result.exit_code == 0, result.stderr
+    html = out.read_text()
+    assert 'id="t-counters"' in html and first["name"].split("(")[0][:40] in html
+
+
+def test_cli_counters_refuses_a_non_ncu_file(tmp_path: Path) -> None:
+    if not V100.exists():
+        pytest.skip("real trace not available")
+    from typer.testing import CliRunner
+
+    from tcreport.cli import app
+
+    result = CliRunner().invoke(app, ["summary", str(V100), "--counters", str(V100)])
+    assert result.exit_code == 2
+    assert "Nsight Compute CSV" in result.stderr

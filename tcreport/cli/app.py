@@ -6,6 +6,7 @@ so that ``tcreport --help`` stays instant.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Annotated
 
@@ -47,6 +48,7 @@ def _main(
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
 
 
-# Register the commands (import for side effects, after ``app`` exists).
-from tcreport.cli import inspect_cmds as _inspect_cmds  # noqa: E402,F401
-from tcreport.cli import profile_cmd as _profile_cmd  # noqa: E402,F401
+# Register the commands (import for side effects, after ``app`` exists), in the order --help
+# lists them: the everyday ones first.
+for _module in ("inspect_cmds", "profile_cmd", "compare_cmds", "batch_cmds"):
+    importlib.import_module(f"tcreport.cli.{_module}")

@@ -14,6 +14,15 @@ from tcreport.errors import UsageError
 if TYPE_CHECKING:
     from tcreport.render.view import ReportView
 
+Counters = Annotated[
+    Path | None,
+    typer.Option(
+        "--counters",
+        help="Nsight Compute CSV (ncu --csv) of the same workload: its tensor-pipe counters decide "
+        "Tensor Core use where they exist, and disagreements with the kernel-name rules are listed.",
+    ),
+]
+
 TracePath = Annotated[
     Path,
     typer.Argument(
@@ -30,6 +39,7 @@ def _analyze(
     iter_start: int | None,
     iter_stop: int | None,
     timestamp: bool = False,
+    counters: Path | None = None,
 ) -> ReportView:
     from datetime import UTC, datetime
 
@@ -39,6 +49,8 @@ def _analyze(
         raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
     with status(f"Reading {path}"):
         run = api.load(path)
+        if counters is not None:
+            run = api.attach_counters(run, counters)
     with status("Analysing"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
         return api.analyze(
@@ -66,12 +78,13 @@ def report(
     timestamp: Annotated[
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
+    counters: Counters = None,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
         from tcreport import api
 
-        view = _analyze(path, key_node, iter_start, iter_stop, timestamp)
+        view = _analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(output, text)
         err_console.print(f"tcreport: wrote {target}", markup=False)
@@ -86,12 +99,13 @@ def summary(
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
+    counters: Counters = None,
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
         from tcreport import api
 
-        view = _analyze(path, key_node, iter_start, iter_stop)
+        view = _analyze(path, key_node, iter_start, iter_stop, counters=counters)
         if json_out:
             typer.echo(api.render_json(view), nl=False)
         else:
@@ -110,6 +124,7 @@ def ingest(
     force: Annotated[
         bool, typer.Option("--force", help="Replace the folder if it exists.")
     ] = False,
+    counters: Counters = None,
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
@@ -119,5 +134,7 @@ def ingest(
             raise UsageError("already exists; pass --force to replace it", output)
         with status(f"Reading {path}"):
             run = api.load(path)
+            if counters is not None:
+                run = api.attach_counters(run, counters)
         target = api.ingest(run, output)
         err_console.print(f"tcreport: wrote {target}", markup=False)

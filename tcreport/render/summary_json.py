@@ -104,6 +104,17 @@ def summary_dict(view: ReportView) -> dict[str, Any]:
             }
             for f in view.findings
         ],
+        "counter_disagreements": [
+            {
+                "name": c.name,
+                "name_verdict": c.name_verdict,
+                "name_rule": c.name_rule,
+                "counter_verdict": c.counter_verdict,
+                "launches": c.launches,
+                "gpu_ns": c.gpu_ns,
+            }
+            for c in a.counter_disagreements
+        ],
         "devices": [
             {
                 "device_id": d.device_id,

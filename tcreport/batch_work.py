@@ -1,0 +1,266 @@
+"""The per-trace work of ``tcreport batch``: one input in, its dataset rows and report out.
+
+This is the function the process pool and the Dask cluster run, so it takes and returns small
+picklable values (a :class:`Task`, an :class:`Outcome` holding Arrow tables and the report text) and
+writes nothing: the coordinating process owns the output folder and its atomic renames, which keeps
+a worker on another machine from needing write access to it. A bad trace becomes a failed outcome,
+never an exception, so one corrupt file cannot stop an archive of thousands.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from tcreport import __version__, api
+from tcreport.errors import TcreportError
+
+RUNS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("status", pa.string()),  # "ok" | "error"
+        ("error", pa.string()),
+        ("source", pa.string()),  # path relative to the batch folder
+        ("format", pa.string()),
+        ("content_hash", pa.string()),
+        ("gpu_model", pa.string()),
+        ("gpu_count", pa.int32()),
+        ("framework", pa.string()),
+        ("profiler", pa.string()),
+        ("profiler_version", pa.string()),
+        ("date", pa.timestamp("s", tz="UTC")),
+        ("date_source", pa.string()),
+        ("tcreport_version", pa.string()),
+        ("iterations_aggregated", pa.int64()),
+        ("wall_ns", pa.int64()),
+        ("gpu_kernel_ns", pa.int64()),
+        ("tc_kernel_ns", pa.int64()),
+        ("memory_ns", pa.int64()),
+        ("tc_share", pa.float64()),
+        ("classified_share", pa.float64()),
+        ("eligible_op_count", pa.int64()),
+        ("using_op_count", pa.int64()),
+        ("eligible_not_using_op_count", pa.int64()),
+        ("eligible_gpu_ns", pa.int64()),
+        ("eligible_not_using_gpu_ns", pa.int64()),
+        ("eligible_not_tc_share", pa.float64()),
+        ("finding_count", pa.int64()),
+        ("top_finding_id", pa.string()),
+        ("top_finding_title", pa.string()),
+        ("report", pa.string()),  # relative link to the run's HTML report
+        ("seconds", pa.float64()),
+    ]
+)
+OPS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("dtype", pa.string()),
+        ("calls", pa.int64()),
+        ("gpu_ns", pa.int64()),
+        ("cpu_ns", pa.int64()),
+        ("share", pa.float64()),
+        ("tc_eligible", pa.bool_()),
+        ("uses_tc", pa.bool_()),
+    ]
+)
+KERNELS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("name", pa.string()),
+        ("calls", pa.int64()),
+        ("gpu_ns", pa.int64()),
+        ("share", pa.float64()),
+        ("uses_tc", pa.bool_()),
+        ("tc_rule", pa.string()),
+        ("profiler_uses_tc", pa.bool_()),
+    ]
+)
+FINDINGS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("rank", pa.int32()),
+        ("id", pa.string()),
+        ("severity", pa.string()),
+        ("title", pa.string()),
+        ("detail", pa.string()),
+        ("fix", pa.string()),
+        ("estimated_saving_ns", pa.int64()),
+        ("saving_share", pa.float64()),
+        ("source", pa.string()),
+    ]
+)
+TABLES: dict[str, pa.Schema] = {
+    "runs": RUNS,
+    "ops": OPS,
+    "kernels": KERNELS,
+    "findings": FINDINGS,
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # absolute, as the worker opens it
+    source: str  # relative to the batch folder, as the index shows it
+    run_id: str
+    content_hash: str
+    mtime: float  # seconds since the epoch: the run's date when the trace gives none
+    format: str | None  # detected by the coordinator; None when detection failed
+    error: str | None = None  # detection error: the worker only records it
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_id: str
+    source: str
+    ok: bool
+    error: str | None
+    gpu_model: str | None
+    date: datetime
+    tables: dict[str, pa.Table]  # keyed like TABLES; every table has the run_id column
+    report_html: str | None
+    seconds: float
+
+
+def _rows(schema: pa.Schema, columns: Mapping[str, Sequence[object]]) -> pa.Table:
+    return pa.table({f.name: pa.array(columns[f.name], type=f.type) for f in schema})
+
+
+def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[object]]:
+    row: dict[str, object] = dict.fromkeys(RUNS.names)
+    row.update(
+        run_id=task.run_id,
+        source=task.source,
+        content_hash=task.content_hash,
+        format=task.format,
+        date=date,
+        date_source="file mtime",
+        tcreport_version=__version__,
+    )
+    row.update(values)
+    return {k: [v] for k, v in row.items()}
+
+
+def failed(task: Task, error: str) -> Outcome:
+    """The outcome of a run that could not be processed at all (its worker died)."""
+    return _failed(
+        task, datetime.fromtimestamp(int(task.mtime), tz=UTC), error, time.perf_counter()
+    )
+
+
+def _failed(task: Task, date: datetime, error: str, started: float) -> Outcome:
+    runs = _rows(
+        RUNS,
+        _run_row(task, date, status="error", error=error, seconds=time.perf_counter() - started),
+    )
+    empty = {name: schema.empty_table() for name, schema in TABLES.items() if name != "runs"}
+    return Outcome(
+        task.run_id, task.source, False, error, None, date, {"runs": runs, **empty}, None, 0.0
+    )
+
+
+def process(task: Task) -> Outcome:
+    """Load, analyse and render one input; a failure is returned, not raised."""
+    started = time.perf_counter()
+    date = datetime.fromtimestamp(int(task.mtime), tz=UTC)
+    if task.error is not None or task.format is None:
+        return _failed(task, date, task.error or "format not detected", started)
+    try:
+        run = api.load(task.path)
+        view = api.analyze(run, source_path=task.source)
+        html = api.render_html(view)
+    except TcreportError as exc:
+        return _failed(task, date, exc.reason, started)
+    except Exception as exc:  # a reader bug on one trace must not stop the batch; it is recorded
+        return _failed(task, date, f"internal error: {type(exc).__name__}: {exc}", started)
+    a = view.analysis
+    names = sorted({g.name for g in a.meta.gpus if g.name})
+    gpu = ", ".join(names) if names else None
+    miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
+    top = view.findings[0] if view.findings else None
+    seconds = time.perf_counter() - started
+    runs = _rows(
+        RUNS,
+        _run_row(
+            task,
+            date,
+            status="ok",
+            format=a.meta.format.value,
+            gpu_model=gpu,
+            gpu_count=len(a.meta.gpus) or None,
+            framework=a.meta.framework,
+            profiler=a.meta.profiler,
+            profiler_version=a.meta.profiler_version,
+            iterations_aggregated=a.selection.info.aggregated,
+            wall_ns=a.time.wall_ns,
+            gpu_kernel_ns=total,
+            tc_kernel_ns=a.time.tc_kernel_ns,
+            memory_ns=a.time.memory_ns,
+            tc_share=a.tc.kernel_time_share,
+            classified_share=a.tc.classified_kernel_time_share,
+            eligible_op_count=a.tc.eligible_op_count,
+            using_op_count=a.tc.using_op_count,
+            eligible_not_using_op_count=a.tc.eligible_not_using_op_count,
+            eligible_gpu_ns=a.tc.eligible_gpu_ns,
+            eligible_not_using_gpu_ns=miss,
+            eligible_not_tc_share=min(1.0, miss / total) if miss is not None and total else None,
+            finding_count=len(view.findings),
+            top_finding_id=top.id if top else None,
+            top_finding_title=top.title if top else None,
+            report=f"reports/{task.run_id}.html",
+            seconds=seconds,
+        ),
+    )
+    # One row per distinct op / kernel name (already aggregated by the analysis), not per launch.
+    rid = [task.run_id]
+    ops = _rows(
+        OPS,
+        {
+            "run_id": rid * len(a.ops),
+            "name": [o.name for o in a.ops],
+            "type": [o.type for o in a.ops],
+            "dtype": [o.dtype for o in a.ops],
+            "calls": [o.calls for o in a.ops],
+            "gpu_ns": [o.gpu_ns for o in a.ops],
+            "cpu_ns": [o.cpu_ns for o in a.ops],
+            "share": [o.share for o in a.ops],
+            "tc_eligible": [o.tc_eligible for o in a.ops],
+            "uses_tc": [o.uses_tc for o in a.ops],
+        },
+    )
+    kernels = _rows(
+        KERNELS,
+        {
+            "run_id": rid * len(a.kernels),
+            "name": [k.name for k in a.kernels],
+            "calls": [k.calls for k in a.kernels],
+            "gpu_ns": [k.gpu_ns for k in a.kernels],
+            "share": [k.share for k in a.kernels],
+            "uses_tc": [k.uses_tc for k in a.kernels],
+            "tc_rule": [k.tc_rule for k in a.kernels],
+            "profiler_uses_tc": [k.profiler_uses_tc for k in a.kernels],
+        },
+    )
+    fs = view.findings
+    findings = _rows(
+        FINDINGS,
+        {
+            "run_id": rid * len(fs),
+            "rank": list(range(1, len(fs) + 1)),
+            "id": [f.id for f in fs],
+            "severity": [f.severity.value for f in fs],
+            "title": [f.title for f in fs],
+            "detail": [f.detail for f in fs],
+            "fix": [f.fix for f in fs],
+            "estimated_saving_ns": [f.estimated_saving_ns for f in fs],
+            "saving_share": [f.saving_share for f in fs],
+            "source": [f.source for f in fs],
+        },
+    )
+    tables = {"runs": runs, "ops": ops, "kernels": kernels, "findings": findings}
+    return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)

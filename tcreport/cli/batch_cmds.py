@@ -1,0 +1,131 @@
+"""``batch`` and ``query``: archive many traces into a dataset, then ask it questions in SQL."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tcreport.cli._common import err_console, user_errors
+from tcreport.cli.app import app
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from tcreport.batch_work import Outcome
+
+
+class ExecutorName(StrEnum):
+    PROCESS = "process"
+    DASK = "dask"
+
+
+class QueryFormat(StrEnum):
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
+
+
+@app.command()
+def batch(
+    directory: Annotated[
+        Path, typer.Argument(help="Folder of traces (searched recursively).", show_default=False)
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Folder for dataset/, reports/ and index.html.")
+    ],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel processes.")] = 1,
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-process runs the dataset already holds.")
+    ] = False,
+    executor: Annotated[
+        ExecutorName, typer.Option("--executor", help="Where the per-trace work runs.")
+    ] = ExecutorName.PROCESS,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Dask scheduler address (with --executor dask)."),
+    ] = None,
+) -> None:
+    """Every trace under DIRECTORY -> Parquet dataset, one report per run and an index."""
+    with user_errors():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from tcreport import batch as batch_mod
+
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=err_console,
+            transient=True,
+        )
+        handle: list[TaskID] = []
+
+        def start(total: int) -> None:
+            handle.append(progress.add_task("Processing", total=total, last=""))
+
+        def done(o: Outcome) -> None:
+            _advance(progress, handle[0], o)
+
+        with progress:
+            result = batch_mod.run_batch(
+                directory,
+                output,
+                jobs=jobs,
+                force=force,
+                executor=batch_mod.Executor(executor.value),
+                scheduler=scheduler,
+                on_start=start,
+                on_done=done,
+            )
+        for source, error in result.failed:
+            err_console.print(f"tcreport: failed: {source}: {error}", markup=False, soft_wrap=True)
+        summary = (
+            f"tcreport: {result.processed} processed, {result.skipped} already in the dataset, "
+            f"{len(result.failed)} failed in {result.seconds:.1f} s; wrote {result.index}"
+        )
+        err_console.print(summary, markup=False, soft_wrap=True)
+        if result.failed:
+            raise typer.Exit(1)
+
+
+def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
+    progress.update(task, advance=1, last=("" if o.ok else "failed: ") + o.source)
+
+
+@app.command()
+def query(
+    output: Annotated[
+        Path, typer.Argument(help="A 'tcreport batch' output folder.", show_default=False)
+    ],
+    sql: Annotated[
+        str,
+        typer.Argument(help="SQL over the views runs, ops, kernels, findings.", show_default=False),
+    ],
+    fmt: Annotated[
+        QueryFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = QueryFormat.TABLE,
+) -> None:
+    """Ask the batch dataset a question in SQL (DuckDB, offline)."""
+    with user_errors():
+        from tcreport import query as query_mod
+
+        table = query_mod.run(output, sql)
+        if fmt is QueryFormat.CSV:
+            typer.echo(query_mod.to_csv(table), nl=False)
+        elif fmt is QueryFormat.JSON:
+            typer.echo(query_mod.to_json(table), nl=False)
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            t = Table(show_lines=False)
+            for name in table.column_names:
+                t.add_column(name, overflow="fold")
+            for row in table.to_pylist():  # a query result a person reads: small
+                t.add_row(*("" if v is None else str(v) for v in row.values()))
+            Console(highlight=False).print(t)
+            err_console.print(f"{table.num_rows} rows", markup=False)

@@ -1,0 +1,169 @@
+"""``diff`` and ``check``: compare two runs for a PR, and gate CI on Tensor Core figures."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli.app import app
+from tcreport.errors import UsageError
+
+if TYPE_CHECKING:
+    from tcreport.render.view import ReportView
+
+
+class DiffFormat(StrEnum):
+    HTML = "html"
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+Input = Annotated[
+    Path,
+    typer.Argument(
+        help="Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder).",
+        show_default=False,
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Compare even when GPU model, framework version or iteration count differ.",
+    ),
+]
+
+
+def _load(
+    path: Path, key_node: str | None, iter_start: int | None, iter_stop: int | None
+) -> ReportView:
+    from tcreport import api
+
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+    with status(f"Reading {path}"):
+        run = api.load(path)
+    with status(f"Analysing {path}"):
+        return api.analyze(
+            run,
+            source_path=str(path),
+            key_node=key_node,
+            iter_start=iter_start,
+            iter_stop=iter_stop,
+        )
+
+
+@app.command()
+def diff(
+    base: Input,
+    head: Input,
+    fmt: Annotated[
+        DiffFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = DiffFormat.MARKDOWN,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="File to write (default: stdout; required for html)."),
+    ] = None,
+    key_node: KeyNode = None,
+    iter_start: IterStart = None,
+    iter_stop: IterStop = None,
+    force: Force = False,
+) -> None:
+    """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
+    with user_errors():
+        from tcreport import __version__, api, compare
+
+        if fmt is DiffFormat.HTML and output is None:
+            raise UsageError("--format html needs --output FILE")
+        b = _load(base, key_node, iter_start, iter_stop)
+        h = _load(head, key_node, iter_start, iter_stop)
+        d = compare.diff(b, h, force=force)
+        if d.forced:
+            err_console.print(
+                "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
+                markup=False,
+                soft_wrap=True,
+            )
+        if fmt is DiffFormat.HTML:
+            from tcreport.render import diff_html
+
+            text = diff_html.render(d, __version__)
+        elif fmt is DiffFormat.JSON:
+            from tcreport.render import diff_json
+
+            text = diff_json.render(d, __version__)
+        else:
+            from tcreport.render import diff_markdown
+
+            text = diff_markdown.render(d, __version__)
+        if output is None:
+            typer.echo(text, nl=False)
+        else:
+            target = api.write_text_atomic(output, text)
+            err_console.print(f"tcreport: wrote {target}", markup=False)
+
+
+@app.command()
+def check(
+    path: Input,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Run to compare against for --max-regression."),
+    ] = None,
+    min_tc_share: Annotated[
+        float | None,
+        typer.Option(
+            "--min-tc-share", min=0.0, max=1.0, help="Fail below this Tensor Core share (0-1)."
+        ),
+    ] = None,
+    max_eligible_not_tc_share: Annotated[
+        float | None,
+        typer.Option(
+            "--max-eligible-not-tc-share",
+            min=0.0,
+            max=1.0,
+            help="Fail when eligible GPU time not on TC exceeds this share of kernel time (0-1).",
+        ),
+    ] = None,
+    max_regression: Annotated[
+        float | None,
+        typer.Option(
+            "--max-regression",
+            min=0.0,
+            help="Fail when GPU kernel time per iteration grows by more than this fraction, or "
+            "TC share drops by more than this many points/100, beyond noise (default with "
+            "--baseline: 0).",
+        ),
+    ] = None,
+    key_node: KeyNode = None,
+    iter_start: IterStart = None,
+    iter_stop: IterStop = None,
+    force: Force = False,
+) -> None:
+    """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
+    with user_errors():
+        from tcreport import gates
+
+        if max_regression is not None and baseline is None:
+            raise UsageError("--max-regression needs --baseline")
+        if baseline is not None and max_regression is None:
+            max_regression = 0.0
+        g = gates.Gates(min_tc_share, max_eligible_not_tc_share, max_regression)
+        if g == gates.Gates():
+            raise UsageError(
+                "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
+            )
+        view = _load(path, key_node, iter_start, iter_stop)
+        base = _load(baseline, key_node, iter_start, iter_stop) if baseline else None
+        result = gates.check(view, g, base, force=force)
+        forced = " (forced comparison)" if result.forced else ""
+        if result.passed:
+            typer.echo(f"tcreport check: OK: {len(result.results)} gates passed{forced}")
+            return
+        for r in result.failures:
+            typer.echo(f"tcreport check: FAIL {r.name}: {r.message}{forced}")
+        raise typer.Exit(1)

@@ -1,0 +1,377 @@
+"""The diff of two analysed runs: what a PR changed in GPU time and Tensor Core use.
+
+Pure functions over two :class:`~tcreport.render.view.ReportView` objects (any two input formats:
+everything here reads the canonical analysis, never the raw trace), so ``tcreport diff``, the CI gates
+and the renderers share one model.
+
+Comparability: two runs on different GPU models, framework versions or numbers of aggregated
+iterations do not measure the same thing, so :func:`diff` refuses them with the reason unless forced,
+and a forced diff says so.
+
+Noise rule (why a small change is not a win or a regression): every time is compared *per
+aggregated iteration*. Where a run has per-iteration kernel times (two or more aggregated rows in
+``Analysis.iterations``) their sample standard deviation is its spread; a headline change counts as
+noise when ``|Δ| < 2 × sqrt((s_base² + s_head²) / 2)`` (a side without a spread contributes the other
+side's). Without per-iteration rows, the relative spread of the iteration durations
+(``selection.info.std_ns / mean_ns``, two or more iterations) is used instead; with no spread at all,
+the threshold is 1 % of the base value (1 percentage point for shares). Op and kernel rows use the
+run's relative spread (``2 × pooled std / mean``), never less than 1 %.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from tcreport.errors import UsageError
+
+if TYPE_CHECKING:
+    from tcreport.analysis.result import Analysis
+    from tcreport.render.view import ReportView
+
+NOISE_FLOOR = 0.01  # relative (times) or absolute (shares) threshold when no spread is known
+NOISE_SIGMAS = 2.0
+
+
+class NotComparableError(UsageError):
+    """Two runs that do not measure the same thing (GPU, framework, iteration count)."""
+
+
+class Verdict(StrEnum):
+    IMPROVED = "improved"
+    REGRESSED = "regressed"
+    CHANGED = "changed"  # a real change in a figure with no better direction
+    NOISE = "noise"
+    UNCHANGED = "no change"
+    NEW = "new"
+    GONE = "gone"
+    UNKNOWN = "unknown"
+
+
+class Better(StrEnum):
+    LOWER = "lower"
+    HIGHER = "higher"
+    NEITHER = "neither"
+
+
+class Unit(StrEnum):
+    NS = "ns"
+    SHARE = "share"
+    COUNT = "count"
+
+
+@dataclass(frozen=True)
+class Side:
+    """What the diff shows about one input (whitelisted fields only)."""
+
+    path: str
+    format: str
+    gpu: str | None
+    framework: str | None
+    aggregated: int | None
+    spread: str  # where the noise estimate came from
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str
+    label: str
+    unit: Unit
+    better: Better
+    base: float | None
+    head: float | None
+    delta: float | None
+    rel: float | None  # delta / base
+    threshold: float | None  # |delta| below this is noise
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class RowDiff:
+    """One op, op type or kernel: per-iteration GPU time, TC use and eligible-not-TC time."""
+
+    key: str
+    type: str | None
+    matched_by: str  # "name", "type" or "" (present on one side only)
+    base_ns: float | None
+    head_ns: float | None
+    delta_ns: float | None
+    rel: float | None
+    verdict: Verdict
+    base_tc: float | None  # share of the row's time on Tensor Cores (1/0 for an op or kernel)
+    head_tc: float | None
+    base_miss_ns: float | None  # eligible for TC but not using it
+    head_miss_ns: float | None
+    eligible: bool
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    id: str
+    title: str
+    severity: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    base: Side
+    head: Side
+    not_comparable: tuple[str, ...]  # reasons; non-empty only when forced
+    forced: bool
+    matching: str  # how ops were paired, in words
+    noise_rule: str
+    figures: tuple[Figure, ...]
+    ops: tuple[RowDiff, ...]
+    op_types: tuple[RowDiff, ...]
+    kernels: tuple[RowDiff, ...]
+    added: tuple[FindingChange, ...]
+    resolved: tuple[FindingChange, ...]
+    persisting: tuple[FindingChange, ...]
+    notes: tuple[str, ...]
+
+    def figure(self, key: str) -> Figure:
+        return next(f for f in self.figures if f.key == key)
+
+
+# -- comparability ------------------------------------------------------------------------------
+
+
+def gpu_model(a: Analysis) -> str | None:
+    names = sorted({g.name for g in a.meta.gpus if g.name})
+    return ", ".join(names) if names else None
+
+
+def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
+    """Reasons the two runs are not comparable (empty: comparable). Unknown values never refuse."""
+    reasons: list[str] = []
+    gb, gh = gpu_model(base), gpu_model(head)
+    if gb and gh and gb != gh:
+        reasons.append(f"different GPU model ({gb} vs {gh})")
+    fb, fh = base.meta.framework, head.meta.framework
+    if fb and fh and fb != fh:
+        reasons.append(f"different framework version ({fb} vs {fh})")
+    ib, ih = base.selection.info.aggregated, head.selection.info.aggregated
+    if ib is not None and ih is not None and ib != ih:
+        reasons.append(f"different number of aggregated iterations ({ib} vs {ih})")
+    return tuple(reasons)
+
+
+# -- noise ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Spread:
+    std: float | None  # per-iteration kernel time
+    share_std: float | None  # per-iteration TC share
+    cv: float | None  # relative spread (std / mean)
+    source: str
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return mean, math.sqrt(var)
+
+
+def spread(a: Analysis) -> _Spread:
+    rows = [r for r in a.iterations if r.aggregated]
+    if len(rows) >= 2:
+        kt = [float(r.tc_ns + r.non_tc_ns) for r in rows]
+        mean, std = _stats(kt)
+        shares = [r.tc_ns / (r.tc_ns + r.non_tc_ns) for r in rows if r.tc_ns + r.non_tc_ns > 0]
+        share_std = _stats(shares)[1] if len(shares) >= 2 else None
+        return _Spread(std, share_std, std / mean if mean > 0 else None, f"{len(rows)} iterations")
+    info = a.selection.info
+    if (info.aggregated or 0) >= 2 and info.std_ns is not None and info.mean_ns:
+        return _Spread(None, None, info.std_ns / info.mean_ns, "iteration duration spread")
+    return _Spread(None, None, None, "none (1 % rule)")
+
+
+def _pooled(a: float | None, b: float | None) -> float | None:
+    if a is None and b is None:
+        return None
+    x, y = a if a is not None else b, b if b is not None else a
+    assert x is not None and y is not None
+    return math.sqrt((x * x + y * y) / 2)
+
+
+def judge(
+    base: float | None, head: float | None, threshold: float | None, better: Better
+) -> tuple[float | None, float | None, Verdict]:
+    if base is None and head is None:
+        return None, None, Verdict.UNKNOWN
+    if base is None:
+        return None, None, Verdict.NEW
+    if head is None:
+        return None, None, Verdict.GONE
+    delta = head - base
+    rel = delta / base if base else None
+    if delta == 0:
+        return delta, rel, Verdict.UNCHANGED
+    if threshold is not None and abs(delta) < threshold:
+        return delta, rel, Verdict.NOISE
+    if better is Better.NEITHER:
+        return delta, rel, Verdict.CHANGED
+    good = delta < 0 if better is Better.LOWER else delta > 0
+    return delta, rel, Verdict.IMPROVED if good else Verdict.REGRESSED
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+def _per_iter(value: int | float | None, a: Analysis) -> float | None:
+    if value is None:
+        return None
+    return float(value) / max(1, a.selection.info.aggregated or 1)
+
+
+def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
+    sb, sh = spread(base), spread(head)
+    time_std = _pooled(sb.std, sh.std)
+    cv = _pooled(sb.cv, sh.cv)
+    share_std = _pooled(sb.share_std, sh.share_std)
+
+    def time_threshold(b: float | None, own_std: float | None) -> float | None:
+        if b is None:
+            return None
+        if own_std is not None:
+            return NOISE_SIGMAS * own_std
+        if cv is not None:
+            return max(NOISE_SIGMAS * cv, NOISE_FLOOR) * abs(b)
+        return NOISE_FLOOR * abs(b)
+
+    specs: list[tuple[str, str, Unit, Better, float | None, float | None, float | None]] = []
+
+    def ns(key: str, label: str, better: Better, b: float | None, h: float | None) -> None:
+        own = time_std if key == "gpu_kernel_ns" else None
+        specs.append((key, label, Unit.NS, better, b, h, time_threshold(b, own)))
+
+    ns(
+        "gpu_kernel_ns",
+        "GPU kernel time",
+        Better.LOWER,
+        _per_iter(base.time.gpu_kernel_ns, base),
+        _per_iter(head.time.gpu_kernel_ns, head),
+    )
+    ns(
+        "tc_kernel_ns",
+        "Tensor Core kernel time",
+        Better.NEITHER,
+        _per_iter(base.time.tc_kernel_ns, base),
+        _per_iter(head.time.tc_kernel_ns, head),
+    )
+    share_thr = NOISE_SIGMAS * share_std if share_std is not None else NOISE_FLOOR
+    specs.append(
+        (
+            "tc_share",
+            "Tensor Core share",
+            Unit.SHARE,
+            Better.HIGHER,
+            base.tc.kernel_time_share,
+            head.tc.kernel_time_share,
+            share_thr,
+        )
+    )
+    ns(
+        "eligible_not_tc_ns",
+        "Eligible GPU time not on TC",
+        Better.LOWER,
+        _per_iter(base.tc.eligible_not_using_gpu_ns, base),
+        _per_iter(head.tc.eligible_not_using_gpu_ns, head),
+    )
+    ns(
+        "memory_ns",
+        "Memory (memcpy + memset)",
+        Better.LOWER,
+        _per_iter(base.time.memory_ns, base),
+        _per_iter(head.time.memory_ns, head),
+    )
+    ns(
+        "wall_ns",
+        "Wall time",
+        Better.LOWER,
+        _per_iter(base.time.wall_ns, base),
+        _per_iter(head.time.wall_ns, head),
+    )
+    for key, label, attr in (
+        ("eligible_ops", "TC-eligible ops", "eligible_op_count"),
+        ("eligible_not_tc_ops", "Eligible ops not on TC", "eligible_not_using_op_count"),
+    ):
+        b, h = getattr(base.tc, attr), getattr(head.tc, attr)
+        better = Better.LOWER if key == "eligible_not_tc_ops" else Better.NEITHER
+        specs.append((key, label, Unit.COUNT, better, b, h, None))
+    out: list[Figure] = []
+    for key, label, unit, better, b, h, thr in specs:
+        bf = None if b is None else float(b)
+        hf = None if h is None else float(h)
+        delta, rel, verdict = judge(bf, hf, thr, better)
+        out.append(Figure(key, label, unit, better, bf, hf, delta, rel, thr, verdict))
+    return tuple(out)
+
+
+# -- the diff -------------------------------------------------------------------------------------
+
+
+def _side(v: ReportView, s: _Spread) -> Side:
+    a = v.analysis
+    return Side(
+        path=v.source_path,
+        format=a.meta.format.value,
+        gpu=gpu_model(a),
+        framework=a.meta.framework,
+        aggregated=a.selection.info.aggregated,
+        spread=s.source,
+    )
+
+
+def diff(base: ReportView, head: ReportView, *, force: bool = False) -> Diff:
+    """Compare ``head`` against ``base``; raises :class:`NotComparableError` unless ``force``."""
+    ba, ha = base.analysis, head.analysis
+    reasons = comparability(ba, ha)
+    if reasons and not force:
+        raise NotComparableError(
+            "not comparable: " + "; ".join(reasons) + " (pass --force to compare anyway)"
+        )
+    sb, sh = spread(ba), spread(ha)
+    cv = _pooled(sb.cv, sh.cv)
+    rel_thr = max(NOISE_SIGMAS * cv, NOISE_FLOOR) if cv is not None else NOISE_FLOOR
+    from tcreport import compare_rows as rows  # the row and finding matching; imports this module
+
+    ops, matching = rows.ops(ba, ha, rel_thr)
+    notes: list[str] = []
+    fb, fh = base.findings, head.findings
+    if ba.meta.format != ha.meta.format:
+        own_b = tuple(f for f in fb if f.source == "tcreport")
+        own_h = tuple(f for f in fh if f.source == "tcreport")
+        if (own_b, own_h) != (fb, fh):
+            notes.append(
+                "findings the profiler itself emitted (e.g. DLProf expert systems) are not "
+                "compared: the two inputs are different formats"
+            )
+        fb, fh = own_b, own_h
+    for side, a in (("base", ba), ("head", ha)):
+        if not a.has_kernels:
+            notes.append(f"{side} has no kernel rows; kernels not compared")
+    added, resolved, persisting = rows.findings(fb, fh)
+    rule = (
+        f"noise: |Δ| < {NOISE_SIGMAS:g} × pooled per-iteration std (base: {sb.source}; "
+        f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known"
+    )
+    return Diff(
+        base=_side(base, sb),
+        head=_side(head, sh),
+        not_comparable=reasons,
+        forced=bool(reasons),
+        matching=matching,
+        noise_rule=rule,
+        figures=_figures(ba, ha),
+        ops=ops,
+        op_types=rows.op_types(ba, ha, rel_thr),
+        kernels=rows.kernels(ba, ha, rel_thr),
+        added=added,
+        resolved=resolved,
+        persisting=persisting,
+        notes=tuple(notes),
+    )

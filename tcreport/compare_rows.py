@@ -1,0 +1,197 @@
+"""Row and finding matching for :mod:`tcreport.compare`: ops, op types, kernels, findings.
+
+Ops are paired by name; ops whose names appear on one side only are pooled by op type and paired
+that way, because two readers of one run may name an op differently (a DLProf scope path against
+another profiler's op path). Rows are per aggregated iteration, like the headline figures.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tcreport.compare import Better, FindingChange, RowDiff, Verdict, judge
+
+if TYPE_CHECKING:
+    from tcreport.analysis.result import Analysis
+    from tcreport.rules.base import Finding
+
+# -- rows -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Acc:
+    ns: float
+    tc_ns: float
+    miss_ns: float
+    type: str | None
+    eligible: bool
+    has_time: bool
+
+
+def _row(
+    key: str,
+    b: _Acc | None,
+    h: _Acc | None,
+    matched_by: str,
+    rel_thr: float,
+) -> RowDiff:
+    bn = b.ns if b and b.has_time else None
+    hn = h.ns if h and h.has_time else None
+    base_ref = bn if bn is not None else hn
+    thr = rel_thr * abs(base_ref) if base_ref is not None else None
+    delta, rel, verdict = judge(bn, hn, thr, Better.LOWER)
+    if (b is None) != (h is None):
+        verdict = Verdict.NEW if b is None else Verdict.GONE
+    return RowDiff(
+        key=key,
+        type=b.type if b is not None else h.type if h is not None else None,
+        matched_by=matched_by,
+        base_ns=bn,
+        head_ns=hn,
+        delta_ns=delta,
+        rel=rel,
+        verdict=verdict,
+        base_tc=(b.tc_ns / b.ns if b.ns else None) if b else None,
+        head_tc=(h.tc_ns / h.ns if h.ns else None) if h else None,
+        base_miss_ns=b.miss_ns if b else None,
+        head_miss_ns=h.miss_ns if h else None,
+        eligible=bool((b and b.eligible) or (h and h.eligible)),
+    )
+
+
+def _op_accs(a: Analysis) -> dict[str, _Acc]:
+    n = max(1, a.selection.info.aggregated or 1)
+    out: dict[str, _Acc] = {}
+    for o in a.ops:  # one row per distinct op name: small
+        ns = (o.gpu_ns or 0) / n
+        out[o.name] = _Acc(
+            ns=ns,
+            tc_ns=ns if o.uses_tc else 0.0,
+            miss_ns=ns if o.tc_eligible and not o.uses_tc else 0.0,
+            type=o.type,
+            eligible=o.tc_eligible,
+            has_time=o.gpu_ns is not None,
+        )
+    return out
+
+
+def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
+    out: dict[str, _Acc] = {}
+    for name in names:
+        x = accs[name]
+        key = x.type or "(unknown)"
+        prev = out.get(key)
+        if prev is None:
+            out[key] = _Acc(x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time)
+        else:
+            out[key] = _Acc(
+                prev.ns + x.ns,
+                prev.tc_ns + x.tc_ns,
+                prev.miss_ns + x.miss_ns,
+                key,
+                prev.eligible or x.eligible,
+                prev.has_time or x.has_time,
+            )
+    return out
+
+
+def _sorted(rows: list[RowDiff]) -> tuple[RowDiff, ...]:
+    def size(r: RowDiff) -> float:
+        if r.delta_ns is not None:
+            return abs(r.delta_ns)
+        return max(r.base_ns or 0.0, r.head_ns or 0.0)
+
+    def ns(r: RowDiff) -> float:
+        return max(r.base_ns or 0.0, r.head_ns or 0.0)
+
+    return tuple(sorted(rows, key=lambda r: (-size(r), -ns(r), r.key)))
+
+
+def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, ...], str]:
+    """Pair ops by name; ops whose names appear on one side only are paired by op type."""
+    ab, ah = _op_accs(base), _op_accs(head)
+    named = set(ab) & set(ah)
+    rows = [_row(k, ab[k], ah[k], "name", rel_thr) for k in named]
+    tb, th = _by_type(ab, set(ab) - named), _by_type(ah, set(ah) - named)
+    rows += [
+        _row(f"type: {t}", tb.get(t), th.get(t), "type" if t in tb and t in th else "", rel_thr)
+        for t in set(tb) | set(th)
+    ]
+    by_type = sum(1 for r in rows if r.matched_by == "type")
+    if not ab or not ah:
+        matching = "no op rows on one side; ops not compared"
+    elif by_type == 0:
+        matching = f"ops matched by name ({len(named)} ops)"
+    elif not named:
+        matching = f"op names differ between the inputs; ops matched by op type ({by_type} types)"
+    else:
+        matching = (
+            f"ops matched by name ({len(named)} ops); ops whose names appear on one side only "
+            f"matched by op type ({by_type} types)"
+        )
+    return _sorted(rows), matching
+
+
+def op_types(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
+    ab, ah = _op_accs(base), _op_accs(head)
+    tb, th = _by_type(ab, set(ab)), _by_type(ah, set(ah))
+    return _sorted([_row(t, tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)])
+
+
+def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
+    def accs(a: Analysis) -> dict[str, _Acc]:
+        n = max(1, a.selection.info.aggregated or 1)
+        return {
+            k.name: _Acc(
+                k.gpu_ns / n,
+                k.gpu_ns / n if k.uses_tc else 0.0,
+                0.0,
+                None if k.uses_tc is None else ("TC" if k.uses_tc else "not TC"),
+                False,
+                True,
+            )
+            for k in a.kernels
+        }
+
+    kb, kh = accs(base), accs(head)
+    return _sorted([_row(k, kb.get(k), kh.get(k), "name", rel_thr) for k in set(kb) | set(kh)])
+
+
+# -- findings -------------------------------------------------------------------------------------
+
+
+def findings(
+    base: tuple[Finding, ...], head: tuple[Finding, ...]
+) -> tuple[tuple[FindingChange, ...], tuple[FindingChange, ...], tuple[FindingChange, ...]]:
+    """Added / resolved / persisting, by id then title: a rule that fires on both sides with a
+    changed number in its title persists rather than showing as resolved plus added."""
+
+    def fc(f: Finding) -> FindingChange:
+        return FindingChange(f.id, f.title, f.severity.value)
+
+    added: list[FindingChange] = []
+    resolved: list[FindingChange] = []
+    persisting: list[FindingChange] = []
+    for fid in sorted({f.id for f in base} | {f.id for f in head}):
+        b = [f for f in base if f.id == fid]
+        h = [f for f in head if f.id == fid]
+        same = Counter(f.title for f in b) & Counter(f.title for f in h)
+        for title, n in same.items():
+            persisting += [fc(next(f for f in h if f.title == title))] * n
+        b_left = [f for f in b if not _take(same, f.title)]
+        same = Counter(f.title for f in b) & Counter(f.title for f in h)
+        h_left = [f for f in h if not _take(same, f.title)]
+        pairs = min(len(b_left), len(h_left))
+        persisting += [fc(f) for f in h_left[:pairs]]
+        added += [fc(f) for f in h_left[pairs:]]
+        resolved += [fc(f) for f in b_left[pairs:]]
+    return tuple(added), tuple(resolved), tuple(persisting)
+
+
+def _take(counter: Counter[str], key: str) -> bool:
+    if counter[key] > 0:
+        counter[key] -= 1
+        return True
+    return False

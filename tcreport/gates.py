@@ -1,0 +1,140 @@
+"""CI gates: turn a run (and optionally its baseline) into pass/fail lines for ``tcreport check``.
+
+A gate that cannot be evaluated because the input lacks the figure (no kernel times, no ops) fails:
+a CI job that silently passes on a trace it could not read proves nothing. Regressions reuse the diff
+model, so "within run-to-run noise" means the same thing in ``check`` as in ``diff``: a change inside
+the noise never fails a gate, however small ``--max-regression`` is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tcreport import compare
+from tcreport.errors import UsageError
+from tcreport.render import fmt
+
+if TYPE_CHECKING:
+    from tcreport.render.view import ReportView
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Thresholds; ``None`` switches a gate off. Shares and regressions are fractions."""
+
+    min_tc_share: float | None = None
+    max_eligible_not_tc_share: float | None = None
+    max_regression: float | None = None  # relative kernel-time increase / TC-share drop (points)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    passed: bool
+    message: str  # one line
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    results: tuple[GateResult, ...]
+    forced: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failures(self) -> tuple[GateResult, ...]:
+        return tuple(r for r in self.results if not r.passed)
+
+
+def eligible_not_tc_share(view: ReportView) -> float | None:
+    """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time."""
+    a = view.analysis
+    miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
+    if miss is None or not total:
+        return None
+    return min(1.0, miss / total)
+
+
+def _min_share(view: ReportView, limit: float) -> GateResult:
+    share = view.analysis.tc.kernel_time_share
+    if share is None:
+        return GateResult("min-tc-share", False, "TC share unknown: the input has no kernel times")
+    ok = share >= limit
+    rel = ">=" if ok else "<"
+    return GateResult(
+        "min-tc-share", ok, f"TC share {fmt.pct(share)} {rel} minimum {fmt.pct(limit)}"
+    )
+
+
+def _max_miss(view: ReportView, limit: float) -> GateResult:
+    share = eligible_not_tc_share(view)
+    if share is None:
+        return GateResult(
+            "max-eligible-not-tc-share",
+            False,
+            "eligible-not-TC share unknown: the input has no op or kernel times",
+        )
+    ok = share <= limit
+    rel = "<=" if ok else ">"
+    return GateResult(
+        "max-eligible-not-tc-share",
+        ok,
+        f"eligible GPU time not on TC {fmt.pct(share)} of kernel time {rel} maximum {fmt.pct(limit)}",
+    )
+
+
+def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
+    out: list[GateResult] = []
+    t = d.figure("gpu_kernel_ns")
+    if t.base is None or t.head is None or t.rel is None:
+        out.append(
+            GateResult("max-regression", False, "kernel time per iteration unknown on one side")
+        )
+    else:
+        bad = t.rel > limit and t.verdict is compare.Verdict.REGRESSED
+        noise = " (within noise)" if t.verdict is compare.Verdict.NOISE else ""
+        out.append(
+            GateResult(
+                "max-regression",
+                not bad,
+                f"GPU kernel time per iteration {fmt.ns(t.base)} -> {fmt.ns(t.head)} "
+                f"({t.rel:+.1%}{noise}; limit +{limit:.1%})",
+            )
+        )
+    s = d.figure("tc_share")
+    if s.base is None or s.head is None or s.delta is None:
+        out.append(GateResult("max-regression", False, "TC share unknown on one side"))
+    else:
+        bad = -s.delta > limit and s.verdict is compare.Verdict.REGRESSED
+        noise = " (within noise)" if s.verdict is compare.Verdict.NOISE else ""
+        out.append(
+            GateResult(
+                "max-regression",
+                not bad,
+                f"TC share {fmt.pct(s.base)} -> {fmt.pct(s.head)} "
+                f"({s.delta * 100:+.1f} points{noise}; limit -{limit * 100:.1f} points)",
+            )
+        )
+    return out
+
+
+def check(
+    view: ReportView, gates: Gates, baseline: ReportView | None = None, *, force: bool = False
+) -> CheckResult:
+    """Evaluate every gate that is switched on; raises NotComparableError as :func:`diff` does."""
+    results: list[GateResult] = []
+    if gates.min_tc_share is not None:
+        results.append(_min_share(view, gates.min_tc_share))
+    if gates.max_eligible_not_tc_share is not None:
+        results.append(_max_miss(view, gates.max_eligible_not_tc_share))
+    forced = False
+    if gates.max_regression is not None:
+        if baseline is None:
+            raise UsageError("--max-regression needs --baseline")
+        d = compare.diff(baseline, view, force=force)
+        forced = d.forced
+        results += _regression(d, gates.max_regression)
+    return CheckResult(tuple(results), forced)

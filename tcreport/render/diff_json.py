@@ -1,0 +1,96 @@
+"""``tcreport diff --format json``: the diff as schema ``tcreport.diff/1`` for bots and dashboards.
+
+Same conventions as ``tcreport.summary/1``: keys sorted, times integer nanoseconds (per aggregated
+iteration, rounded), shares fractions in [0, 1], unknown figures ``null``. Rows are complete (no cap):
+a machine reader filters for itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tcreport.compare import Diff, Figure, RowDiff, Side, Unit
+
+SCHEMA = "tcreport.diff/1"
+
+
+def _num(x: float | None, unit: Unit) -> float | int | None:
+    if x is None:
+        return None
+    return x if unit is Unit.SHARE else int(round(x))
+
+
+def _side(s: Side) -> dict[str, object]:
+    return {
+        "path": s.path,
+        "format": s.format,
+        "gpu": s.gpu,
+        "framework": s.framework,
+        "iterations_aggregated": s.aggregated,
+        "noise_spread": s.spread,
+    }
+
+
+def _figure(f: Figure) -> dict[str, object]:
+    return {
+        "key": f.key,
+        "label": f.label,
+        "unit": f.unit.value,
+        "better": f.better.value,
+        "base": _num(f.base, f.unit),
+        "head": _num(f.head, f.unit),
+        "delta": _num(f.delta, f.unit),
+        "relative": f.rel,
+        "noise_threshold": _num(f.threshold, f.unit),
+        "verdict": f.verdict.value,
+    }
+
+
+def _row(r: RowDiff) -> dict[str, object]:
+    return {
+        "key": r.key,
+        "type": r.type,
+        "matched_by": r.matched_by or None,
+        "base_gpu_ns": _num(r.base_ns, Unit.NS),
+        "head_gpu_ns": _num(r.head_ns, Unit.NS),
+        "delta_gpu_ns": _num(r.delta_ns, Unit.NS),
+        "relative": r.rel,
+        "base_tc_share": r.base_tc,
+        "head_tc_share": r.head_tc,
+        "base_eligible_not_tc_ns": _num(r.base_miss_ns, Unit.NS),
+        "head_eligible_not_tc_ns": _num(r.head_miss_ns, Unit.NS),
+        "tc_eligible": r.eligible,
+        "verdict": r.verdict.value,
+    }
+
+
+def diff_dict(d: Diff, tool_version: str) -> dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "tcreport_version": tool_version,
+        "base": _side(d.base),
+        "head": _side(d.head),
+        "forced": d.forced,
+        "not_comparable": list(d.not_comparable),
+        "matching": d.matching,
+        "noise_rule": d.noise_rule,
+        "figures": [_figure(f) for f in d.figures],
+        "ops": [_row(r) for r in d.ops],
+        "op_types": [_row(r) for r in d.op_types],
+        "kernels": [_row(r) for r in d.kernels],
+        "findings": {
+            kind: [{"id": f.id, "title": f.title, "severity": f.severity} for f in items]
+            for kind, items in (
+                ("added", d.added),
+                ("resolved", d.resolved),
+                ("persisting", d.persisting),
+            )
+        },
+        "notes": list(d.notes),
+    }
+
+
+def render(d: Diff, tool_version: str) -> str:
+    return (
+        json.dumps(diff_dict(d, tool_version), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )

@@ -1,0 +1,160 @@
+"""``tcreport diff --format markdown``: a GitHub-flavoured PR comment of what changed.
+
+It must fit one comment (GitHub refuses bodies over 65,536 characters), so tables are capped and the
+rendering shrinks the caps until it fits; names are shortened to their tail (where the op's own name
+is) and escaped so a hostile kernel name cannot break the table or the comment.
+"""
+
+from __future__ import annotations
+
+from tcreport.compare import Diff, Figure, RowDiff, Unit, Verdict
+from tcreport.render import fmt
+
+GITHUB_LIMIT = 65_536
+BUDGET = 60_000  # leave room for a bot's own header around the comment
+ROW_CAPS = (25, 10, 5, 0)
+NAME_W = 80
+MAX_FINDINGS = 30
+
+
+def esc(text: str) -> str:
+    """Escape for a GFM table cell: no pipes, no HTML, no emphasis, one line."""
+    out = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    out = out.replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ").replace("\r", " ")
+    for ch in "*_[]~":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def value(x: float | None, unit: Unit) -> str:
+    if x is None:
+        return "n/a"
+    if unit == Unit.SHARE:
+        return fmt.pct(x)
+    if unit == Unit.COUNT:
+        return fmt.count(int(x))
+    return fmt.ns(x)
+
+
+def delta(x: float | None, unit: Unit, rel: float | None = None) -> str:
+    if x is None:
+        return "n/a"
+    if unit == Unit.SHARE:
+        return f"{x * 100:+.1f} pt"
+    sign = "+" if x > 0 else ""
+    text = f"{sign}{int(x):,}" if unit == Unit.COUNT else f"{sign}{fmt.ns(x)}"
+    if rel is not None and x != 0 and unit == Unit.NS:
+        text += f" ({rel:+.1%})"
+    return text
+
+
+def verdict(v: Verdict) -> str:
+    return f"**{v.value}**" if v in (Verdict.REGRESSED, Verdict.IMPROVED) else v.value
+
+
+def tc(x: float | None, kind: str) -> str:
+    if x is None:
+        return "–"
+    if kind == "type":
+        return fmt.pct(x, 0)
+    return "yes" if x >= 0.5 else "no"
+
+
+def miss(r: RowDiff, kind: str) -> str:
+    """Eligible-not-TC time: an op-level idea, so kernels show a dash."""
+    if kind == "kernel":
+        return "–"
+    return f"{value(r.base_miss_ns, Unit.NS)} → {value(r.head_miss_ns, Unit.NS)}"
+
+
+def _figure_row(f: Figure) -> str:
+    return (
+        f"| {f.label} | {value(f.base, f.unit)} | {value(f.head, f.unit)} "
+        f"| {delta(f.delta, f.unit, f.rel)} | {verdict(f.verdict)} |"
+    )
+
+
+def _rows(title: str, rows: tuple[RowDiff, ...], kind: str, cap: int) -> list[str]:
+    if not rows or cap <= 0:
+        return (
+            [f"{title}: {len(rows)} rows (tables omitted to fit one comment)", ""] if rows else []
+        )
+    shown = rows[:cap]
+    changed = sum(1 for r in rows if r.verdict not in (Verdict.UNCHANGED, Verdict.NOISE))
+    first = "op type" if kind == "type" else kind
+    out = [
+        f"{title} — {changed} of {len(rows)} changed beyond noise; top {len(shown)} by |Δ|",
+        "",
+        f"| {first} | base | head | Δ | TC | eligible not on TC | verdict |",
+        "|---|---:|---:|---:|:-:|---:|---|",
+    ]
+    out += [
+        f"| {esc(fmt.tail(r.key, NAME_W))} | {value(r.base_ns, Unit.NS)} "
+        f"| {value(r.head_ns, Unit.NS)} | {delta(r.delta_ns, Unit.NS, r.rel)} "
+        f"| {tc(r.base_tc, kind)} → {tc(r.head_tc, kind)} | {miss(r, kind)} "
+        f"| {verdict(r.verdict)} |"
+        for r in shown
+    ]
+    out.append("")
+    return out
+
+
+def _render(d: Diff, cap: int, tool_version: str) -> str:
+    b, h = d.base, d.head
+    lines = [
+        "### tcreport diff",
+        "",
+        "| | base | head |",
+        "|---|---|---|",
+        f"| input | {esc(b.path)} | {esc(h.path)} |",
+        f"| format | {b.format} | {h.format} |",
+        f"| GPU | {esc(b.gpu or 'unknown')} | {esc(h.gpu or 'unknown')} |",
+        f"| framework | {esc(b.framework or 'unknown')} | {esc(h.framework or 'unknown')} |",
+        f"| iterations aggregated | {fmt.count(b.aggregated)} | {fmt.count(h.aggregated)} |",
+        "",
+    ]
+    if d.forced:
+        lines += [
+            f"> **Forced comparison (--force):** {esc('; '.join(d.not_comparable))}. "
+            "The figures below may not be comparable.",
+            "",
+        ]
+    lines += [
+        "**Headline figures** (times per aggregated iteration)",
+        "",
+        "| figure | base | head | Δ | verdict |",
+        "|---|---:|---:|---:|---|",
+        *(_figure_row(f) for f in d.figures),
+        "",
+        f"**Findings:** {len(d.added)} added, {len(d.resolved)} resolved, "
+        f"{len(d.persisting)} unchanged",
+        "",
+    ]
+    for label, items in (("added", d.added), ("resolved", d.resolved)):
+        lines += [
+            f"- {label}: **{f.severity}** `{esc(f.id)}` {esc(f.title)}"
+            for f in items[:MAX_FINDINGS]
+        ]
+        if len(items) > MAX_FINDINGS:
+            lines.append(f"- … {len(items) - MAX_FINDINGS} more {label}")
+    if d.added or d.resolved:
+        lines.append("")
+    lines += [f"Matching: {esc(d.matching)}.", ""]
+    lines += _rows("**Ops**", d.ops, "op", cap)
+    lines += _rows("**Op types**", d.op_types, "type", cap)
+    lines += _rows("**Kernels**", d.kernels, "kernel", cap)
+    lines += [f"- {esc(n)}" for n in d.notes]
+    if d.notes:
+        lines.append("")
+    lines.append(f"<sub>{esc(d.noise_rule)} · tcreport {esc(tool_version)}</sub>")
+    return "\n".join(lines) + "\n"
+
+
+def render(d: Diff, tool_version: str) -> str:
+    """The comment, with row caps shrunk until it fits GitHub's limit."""
+    text = ""
+    for cap in ROW_CAPS:
+        text = _render(d, cap, tool_version)
+        if len(text) <= BUDGET:
+            return text
+    return text[: BUDGET - 40] + "\n\n… (truncated to fit one comment)\n"

@@ -1,0 +1,177 @@
+"""``tcreport batch``: real traces plus a corrupt one -> dataset, index and reports; re-runs skip."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+from typer.testing import CliRunner
+
+import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
+from tcreport import batch
+from tcreport.cli.app import app
+from tests.conftest import REALTRACES
+
+runner = CliRunner()
+#: Every run in ../shared/realtraces: a DLProf folder is one run (its .sqlite files are inside it).
+REAL_RUNS = {
+    "dlprof/v1.8-pytorch-cnn",
+    "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "kineto/h100-bf16-bert-small/gaunernst_bert-small-uncased__1016001.redacted.json.gz",
+    "kineto/v100-legacy-resnet50/worker0.1623143089861.pt.trace.json.gz",
+    "nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite",
+    "nsys/v2022.1-windows-synthetic/con_kernel.sqlite",
+    "tf_profiler",
+}
+HOSTILE_NAME = "<img src=x onerror=alert(1)>.json.gz"
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not REALTRACES.exists():
+        pytest.skip("real traces not available")
+    root = tmp_path_factory.mktemp("archive") / "in"
+    shutil.copytree(REALTRACES, root)
+    (root / "broken.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00\xff" * 300)
+    return root
+
+
+@pytest.fixture(scope="module")
+def first_run(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
+    out = tmp_path_factory.mktemp("batch") / "out"
+    result = runner.invoke(app, ["batch", str(archive), "-o", str(out), "--jobs", "2"])
+    return out, result.stderr, result.exit_code
+
+
+def _runs(out: Path) -> list[dict[str, object]]:
+    table = ds.dataset(out / "dataset" / "runs", format="parquet", partitioning="hive").to_table()
+    rows: list[dict[str, object]] = table.to_pylist()
+    return rows
+
+
+@pytest.mark.realtraces
+def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str, int]) -> None:
+    out, stderr, code = first_run
+    runs = {r["source"]: r for r in _runs(out)}
+    assert set(runs) == REAL_RUNS | {"broken.sqlite"}
+    index = (out / "index.html").read_text(encoding="utf-8")
+    for source in REAL_RUNS:
+        r = runs[source]
+        assert r["status"] == "ok", r
+        assert (out / "reports" / f"{r['run_id']}.html").is_file()
+        assert f'href="reports/{r["run_id"]}.html"' in index
+        assert source in index
+    dlprof = runs["dlprof/v1.8-pytorch-cnn"]
+    assert dlprof["gpu_kernel_ns"] == 589147 and dlprof["format"] == "dlprof-csv"
+    assert dlprof["gpu_model"] == "NVIDIA GeForce RTX 2070 SUPER"
+    assert "Content-Security-Policy" in index and '<svg class="trend"' in index
+
+
+@pytest.mark.realtraces
+def test_corrupt_trace_is_listed_with_its_error_and_exit_is_nonzero(
+    first_run: tuple[Path, str, int],
+) -> None:
+    out, stderr, code = first_run
+    assert code == 1
+    assert "1 failed" in stderr and "broken.sqlite" in stderr
+    broken = next(r for r in _runs(out) if r["source"] == "broken.sqlite")
+    assert broken["status"] == "error" and broken["error"]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "failed: " in index and str(broken["error"])[:30] in index
+
+
+@pytest.mark.realtraces
+def test_dataset_is_hive_partitioned_by_gpu_and_month(first_run: tuple[Path, str, int]) -> None:
+    out, _, _ = first_run
+    for table in ("runs", "ops", "kernels", "findings"):
+        files = list((out / "dataset" / table).glob("gpu=*/month=*/*.parquet"))
+        assert files, table
+    assert (out / "dataset" / "kernels" / "gpu=NVIDIA-H100-80GB-HBM3").is_dir()
+    assert not (out / batch.STAGING).exists() or not any((out / batch.STAGING).iterdir())
+
+
+@pytest.mark.realtraces
+def test_second_run_does_no_work(first_run: tuple[Path, str, int], archive: Path) -> None:
+    out, _, _ = first_run
+    before = {p: p.stat().st_mtime_ns for p in (out / "dataset").rglob("*.parquet")}
+    result = batch.run_batch(archive, out, jobs=2)
+    assert result.processed == 0
+    assert result.skipped == len(REAL_RUNS) + 1
+    assert [s for s, _ in result.failed] == ["broken.sqlite"]  # still listed, still failing
+    after = {p: p.stat().st_mtime_ns for p in (out / "dataset").rglob("*.parquet")}
+    assert before == after
+
+
+def test_discovery_treats_a_detected_folder_as_one_run(tmp_path: Path) -> None:
+    from test_compare import synthetic_run
+
+    from tcreport import api
+
+    (tmp_path / "a").mkdir()
+    api.ingest(synthetic_run("fp32"), tmp_path / "a" / "run1")
+    (tmp_path / "a" / "notes.txt").write_text("not a trace")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "trace.pt.trace.json").write_text("{not json")
+    found = batch.discover(tmp_path)
+    assert [(f.path.relative_to(tmp_path).as_posix(), f.format) for f in found] == [
+        ("a/run1", "tcreport-parquet"),
+        ("b/trace.pt.trace.json", None),
+    ]
+    assert found[1].error
+
+
+def test_content_hash_of_a_folder_ignores_its_location(tmp_path: Path) -> None:
+    (tmp_path / "x" / "sub").mkdir(parents=True)
+    (tmp_path / "x" / "a.csv").write_text("1")
+    (tmp_path / "x" / "sub" / "b.csv").write_text("2")
+    shutil.copytree(tmp_path / "x", tmp_path / "y")
+    assert batch.content_hash(tmp_path / "x") == batch.content_hash(tmp_path / "y")
+    (tmp_path / "y" / "sub" / "b.csv").write_text("3")
+    assert batch.content_hash(tmp_path / "x") != batch.content_hash(tmp_path / "y")
+
+
+def test_hostile_file_name_is_escaped_in_the_index(tmp_path: Path) -> None:
+    src = REALTRACES / "kineto" / "a100-tf32-alexnet"
+    if not src.exists():
+        pytest.skip("real traces not available")
+    inp = tmp_path / "in"
+    inp.mkdir()
+    shutil.copy(next(src.glob("*.json.gz")), inp / HOSTILE_NAME)
+    result = batch.run_batch(inp, tmp_path / "out")
+    assert result.processed == 1 and not result.failed
+    index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert "<img" not in index and "&lt;img src=x" in index
+
+
+def test_dask_executor_writes_the_same_dataset(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    src = REALTRACES / "kineto"
+    if not src.exists():
+        pytest.skip("real traces not available")
+    inp = tmp_path / "in"
+    shutil.copytree(src, inp)
+    (inp / "broken.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    local = batch.run_batch(inp, tmp_path / "local", jobs=1)
+    with distributed.LocalCluster(
+        n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None
+    ) as cluster:
+        remote = batch.run_batch(
+            inp,
+            tmp_path / "dask",
+            executor=batch.Executor.DASK,
+            scheduler=cluster.scheduler_address,
+        )
+    assert remote.processed == local.processed == 4
+    assert len(remote.failed) == 1
+
+    def key(out: Path) -> list[tuple[object, ...]]:
+        rows = _runs(out)
+        return sorted((r["run_id"], r["status"], r["gpu_kernel_ns"], r["tc_share"]) for r in rows)
+
+    assert key(tmp_path / "dask") == key(tmp_path / "local")
+    files = {p.relative_to(tmp_path / "local") for p in (tmp_path / "local").rglob("*.parquet")}
+    assert files == {
+        p.relative_to(tmp_path / "dask") for p in (tmp_path / "dask").rglob("*.parquet")
+    }

@@ -1,0 +1,98 @@
+"""``tcreport check``: CI gates, one line per failed gate, exit 1; one OK line, exit 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_compare import synthetic_run
+from typer.testing import CliRunner
+
+import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
+from tcreport import api, gates
+from tcreport.cli.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The synthetic fp32 and bf16 runs as 'tcreport ingest' folders, so the CLI can read them."""
+    root = tmp_path_factory.mktemp("gates")
+    return {p: api.ingest(synthetic_run(p), root / p) for p in ("fp32", "bf16")}
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+def test_passing_gates_print_one_ok_line(runs: dict[str, Path]) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            str(runs["bf16"]),
+            "--min-tc-share",
+            "0.5",
+            "--max-eligible-not-tc-share",
+            "0.1",
+            "--baseline",
+            str(runs["fp32"]),
+            "--max-regression",
+            "0.05",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert _lines(result.stdout) == ["tcreport check: OK: 4 gates passed"]
+
+
+def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            str(runs["fp32"]),
+            "--min-tc-share",
+            "0.5",
+            "--max-eligible-not-tc-share",
+            "0.1",
+            "--baseline",
+            str(runs["bf16"]),
+            "--max-regression",
+            "0.05",
+        ],
+    )
+    assert result.exit_code == 1
+    lines = _lines(result.stdout)
+    assert len(lines) == 4, lines
+    assert lines[0] == "tcreport check: FAIL min-tc-share: TC share 0.0 % < minimum 50.0 %"
+    assert lines[1].startswith("tcreport check: FAIL max-eligible-not-tc-share: ")
+    assert "+138.5%" in lines[2] and "limit +5.0%" in lines[2]
+    assert "-92.3 points" in lines[3]
+
+
+def test_baseline_alone_gates_any_regression_beyond_noise(runs: dict[str, Path]) -> None:
+    same = runner.invoke(app, ["check", str(runs["fp32"]), "--baseline", str(runs["fp32"])])
+    assert same.exit_code == 0, same.output
+    worse = runner.invoke(app, ["check", str(runs["fp32"]), "--baseline", str(runs["bf16"])])
+    assert worse.exit_code == 1
+
+
+def test_unknown_share_fails_the_gate() -> None:
+    view = api.analyze(synthetic_run("fp32").replace(kernels=None, ops=None))
+    result = gates.check(view, gates.Gates(min_tc_share=0.1))
+    assert not result.passed
+    assert "unknown" in result.failures[0].message
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-regression", "0.1"], "--max-regression needs --baseline"),
+        ([], "no gate given"),
+    ],
+)
+def test_usage_errors_exit_2(runs: dict[str, Path], args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["check", str(runs["fp32"]), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
