@@ -5,12 +5,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
-from tcreport.errors import TcreportError
+from tcreport.errors import TcreportError, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tcreport.render.view import ReportView
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -49,3 +54,34 @@ def status(message: str) -> Iterator[None]:
             yield
     else:
         yield
+
+
+def load_and_analyze(
+    path: Path,
+    key_node: str | None,
+    iter_start: int | None,
+    iter_stop: int | None,
+    timestamp: bool = False,
+    counters: Path | None = None,
+) -> ReportView:
+    """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
+    from datetime import UTC, datetime
+
+    from tcreport import api
+
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+    with status(f"Reading {path}"):
+        run = api.load(path)
+        if counters is not None:
+            run = api.attach_counters(run, counters)
+    with status("Analysing"):
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
+        return api.analyze(
+            run,
+            source_path=str(path),
+            key_node=key_node,
+            iter_start=iter_start,
+            iter_stop=iter_stop,
+            timestamp=stamp,
+        )

@@ -8,12 +8,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli._common import (
+    IterStart,
+    IterStop,
+    KeyNode,
+    err_console,
+    load_and_analyze,
+    user_errors,
+)
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
-    from tcreport.render.view import ReportView
+    pass
 
 
 class DiffFormat(StrEnum):
@@ -38,25 +45,6 @@ Force = Annotated[
 ]
 
 
-def _load(
-    path: Path, key_node: str | None, iter_start: int | None, iter_stop: int | None
-) -> ReportView:
-    from tcreport import api
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-    with status(f"Reading {path}"):
-        run = api.load(path)
-    with status(f"Analysing {path}"):
-        return api.analyze(
-            run,
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-        )
-
-
 @app.command()
 def diff(
     base: Input,
@@ -79,8 +67,8 @@ def diff(
 
         if fmt is DiffFormat.HTML and output is None:
             raise UsageError("--format html needs --output FILE")
-        b = _load(base, key_node, iter_start, iter_stop)
-        h = _load(head, key_node, iter_start, iter_stop)
+        b = load_and_analyze(base, key_node, iter_start, iter_stop)
+        h = load_and_analyze(head, key_node, iter_start, iter_stop)
         d = compare.diff(b, h, force=force)
         if d.forced:
             err_console.print(
@@ -157,8 +145,8 @@ def check(
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
-        view = _load(path, key_node, iter_start, iter_stop)
-        base = _load(baseline, key_node, iter_start, iter_stop) if baseline else None
+        view = load_and_analyze(path, key_node, iter_start, iter_stop)
+        base = load_and_analyze(baseline, key_node, iter_start, iter_stop) if baseline else None
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:

@@ -7,12 +7,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli._common import (
+    IterStart,
+    IterStop,
+    KeyNode,
+    err_console,
+    load_and_analyze,
+    status,
+    user_errors,
+)
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
-    from tcreport.render.view import ReportView
+    pass
 
 Counters = Annotated[
     Path | None,
@@ -31,36 +39,6 @@ TracePath = Annotated[
         show_default=False,
     ),
 ]
-
-
-def _analyze(
-    path: Path,
-    key_node: str | None,
-    iter_start: int | None,
-    iter_stop: int | None,
-    timestamp: bool = False,
-    counters: Path | None = None,
-) -> ReportView:
-    from datetime import UTC, datetime
-
-    from tcreport import api
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-    with status(f"Reading {path}"):
-        run = api.load(path)
-        if counters is not None:
-            run = api.attach_counters(run, counters)
-    with status("Analysing"):
-        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        return api.analyze(
-            run,
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-            timestamp=stamp,
-        )
 
 
 @app.command()
@@ -84,7 +62,7 @@ def report(
     with user_errors():
         from tcreport import api
 
-        view = _analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
+        view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(output, text)
         err_console.print(f"tcreport: wrote {target}", markup=False)
@@ -105,7 +83,7 @@ def summary(
     with user_errors():
         from tcreport import api
 
-        view = _analyze(path, key_node, iter_start, iter_stop, counters=counters)
+        view = load_and_analyze(path, key_node, iter_start, iter_stop, counters=counters)
         if json_out:
             typer.echo(api.render_json(view), nl=False)
         else:

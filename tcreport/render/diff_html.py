@@ -8,17 +8,9 @@ and CSP helpers here are shared with the batch index (:mod:`tcreport.render.inde
 
 from __future__ import annotations
 
-import base64
-import hashlib
-from functools import cache
-from importlib import resources
-from pathlib import Path
-
-import jinja2
-
 from tcreport.compare import Diff, Verdict
 from tcreport.render import diff_markdown as md
-from tcreport.render import fmt
+from tcreport.render.html import environment, sha256
 
 MAX_ROWS = 200
 EXTRA_CSS = (
@@ -30,37 +22,8 @@ EXTRA_CSS = (
 )
 
 
-def template_dir() -> Path:
-    packaged = resources.files("tcreport").joinpath("templates")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "templates"  # source checkout
-
-
-@cache
-def env() -> jinja2.Environment:
-    e = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    e.filters["ns"] = fmt.ns
-    e.filters["pct"] = fmt.pct
-    e.filters["count"] = fmt.count
-    e.filters["tail"] = fmt.tail
-    return e
-
-
-def sha256(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "sha256-" + base64.b64encode(digest).decode("ascii")
-
-
 def style() -> str:
-    return env().get_template("report.css").render() + EXTRA_CSS
+    return environment().get_template("report.css").render() + EXTRA_CSS
 
 
 def csp(css: str) -> str:
@@ -76,7 +39,7 @@ def csp(css: str) -> str:
 def render(d: Diff, tool_version: str) -> str:
     css = style()
     return (
-        env()
+        environment()
         .get_template("diff.html.j2")
         .render(
             d=d,

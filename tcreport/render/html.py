@@ -45,7 +45,7 @@ from tcreport.render.view import ReportView
 from tcreport.rules.base import EvidenceKind
 
 
-def _template_dir() -> Path:
+def template_dir() -> Path:
     packaged = resources.files("tcreport").joinpath("templates")
     if packaged.is_dir():
         return Path(str(packaged))
@@ -53,9 +53,10 @@ def _template_dir() -> Path:
 
 
 @cache
-def _env() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The one Jinja2 environment of every HTML renderer: autoescape on, strict undefined."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_template_dir())),
+        loader=jinja2.FileSystemLoader(str(template_dir())),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -71,7 +72,8 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _sha256(text: str) -> str:
+def sha256(text: str) -> str:
+    """A CSP source expression pinning one inline script or stylesheet."""
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode(
         "ascii"
     )
@@ -90,13 +92,13 @@ def _json_for_script(data: object) -> str:
 
 
 def render(view: ReportView) -> str:
-    env = _env()
+    env = environment()
     script = env.get_template("report.js").render()
     style = env.get_template("report.css").render()
     a = view.analysis
     csp = (
         "default-src 'none'; "
-        f"script-src '{_sha256(script)}'; style-src '{_sha256(style)}'; "
+        f"script-src '{sha256(script)}'; style-src '{sha256(style)}'; "
         "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
         "object-src 'none'; frame-src 'none'; worker-src 'none'; form-action 'none'; "
         "base-uri 'none'"

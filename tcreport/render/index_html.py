@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tcreport.render import diff_html
+from tcreport.render import diff_html, html
 
 CHART_W = 1000
 CHART_H = 220
@@ -91,7 +91,7 @@ def trend(rows: tuple[IndexRow, ...]) -> Trend | None:
 def render(rows: tuple[IndexRow, ...], tool_version: str) -> str:
     css = diff_html.style()
     return (
-        diff_html.env()
+        html.environment()
         .get_template("index.html.j2")
         .render(
             rows=rows,
