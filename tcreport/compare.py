@@ -105,6 +105,8 @@ class RowDiff:
     base_miss_ns: float | None  # eligible for TC but not using it
     head_miss_ns: float | None
     eligible: bool
+    base_dtype: str | None = None  # an op's data type, to show a precision change
+    head_dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class Diff:
     resolved: tuple[FindingChange, ...]
     persisting: tuple[FindingChange, ...]
     notes: tuple[str, ...]
+    op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)
@@ -355,6 +358,9 @@ def diff(base: ReportView, head: ReportView, *, force: bool = False) -> Diff:
         if not a.has_kernels:
             notes.append(f"{side} has no kernel rows; kernels not compared")
     added, resolved, persisting = rows.findings(fb, fh)
+    clock = rows.op_clock(ba, ha)
+    if clock == "host":
+        notes.append("no GPU time in either run (CPU-only capture): ops compared by host time")
     rule = (
         f"noise: |Δ| < {NOISE_SIGMAS:g} × pooled per-iteration std (base: {sb.source}; "
         f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known"
@@ -365,6 +371,7 @@ def diff(base: ReportView, head: ReportView, *, force: bool = False) -> Diff:
         not_comparable=reasons,
         forced=bool(reasons),
         matching=matching,
+        op_clock=clock,
         noise_rule=rule,
         figures=_figures(ba, ha),
         ops=ops,

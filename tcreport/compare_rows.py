@@ -28,6 +28,7 @@ class _Acc:
     type: str | None
     eligible: bool
     has_time: bool
+    dtype: str | None = None
 
 
 def _row(
@@ -58,21 +59,32 @@ def _row(
         base_miss_ns=b.miss_ns if b else None,
         head_miss_ns=h.miss_ns if h else None,
         eligible=bool((b and b.eligible) or (h and h.eligible)),
+        base_dtype=b.dtype if b else None,
+        head_dtype=h.dtype if h else None,
     )
 
 
-def _op_accs(a: Analysis) -> dict[str, _Acc]:
+def op_clock(base: Analysis, head: Analysis) -> str:
+    """GPU time when either run has it; host time for CPU-only captures, which have none."""
+    if any(o.gpu_ns for o in (*base.ops, *head.ops)):
+        return "GPU"
+    return "host" if any(o.cpu_ns for o in (*base.ops, *head.ops)) else "GPU"
+
+
+def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
     n = max(1, a.selection.info.aggregated or 1)
     out: dict[str, _Acc] = {}
     for o in a.ops:  # one row per distinct op name: small
-        ns = (o.gpu_ns or 0) / n
+        t = o.gpu_ns if clock == "GPU" else o.cpu_ns
+        ns = (t or 0) / n
         out[o.name] = _Acc(
             ns=ns,
             tc_ns=ns if o.uses_tc else 0.0,
-            miss_ns=ns if o.tc_eligible and not o.uses_tc else 0.0,
+            miss_ns=ns if o.tc_eligible and not o.uses_tc and clock == "GPU" else 0.0,
             type=o.type,
             eligible=o.tc_eligible,
-            has_time=o.gpu_ns is not None,
+            has_time=t is not None,
+            dtype=o.dtype,
         )
     return out
 
@@ -84,7 +96,7 @@ def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
         key = x.type or "(unknown)"
         prev = out.get(key)
         if prev is None:
-            out[key] = _Acc(x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time)
+            out[key] = _Acc(x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time, x.dtype)
         else:
             out[key] = _Acc(
                 prev.ns + x.ns,
@@ -93,6 +105,7 @@ def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
                 key,
                 prev.eligible or x.eligible,
                 prev.has_time or x.has_time,
+                prev.dtype if prev.dtype == x.dtype else None,
             )
     return out
 
@@ -111,7 +124,8 @@ def _sorted(rows: list[RowDiff]) -> tuple[RowDiff, ...]:
 
 def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, ...], str]:
     """Pair ops by name; ops whose names appear on one side only are paired by op type."""
-    ab, ah = _op_accs(base), _op_accs(head)
+    clock = op_clock(base, head)
+    ab, ah = _op_accs(base, clock), _op_accs(head, clock)
     named = set(ab) & set(ah)
     rows = [_row(k, ab[k], ah[k], "name", rel_thr) for k in named]
     tb, th = _by_type(ab, set(ab) - named), _by_type(ah, set(ah) - named)
@@ -135,7 +149,8 @@ def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, 
 
 
 def op_types(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
-    ab, ah = _op_accs(base), _op_accs(head)
+    clock = op_clock(base, head)
+    ab, ah = _op_accs(base, clock), _op_accs(head, clock)
     tb, th = _by_type(ab, set(ab)), _by_type(ah, set(ah))
     return _sorted([_row(t, tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)])
 

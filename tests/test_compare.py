@@ -112,7 +112,7 @@ EXPECTED_MARKDOWN = """\
 
 {finding_lines}Matching: ops matched by name (3 ops).
 
-**Ops** — 2 of 3 changed beyond noise; top 3 by |Δ|
+**Ops** — 2 of 3 compared changed beyond noise; top 3 by |Δ|
 
 | op | base | head | Δ | TC | eligible not on TC | verdict |
 |---|---:|---:|---:|:-:|---:|---|
@@ -120,14 +120,14 @@ EXPECTED_MARKDOWN = """\
 | model/fc2/linear | 50.0 µs | 20.0 µs | -30.0 µs (-60.0%) | no → yes | 50.0 µs → 0 ns | **improved** |
 | model/act/relu | 5.0 µs | 5.0 µs | 0 ns | no → no | 0 ns → 0 ns | no change |
 
-**Op types** — 1 of 2 changed beyond noise; top 2 by |Δ|
+**Op types** — 1 of 2 compared changed beyond noise; top 2 by |Δ|
 
 | op type | base | head | Δ | TC | eligible not on TC | verdict |
 |---|---:|---:|---:|:-:|---:|---|
 | linear | 150.0 µs | 60.0 µs | -90.0 µs (-60.0%) | 0 % → 100 % | 150.0 µs → 0 ns | **improved** |
 | relu | 5.0 µs | 5.0 µs | 0 ns | 0 % → 0 % | 0 ns → 0 ns | no change |
 
-**Kernels** — 2 of 3 changed beyond noise; top 3 by |Δ|
+**Kernels** — 2 of 3 compared changed beyond noise; top 3 by |Δ|
 
 | kernel | base | head | Δ | TC | eligible not on TC | verdict |
 |---|---:|---:|---:|:-:|---:|---|

@@ -329,3 +329,11 @@ def test_real_kineto_trace_is_not_taken_for_ncu() -> None:
         pytest.skip("real traces not available")
     for p in trace.iterdir():
         assert not ncu_csv.sniff(p)
+
+
+def test_byte_order_mark_alone_is_an_empty_file(tmp_path: Path) -> None:
+    """Found by the mutation test in CI: a file holding only a UTF-8 BOM."""
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf")
+    with pytest.raises(InputError, match="empty"):
+        ncu_csv.read(p)

@@ -42,8 +42,8 @@ def test_keras_fit_window_report(tmp_path: Path) -> None:
     assert summary["source"]["format"] == "tf-xplane"
     it = summary["iterations"]
     assert (it["aggregated"], it["start"], it["stop"], it["total"]) == (4, 2, 5, 10)
-    # The summary lists the top 20 ops by GPU time; a CPU run has none, so until the analysis
-    # falls back to host time the MatMul ops are checked in the report and the canonical tables.
+    # The summary lists the top 20 ops; a CPU run has no GPU time, so they rank by host time.
+    assert any("MatMul" in (o["type"] or "") for o in summary["ops"]), summary["ops"]
     html = (out / "report.html").read_text()
     # Keras numbers scopes per process (sequential_1, dense_1_1, ...): match the pattern.
     assert re.search(r"sequential[_0-9]*/dense_1[_0-9]*/MatMul", html)
@@ -126,3 +126,81 @@ def test_iter_start_past_the_end(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "--iter-start 50 is past the last step; the script ran 3" in result.stderr
+
+
+def test_diff_of_mnist_float32_vs_mixed_bfloat16_markdown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #7: the same script profiled in float32 and mixed_bfloat16, diffed as Markdown.
+
+    Times differ from run to run, so each line is checked for its exact shape and the cells that
+    do not depend on timing (inputs, formats, iteration counts, the precision change) exactly.
+    """
+    monkeypatch.chdir(tmp_path)
+    outs = {}
+    for precision, name in (("float32", "fp32"), ("mixed_bfloat16", "bf16")):
+        out = Path(name)
+        result = _profile(
+            [str(EXAMPLES / "mnist_keras.py"), "--backend", "tf", "--iter-start", "2",
+             "--iter-stop", "5", "--output-dir", str(out), "--", "--precision", precision]
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        outs[precision] = out
+    result = runner.invoke(app, ["diff", str(outs["float32"]), str(outs["mixed_bfloat16"])])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    fw = r"TensorFlow \d+\.\d+\.\d+"
+    expected_head = [
+        r"### tcreport diff",
+        r"",
+        r"\| \| base \| head \|",
+        r"\|---\|---\|---\|",
+        r"\| input \| fp32 \| bf16 \|",
+        r"\| format \| tf-xplane \| tf-xplane \|",
+        r"\| GPU \| unknown \| unknown \|",
+        rf"\| framework \| {fw} \| {fw} \|",
+        r"\| iterations aggregated \| 4 \| 4 \|",
+        r"",
+        r"\*\*Headline figures\*\* \(times per aggregated iteration\)",
+        r"",
+        r"\| figure \| base \| head \| Δ \| verdict \|",
+        r"\|---\|---:\|---:\|---:\|---\|",
+        r"\| GPU kernel time \| n/a \| n/a \| n/a \| unknown \|",
+        r"\| Tensor Core kernel time \| n/a \| n/a \| n/a \| unknown \|",
+        r"\| Tensor Core share \| n/a \| n/a \| n/a \| unknown \|",
+    ]
+    for pattern, line in zip(expected_head, lines, strict=False):
+        assert re.fullmatch(pattern, line), (pattern, line)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("**Ops** (host time) — "))
+    assert re.fullmatch(
+        r"\*\*Ops\*\* \(host time\) — \d+ of \d+ compared changed beyond noise; top \d+ by \|Δ\|",
+        lines[start],
+    )
+    assert lines[start + 2] == "| op | base | head | Δ | precision | – | verdict |"
+    assert lines[start + 3] == "|---|---:|---:|---:|:-:|---:|---|"
+    rows = []
+    for line in lines[start + 4 :]:
+        if not line.startswith("| "):
+            break
+        rows.append(line)
+    cell = r"[^|]+"
+    row = re.compile(
+        rf"\| {cell} \| {cell} \| {cell} \| {cell} \| (?P<prec>{cell}) \| – \| (?P<v>{cell}) \|"
+    )
+    verdicts = ("**improved**", "**regressed**", "noise", "no change", "new", "gone", "unknown")
+    for line in rows:
+        m = row.fullmatch(line)
+        assert m, line
+        assert m["v"].strip() in verdicts, line
+        assert re.fullmatch(r"–|[a-z0-9]+|(–|[a-z0-9]+) → [a-z0-9]+", m["prec"].strip()), line
+    # Every MatMul moved from float32 to bfloat16 (all rows are in the JSON form of the diff).
+    result = runner.invoke(app, ["diff", "fp32", "bf16", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["op_clock"] == "host"
+    # Both captures ran in this process, so Keras numbered the second model's scopes anew
+    # (sequential_1 vs sequential_2): ops whose names differ are matched by op type.
+    matmuls = [r for r in data["ops"] if "MatMul" in (r["type"] or "")]
+    assert matmuls, [r["key"] for r in data["ops"]]
+    assert {(r["base_dtype"], r["head_dtype"]) for r in matmuls} == {("float32", "bfloat16")}
+    assert "ops compared by host time" in result.stdout

@@ -66,12 +66,12 @@ def detect(path: Path) -> SourceFormat:
         raise UnsupportedFormatError(
             "no supported trace in this directory (looked for DLProf CSV/JSON reports, "
             "dlprof_dldb.sqlite, Nsight Systems SQLite exports, PyTorch profiler (Kineto) JSON, "
-            "TensorFlow profiler xplane.pb, a tcreport ingest folder)",
+            "TensorFlow profiler xplane.pb, Nsight Compute CSV, a tcreport ingest folder)",
             path,
         )
     raise UnsupportedFormatError(
         "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite, "
-        "PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb)",
+        "PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight Compute CSV)",
         path,
     )
 

@@ -103,11 +103,14 @@ def _text(path: Path) -> str:
     if not data.strip():
         raise InputError("file is empty", path)
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"byte {exc.start}: not UTF-8 text; is this Nsight Compute CSV output?", path
         ) from exc
+    if not text.strip():  # a byte-order mark alone
+        raise InputError("file is empty", path)
+    return text
 
 
 def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:

@@ -61,6 +61,8 @@ def _row(r: RowDiff) -> dict[str, object]:
         "head_eligible_not_tc_ns": _num(r.head_miss_ns, Unit.NS),
         "tc_eligible": r.eligible,
         "verdict": r.verdict.value,
+        "base_dtype": r.base_dtype,
+        "head_dtype": r.head_dtype,
     }
 
 
@@ -73,6 +75,8 @@ def diff_dict(d: Diff, tool_version: str) -> dict[str, object]:
         "forced": d.forced,
         "not_comparable": list(d.not_comparable),
         "matching": d.matching,
+        # "host" for CPU-only captures: the ops' *_gpu_ns figures are then host time
+        "op_clock": d.op_clock,
         "noise_rule": d.noise_rule,
         "figures": [_figure(f) for f in d.figures],
         "ops": [_row(r) for r in d.ops],

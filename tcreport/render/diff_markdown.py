@@ -74,24 +74,36 @@ def _figure_row(f: Figure) -> str:
     )
 
 
-def _rows(title: str, rows: tuple[RowDiff, ...], kind: str, cap: int) -> list[str]:
+def _dtype(r: RowDiff) -> str:
+    b, h = r.base_dtype or "–", r.head_dtype or "–"
+    return b if b == h else f"{b} → {h}"
+
+
+def _rows(
+    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, clock: str = "GPU"
+) -> list[str]:
     if not rows or cap <= 0:
         return (
             [f"{title}: {len(rows)} rows (tables omitted to fit one comment)", ""] if rows else []
         )
     shown = rows[:cap]
-    changed = sum(1 for r in rows if r.verdict not in (Verdict.UNCHANGED, Verdict.NOISE))
+    judged = [r for r in rows if r.verdict is not Verdict.UNKNOWN]
+    changed = sum(1 for r in judged if r.verdict not in (Verdict.UNCHANGED, Verdict.NOISE))
     first = "op type" if kind == "type" else kind
+    host = clock == "host" and kind != "kernel"
+    what = f"{title}{' (host time)' if host else ''}"
     out = [
-        f"{title} — {changed} of {len(rows)} changed beyond noise; top {len(shown)} by |Δ|",
+        f"{what} — {changed} of {len(judged)} compared changed beyond noise; top {len(shown)} by |Δ|",
         "",
-        f"| {first} | base | head | Δ | TC | eligible not on TC | verdict |",
+        f"| {first} | base | head | Δ | {'precision' if host else 'TC'} | "
+        f"{'–' if host else 'eligible not on TC'} | verdict |",
         "|---|---:|---:|---:|:-:|---:|---|",
     ]
     out += [
         f"| {esc(fmt.tail(r.key, NAME_W))} | {value(r.base_ns, Unit.NS)} "
         f"| {value(r.head_ns, Unit.NS)} | {delta(r.delta_ns, Unit.NS, r.rel)} "
-        f"| {tc(r.base_tc, kind)} → {tc(r.head_tc, kind)} | {miss(r, kind)} "
+        f"| {_dtype(r) if host else f'{tc(r.base_tc, kind)} → {tc(r.head_tc, kind)}'} "
+        f"| {'–' if host else miss(r, kind)} "
         f"| {verdict(r.verdict)} |"
         for r in shown
     ]
@@ -140,8 +152,8 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     if d.added or d.resolved:
         lines.append("")
     lines += [f"Matching: {esc(d.matching)}.", ""]
-    lines += _rows("**Ops**", d.ops, "op", cap)
-    lines += _rows("**Op types**", d.op_types, "type", cap)
+    lines += _rows("**Ops**", d.ops, "op", cap, d.op_clock)
+    lines += _rows("**Op types**", d.op_types, "type", cap, d.op_clock)
     lines += _rows("**Kernels**", d.kernels, "kernel", cap)
     lines += [f"- {esc(n)}" for n in d.notes]
     if d.notes:
