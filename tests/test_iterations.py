@@ -101,3 +101,21 @@ def test_iter_start_past_the_end_is_a_usage_error() -> None:
 
 def test_candidates_rank_frequent_names() -> None:
     assert iterations.candidate_key_nodes(synthetic_steps_run())[0] == "train_step"
+
+
+def test_key_node_on_the_real_two_rank_export(nsys_h100) -> None:  # type: ignore[no-untyped-def]
+    """Two ranks each run FlashAttnFunc 30 times: 30 iterations, not 60 half-iterations, and
+    the aggregated figures are exactly the kept iterations' rows."""
+    run = api.load(nsys_h100)
+    whole = api.analyze(run)
+    view = api.analyze(run, key_node="FlashAttnFunc", iter_start=2, iter_stop=5)
+    it = view.analysis.selection.info
+    assert (it.total, it.start, it.stop, it.aggregated) == (30, 2, 5, 4)
+    kept = [r for r in view.analysis.iterations if r.aggregated]
+    assert [r.iteration for r in kept] == [2, 3, 4, 5]
+    assert sum(r.tc_ns + r.non_tc_ns for r in kept) == view.analysis.time.gpu_kernel_ns
+    assert sum(r.tc_ns for r in kept) == view.analysis.time.tc_kernel_ns
+    assert 0 < view.analysis.time.gpu_kernel_ns < whole.analysis.time.gpu_kernel_ns  # type: ignore[operator]
+    missing = api.analyze(run, key_node="no_such_range")
+    assert missing.analysis.time.gpu_kernel_ns == whole.analysis.time.gpu_kernel_ns
+    assert any(f.id == "IT001" and "no_such_range" in f.title for f in missing.findings)

@@ -36,15 +36,21 @@ class Selection:
 
 
 def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Start and end times of every occurrence of ``name`` among ranges and op instances."""
+    """Start and end times of every occurrence of ``name`` among ranges and op instances.
+
+    With several processes (one per rank) each rank runs the key node once per iteration, so
+    taking all of them would cut every iteration into as many pieces as there are ranks: the
+    boundaries come from the rank with the most occurrences (the lowest pid on a tie), and apply
+    to every rank's rows by time.
+    """
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
+    pids: list[np.ndarray] = []
     if run.ranges is not None and run.ranges.num_rows:
-        names = run.ranges.column("name").cast(pa.string())
-        mask = pc.equal(names, name)
-        sel = run.ranges.filter(mask)
+        sel = run.ranges.filter(pc.equal(run.ranges.column("name").cast(pa.string()), name))
         starts.append(sel.column("start_ns").to_numpy())
         ends.append(sel.column("end_ns").to_numpy())
+        pids.append(pc.fill_null(sel.column("process_id"), -1).to_numpy())
     if (
         run.ops is not None
         and run.ops.num_rows
@@ -63,12 +69,18 @@ def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         cpu = pc.fill_null(sel.column("cpu_ns"), 0).to_numpy()
         starts.append(st)
         ends.append(st + cpu)
+        pids.append(pc.fill_null(sel.column("process_id"), -1).to_numpy())
     if not starts:
         return None
     s = np.concatenate(starts)
     e = np.concatenate(ends)
+    pid = np.concatenate(pids)
     if s.size == 0:
         return None
+    values, counts = np.unique(pid, return_counts=True)
+    if values.size > 1:
+        keep = pid == values[np.argmax(counts)]  # argmax takes the first, i.e. lowest, pid on ties
+        s, e = s[keep], e[keep]
     order = np.argsort(s, kind="stable")
     return s[order], e[order]
 
