@@ -4,6 +4,11 @@ Each copy of the activity rows (kernels, runtime calls, copies, memsets, syncs, 
 shifted past the end of the previous one and gets correlation ids of its own, so joins and NVTX
 nesting stay as valid as in the original. ``StringIds`` and metadata are left as they are.
 
+Copies repeat the original's NVTX texts, so the grown file has as few distinct texts as the
+original (16.5 thousand), where a real long autograd-nvtx run numbers every range
+(``op_id = 993403``). ``--unique-text`` makes those numbers unique per copy, for the realistic
+case: millions of distinct texts.
+
     python benchmarks/grow_nsys.py sample_traces/nsys-h100x2-bf16/mfu_2gpu_after.sqlite /tmp/big.sqlite 1000
 """
 
@@ -25,7 +30,7 @@ TABLES = (
 )
 
 
-def grow(src: Path, dst: Path, times: int) -> None:
+def grow(src: Path, dst: Path, times: int, unique_text: bool = False) -> None:
     shutil.copyfile(src, dst)
     con = sqlite3.connect(dst)
     names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -52,6 +57,8 @@ def grow(src: Path, dst: Path, times: int) -> None:
                     expr.append(f'"{c}" + {k * span}')
                 elif c == "correlationId":
                     expr.append(f'"{c}" + {k * (corr + 1)}')
+                elif c == "text" and unique_text:
+                    expr.append(f"replace(\"text\", 'op_id = ', 'op_id = {k:05d}')")
                 else:
                     expr.append(f'"{c}"')
             quoted = ", ".join(f'"{c}"' for c in cols)
@@ -69,9 +76,10 @@ def main() -> None:
     ap.add_argument("src", type=Path)
     ap.add_argument("dst", type=Path)
     ap.add_argument("times", type=int)
+    ap.add_argument("--unique-text", action="store_true", help="renumber op_id = N per copy")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    grow(args.src, args.dst, args.times)
+    grow(args.src, args.dst, args.times, args.unique_text)
     con = sqlite3.connect(args.dst)
     n = con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     con.close()

@@ -4,7 +4,8 @@ A kernel joins its CUDA runtime call by correlation id; the call lies inside NVT
 on the same thread, and the outermost range that follows a known op convention is the op (the
 framework-level call the user wrote, as DLProf counts them: ``conv2d`` owns the ``aten::cudnn_
 convolution`` inside it and every kernel that launched there). Other ranges give the scope path or
-land in the ``ranges`` table. Conventions understood:
+land in the ``ranges`` table, as do start/end ranges (``nvtxRangeStart``, eventType 60), which may
+cross threads and so never nest. Conventions understood:
 
 * DLProf's PyTorch plugin (``nvidia_dlprof_pytorch_nvtx``): Python-dict op records ``{'mod': ...,
   'op': 'conv2d', 'args': [{'shape': (..), 'dtype': 'float32'}]}`` inside marker ranges whose
@@ -17,458 +18,385 @@ land in the ``ranges`` table. Conventions understood:
 * TensorFlow's ``TF_ENABLE_NVTX_RANGES`` detailed JSON records ``{"op": "MatMul", "name": ...}``
   (format from TensorFlow's sources, not checked against a real export).
 
-Nesting is computed with sorts and binary searches per depth level, never per range in Python:
-exports with tens of millions of ranges are normal.
+Exports hold tens of millions of ranges, most of them inside an op (``aten::empty`` in
+``aten::linear``) where nothing is read from them. So one pass in time order per thread marks the
+ranges inside an op and drops them; the full nesting (depth, parent, scope path) is computed only
+for what is left: the outermost ops and the ranges around them. Texts are parsed once per distinct
+string per scan chunk, never per range, and every step is numpy or Arrow, never Python per range.
 """
 
 from __future__ import annotations
 
-import ast
-import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-OTHER, DLPROF_OP, DLPROF_MARKER, TORCH_OP, TF_OP = range(5)
-_TORCH = (
-    r"^(?P<name>.+?)(?:, seq = (?P<seq>\d+))?(?:, op_id = (?P<opid>\d+))?"
-    r"(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = \[.*\])?$"
+from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
+from tcreport.ingest._nsys_tables import (
+    op_id_column,
+    op_ids,
+    ops_columns,
+    ops_names,
+    ranges_table,
 )
-_NAMESPACED = r"^[A-Za-z_][\w.]*::[A-Za-z_]\w*$"
-_FUNC_STACK = re.compile(r"'funcStack': '([^']*)'")
-_DEDUP = re.compile(r"\((\d+)\)(?=/|$)")
-_ANGLE = re.compile(r"<([\w.]+)>")
-_TF_JSON = re.compile(r'^\{"op":\s*"([^"]+)",\s*"name":\s*"([^"]*)"')
+from tcreport.ingest._nvtx_nesting import Nesting, find_open, inside_op, thread_codes, time_order
+from tcreport.ingest._nvtx_text import DLPROF_MARKER, OTHER, Parsed, is_op, parse
+
+TABLE = "NVTX_EVENTS"
+PUSH_POP, START_END, DOMAIN_CREATE = 59, 60, 75
 
 
-class DbLike(Protocol):
-    def columns(self, table: str) -> list[str]: ...
-    def rows(self, sql: str, params: tuple[str, ...] = ()) -> list[tuple[object, ...]]: ...
-    def arrow(self, sql: str, names: list[str]) -> pa.Table: ...
+@dataclass(frozen=True)
+class Launches:
+    """The CPU side of activity rows (kernels or copies): the thread and time of the runtime call
+    that launched each, ``found`` False where no call matched."""
+
+    gtid: np.ndarray
+    time: np.ndarray
+    found: np.ndarray
+    duration: np.ndarray
+    device: np.ndarray | None
+
+    def time_or_null(self) -> pa.Array:
+        return pa.array(self.time, mask=~self.found)
 
 
 @dataclass(frozen=True)
 class Attribution:
-    kernel_op_id: pa.Array  # string per kernel row, null where no op encloses the launch
+    kernel_op_id: pa.Array  # op_id per kernel row, null where no op encloses the launch
     memory_op_id: pa.Array
-    ops: pa.Table | None  # canonical-ish columns, None when the export has no NVTX
+    ops: pa.Table | None  # canonical-ish columns, None when the export has no push/pop ranges
     ranges: pa.Table | None
 
 
-def pid_of(gtid: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """nsys packs ``globalPid``/``globalTid`` as ``vm << 56 | pid << 24 | tid``."""
-    return pc.bit_wise_and(pc.shift_right(gtid, 24), 0xFFFFFF)
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Chunk:
+    """The ranges of one rowid range of NVTX_EVENTS; ``code`` indexes ``parsed``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    domain: np.ndarray
+    start_end: np.ndarray  # eventType 60
+    code: np.ndarray
+    parsed: Parsed
+    span: tuple[int | None, int | None]  # of every event in the chunk, ranges or not
+    domains: list[tuple[int, str]]
+
+
+def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan[_Chunk]]:
+    """Push/pop and start/end ranges with their text (inline, or a ``textId`` into StringIds),
+    plus every event's time for the span and the domain names, in one scan of the table."""
+    cols = set(db.columns(TABLE))
+    if not {"start", "end", "eventType", "globalTid"} <= cols:
+        return []
+    text = '"text"' if "text" in cols else "NULL"
+    text_id = "textId" if "textId" in cols else "NULL"
+    domain = "domainId" if "domainId" in cols else "0"
+    # ADBC types a column by its first batch: keep text never-null so it is always a string, and
+    # send the id only where there is no inline text (inline text wins, as nsys shows it).
+    sql = (
+        f'SELECT start, "end", eventType, globalTid, {domain}, '
+        f"CASE WHEN eventType IN (59, 60, 75) THEN IFNULL({text}, '') ELSE '' END, "
+        f"CASE WHEN eventType IN (59, 60) AND {text} IS NULL THEN {text_id} END FROM {TABLE}"
+    )
+    names = ("start", "end", "et", "gtid", "domain", "text", "text_id")
+    named = {"domainId", "text"} <= cols  # nvtxDomainCreate (75) names each domain
+
+    def fold(batches: Iterator[pa.RecordBatch]) -> _Chunk:
+        cols_: dict[str, list[np.ndarray]] = {k: [] for k in ("s", "e", "g", "d", "x")}
+        encoded: list[pa.DictionaryArray] = []
+        lo: int | None = None
+        hi: int | None = None
+        domains: list[tuple[int, str]] = []
+        for raw in batches:
+            st, en = int64(raw, "start"), int64(raw, "end")
+            first, last = pc.min(st).as_py(), pc.max(en).as_py()
+            lo = first if lo is None or (first is not None and first < lo) else lo
+            hi = last if hi is None or (last is not None and last > hi) else hi
+            et = _view(int64(raw, "et"))
+            created = np.flatnonzero(et == DOMAIN_CREATE) if named else ()
+            if len(created):
+                dom = int64(raw, "domain").take(pa.array(created)).to_pylist()
+                txt = string(raw, "text").take(pa.array(created)).to_pylist()
+                domains += [(d, t) for d, t in zip(dom, txt, strict=True) if d is not None and t]
+            ok = (et == PUSH_POP) | (et == START_END)
+            ok &= _valid(en) & _valid(int64(raw, "gtid"))
+            ok &= _view(en) >= _view(st)
+            # usually every row is a range: then nothing is copied to drop the others
+            b = raw if ok.all() else raw.filter(pa.array(ok))
+            text = string(b, "text")
+            ids = int64(b, "text_id")
+            if ids.null_count < len(ids):
+                by_id = pc.fill_null(sid_values.take(pc.index_in(ids, value_set=sid_ids)), "")
+                text = pc.if_else(pc.is_valid(ids), by_id, text)
+            encoded.append(pc.dictionary_encode(text))
+            for k, name in (("s", "start"), ("e", "end"), ("g", "gtid"), ("d", "domain")):
+                cols_[k].append(_view(int64(b, name), 0))
+            cols_["x"].append(et[ok] == START_END)
+        if encoded:
+            unified = pa.chunked_array(encoded, encoded[0].type).unify_dictionaries()
+            texts = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
+            code = np.concatenate([_np(c.indices) for c in unified.chunks])
+        else:
+            texts, code = pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+        cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols_.items()}
+        parsed = parse(texts)
+        keep = ~_inside_op_here(cat["g"], cat["s"], cat["e"], cat["x"], parsed.kind[code])
+        # only the texts still referenced travel on (millions are distinct in autograd exports)
+        used = pc.dictionary_encode(pa.array(code[keep]))
+        return _Chunk(
+            cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
+            _np(used.indices), parsed.take(used.dictionary), (lo, hi), domains,
+        )  # fmt: skip
+
+    return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]
+
+
+def _inside_op_here(
+    gtid: np.ndarray, start: np.ndarray, end: np.ndarray, start_end: np.ndarray, kind: np.ndarray
+) -> np.ndarray:
+    """Push/pop ranges inside an op of the same chunk: inside one for good, so dropped before
+    they cost memory. Ranges inside an op that began in an earlier chunk are found after merging.
+    """
+    pp = np.flatnonzero(~start_end.astype(bool))
+    _, tcode = thread_codes(gtid[pp])
+    order = pp[time_order(tcode, start[pp], end[pp])]
+    op = is_op(kind[order]) & (end[order] > start[order])
+    inside = np.zeros(len(start), dtype=bool)
+    inside[order] = inside_op(np.sort(tcode), start[order], end[order], op)
+    return inside
+
+
+@dataclass
+class Ranges:
+    """All NVTX ranges of an export, in table order; ``code`` indexes ``parsed``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    domain: np.ndarray
+    start_end: np.ndarray
+    code: np.ndarray
+    parsed: Parsed
+    span: tuple[int | None, int | None]
+    domains: dict[int, str]
+
+
+def merge_ranges(chunks: list[_Chunk]) -> Ranges:
+    """One set of ranges from the chunks, copying each column once and freeing as it goes."""
+    n = sum(len(c.start) for c in chunks)
+    out: dict[str, np.ndarray] = {}
+    for name in ("start", "end", "gtid", "domain", "start_end", "code"):
+        col = np.empty(n, dtype=getattr(chunks[0], name).dtype)
+        at, base = 0, 0
+        for c in chunks:
+            part = getattr(c, name)
+            col[at : at + len(part)] = part + base if name == "code" else part
+            at += len(part)
+            base += len(c.parsed.kind)
+            setattr(c, name, None)
+        out[name] = col
+    firsts = [c.span[0] for c in chunks if c.span[0] is not None]
+    lasts = [c.span[1] for c in chunks if c.span[1] is not None]
+    domains = {d: t for c in chunks for d, t in c.domains}  # later names win, as in the table
+    parsed = Parsed.concat([c.parsed for c in chunks])
+    if any("tensorflow" in v.lower() for v in domains.values()):
+        parsed = parsed.with_tensorflow()
+    return Ranges(
+        **out,
+        parsed=parsed,
+        span=(min(firsts) if firsts else None, max(lasts) if lasts else None),
+        domains=domains,
+    )
+
+
+def _valid(col: pa.Array) -> np.ndarray:
+    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _view(col: pa.Array, fill: int = -1) -> np.ndarray:
+    """An int64 column as numpy: a read-only view, no copy, unless there are nulls to fill."""
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
     return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def read_ranges(
-    db: DbLike, sid_ids: pa.Array, sid_values: pa.Array
-) -> tuple[pa.Table, dict[int, str]] | None:
-    """Push/pop ranges (eventType 59) with their text, inline or via ``textId``."""
-    cols = set(db.columns("NVTX_EVENTS"))
-    if not {"start", "end", "eventType", "globalTid"} <= cols:
-        return None
-    text = '"text"' if "text" in cols else "NULL"
-    text_id = "textId" if "textId" in cols else "NULL"
-    domain = "domainId" if "domainId" in cols else "0"
-    raw = db.arrow(
-        f'SELECT start, "end", globalTid, {domain}, {text_id}, {text} FROM NVTX_EVENTS '
-        'WHERE eventType = 59 AND "end" IS NOT NULL AND "end" >= start AND globalTid IS NOT NULL',
-        ["start", "end", "gtid", "domain", "text_id", "text"],
-    )
-    inline = raw.column("text").cast(pa.string())
-    by_id = sid_values.take(pc.index_in(raw.column("text_id").cast(pa.int64()), value_set=sid_ids))
-    table = pa.table(
-        {
-            "start": raw.column("start").cast(pa.int64()),
-            "end": raw.column("end").cast(pa.int64()),
-            "gtid": raw.column("gtid").cast(pa.int64()),
-            "domain": pc.fill_null(raw.column("domain").cast(pa.int64()), 0),
-            "text": pc.fill_null(pc.coalesce(inline, by_id), ""),
-        }
-    )
-    names: dict[int, str] = {}
-    if "domainId" in cols and "text" in cols:  # nvtxDomainCreate (75) names each domain
-        for d, t in db.rows('SELECT domainId, "text" FROM NVTX_EVENTS WHERE eventType = 75'):
-            if isinstance(d, int) and t:
-                names[d] = str(t)
-    return table, names
-
-
-# --- parsing the distinct strings ------------------------------------------------------------
-
-
-@dataclass
-class _Parsed:
-    kind: np.ndarray  # per distinct text
-    label: list[str]  # op type for ops, cleaned name for other ranges
-    dtype: list[str | None]
-    shapes: list[str | None]
-    func_stack: list[str | None]  # DLProf markers: module path in DLProf's spelling
-
-
-def _parse(texts: pa.Array, tf_domain: bool) -> _Parsed:
-    n = len(texts)
-    kind = np.full(n, OTHER, dtype=np.int8)
-    m = pc.extract_regex(texts, _TORCH)
-    name = m.field("name")
-    label: list[str] = [
-        s if s is not None else t for s, t in zip(name.to_pylist(), texts.to_pylist(), strict=True)
-    ]
-    # RE2 gives "" for an optional group that did not take part
-    has_seq = pc.or_(pc.not_equal(m.field("seq"), ""), pc.not_equal(m.field("sizes"), ""))
-    namespaced = pc.match_substring_regex(name, _NAMESPACED)
-    is_torch = pc.fill_null(pc.or_(has_seq, namespaced), False).to_numpy(zero_copy_only=False)
-    kind[is_torch] = TORCH_OP
-    shapes: list[str | None] = [v or None for v in m.field("sizes").to_pylist()]
-    dtype: list[str | None] = [None] * n
-    func_stack: list[str | None] = [None] * n
-    dictish = pc.starts_with(texts, "{").to_numpy(zero_copy_only=False)
-    raw = texts.to_pylist()
-    for i in np.flatnonzero(dictish):
-        _parse_dict(str(raw[i]), int(i), kind, label, dtype, shapes, func_stack)
-    if tf_domain:
-        tf = (
-            pc.extract_regex(texts, r"^(?P<type>[A-Z]\w*): (?P<node>\S+)$")
-            .field("type")
-            .to_pylist()
-        )
-        for j, t in enumerate(tf):
-            if t and kind[j] == OTHER:
-                kind[j], label[j] = TF_OP, t
-    return _Parsed(kind, label, dtype, shapes, func_stack)
-
-
-def _parse_dict(
-    text: str,
-    i: int,
-    kind: np.ndarray,
-    label: list[str],
-    dtype: list[str | None],
-    shapes: list[str | None],
-    func_stack: list[str | None],
-) -> None:
-    """DLProf plugin records are Python literals; TensorFlow's detailed records are JSON."""
-    tf = _TF_JSON.match(text)
-    if tf:
-        kind[i], label[i] = TF_OP, tf.group(1)
-        return
-    fs = _FUNC_STACK.search(text)
-    if fs and text.startswith("{'traceMarker'"):
-        kind[i] = DLPROF_MARKER
-        func_stack[i] = _DEDUP.sub(r"[\1]", _ANGLE.sub(r"\1", fs.group(1)))
-        return
-    if not text.startswith("{'mod'"):
-        return
-    try:
-        rec = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return
-    if not isinstance(rec, dict) or not isinstance(rec.get("op"), str):
-        return
-    kind[i], label[i] = DLPROF_OP, rec["op"]
-    args = [a for a in rec.get("args", []) if isinstance(a, dict)]
-    tensors = [a for a in args if "shape" in a]
-    if tensors:
-        shapes[i] = "[" + ", ".join(str(list(a["shape"])) for a in tensors) + "]"
-    dtypes = [str(a["dtype"]) for a in args if a.get("dtype")]
-    dtype[i] = dtypes[0] if dtypes else None
-
-
-# --- nesting ---------------------------------------------------------------------------------
-
-
-class _Nesting:
-    """Properly nested ranges of many threads, sorted by (thread, start, -end).
-
-    Depth is "ranges opened before me on my thread minus ranges closed by my start"; the parent
-    is the last range before me one level up. Both are binary searches over keys that pack the
-    thread in the high part, so no per-range Python runs.
-    """
-
-    def __init__(self, tcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
-        self.n = len(start)
-        times = np.concatenate([start, end])
-        self._tmin = int(times.min()) if len(times) else 0
-        span = (int(times.max()) - self._tmin) if len(times) else 0
-        self._uniq: np.ndarray | None = None
-        if (int(tcode.max()) + 1 if len(tcode) else 1) * (span + 3) >= 2**62:
-            self._uniq = np.unique(times)  # fall back to ranks of the distinct times
-            span = 2 * len(self._uniq)
-        self._m = span + 3
-        self.key_start = self._key(tcode, start)
-        self.key_end = np.sort(self._key(tcode, end))
-        # where each thread's keys begin, searched once per thread rather than once per range
-        bases = np.arange((int(tcode.max()) + 1) if self.n else 0, dtype=np.int64) * self._m
-        self._first_start = np.searchsorted(self.key_start, bases, "left")
-        self._first_end = np.searchsorted(self.key_end, bases, "left")
-        first = self._first_start[tcode]
-        ends_before = (
-            np.searchsorted(self.key_end, self.key_start, "right") - self._first_end[tcode]
-        )
-        self.depth = np.maximum(np.arange(self.n) - first - ends_before, 0)
-        order = np.argsort(self.depth, kind="stable")
-        counts = np.bincount(self.depth) if self.n else np.zeros(0, dtype=np.int64)
-        self.levels = np.split(order, np.cumsum(counts)[:-1]) if self.n else []
-        self.parent = self._last_at_depth(np.arange(self.n), self.depth - 1)
-
-    def _key(self, tcode: np.ndarray, t: np.ndarray) -> np.ndarray:
-        if self._uniq is None:
-            off = np.clip(t - self._tmin + 1, 0, self._m - 1)
-        else:
-            r = np.searchsorted(self._uniq, t, "left")
-            exact = (r < len(self._uniq)) & (self._uniq[np.minimum(r, len(self._uniq) - 1)] == t)
-            off = 2 * r + np.where(exact, 2, 1)
-        key: np.ndarray = tcode * self._m + off
-        return key
-
-    def _last_at_depth(self, before: np.ndarray, want: np.ndarray) -> np.ndarray:
-        out = np.full(len(before), -1, dtype=np.int64)
-        order = np.argsort(want, kind="stable")
-        sorted_want = want[order]
-        for d in np.unique(sorted_want[sorted_want >= 0]):
-            lo, hi = np.searchsorted(sorted_want, [d, d + 1])
-            sel = order[lo:hi]
-            pos = self.levels[int(d)]
-            k = np.searchsorted(pos, before[sel], "left") - 1
-            out[sel] = np.where(k >= 0, pos[np.maximum(k, 0)], -1)
-        return out
-
-    def innermost(self, tcode: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """Innermost range open at time ``t`` on thread ``tcode`` (-1: none; tcode -1: unknown)."""
-        if self.n == 0:
-            return np.full(len(t), -1, dtype=np.int64)
-        valid = tcode >= 0
-        valid &= tcode < len(self._first_start)
-        tc = np.where(valid, tcode, 0)
-        key = self._key(tc, t)
-        p = np.searchsorted(self.key_start, key, "right")
-        opened = p - self._first_start[tc]
-        closed = np.searchsorted(self.key_end, key, "right") - self._first_end[tc]
-        depth = np.where(valid, opened - closed, 0)
-        return self._last_at_depth(p, depth - 1)
-
-
 # --- attribution -----------------------------------------------------------------------------
 
 
-def attribute(
-    nvtx: tuple[pa.Table, dict[int, str]] | None,
-    runtime: pa.Table,
-    kernels: pa.Table,
-    memory: pa.Table,
-) -> Attribution:
-    """Op of every kernel and memory row (through ``_rt``, the launching runtime row), the op
-    rows themselves, and the non-op ranges."""
-    if nvtx is None or nvtx[0].num_rows == 0:
-        return Attribution(
-            pa.nulls(kernels.num_rows, pa.string()),
-            pa.nulls(memory.num_rows, pa.string()),
-            None,
-            None,
-        )
-    table, domains = nvtx
-    gt0, st0, en0 = _np(table["gtid"]), _np(table["start"]), _np(table["end"])
-    threads = np.unique(gt0)
-    order = np.lexsort((-en0, st0, np.searchsorted(threads, gt0)))
-    table = table.take(pa.array(order))
-    gt, st, en = gt0[order], st0[order], en0[order]
-    tcode = np.searchsorted(threads, gt)
-    n = len(st)
+@dataclass(frozen=True)
+class Outline:
+    """What attribution needs from the NVTX ranges, worked out before any kernel is looked at
+    (so it can run beside the kernel-side joins): the outermost ops, in ops-table order, with the
+    codes their names are made from, and those of them that hold launches, per thread."""
 
-    positive = np.flatnonzero(en > st)
-    nest = _Nesting(tcode[positive], st[positive], en[positive])
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
-    parent[positive] = np.where(nest.parent >= 0, positive[np.maximum(nest.parent, 0)], -1)
-    depth[positive] = nest.depth
-    zero = np.flatnonzero(en <= st)  # zero-length ranges are leaves: they hold no launch
-    zp = nest.innermost(tcode[zero], st[zero])
-    parent[zero] = np.where(zp >= 0, positive[np.maximum(zp, 0)], -1)
-    depth[zero] = np.where(zp >= 0, nest.depth[np.maximum(zp, 0)] + 1, 0)
-
-    enc = pc.dictionary_encode(table["text"]).combine_chunks()
-    tf_domain = any("tensorflow" in v.lower() for v in domains.values())
-    parsed = _parse(enc.dictionary, tf_domain)
-    tix = _np(enc.indices)
-    kind = parsed.kind[tix]
-    is_op = (kind == DLPROF_OP) | (kind == TORCH_OP) | (kind == TF_OP)
-    labels = pa.array(parsed.label, pa.string()).take(pa.array(tix))
-
-    # Walk the levels once: outermost op above each range, nearest plain ancestor, scope paths.
-    owner = np.full(n, -1, dtype=np.int64)
-    plain = np.full(n, -1, dtype=np.int64)
-    paths = np.full(n, None, dtype=object)
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.cumsum(np.bincount(depth))
-    for idx in np.split(by_depth, bounds[:-1]):
-        par = parent[idx]
-        has = par >= 0
-        pp = np.maximum(par, 0)
-        inherited = np.where(has, owner[pp], -1)
-        owner[idx] = np.where(inherited >= 0, inherited, np.where(is_op[idx], idx, -1))
-        plain[idx] = np.where(has & (kind[pp] == OTHER), pp, np.where(has, plain[pp], -1))
-        mine = idx[kind[idx] == OTHER]
-        if len(mine):
-            up = plain[mine]
-            prefix = pa.array(np.where(up >= 0, paths[np.maximum(up, 0)], None), pa.string())
-            joined = pc.binary_join_element_wise(
-                prefix, labels.take(pa.array(mine)), "/", null_handling="skip"
-            )
-            paths[mine] = np.asarray(joined.to_pylist(), dtype=object)
-
-    op_rows = np.flatnonzero(is_op & (owner == np.arange(n)))
-    op_rows = op_rows[np.lexsort((tcode[op_rows], st[op_rows]))]
-    row_of_range = np.full(n, -1, dtype=np.int64)
-    row_of_range[op_rows] = np.arange(len(op_rows))
-
-    def op_row(rt_col: pa.ChunkedArray) -> np.ndarray:
-        rt = _np(rt_col)
-        ok = rt >= 0
-        r = np.maximum(rt, 0)
-        rg = _np(runtime["gtid"])[r] if runtime.num_rows else np.zeros(len(rt), dtype=np.int64)
-        rs = _np(runtime["start"])[r] if runtime.num_rows else np.zeros(len(rt), dtype=np.int64)
-        tq = np.searchsorted(threads, rg)
-        known = ok & (tq < len(threads)) & (threads[np.minimum(tq, len(threads) - 1)] == rg)
-        inner = nest.innermost(np.where(known, tq, -1), rs)
-        rng = np.where(inner >= 0, positive[np.maximum(inner, 0)], -1)
-        own = np.where(rng >= 0, owner[np.maximum(rng, 0)], -1)
-        return np.where(own >= 0, row_of_range[np.maximum(own, 0)], -1)
-
-    k_row = op_row(kernels["_rt"]) if kernels.num_rows else np.zeros(0, dtype=np.int64)
-    m_row = op_row(memory["_rt"]) if memory.num_rows else np.zeros(0, dtype=np.int64)
-    ops, op_ids = _ops_table(
-        op_rows,
-        table,
-        labels,
-        parsed,
-        tix,
-        kind,
-        parent,
-        paths,
-        plain,
-        kernels,
-        memory,
-        k_row,
-        m_row,
-    )
-    ranges = _ranges_table(
-        np.flatnonzero((kind == OTHER) & (owner < 0)), table, labels, domains, depth
-    )
-    return Attribution(_take_ids(op_ids, k_row), _take_ids(op_ids, m_row), ops, ranges)
+    threads: np.ndarray
+    top: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # thread, start, end, table row
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    code: np.ndarray  # text of each op
+    marker: np.ndarray  # text of the DLProf marker around it, -1: none
+    scope_path: np.ndarray  # into paths, -1: none
+    paths: list[str]
+    labels: pa.Array
+    lab_of: np.ndarray  # label code of each parsed text
+    parsed: Parsed
+    ranges: pa.Table
+    push_pop: bool  # False: start/end ranges only, which say nothing about ops
 
 
-def _take_ids(op_ids: pa.Array, rows: np.ndarray) -> pa.Array:
-    return op_ids.take(pa.array(np.where(rows >= 0, rows, 0), mask=rows < 0))
+def outline(nvtx: Ranges) -> Outline:
+    labels = pc.dictionary_encode(nvtx.parsed.label)
+    lab_of = _np(labels.indices)
+    threads, out = _outer(nvtx)
+    release_free_memory()  # the sort of every range is over; what follows is on the outermost
+    rows, tcode, st, en, op = out
+    code = nvtx.code[rows]
+    kind = nvtx.parsed.kind[code]
 
+    # Nesting of the non-op ranges left; ops and zero-length ranges hang below it as leaves.
+    around = np.flatnonzero(~op & (en > st))
+    nest = Nesting(tcode[around], st[around], en[around])
+    parent = np.full(len(rows), -1, dtype=np.int64)
+    depth = np.zeros(len(rows), dtype=np.int64)
+    parent[around] = np.where(nest.parent >= 0, around[np.maximum(nest.parent, 0)], -1)
+    depth[around] = nest.depth
+    leaves = np.flatnonzero(op | (en <= st))
+    inner = nest.innermost(tcode[leaves], st[leaves]) if len(around) else np.full(len(leaves), -1)
+    parent[leaves] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
+    depth[leaves] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
+    del around, nest, leaves, inner
+    plain, path, paths = _paths(parent, depth, kind, lab_of[code], labels.dictionary)
+    others = np.flatnonzero(kind == OTHER)
+    ranges = ranges_table(nvtx, rows[others], depth[others], lab_of, labels.dictionary)
+    del others, depth
 
-def _ops_table(
-    op_rows: np.ndarray,
-    table: pa.Table,
-    labels: pa.Array,
-    parsed: _Parsed,
-    tix: np.ndarray,
-    kind: np.ndarray,
-    parent: np.ndarray,
-    paths: np.ndarray,
-    plain: np.ndarray,
-    kernels: pa.Table,
-    memory: pa.Table,
-    k_row: np.ndarray,
-    m_row: np.ndarray,
-) -> tuple[pa.Table, pa.Array]:
-    rows = pa.array(op_rows, pa.int64())
-    n_ops = len(op_rows)
-    op_type = labels.take(rows)
-    # Scope: a DLProf record's marker gives the module path; otherwise the plain ranges around it.
+    op_rows = np.flatnonzero(op)
+    op_rows = op_rows[np.argsort(st[op_rows], kind="stable")]  # start order, then thread order
     par = parent[op_rows]
-    marker = (par >= 0) & (kind[np.maximum(par, 0)] == DLPROF_MARKER)
-    fs_all = pa.array(parsed.func_stack, pa.string())
-    fs = fs_all.take(pa.array(np.where(marker, tix[np.maximum(par, 0)], 0), mask=~marker))
+    marker = np.where((par >= 0) & (kind[np.maximum(par, 0)] == DLPROF_MARKER), code[par], -1)
     up = plain[op_rows]
-    scope_plain = pa.array(np.where(up >= 0, paths[np.maximum(up, 0)], None), pa.string())
-    scope = pc.coalesce(pc.replace_substring_regex(fs, r"/[^/]*$", ""), scope_plain)
-    name = pc.coalesce(
-        fs, pc.binary_join_element_wise(scope_plain, op_type, "/", null_handling="skip")
-    )
-    # op_id "<type>_<n>": n counts instances of the type in start order (DLProf's CONV2D_1, ...).
-    codes = _np(pc.dictionary_encode(op_type).indices)
-    by_type = np.argsort(codes, kind="stable")
-    sorted_codes = codes[by_type]
-    first = np.searchsorted(sorted_codes, sorted_codes, "left")
-    nth = np.empty(n_ops, dtype=np.int64)
-    nth[by_type] = np.arange(n_ops) - first + 1
-    op_ids = pc.binary_join_element_wise(op_type, pa.array(nth).cast(pa.string()), "_")
+    scope_path = np.where(up >= 0, path[np.maximum(up, 0)], -1)
+    del par, up, parent, plain, path, kind
 
-    k_ok = k_row >= 0
-    k_dur = _np(kernels["duration_ns"], 0) if kernels.num_rows else np.zeros(0, dtype=np.int64)
-    gpu = np.bincount(k_row[k_ok], weights=k_dur[k_ok], minlength=n_ops).astype(np.int64)
-    calls = np.bincount(k_row[k_ok], minlength=n_ops).astype(np.int64)
-    m_ok = m_row >= 0
-    m_dur = _np(memory["duration_ns"], 0) if memory.num_rows else np.zeros(0, dtype=np.int64)
-    mem = np.bincount(m_row[m_ok], weights=m_dur[m_ok], minlength=n_ops).astype(np.int64)
-    device = np.full(n_ops, np.iinfo(np.int64).max, dtype=np.int64)
-    if k_ok.any():
-        np.minimum.at(device, k_row[k_ok], _np(kernels["device_id"])[k_ok])
-    gtid = table["gtid"].take(rows)
-    shapes = pa.array(parsed.shapes, pa.string()).take(pa.array(tix[op_rows]))
-    ops = pa.table(
-        {
-            "op_id": op_ids,
-            "name": name,
-            "type": op_type,
-            "scope": scope,
-            "direction": pc.if_else(
-                pc.match_substring_regex(op_type, r"Backward\d*$"), "bprop", None
-            ),
-            "dtype": pa.array(parsed.dtype, pa.string()).take(pa.array(tix[op_rows])),
-            "input_shapes": shapes,
-            "device_id": pa.array(device, mask=device == np.iinfo(np.int64).max),
-            "process_id": pid_of(gtid),
-            "thread_id": pc.bit_wise_and(gtid, 0xFFFFFF),
-            "start_ns": table["start"].take(rows),
-            "calls": pa.array(np.ones(n_ops, dtype=np.int64)),
-            "cpu_ns": pc.subtract(table["end"].take(rows), table["start"].take(rows)),
-            "gpu_ns": pa.array(gpu),
-            "gpu_total_ns": pa.array(gpu + mem),
-            "kernel_calls": pa.array(calls),
-        }
-    )
-    return ops, op_ids
+    table_row = np.full(len(rows), -1, dtype=np.int64)
+    table_row[op_rows] = np.arange(len(op_rows))
+    top = np.flatnonzero(op & (en > st))  # disjoint per thread, in (thread, start) order
+    tops = (tcode[top], st[top], en[top], table_row[top])
+    del top, table_row, tcode, st, en, op
+    rows = rows[op_rows]
+    return Outline(
+        threads, tops, nvtx.start[rows], nvtx.end[rows], nvtx.gtid[rows], code[op_rows], marker,
+        scope_path, paths, labels.dictionary, lab_of, nvtx.parsed, ranges,
+        not nvtx.start_end.all(),
+    )  # fmt: skip
 
 
-def _ranges_table(
-    rows_np: np.ndarray,
-    table: pa.Table,
-    labels: pa.Array,
-    domains: dict[int, str],
-    depth: np.ndarray,
-) -> pa.Table:
-    rows = pa.array(rows_np, pa.int64())
-    dom = _np(table["domain"].take(rows), 0)
-    known = np.array(sorted(domains), dtype=np.int64)
-    names = pa.array([domains[int(k)] for k in known], pa.string())
-    pos = pc.index_in(pa.array(dom), value_set=pa.array(known, pa.int64()))
-    unnamed = pc.if_else(
-        pc.equal(pa.array(dom), 0),
-        None,
-        pc.binary_join_element_wise("domain ", pa.array(dom).cast(pa.string()), ""),
-    )
-    gtid = table["gtid"].take(rows)
-    return pa.table(
-        {
-            "name": labels.take(rows),
-            "domain": pc.coalesce(names.take(pos), unnamed),
-            "process_id": pid_of(gtid),
-            "thread_id": pc.bit_wise_and(gtid, 0xFFFFFF),
-            "start_ns": table["start"].take(rows),
-            "end_ns": table["end"].take(rows),
-            "depth": pa.array(depth[rows_np].astype(np.int32)),
-        }
-    )
+def attribute(handed: list[Outline | None], kernels: Launches, memory: Launches) -> Attribution:
+    """Op of every kernel and memory row (through the thread and time of its launching call), the
+    op rows themselves, and the non-op ranges. The outline is taken out of ``handed`` so that
+    its arrays, a few hundred MiB on a big export, go as soon as they are used."""
+    nvtx = handed.pop()
+    if nvtx is None:
+        return Attribution(_no_op(len(kernels.time)), _no_op(len(memory.time)), None, None)
+    k_row = _op_row(kernels, nvtx.threads, *nvtx.top)
+    m_row = _op_row(memory, nvtx.threads, *nvtx.top)
+    ops = ops_columns(nvtx.start, nvtx.end, nvtx.gtid, k_row, m_row, kernels, memory)
+    code, lab_of, labels, push_pop, ranges = (
+        nvtx.code, nvtx.lab_of, nvtx.labels, nvtx.push_pop, nvtx.ranges,
+    )  # fmt: skip
+    # Two string jobs that share nothing: the op ids (and the kernels' and copies' columns of
+    # them) here, the name columns in a second thread; Arrow builds strings without the GIL.
+    with ThreadPoolExecutor(1) as pool:
+        names = pool.submit(
+            ops_names, code, nvtx.marker, nvtx.scope_path, nvtx.paths, labels, lab_of, nvtx.parsed
+        )
+        del nvtx  # the thread holds what it needs; the rest of the outline goes now
+        ids = op_ids(lab_of[code], labels)
+        k_col, m_col = op_id_column(ids, k_row), op_id_column(ids, m_row)
+        del k_row, m_row
+        ops["op_id"] = pa.DictionaryArray.from_arrays(
+            pa.array(np.arange(len(ids), dtype=np.int32)), ids
+        )
+        ops |= names.result()
+    if not push_pop:
+        return Attribution(_no_op(len(k_col)), _no_op(len(m_col)), None, ranges)
+    return Attribution(k_col, m_col, pa.table(ops), ranges)
+
+
+def _op_row(
+    launch: Launches,
+    threads: np.ndarray,
+    tcode: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    table_row: np.ndarray,
+) -> np.ndarray:
+    """Ops-table row of the outermost op open on the launching thread at the launch (-1: none)."""
+    tq = np.minimum(np.searchsorted(threads, launch.gtid), max(len(threads) - 1, 0))
+    known = launch.found & (len(threads) > 0) & (threads[tq] == launch.gtid)
+    hit = find_open(tcode, start, end, np.where(known, tq, -1), launch.time)
+    return np.where(hit >= 0, table_row[np.maximum(hit, 0)], -1)
+
+
+def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Threads, and the push/pop ranges outside every op in (thread, start, -end) order: their
+    rows in ``nvtx``, thread codes, starts, ends and whether each is an op."""
+    push_pop = np.flatnonzero(~nvtx.start_end)
+    threads, tcode = thread_codes(nvtx.gtid[push_pop])
+    order = time_order(tcode, nvtx.start[push_pop], nvtx.end[push_pop])
+    rows, tcode = push_pop[order], tcode[order]
+    del push_pop, order
+    st, en = nvtx.start[rows], nvtx.end[rows]
+    op = is_op(nvtx.parsed.kind[nvtx.code[rows]])
+    # Everything inside an op is the op's business: keep the outermost ops and what is around them.
+    keep = np.flatnonzero(~inside_op(tcode, st, en, op & (en > st)))
+    return threads, (rows[keep], tcode[keep], st[keep], en[keep], op[keep])
+
+
+def _no_op(n: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.nulls(n, pa.int32()), pa.array([], pa.string()))
+
+
+def _paths(
+    parent: np.ndarray, depth: np.ndarray, kind: np.ndarray, lab: np.ndarray, labels: pa.Array
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Nearest plain (non-op, non-marker) ancestor of each range, and for plain ranges their scope
+    path ("outer/inner"), as codes into a list of distinct paths built level by level."""
+    n = len(parent)
+    plain = np.full(n, -1, dtype=np.int64)
+    path = np.full(n, -1, dtype=np.int64)
+    paths: list[str] = []
+    n_lab = len(labels) + 1
+    by_depth = np.argsort(depth, kind="stable")
+    for idx in np.split(by_depth, np.cumsum(np.bincount(depth))[:-1]) if n else []:
+        par = parent[idx]
+        pp = np.maximum(par, 0)
+        plain[idx] = np.where(par >= 0, np.where(kind[pp] == OTHER, pp, plain[pp]), -1)
+        mine = idx[kind[idx] == OTHER]
+        if not len(mine):
+            continue
+        up = plain[mine]
+        pair = (np.where(up >= 0, path[np.maximum(up, 0)], -1) + 1) * n_lab + lab[mine]
+        uniq, inverse = np.unique(pair, return_inverse=True)
+        names = labels.take(pa.array(uniq % n_lab)).to_pylist()
+        prefixes = uniq // n_lab - 1
+        path[mine] = len(paths) + inverse.reshape(-1)
+        paths += [
+            name if pre < 0 else f"{paths[pre]}/{name}"
+            for pre, name in zip(prefixes.tolist(), names, strict=True)
+        ]
+    return plain, path, paths

@@ -1,18 +1,19 @@
 """Reader for Nsight Systems SQLite exports (``nsys export --type sqlite``), 2022.x to 2026.x.
 
-An export of a real training run holds millions of kernel launches, so bulk columns go straight
-from SQLite into Arrow (ADBC when installed, ``sqlite3`` otherwise) and every join is an Arrow hash
-lookup; Python only touches metadata and the few distinct strings. Names are ids into ``StringIds``
-and are turned into dictionary columns without ever materialising one string per launch.
-
-The export's schema changes between releases (``EXPORT_META_DATA`` became ``META_DATA_EXPORT``,
-``TARGET_INFO_GPU`` can be absent, columns come and go), so every optional table and column is
-looked up, never assumed. NVTX op attribution lives in :mod:`tcreport.ingest.nsys_nvtx`.
+An export of a real training run holds millions of kernel launches and tens of millions of NVTX
+ranges, so the bulk tables are scanned once, in parallel rowid ranges, straight into Arrow
+(:mod:`tcreport.ingest._nsys_db`), and every join is an Arrow hash lookup or a numpy binary
+search; Python only touches metadata and distinct strings. Names are ids into ``StringIds`` and
+become dictionary columns without one string per launch. The time span and the device list come
+from the rows already read, not from extra scans. Metadata lives in
+:mod:`tcreport.ingest._nsys_meta`, NVTX op attribution in :mod:`tcreport.ingest.nsys_nvtx`.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +22,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.errors import InputError
-from tcreport.ingest import _sqlite
-from tcreport.ingest.nsys_nvtx import attribute, pid_of, read_ranges
-from tcreport.model import (
-    Gpu,
-    Granularity,
-    IterationInfo,
-    ReportedFigures,
-    Run,
-    RunMeta,
-    SourceFormat,
+from tcreport.ingest import _nsys_meta, _sqlite
+from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
+from tcreport.ingest._nsys_tables import dict_column, pid_of
+from tcreport.ingest.nsys_nvtx import (
+    Launches,
+    Outline,
+    attribute,
+    merge_ranges,
+    nvtx_scans,
+    outline,
 )
+from tcreport.model import Run
 from tcreport.schema import MemoryKind, TableKind, conform
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -41,7 +43,6 @@ MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 NVTX_TABLE = "NVTX_EVENTS"
 _ACTIVITY_TABLES = (KERNEL_TABLE, RUNTIME_TABLE, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE)
-_META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 
 #: CUPTI_ActivityMemcpyKind (the export's own ENUM_CUDA_MEMCPY_OPER table says the same).
 _COPY_KINDS: dict[int, MemoryKind] = {
@@ -54,6 +55,17 @@ _COPY_KINDS: dict[int, MemoryKind] = {
     12: MemoryKind.DTOH,
     13: MemoryKind.DTOD,
 }
+_KERNEL_COLS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "shortName")
+_KERNEL_OPT = ("demangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+_GEOMETRY = {"gridX": "grid_x", "gridY": "grid_y", "gridZ": "grid_z"} | {
+    "blockX": "block_x",
+    "blockY": "block_y",
+    "blockZ": "block_z",
+}
+_EMPTY_KERNELS = [
+    (n, pa.int64()) for n in ("start", "duration", "stream", "corr", "pid", "short")
+] + [("device", pa.int32())]
+_MEMORY_COLS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
 
 
 def sniff(path: Path) -> bool:
@@ -73,11 +85,9 @@ def sniff(path: Path) -> bool:
 
 def read(path: Path) -> Run:
     with _sqlite.connect(path) as con:
-        db = NsysDb(path, con)
-        try:
-            return _read(db)
-        finally:
-            db.close()
+        run = _read(NsysDb(path, con))
+    release_free_memory()  # the analysis that follows starts from the tables alone
+    return run
 
 
 def _read(db: NsysDb) -> Run:
@@ -88,155 +98,200 @@ def _read(db: NsysDb) -> Run:
             "no CUDA or NVTX activity tables; was the profile run with --trace=cuda,nvtx?", db.path
         )
     sid_ids, sid_values = read_string_ids(db)
-    runtime = _runtime(db)
-    kernels = _kernels(db, sid_ids, sid_values, runtime)
-    memory = _memory(db, runtime)
-    origin, last_end = _time_span(db)
-    att = attribute(read_ranges(db, sid_ids, sid_values), runtime, kernels, memory)
-    kernels = kernels.append_column("op_id", att.kernel_op_id)
-    memory = memory.append_column("op_id", att.memory_op_id)
-    iterations = conform(
-        {"iteration": [0], "start_ns": [origin], "end_ns": [last_end]}, TableKind.ITERATIONS
-    )
-    for_iter = pa.array(np.zeros(kernels.num_rows, dtype=np.int32))
-    kernels = kernels.append_column("iteration", for_iter)
-    memory = memory.append_column("iteration", pa.array(np.zeros(memory.num_rows, dtype=np.int32)))
+    jobs: dict[str, list[Scan[Any]]] = {  # biggest first, so the pool ends evenly
+        NVTX_TABLE: nvtx_scans(db, sid_ids, sid_values),
+        KERNEL_TABLE: _kernel_scans(db),
+        RUNTIME_TABLE: _runtime_scans(db),
+        MEMCPY_TABLE: _memory_scans(db, MEMCPY_TABLE, '"copyKind"'),
+        MEMSET_TABLE: _memory_scans(db, MEMSET_TABLE, "-1"),
+    }
+    flat = db.scan([s for group in jobs.values() for s in group])
+    done: dict[str, list[Any]] = {}
+    for table, group in jobs.items():
+        done[table], flat = flat[: len(group)], flat[len(group) :]
+    spans = {t: _span(parts) for t, parts in done.items() if parts}
+
+    # The NVTX side (nesting, op outlines) and the kernel side (launch joins) do not meet until
+    # attribution: each gets a thread, and numpy and Arrow let them run on two cores at once.
+    with ThreadPoolExecutor(1) as pool:
+        nvtx = pool.submit(_outline, done.pop(NVTX_TABLE))
+        runtime = _table(done.pop(RUNTIME_TABLE), ("key", "start", "gtid"))
+        kernels = _table(done.pop(KERNEL_TABLE), _kernel_columns(db))
+        kernels = _kernels(db, kernels, sid_ids, sid_values)
+        memory = _table(done.pop(MEMCPY_TABLE) + done.pop(MEMSET_TABLE), (*_MEMORY_COLS, "kind"))
+        memory = _memory(memory)
+        k_launch, m_launch = _launches(runtime, kernels, memory)
+        del runtime
+        kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
+        handed = [nvtx.result()]
+        del nvtx  # a Future keeps its result: attribute() must hold the only reference
+        att = attribute(handed, k_launch, m_launch)
+    del k_launch, m_launch
+    release_free_memory()
+
+    origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE), spans)
+    zeros = np.zeros(kernels.num_rows, dtype=np.int32)
+    kernels = kernels.append_column("op_id", att.kernel_op_id).append_column("iteration", [zeros])
+    zeros = np.zeros(memory.num_rows, dtype=np.int32)
+    memory = memory.append_column("op_id", att.memory_op_id).append_column("iteration", [zeros])
     ops = att.ops
     if ops is not None:
-        ops = ops.append_column("iteration", pa.array(np.zeros(ops.num_rows, dtype=np.int32)))
-    meta = _meta(db, wall_ns=last_end - origin, has_ops=ops is not None)
+        ops = ops.append_column("iteration", [np.zeros(ops.num_rows, dtype=np.int32)])
+    devices = [d for d in pc.unique(kernels["device_id"]).to_pylist() if d is not None]
+    meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices)
     return Run(
         meta=meta,
         kernels=conform(kernels, TableKind.KERNELS),
         memory=conform(memory, TableKind.MEMORY),
         ops=None if ops is None else conform(ops, TableKind.OPS),
-        iterations=iterations,
+        iterations=conform(
+            {"iteration": [0], "start_ns": [origin], "end_ns": [last_end]}, TableKind.ITERATIONS
+        ),
         ranges=None if att.ranges is None else conform(att.ranges, TableKind.RANGES),
     )
 
 
-# --- database access -------------------------------------------------------------------------
-
-
-class NsysDb:
-    """One export opened twice: ``sqlite3`` (lenient text, metadata) and, when the optional ADBC
-    driver is installed, an ADBC connection that hands bulk columns to Arrow without Python rows."""
-
-    def __init__(self, path: Path, con: sqlite3.Connection) -> None:
-        self.path = path
-        self.con = con
-        self.tables = _sqlite.table_names(con, path)
-        self._cols: dict[str, list[str]] = {}
-        self._adbc = _open_adbc(path)
-
-    def close(self) -> None:
-        if self._adbc is not None:
-            self._adbc.close()
-
-    def columns(self, table: str) -> list[str]:
-        if table not in self.tables:
-            return []
-        if table not in self._cols:
-            try:
-                self._cols[table] = _sqlite.columns(self.con, table)
-            except sqlite3.DatabaseError as exc:
-                raise InputError(
-                    f"corrupt or unreadable SQLite database: {exc}", self.path
-                ) from exc
-        return self._cols[table]
-
-    def rows(self, sql: str, params: tuple[str, ...] = ()) -> list[tuple[object, ...]]:
-        try:
-            return list(self.con.execute(sql, params))
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"corrupt or unreadable SQLite database: {exc}", self.path) from exc
-
-    def scalar_row(self, sql: str) -> tuple[object, ...]:
-        rows = self.rows(sql)
-        return rows[0] if rows else (None,)
-
-    def arrow(self, sql: str, names: list[str]) -> pa.Table:
-        """Rows of ``sql`` as Arrow. ADBC first; its strings are taken only when valid UTF-8 (nsys
-        stores some blobs as TEXT), else the lenient ``sqlite3`` path reads the same query."""
-        if self._adbc is not None:
-            try:
-                cur = self._adbc.cursor()
-                try:
-                    cur.execute(sql)
-                    table: pa.Table = cur.fetch_arrow_table()
-                finally:
-                    cur.close()
-                if any(pa.types.is_string(t) for t in table.schema.types):
-                    table.validate(full=True)
-                return table.rename_columns(names)
-            except (pa.ArrowInvalid, _adbc_errors()):
-                pass  # fall through to sqlite3, which maps real corruption to InputError
-        return _sqlite.query_arrow(self.con, sql, names, self.path)
-
-    @staticmethod
-    def int64(table: pa.Table) -> pa.Table:
-        """Empty or all-null columns come back typed ``null``; make integer columns integers."""
-        cols = [c if pa.types.is_string(c.type) else c.cast(pa.int64()) for c in table.columns]
-        return pa.table(cols, names=table.column_names)
-
-
-def _adbc_errors() -> type[Exception]:
-    try:
-        import adbc_driver_manager
-    except ImportError:  # pragma: no cover - only reached when ADBC vanished mid-read
-        return sqlite3.Error
-    err: type[Exception] = adbc_driver_manager.Error
-    return err
-
-
-def _open_adbc(path: Path) -> Any:
-    try:
-        import adbc_driver_sqlite.dbapi as adbc
-    except ImportError:
-        return None
-    try:
-        con: Any = adbc.connect(f"file:{path.resolve().as_posix()}?mode=ro")
-    except _adbc_errors():
-        return None
-    return con
+def _outline(chunks: list[Any]) -> Outline | None:
+    ranges = merge_ranges(chunks) if chunks else None
+    return outline(ranges) if ranges is not None and len(ranges.start) else None
 
 
 def read_string_ids(db: NsysDb) -> tuple[pa.Array, pa.Array]:
-    t = db.arrow("SELECT id, value FROM StringIds", ["id", "value"])
-    ids = t.column("id").cast(pa.int64()).combine_chunks()
-    values = t.column("value").cast(pa.string()).combine_chunks()
-    return ids, values
+    def fold(batches: Iterator[pa.RecordBatch]) -> tuple[pa.Array, pa.Array]:
+        ids, values = [pa.array([], pa.int64())], [pa.array([], pa.string())]
+        for b in batches:
+            ids.append(int64(b, "id"))
+            values.append(string(b, "value"))
+        return pa.concat_arrays(ids), pa.concat_arrays(values)
+
+    scan = Scan("SELECT id, value FROM StringIds", ("id", "value"), fold)
+    result: tuple[pa.Array, pa.Array] = db.scan([scan])[0]
+    return result
 
 
-def resolve_names(
-    ids: pa.ChunkedArray, sid_ids: pa.Array, sid_values: pa.Array
-) -> pa.DictionaryArray:
+def resolve_names(ids: pa.Array, sid_ids: pa.Array, sid_values: pa.Array) -> pa.DictionaryArray:
     """Name ids to a dictionary column holding only the names used, built with integer ops."""
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
     pos = pc.index_in(ids, value_set=sid_ids)
     used = pc.unique(pc.drop_null(pos))
     indices = pc.index_in(pos, value_set=used).cast(pa.int32())
     return pa.DictionaryArray.from_arrays(indices, sid_values.take(used))
 
 
-# --- bulk tables -----------------------------------------------------------------------------
+# --- scans: each rowid range folds its batches into int64 batches and its (first, last) span --
 
 
-def _runtime(db: NsysDb) -> pa.Table:
-    """CUDA runtime/driver API calls: the CPU side of every launch (launch time, thread)."""
-    cols = db.columns(RUNTIME_TABLE)
-    if not {"start", "end", "correlationId", "globalTid"} <= set(cols):
-        return pa.table({n: pa.array([], pa.int64()) for n in ("start", "end", "corr", "gtid")})
-    t = db.arrow(
-        f'SELECT start, "end", correlationId, globalTid FROM {RUNTIME_TABLE} '
-        "WHERE correlationId IS NOT NULL",
-        ["start", "end", "corr", "gtid"],
-    )
-    return db.int64(t)
+@dataclass(frozen=True)
+class _Rows:
+    batches: list[pa.RecordBatch]
+    span: _nsys_meta.Span  # of every row scanned, kept or not
 
 
-def _launch_key(corr: pa.ChunkedArray | pa.Array, pid: pa.ChunkedArray | pa.Array) -> pa.Array:
+def _rows_fold(
+    names: tuple[str, ...], keep: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], _Rows]:
+    def fold(batches: Iterator[pa.RecordBatch]) -> _Rows:
+        out: list[pa.RecordBatch] = []
+        lo: int | None = None
+        hi: int | None = None
+        for raw in batches:
+            b = pa.record_batch([int64(raw, n) for n in names], names=list(names))
+            first, last = pc.min(b["start"]).as_py(), pc.max(b["end"]).as_py()
+            lo = first if lo is None or (first is not None and first < lo) else lo
+            hi = last if hi is None or (last is not None and last > hi) else hi
+            out.append(b if keep is None else keep(b))
+        return _Rows(out, (lo, hi))
+
+    return fold
+
+
+def _span(parts: list[Any]) -> _nsys_meta.Span:
+    firsts = [p.span[0] for p in parts if p.span[0] is not None]
+    lasts = [p.span[1] for p in parts if p.span[1] is not None]
+    return (min(firsts) if firsts else None, max(lasts) if lasts else None)
+
+
+def _table(parts: list[_Rows], names: tuple[str, ...]) -> pa.Table:
+    batches = [b for p in parts for b in p.batches]
+    if not batches:
+        return pa.table({n: pa.array([], pa.int64()) for n in names})
+    return pa.Table.from_batches(batches)
+
+
+def _kernel_columns(db: NsysDb) -> tuple[str, ...]:
+    cols = set(db.columns(KERNEL_TABLE))
+    return (*_KERNEL_COLS, *(c for c in _KERNEL_OPT if c in cols))
+
+
+def _kernel_scans(db: NsysDb) -> list[Scan[_Rows]]:
+    cols = set(db.columns(KERNEL_TABLE))
+    if not cols:
+        return []
+    if not set(_KERNEL_COLS) <= cols:
+        missing = sorted(set(_KERNEL_COLS) - cols)
+        raise InputError(
+            f"{KERNEL_TABLE} lacks columns {missing}; unsupported export version", db.path
+        )
+    names = _kernel_columns(db)
+    sel = ", ".join(f'"{c}"' for c in names)
+    fold = _rows_fold(names, _compact_kernels)
+    return [
+        Scan(f"SELECT {sel} FROM {KERNEL_TABLE} {w}", names, fold) for w in db.chunks(KERNEL_TABLE)
+    ]
+
+
+def _compact_kernels(b: pa.RecordBatch) -> pa.RecordBatch:
+    """The columns as the kernels table keeps them, made while the batch is hot: 32-bit where the
+    schema says so, the duration instead of the end, the pid instead of the global pid. Columns
+    kept as they are get copied: one column of an imported ADBC batch keeps all of it alive."""
+    copy = pa.concat_arrays
+    cols: dict[str, pa.Array] = {
+        "start": copy([b["start"]]),
+        "duration": pc.subtract(b["end"], b["start"]),
+        "device": b["deviceId"].cast(pa.int32()),
+        "stream": copy([b["streamId"]]),
+        "corr": copy([b["correlationId"]]),
+        "pid": pid_of(b["globalPid"]),
+        "short": copy([b["shortName"]]),
+    }
+    if "demangledName" in b.schema.names:
+        cols["long"] = copy([b["demangledName"]])
+    for c, name in _GEOMETRY.items():
+        if c in b.schema.names:
+            cols[name] = b[c].cast(pa.int32())
+    return pa.record_batch(cols)
+
+
+def _runtime_scans(db: NsysDb) -> list[Scan[_Rows]]:
+    """CUDA runtime/driver API calls: the CPU side of every launch (launch time, thread). Only
+    calls with a correlation id are kept, as a join key that carries the pid (see _launch_key)."""
+    if not {"start", "end", "correlationId", "globalTid"} <= set(db.columns(RUNTIME_TABLE)):
+        return []
+
+    def keep(b: pa.RecordBatch) -> pa.RecordBatch:
+        b = b.filter(pc.is_valid(b["corr"]))
+        key = _launch_key(b["corr"], pid_of(b["gtid"]))
+        return pa.record_batch([key, b["start"], b["gtid"]], names=["key", "start", "gtid"])
+
+    names = ("start", "end", "corr", "gtid")
+    sql = f'SELECT start, "end", correlationId, globalTid FROM {RUNTIME_TABLE}'
+    fold = _rows_fold(names, keep)
+    return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(RUNTIME_TABLE)]
+
+
+def _memory_scans(db: NsysDb, table: str, kind: str) -> list[Scan[_Rows]]:
+    need = set(_MEMORY_COLS) | ({"copyKind"} if kind != "-1" else set())
+    if not need <= set(db.columns(table)):
+        return []
+    names = (*_MEMORY_COLS, "kind")
+    sel = ", ".join(f'"{c}"' for c in _MEMORY_COLS)
+    fold = _rows_fold(names)
+    return [Scan(f"SELECT {sel}, {kind} FROM {table} {w}", names, fold) for w in db.chunks(table)]
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def _launch_key(corr: pa.Array | pa.ChunkedArray, pid: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Correlation ids are unique per process only (CUPTI's are 32-bit), so the join key carries
     the pid in the high bits."""
     c = np.asarray(pc.fill_null(corr, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -244,241 +299,94 @@ def _launch_key(corr: pa.ChunkedArray | pa.Array, pid: pa.ChunkedArray | pa.Arra
     return pa.array((p << 32) | (c & 0xFFFFFFFF))
 
 
-def runtime_index(runtime: pa.Table, corr: pa.ChunkedArray, pid: pa.ChunkedArray) -> pa.Array:
-    """Row of ``runtime`` that launched each activity row (null where none), by (pid, corr)."""
-    rkey = _launch_key(runtime.column("corr"), pid_of(runtime.column("gtid")))
-    return pc.index_in(_launch_key(corr, pid), value_set=rkey)
+def _launches(runtime: pa.Table, kernels: pa.Table, memory: pa.Table) -> tuple[Launches, Launches]:
+    """The runtime call behind every kernel and memory row, by (pid, correlation id); the first
+    call with the key wins. A stable sort and a binary search: the keys come nearly in order,
+    which makes this several times cheaper than a hash lookup into millions of calls."""
+    keys = np.concatenate(
+        [
+            _np(_launch_key(kernels["correlation_id"], kernels["process_id"])),
+            _np(_launch_key(memory["correlation_id"], memory["process_id"])),
+        ]
+    )
+    rkeys = _np(runtime["key"])
+    by_key = np.argsort(rkeys, kind="stable")
+    sorted_keys = rkeys[by_key]
+    pos = np.minimum(np.searchsorted(sorted_keys, keys, "left"), max(len(rkeys) - 1, 0))
+    found = (sorted_keys[pos] == keys) if len(rkeys) else np.zeros(len(keys), dtype=bool)
+    row = np.where(found, by_key[pos] if len(rkeys) else 0, 0)
+    del rkeys, by_key, sorted_keys, pos
+    gtid = np.where(found, _np(runtime["gtid"])[row] if len(row) and found.any() else -1, -1)
+    time = np.where(found, _np(runtime["start"])[row] if len(row) and found.any() else 0, 0)
+    n = kernels.num_rows
+    k = Launches(
+        gtid[:n], time[:n], found[:n], _view(kernels["duration_ns"], 0), _view(kernels["device_id"])
+    )
+    m = Launches(gtid[n:], time[n:], found[n:], _view(memory["duration_ns"], 0), None)
+    return k, m
 
 
-def _kernels(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array, runtime: pa.Table) -> pa.Table:
-    cols = set(db.columns(KERNEL_TABLE))
-    want = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "shortName"]
-    if not cols:
-        cols = set()
-    elif not set(want) <= cols:
-        missing = sorted(set(want) - cols)
-        raise InputError(
-            f"{KERNEL_TABLE} lacks columns {missing}; unsupported export version", db.path
-        )
-    opt = [
-        c
-        for c in ("demangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
-        if c in cols
-    ]
-    names = want + opt
-    if cols:
-        sel = ", ".join(f'"{c}"' for c in names)
-        raw = db.int64(db.arrow(f"SELECT {sel} FROM {KERNEL_TABLE} ORDER BY start", names))
-    else:
-        raw = pa.table({n: pa.array([], pa.int64()) for n in names})
-    pid = pid_of(raw.column("globalPid"))
-    rt = runtime_index(runtime, raw.column("correlationId"), pid)
-    out: dict[str, pa.Array | pa.ChunkedArray] = {
-        "name": resolve_names(raw.column("shortName"), sid_ids, sid_values),
-        "long_name": resolve_names(raw.column("demangledName"), sid_ids, sid_values)
-        if "demangledName" in opt
-        else pa.nulls(raw.num_rows, pa.string()),
-        "device_id": raw.column("deviceId"),
-        "process_id": pid,
-        "stream_id": raw.column("streamId"),
-        "correlation_id": raw.column("correlationId"),
-        "start_ns": raw.column("start"),
-        "duration_ns": pc.subtract(raw.column("end"), raw.column("start")),
-        "calls": pa.array(np.ones(raw.num_rows, dtype=np.int64)),
-        "launch_ns": runtime.column("start").take(rt),
-        "_rt": rt,
-    }
-    for c, n in (("gridX", "grid_x"), ("gridY", "grid_y"), ("gridZ", "grid_z")):
-        if c in opt:
-            out[n] = raw.column(c)
-    for c, n in (("blockX", "block_x"), ("blockY", "block_y"), ("blockZ", "block_z")):
-        if c in opt:
-            out[n] = raw.column(c)
-    if pc.any(pc.is_null(out["name"])).as_py():
+def _view(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
+    """A column as a read-only numpy array: no copy when it is one chunk without nulls."""
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
+        col = col.chunk(0)
+    if isinstance(col, pa.Array) and col.null_count == 0:
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return _np(col, fill)
+
+
+def _np(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array) -> pa.Table:
+    if raw.num_rows == 0:
+        raw = pa.table({n: pa.array([], t) for n, t in _EMPTY_KERNELS})
+    start = _np(raw["start"])
+    if len(start) > 1 and bool((start[1:] < start[:-1]).any()):
+        raw = raw.take(pa.array(np.argsort(start, kind="stable")))  # exports are nearly in order
+    del start
+    names = resolve_names(raw["short"].combine_chunks(), sid_ids, sid_values)
+    if names.null_count:
         raise InputError(f"{KERNEL_TABLE}: kernel name ids missing from StringIds", db.path)
+    n = raw.num_rows
+    out: dict[str, pa.Array | pa.ChunkedArray] = {
+        "name": names,
+        "long_name": resolve_names(raw["long"].combine_chunks(), sid_ids, sid_values)
+        if "long" in raw.column_names
+        else pa.nulls(n, pa.string()),
+        "device_id": raw["device"],
+        "process_id": raw["pid"],
+        "stream_id": raw["stream"],
+        "correlation_id": raw["corr"],
+        "start_ns": raw["start"],
+        "duration_ns": raw["duration"],
+        "calls": pa.array(np.ones(n, dtype=np.int64)),
+    }
+    for name in _GEOMETRY.values():
+        if name in raw.column_names:
+            out[name] = raw[name]
     return pa.table(out)
 
 
-def _memory(db: NsysDb, runtime: pa.Table) -> pa.Table:
-    parts: list[pa.Table] = []
-    base = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"]
-    if set(base + ["copyKind"]) <= set(db.columns(MEMCPY_TABLE)):
-        sel = ", ".join(f'"{c}"' for c in base + ["copyKind"])
-        t = db.int64(db.arrow(f"SELECT {sel} FROM {MEMCPY_TABLE}", base + ["kind"]))
-        parts.append(t)
-    if set(base) <= set(db.columns(MEMSET_TABLE)):
-        sel = ", ".join(f'"{c}"' for c in base)
-        t = db.int64(db.arrow(f"SELECT {sel}, -1 FROM {MEMSET_TABLE}", base + ["kind"]))
-        parts.append(t)
-    if parts:
-        raw = pa.concat_tables(parts).sort_by("start")
-    else:
-        raw = pa.table({n: pa.array([], pa.int64()) for n in base + ["kind"]})
+def _memory(raw: pa.Table) -> pa.Table:
+    raw = raw.sort_by("start")
     codes = np.array([-1, *_COPY_KINDS], dtype=np.int64)
     labels = pa.array([MemoryKind.MEMSET.value, *(k.value for k in _COPY_KINDS.values())])
-    pos = pc.index_in(raw.column("kind"), value_set=pa.array(codes))
-    kind = pc.fill_null(labels.take(pos), MemoryKind.MEMCPY_OTHER.value)
-    pid = pid_of(raw.column("globalPid"))
+    pos = _np(pc.index_in(raw["kind"], value_set=pa.array(codes)), len(codes))
+    labels = pa.concat_arrays([labels, pa.array([MemoryKind.MEMCPY_OTHER.value])])
+    kind = dict_column(pos, labels)
     return pa.table(
         {
             "kind": kind,
             "name": kind,
-            "device_id": raw.column("deviceId"),
-            "process_id": pid,
-            "stream_id": raw.column("streamId"),
-            "correlation_id": raw.column("correlationId"),
-            "start_ns": raw.column("start"),
-            "duration_ns": pc.subtract(raw.column("end"), raw.column("start")),
+            "device_id": raw["deviceId"],
+            "process_id": pid_of(raw["globalPid"]),
+            "stream_id": raw["streamId"],
+            "correlation_id": raw["correlationId"],
+            "start_ns": raw["start"],
+            "duration_ns": pc.subtract(raw["end"], raw["start"]),
             "calls": pa.array(np.ones(raw.num_rows, dtype=np.int64)),
-            "bytes": raw.column("bytes"),
-            "_rt": runtime_index(runtime, raw.column("correlationId"), pid),
+            "bytes": raw["bytes"],
         }
     )
-
-
-def _time_span(db: NsysDb) -> tuple[int, int]:
-    """The profiled span as DLProf measured it: from the session's time origin to the end of the
-    last CUDA activity (runtime call, kernel, copy, memset, synchronisation) or NVTX range.
-
-    DLProf 1.8's ``Wall Clock Time`` for the CNN export (2,840,562,182 ns) is exactly the end of the
-    last CUDA runtime call, counted from 0: 2022 exports count time from the session start. 2026
-    exports stamp the system clock instead and give the session start as
-    ``TARGET_INFO_SESSION_START_TIME.systemClockNs``; it is the origin when it precedes the events
-    (a time-normalised export has events before it, and then 0 is the origin again).
-    """
-    lo: int | None = None
-    hi: int | None = None
-    for table in (*_ACTIVITY_TABLES, SYNC_TABLE):
-        if not {"start", "end"} <= set(db.columns(table)):
-            continue
-        first, last = db.scalar_row(f'SELECT MIN(start), MAX("end") FROM {table}')
-        if isinstance(first, int):
-            lo = first if lo is None else min(lo, first)
-        if isinstance(last, int):
-            hi = last if hi is None else max(hi, last)
-    if lo is None or hi is None:
-        return 0, 0
-    origin = 0
-    window = _derived_window_start(db)
-    if window is not None and window <= lo:
-        # A cut-down export (DERIVED_WINDOW_NS) no longer holds the session's start: its span is
-        # the window, not the hours before it.
-        return window, hi
-    if "systemClockNs" in db.columns("TARGET_INFO_SESSION_START_TIME"):
-        (clock,) = db.scalar_row("SELECT MIN(systemClockNs) FROM TARGET_INFO_SESSION_START_TIME")
-        if isinstance(clock, int) and 0 <= clock <= lo:
-            origin = clock
-    return origin, hi
-
-
-def _derived_window_start(db: NsysDb) -> int | None:
-    for table in _META_TABLES:
-        if {"name", "value"} <= set(db.columns(table)):
-            row = db.scalar_row(
-                f"SELECT value FROM {table} WHERE name = 'DERIVED_WINDOW_NS' LIMIT 1"
-            )
-            if row and isinstance(row[0], str) and "-" in row[0]:
-                start = row[0].split("-", 1)[0].strip()
-                return int(start) if start.isdigit() else None
-    return None
-
-
-# --- metadata --------------------------------------------------------------------------------
-
-
-def _meta(db: NsysDb, wall_ns: int, has_ops: bool) -> RunMeta:
-    export = _key_values(db, next((t for t in _META_TABLES if t in db.tables), None))
-    env = _key_values(db, "TARGET_INFO_SYSTEM_ENV", ("NvDriverVersion", "CudaDriverVersion"))
-    info = _system_info(db)
-    version = export.get("EXPORT_PRODUCT_VERSION") or info.get("nsysVersion")
-    driver = info.get("driverVersion") or _driver(env.get("NvDriverVersion"))
-    cuda = info.get("cudaVersion") or _cuda(env.get("CudaDriverVersion"))
-    notes: list[str] = []
-    if version is None:
-        notes.append("export metadata table missing; Nsight Systems version unknown")
-    return RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
-        path=str(db.path),
-        profiler=f"Nsight Systems {version}" if version else "Nsight Systems",
-        profiler_version=version,
-        framework=info.get("framework") or None,
-        cuda_version=cuda,
-        cudnn_version=info.get("cudnnVersion") or None,
-        driver_version=driver,
-        gpus=_gpus(db),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        reported=ReportedFigures(wall_ns=wall_ns),
-        kernel_granularity=Granularity.LAUNCH,
-        op_granularity=Granularity.LAUNCH if has_ops else Granularity.NONE,
-        files=(db.path.name,),
-        notes=tuple(notes),
-    )
-
-
-def _key_values(db: NsysDb, table: str | None, only: tuple[str, ...] = ()) -> dict[str, str]:
-    if table is None or not {"name", "value"} <= set(db.columns(table)):
-        return {}
-    sql = f"SELECT name, value FROM {table}"
-    if only:
-        sql += " WHERE name IN (" + ", ".join("?" for _ in only) + ")"
-    return {str(k): str(v) for k, v in db.rows(sql, only) if v is not None}
-
-
-def _system_info(db: NsysDb) -> dict[str, str]:
-    """DLProf adds a ``SystemInfo`` table to the export it aggregates: framework, CUDA, driver."""
-    cols = db.columns("SystemInfo")
-    if not cols:
-        return {}
-    rows = db.rows(
-        f"SELECT {', '.join(chr(34) + c + chr(34) for c in cols)} FROM SystemInfo LIMIT 1"
-    )
-    if not rows:
-        return {}
-    return {c: str(v) for c, v in zip(cols, rows[0], strict=True) if v not in (None, "")}
-
-
-def _driver(raw: str | None) -> str | None:
-    """Windows exports say ``42600`` for driver 426.00; Linux ones say ``580.95.05``."""
-    if raw is None or not raw.strip():
-        return None
-    raw = raw.strip()
-    if raw.isdigit() and len(raw) >= 4:
-        return f"{int(raw[:-2])}.{raw[-2:]}"
-    return raw
-
-
-def _cuda(raw: str | None) -> str | None:
-    """``CudaDriverVersion`` is CUDA's integer encoding (13000 = 13.0, 10010 = 10.1)."""
-    if raw is None or not raw.strip().isdigit():
-        return None
-    n = int(raw)
-    return f"{n // 1000}.{(n % 1000) // 10}" if n else None
-
-
-def _gpus(db: NsysDb) -> tuple[Gpu, ...]:
-    """CUDA devices from ``TARGET_INFO_GPU`` (absent in some 2026 exports, which then carry no GPU
-    name anywhere: only the device ids seen in the kernel table are known)."""
-    cols = set(db.columns("TARGET_INFO_GPU"))
-    gpus: dict[int, Gpu] = {}
-    if {"id", "name"} <= cols:
-        extra = [c for c in ("computeMajor", "computeMinor", "smCount") if c in cols]
-        sel = ", ".join(["id", "name", *extra])
-        for row in db.rows(f"SELECT {sel} FROM TARGET_INFO_GPU ORDER BY id"):
-            rec = dict(zip(["id", "name", *extra], row, strict=True))
-            major, minor, sms = rec.get("computeMajor"), rec.get("computeMinor"), rec.get("smCount")
-            if not isinstance(major, int) or major <= 0:
-                continue  # an integrated or display adapter nsys listed, not a CUDA device
-            dev = rec["id"]
-            if not isinstance(dev, int):
-                continue
-            gpus[dev] = Gpu(
-                device_id=dev,
-                name=str(rec["name"]) if rec["name"] else None,
-                compute_capability=f"{major}.{minor}" if isinstance(minor, int) else None,
-                sm_count=sms if isinstance(sms, int) and sms > 0 else None,
-            )
-    if "deviceId" in db.columns(KERNEL_TABLE):
-        for (dev,) in db.rows(f"SELECT DISTINCT deviceId FROM {KERNEL_TABLE} ORDER BY 1"):
-            if isinstance(dev, int) and dev not in gpus:
-                gpus[dev] = Gpu(device_id=dev)
-    return tuple(gpus[k] for k in sorted(gpus))

@@ -1,0 +1,181 @@
+"""Columns of the ops and ranges tables for the Nsight Systems reader, built from integer codes.
+
+Millions of ops share a few hundred types, scopes and dtypes: every string column here is made
+from codes into a short list of distinct strings, giving the same dictionary columns as encoding
+the strings would (distinct values, in order of first appearance) without one string per row.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.ingest._nvtx_text import Parsed
+
+if TYPE_CHECKING:
+    from tcreport.ingest.nsys_nvtx import Launches, Ranges
+
+
+def pid_of(gtid: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """nsys packs ``globalPid``/``globalTid`` as ``vm << 56 | pid << 24 | tid``."""
+    return pc.bit_wise_and(pc.shift_right(gtid, 24), 0xFFFFFF)
+
+
+def dict_column(codes: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
+    """``values[codes]`` (null where a code is negative) as a dictionary column, built from
+    integer codes: equal to dictionary-encoding the strings (distinct values, first-seen order)
+    without hashing one string per row."""
+    venc = pc.dictionary_encode(values)
+    vidx = np.asarray(pc.fill_null(venc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
+    canon = np.where(codes >= 0, vidx[np.maximum(codes, 0)] if len(vidx) else -1, -1)
+    enc = pc.dictionary_encode(pa.array(canon, mask=canon < 0))
+    return pa.DictionaryArray.from_arrays(
+        enc.indices.cast(pa.int32()), venc.dictionary.take(enc.dictionary)
+    )
+
+
+def op_id_column(op_ids: pa.Array, rows: np.ndarray) -> pa.DictionaryArray:
+    enc = pc.dictionary_encode(pa.array(rows, mask=rows < 0))  # op ids are distinct already
+    return pa.DictionaryArray.from_arrays(enc.indices.cast(pa.int32()), op_ids.take(enc.dictionary))
+
+
+def ops_columns(
+    start: np.ndarray,
+    end: np.ndarray,
+    gtid: np.ndarray,
+    k_row: np.ndarray,
+    m_row: np.ndarray,
+    kernels: Launches,
+    memory: Launches,
+) -> dict[str, pa.Array]:
+    """The numeric columns of the ops table, one row per outermost op in start order; ``k_row``
+    and ``m_row`` give each kernel's and copy's op row (-1: none)."""
+    n_ops = len(start)
+    k_ok, m_ok = k_row >= 0, m_row >= 0
+    gpu = np.bincount(k_row[k_ok], weights=kernels.duration[k_ok], minlength=n_ops)
+    mem = np.bincount(m_row[m_ok], weights=memory.duration[m_ok], minlength=n_ops) + gpu
+    gt = pa.array(gtid)
+    return {
+        "device_id": _min_device(
+            n_ops, k_row[k_ok], kernels.device[k_ok] if kernels.device is not None else None
+        ),
+        "process_id": pid_of(gt),
+        "thread_id": pc.bit_wise_and(gt, 0xFFFFFF),
+        "start_ns": pa.array(start),
+        "calls": pa.array(np.ones(n_ops, dtype=np.int64)),
+        "cpu_ns": pa.array(end - start),
+        "gpu_ns": pa.array(gpu.astype(np.int64)),
+        "gpu_total_ns": pa.array(mem.astype(np.int64)),
+        "kernel_calls": pa.array(np.bincount(k_row[k_ok], minlength=n_ops).astype(np.int64)),
+    }
+
+
+def _min_device(n_ops: int, rows: np.ndarray, device: np.ndarray | None) -> pa.Array:
+    """Lowest device each op launched on (null: none): one counting pass per device, as runs
+    have a handful of devices; many devices fall back to an unbuffered minimum."""
+    out = np.full(n_ops, np.iinfo(np.int64).max, dtype=np.int64)
+    if device is not None and len(device):
+        devices = np.unique(device)
+        if len(devices) <= 64:
+            for d in devices[::-1]:  # lowest last, so it wins
+                out[np.bincount(rows[device == d], minlength=n_ops) > 0] = d
+        else:
+            np.minimum.at(out, rows, device)
+    return pa.array(out, mask=out == np.iinfo(np.int64).max)
+
+
+def op_ids(lab: np.ndarray, labels: pa.Array) -> pa.Array:
+    """``<type>_<n>`` per op, n counting the instances of the type in start order (DLProf's
+    CONV2D_1, ...); ``lab`` is each op's type as a code into ``labels``."""
+    by_type = np.argsort(lab.astype(np.int16) if len(labels) < 2**15 else lab, kind="stable")
+    sorted_lab = lab[by_type]
+    nth = np.empty(len(lab), dtype=np.int64)
+    nth[by_type] = np.arange(len(lab)) - np.searchsorted(sorted_lab, sorted_lab, "left") + 1
+    del by_type, sorted_lab
+    return pc.binary_join_element_wise(
+        labels.take(pa.array(lab)), pa.array(nth).cast(pa.string()), "_"
+    )
+
+
+def ops_names(
+    code: np.ndarray,
+    marker: np.ndarray,
+    scope_path: np.ndarray,
+    paths: list[str],
+    labels: pa.Array,
+    lab_of: np.ndarray,
+    parsed: Parsed,
+) -> dict[str, pa.Array]:
+    """The name columns of the ops table but the op id. ``code`` is each op's text, ``marker``
+    the DLProf marker text around it (its module path), ``scope_path`` the plain ranges around
+    it; all are codes, and strings are built once per distinct value."""
+    lab = lab_of[code]
+    # Scope and name per distinct (marker, plain path, type): DLProf's module path when there is
+    # a marker, else the plain ranges around the op.
+    at = _pair(_pair(marker, scope_path), lab)
+    first = np.flatnonzero(np.r_[True, at[1:] > np.maximum.accumulate(at)[:-1]] if len(at) else [])
+    fs = parsed.func_stack.take(pa.array(marker[first], mask=marker[first] < 0)).to_pylist()
+    types = labels.take(pa.array(lab[first])).to_pylist()
+    scopes: list[str | None] = []
+    names: list[str] = []
+    for f, p, t in zip(fs, scope_path[first].tolist(), types, strict=True):
+        plain = paths[p] if p >= 0 else None
+        scopes.append(re.sub(r"/[^/]*\Z", "", f) if f is not None else plain)
+        names.append(f if f is not None else (f"{plain}/{t}" if plain is not None else t))
+    backward = pc.match_substring_regex(labels, r"Backward\d*$").to_numpy(zero_copy_only=False)
+    return {
+        "name": dict_column(at, pa.array(names, pa.string())),
+        "type": dict_column(lab, labels),
+        "scope": dict_column(at, pa.array(scopes, pa.string())),
+        "direction": dict_column(np.where(backward[lab], 0, -1), pa.array(["bprop"])),
+        "dtype": dict_column(code, parsed.dtype),
+        "input_shapes": parsed.shapes.take(pa.array(code)),
+    }
+
+
+def _pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Codes of (a, b) pairs numbered in order of first appearance (a hash, not a sort); a and b
+    are codes >= -1 below the row count, so the packed key cannot overflow."""
+    key = (a + 1) * (int(b.max(initial=0)) + 2) + (b + 1)
+    return _np(pc.dictionary_encode(pa.array(key, pa.int64())).indices)
+
+
+def ranges_table(
+    nvtx: Ranges, rows: np.ndarray, depth: np.ndarray, lab_of: np.ndarray, labels: pa.Array
+) -> pa.Table:
+    """Plain push/pop ranges outside any op, then every start/end range (no depth: they need not
+    nest), together in (thread, start, -end) order."""
+    se = np.flatnonzero(nvtx.start_end)
+    rows = np.concatenate([rows, se])
+    depth_col = pa.array(
+        np.concatenate([depth, np.zeros(len(se), np.int64)]).astype(np.int32),
+        mask=np.arange(len(rows)) >= len(depth),
+    )
+    if len(se):
+        order = np.lexsort((-nvtx.end[rows], nvtx.start[rows], nvtx.gtid[rows]))
+        rows, depth_col = rows[order], depth_col.take(pa.array(order))
+    dom = nvtx.domain[rows]
+    known = np.unique(dom)
+    names = [
+        nvtx.domains.get(int(d), None if d == 0 else f"domain {int(d)}") for d in known.tolist()
+    ]
+    gtid = pa.array(nvtx.gtid[rows])
+    return pa.table(
+        {
+            "name": dict_column(lab_of[nvtx.code[rows]], labels),
+            "domain": dict_column(np.searchsorted(known, dom), pa.array(names, pa.string())),
+            "process_id": pid_of(gtid),
+            "thread_id": pc.bit_wise_and(gtid, 0xFFFFFF),
+            "start_ns": pa.array(nvtx.start[rows]),
+            "end_ns": pa.array(nvtx.end[rows]),
+            "depth": depth_col,
+        }
+    )
+
+
+def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -1,0 +1,151 @@
+"""What an NVTX range's text says: an op (and of which type, dtype, shapes), a DLProf module
+marker, or a plain range, per the conventions listed in :mod:`tcreport.ingest.nsys_nvtx`.
+
+Parsing runs over distinct texts only, and with Arrow kernels (RE2) rather than Python per text:
+autograd-nvtx exports number every range (``op_id = 993403``), so a long run has millions of
+distinct texts. Only dict-like records (DLProf, TensorFlow), which have no fixed field order, go
+through Python, and only those texts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+OTHER, DLPROF_OP, DLPROF_MARKER, TORCH_OP, TF_OP = range(5)
+_TORCH = (
+    r"^(?P<name>.+?)(?:, seq = (?P<seq>\d+))?(?:, op_id = (?P<opid>\d+))?"
+    r"(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = \[.*\])?$"
+)
+_NAMESPACED = r"^[A-Za-z_][\w.]*::[A-Za-z_]\w*$"
+_TF_NODE = r"^(?P<type>[A-Z]\w*): (?P<node>\S+)$"
+_FUNC_STACK = re.compile(r"'funcStack': '([^']*)'")
+_DEDUP = re.compile(r"\((\d+)\)(?=/|$)")
+_ANGLE = re.compile(r"<([\w.]+)>")
+_TF_JSON = re.compile(r'^\{"op":\s*"([^"]+)",\s*"name":\s*"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """Per distinct text: its kind, and as Arrow strings its label (op type for ops, the cleaned
+    name for other ranges), dtype, input shapes, DLProf module path, and TensorFlow op type
+    (``MatMul: dense/MatMul``; applied only once a domain says the run is TensorFlow)."""
+
+    kind: np.ndarray
+    label: pa.Array
+    dtype: pa.Array
+    shapes: pa.Array
+    func_stack: pa.Array
+    tf_label: pa.Array
+
+    @staticmethod
+    def concat(parts: list[Parsed]) -> Parsed:
+        def cat(name: str) -> pa.Array:
+            return pa.concat_arrays(
+                [getattr(p, name) for p in parts] or [pa.array([], pa.string())]
+            )
+
+        kind = np.concatenate([p.kind for p in parts]) if parts else np.zeros(0, np.int8)
+        names = ("label", "dtype", "shapes", "func_stack", "tf_label")
+        return Parsed(kind, *(cat(n) for n in names))
+
+    def take(self, rows: pa.Array) -> Parsed:
+        kind = self.kind[np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.int64)]
+        names = ("label", "dtype", "shapes", "func_stack", "tf_label")
+        return Parsed(kind, *(getattr(self, n).take(rows) for n in names))
+
+    def with_tensorflow(self) -> Parsed:
+        """``Type: node`` plain ranges become TensorFlow ops (TF_ENABLE_NVTX_RANGES' short form)."""
+        mask = pc.and_(pc.is_valid(self.tf_label), pa.array(self.kind == OTHER))
+        kind = np.where(mask.to_numpy(zero_copy_only=False), TF_OP, self.kind).astype(np.int8)
+        return replace(self, kind=kind, label=pc.if_else(mask, self.tf_label, self.label))
+
+
+def is_op(kind: np.ndarray) -> np.ndarray:
+    flags: np.ndarray = (kind == DLPROF_OP) | (kind == TORCH_OP) | (kind == TF_OP)
+    return flags
+
+
+def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
+    n = len(texts)
+    texts = texts.cast(pa.string())
+    m = pc.extract_regex(texts, _TORCH)
+    matched = m.is_valid()
+    name = pc.if_else(matched, m.field("name"), None)  # RE2 fills a failed match with ""
+    label = pc.if_else(matched, name, texts)
+    # RE2 gives "" for an optional group that did not take part
+    has_seq = pc.or_(pc.not_equal(m.field("seq"), ""), pc.not_equal(m.field("sizes"), ""))
+    has_seq = pc.and_(matched, has_seq)
+    namespaced = pc.match_substring_regex(name, _NAMESPACED)
+    is_torch = pc.fill_null(pc.or_(has_seq, namespaced), False).to_numpy(zero_copy_only=False)
+    kind = np.where(is_torch, TORCH_OP, OTHER).astype(np.int8)
+    sizes = m.field("sizes")
+    shapes = pc.if_else(pc.and_(matched, pc.not_equal(sizes, "")), sizes, None)
+    nulls = pa.nulls(n, pa.string())
+    dtype, func_stack = nulls, nulls
+    dictish = np.flatnonzero(pc.starts_with(texts, "{").to_numpy(zero_copy_only=False))
+    if len(dictish):
+        raw = texts.take(pa.array(dictish)).to_pylist()
+        recs = [_parse_dict(str(t)) for t in raw]
+        hit = [i for i, r in enumerate(recs) if r is not None]
+        rows = dictish[hit]
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        got = [r for r in recs if r is not None]
+        kind[rows] = [r[0] for r in got]
+        am = pa.array(mask)
+
+        def put(col: pa.Array, i: int, keep: bool) -> pa.Array:
+            """Field ``i`` of each record; with ``keep``, a record without it keeps ``col``'s."""
+            vals = [r[i] for r in got]
+            if keep:
+                was = col.take(pa.array(rows)).to_pylist()
+                vals = [v if v is not None else w for v, w in zip(vals, was, strict=True)]
+            return pc.replace_with_mask(col, am, pa.array(vals, pa.string()))
+
+        label = put(label, 1, keep=True)
+        dtype, shapes, func_stack = put(dtype, 2, False), put(shapes, 3, True), put(nulls, 4, False)
+    # "Type: node" needs ": " and cannot be a dict; RE2 only runs on the few texts that have it
+    maybe = np.flatnonzero(pc.match_substring(texts, ": ").to_numpy(zero_copy_only=False))
+    maybe = maybe[kind[maybe] == OTHER] if len(maybe) else maybe
+    tf_label = nulls
+    if len(maybe):
+        found = pc.extract_regex(texts.take(pa.array(maybe)), _TF_NODE)
+        types = pc.if_else(found.is_valid(), found.field("type"), None)
+        mask = np.zeros(n, dtype=bool)
+        mask[maybe] = True
+        tf_label = pc.replace_with_mask(nulls, pa.array(mask), types)
+    parsed = Parsed(kind, label, dtype, shapes, func_stack, tf_label)
+    return parsed.with_tensorflow() if tf_domain else parsed
+
+
+Record = tuple[int, str | None, str | None, str | None, str | None]
+
+
+def _parse_dict(text: str) -> Record | None:
+    """DLProf plugin records are Python literals; TensorFlow's detailed records are JSON.
+    Returns (kind, label, dtype, shapes, func_stack); None for a text of no known form."""
+    tf = _TF_JSON.match(text)
+    if tf:
+        return TF_OP, tf.group(1), None, None, None
+    fs = _FUNC_STACK.search(text)
+    if fs and text.startswith("{'traceMarker'"):
+        return DLPROF_MARKER, None, None, None, _DEDUP.sub(r"[\1]", _ANGLE.sub(r"\1", fs.group(1)))
+    if not text.startswith("{'mod'"):
+        return None
+    try:
+        rec = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("op"), str):
+        return None
+    args = [a for a in rec.get("args", []) if isinstance(a, dict)]
+    tensors = [a for a in args if "shape" in a]
+    shapes = "[" + ", ".join(str(list(a["shape"])) for a in tensors) + "]" if tensors else None
+    dtypes = [str(a["dtype"]) for a in args if a.get("dtype")]
+    return DLPROF_OP, rec["op"], dtypes[0] if dtypes else None, shapes, None
