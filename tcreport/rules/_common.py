@@ -74,8 +74,15 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
 
 
 def op_index(analysis: Analysis) -> dict[str, OpRow]:
-    """op_id -> the op row (grouped by name) it belongs to."""
-    return {op_id: o for o in analysis.ops for op_id in o.op_ids}
+    """op_id -> the op row (grouped by name) it belongs to, for the op ids a why-not row names.
+
+    Only those: a trace with millions of op instances would otherwise build a dict of millions
+    of entries for every rule that asks.
+    """
+    wanted = {w.op_id for w in analysis.why_not}
+    if not wanted:
+        return {}
+    return {op_id: o for o in analysis.ops for op_id in wanted.intersection(o.op_ids)}
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
