@@ -8,7 +8,8 @@ included, and the time is the load call alone, measured inside the child.
 
 HTA pulls in pandas and friends, so it usually lives in a virtual environment of its own; point
 ``--hta-python`` at that interpreter (default: this one). ``--tcreport-python`` does the same for
-tcreport, to compare with and without the ``[fast]`` extra (orjson).
+tcreport, to compare with and without the ``[fast]`` extra (msgspec; without it tcreport parses
+with the ``json`` module), or with an older checkout on ``PYTHONPATH`` in a wrapper script.
 
     python -m venv /tmp/hta && /tmp/hta/bin/pip install HolisticTraceAnalysis
     python benchmarks/grow_kineto.py ../shared/realtraces/kineto/v100-legacy-resnet50/*.json.gz \\
@@ -28,14 +29,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TCREPORT = """
-import json, sys, time
+import json, logging, sys, time
 from pathlib import Path
-from tcreport.ingest import load, _kineto_events
+from tcreport.ingest import load, kineto_json
+gave_up = []
+class Note(logging.Handler):
+    def emit(self, record):
+        gave_up.append(record.getMessage())
+log = logging.getLogger("tcreport.ingest.kineto_json")
+log.addHandler(Note())
+log.setLevel(logging.DEBUG)
 t0 = time.perf_counter()
 run = load(Path(sys.argv[1]))
 dt = time.perf_counter() - t0
-print(json.dumps({"seconds": dt, "rows": run.kernels.num_rows,
-                  "note": "orjson" if _kineto_events._orjson else "json"}))
+fast = getattr(kineto_json, "fast", None)  # None: msgspec missing, or a tcreport before it
+note = "msgspec" if fast is not None and not gave_up else "json"
+if gave_up:
+    note += " (msgspec gave up: " + gave_up[0][-80:] + ")"
+print(json.dumps({"seconds": dt, "rows": run.kernels.num_rows, "note": note}))
 """
 
 HTA = """
@@ -94,7 +105,7 @@ def main() -> None:
     ap.add_argument(
         "--tcreport-python",
         default=sys.executable,
-        help="interpreter with tcreport installed (e.g. one with the [fast] extra: orjson)",
+        help="interpreter with tcreport installed (with or without the [fast] extra: msgspec)",
     )
     args = ap.parse_args()
     trace = args.trace.resolve()

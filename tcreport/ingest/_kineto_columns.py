@@ -1,0 +1,186 @@
+"""Arrow columns from raw Kineto JSON values, and the vocabularies that interpret them.
+
+Values are validated in bulk: Arrow either converts a list in one go, or the slow path cleans it
+value by value; a malformed value becomes a null, never an exception. Every function gives each
+value the same result whatever its neighbours are, so a trace read in pieces (the msgspec path)
+gets exactly the columns of one read whole (the json path).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.schema import MemoryKind
+
+_INT64_MAX = 2**63 - 1
+#: Floats above this cannot be whole int64 values we trust (2**63 is about 9.22e18).
+_MAX_WHOLE_FLOAT = 9.0e18
+#: |ts| above this (microseconds, year 2096 as epoch time) is corrupt; with a base time below
+#: MAX_BASE_NS the nanosecond sum stays inside int64.
+_MAX_US = 4.0e15
+MAX_BASE_NS = 4 * 10**18
+
+#: What Arrow raises for values it cannot convert; UnicodeEncodeError (a ValueError) comes from
+#: lone surrogates, which JSON escapes such as "\ud800" legally produce.
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError)
+_TRAILING_INT = re.compile(r"(-?\d+)\s*$")
+
+
+def _clean_int(v: Any, parse_str: bool) -> int | None:
+    t = type(v)
+    if t is int:
+        return v if -_INT64_MAX <= v <= _INT64_MAX else None
+    if t is float:
+        return int(v) if v.is_integer() and abs(v) <= _MAX_WHOLE_FLOAT else None
+    if parse_str and t is str:  # the 2021 format writes tids as "25738" and "stream 7"
+        m = _TRAILING_INT.search(v)
+        return _clean_int(int(m.group(1)), False) if m and len(m.group(1)) < 20 else None
+    return None
+
+
+def int_column(
+    values: list[Any], parse_str: bool = False, lo: int = -_INT64_MAX, hi: int = _INT64_MAX
+) -> pa.Array:
+    """int64 column; anything that is not an integer (in ``[lo, hi]``) becomes null."""
+    arr: pa.Array | None
+    try:
+        arr = pa.array(values)
+    except _CONVERSION_ERRORS:
+        arr = None
+    if arr is not None and pa.types.is_floating(arr.type):
+        whole = pc.and_(pc.is_finite(arr), pc.less_equal(pc.abs(arr), _MAX_WHOLE_FLOAT))
+        whole = pc.and_(whole, pc.equal(pc.floor(arr), arr))
+        arr = pc.if_else(whole, arr, pa.scalar(None, arr.type)).cast(pa.int64())
+    elif arr is not None and (pa.types.is_null(arr.type) or arr.type == pa.int64()):
+        arr = arr.cast(pa.int64())
+    else:
+        memo: dict[str, int | None] = {}  # tids repeat: parse each distinct string once
+        arr = pa.array(
+            [
+                (memo[v] if v in memo else memo.setdefault(v, _clean_int(v, parse_str)))
+                if type(v) is str
+                else _clean_int(v, parse_str)
+                for v in values
+            ],
+            type=pa.int64(),
+        )
+    if lo > -_INT64_MAX or hi < _INT64_MAX:
+        ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
+        arr = pc.if_else(ok, arr, pa.scalar(None, pa.int64()))
+    return arr
+
+
+def ns_column(values: list[Any]) -> pa.Array:
+    """Kineto microseconds (ints, or floats with three decimals) to int64 ns, exactly.
+
+    Floats are split into whole and fractional microseconds before scaling: multiplying an
+    epoch-sized float by 1000 would lose nanoseconds, and truncating would turn .313 into 312 ns.
+    """
+    try:
+        arr = pa.array(values)
+    except _CONVERSION_ERRORS:
+        arr = None
+    if arr is None or not (
+        pa.types.is_integer(arr.type)
+        or pa.types.is_floating(arr.type)
+        or pa.types.is_null(arr.type)
+    ):
+        cleaned = [
+            v if type(v) is float or (type(v) is int and abs(v) <= _MAX_US) else None
+            for v in values
+        ]
+        arr = pa.array(
+            cleaned, type=pa.float64() if any(type(v) is float for v in cleaned) else pa.int64()
+        )
+    if pa.types.is_null(arr.type):
+        arr = arr.cast(pa.int64())
+    ok = pc.less_equal(pc.abs(arr), _MAX_US)
+    if pa.types.is_floating(arr.type):
+        ok = pc.and_(pc.is_finite(arr), ok)
+        arr = pc.if_else(ok, arr, pa.scalar(None, arr.type))
+        whole = pc.floor(arr)
+        frac_ns = pc.round(pc.multiply(pc.subtract(arr, whole), 1000.0)).cast(pa.int64())
+        return pc.add(pc.multiply(whole.cast(pa.int64()), 1000), frac_ns)
+    arr = pc.if_else(ok, arr, pa.scalar(None, arr.type)).cast(pa.int64())
+    return pc.multiply(arr, 1000)
+
+
+def clean_str(v: str) -> str:
+    """Text Arrow and UTF-8 writers accept: lone surrogates become "?"."""
+    return v.encode("utf-8", "replace").decode("utf-8")
+
+
+def str_column(values: list[Any]) -> pa.Array:
+    try:
+        arr = pa.array(values, type=pa.string())
+    except _CONVERSION_ERRORS:
+        arr = pa.array([clean_str(v) if type(v) is str else None for v in values], type=pa.string())
+    return arr
+
+
+def dims_column(values: list[Any], i: int) -> pa.Array:
+    """Element ``i`` of ``grid``/``block`` triples, null unless a positive int32."""
+    return int_column(
+        [v[i] if type(v) is list and len(v) == 3 else None for v in values], lo=0, hi=2**31 - 1
+    )
+
+
+_COMPACT = json.JSONEncoder(
+    separators=(",", ":")
+)  # reused: json.dumps(separators=) builds one per call
+
+
+def dims_json(v: Any) -> str | None:
+    """``Input Dims`` as compact JSON text (``[[1,512],[]]``), the form ops.input_shapes keeps.
+
+    ASCII only (the encoder escapes the rest), so Arrow always accepts it."""
+    try:
+        return _COMPACT.encode(v) if type(v) is list else None
+    except (ValueError, RecursionError):  # circular cannot happen from JSON; depth can
+        return None
+
+
+#: Tensor element types as Kineto writes them (caffe2 TypeMeta names) -> tcreport dtype names.
+#: Capitalised ``Double``/``Int`` are Python scalars in the 2021 format, not tensors.
+FLOAT_TYPES = {
+    "float": "float32",
+    "double": "float64",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+    "c10::Float8_e4m3fn": "float8_e4m3fn",
+    "c10::Float8_e5m2": "float8_e5m2",
+    "c10::Float8_e4m3fnuz": "float8_e4m3fnuz",
+    "c10::Float8_e5m2fnuz": "float8_e5m2fnuz",
+    "c10::Float8_e8m0fnu": "float8_e8m0fnu",
+    "c10::Float4_e2m1fn_x2": "float4_e2m1fn_x2",
+}
+
+
+def first_float_type(types: Any) -> str | None:
+    if type(types) is not list:
+        return None
+    for t in types:
+        if type(t) is str and t in FLOAT_TYPES:
+            return FLOAT_TYPES[t]
+    return None
+
+
+_MEMCPY_KINDS = {
+    "HtoD": MemoryKind.HTOD,
+    "DtoH": MemoryKind.DTOH,
+    "DtoD": MemoryKind.DTOD,
+    "HtoH": MemoryKind.HTOH,
+    "PtoP": MemoryKind.PEER,
+}
+_DIRECTION = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP)\b")
+
+
+def memcpy_kind(name: str | None) -> MemoryKind:
+    """``Memcpy HtoD (Pageable -> Device)`` -> HTOD; an unknown direction stays a generic memcpy."""
+    m = _DIRECTION.search(name) if name else None
+    return _MEMCPY_KINDS[m.group(1)] if m else MemoryKind.MEMCPY_OTHER

@@ -1,0 +1,389 @@
+"""The fast Kineto parser: msgspec typed structs, streamed piece by piece (the ``[fast]`` extra).
+
+Why it is fast and lean (230 MiB grown V100 trace: see benchmarks/README-kineto.md):
+
+* typed decoding: events decode into structs that declare only the fields the reader uses, so
+  ``Call stack`` strings, flow ids and the like are skipped without becoming Python objects;
+  ``Input Dims``/``Input type`` stay raw bytes and each distinct text is converted once;
+* streaming: the (decompressed) text is read 2 MiB at a time and cut between two events of
+  ``traceEvents``, each piece decoded and turned into Arrow columns before the next is read, so
+  neither the whole text nor all events are ever in memory at once.
+
+Why it is safe: a cut is a guess (``}`` ``,`` ``{`` with only whitespace between), but a piece is
+accepted only if ``[`` + piece + ``]`` is valid JSON, which cannot happen when the guess fell inside
+a string or a nested value, or after the end of the array; the first piece must close
+``traceEvents`` with a sentinel event where expected and the last must open it, which also catches
+duplicate ``traceEvents`` keys. A rejected guess only makes the next piece longer. Anything this
+parser would read differently from the ``json`` module (``NaN``, lone surrogates, numbers beyond
+double range, damaged input) raises :class:`FastPathError` and the reader starts again with
+:mod:`._kineto_stdlib`, the reference, which also words every error a user sees.
+
+Known difference: integer literals longer than Python's 4,300-digit limit in fields the reader
+skips are accepted here and refused by ``json`` (scanning every byte for them costs 2 s per 230 MiB).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tcreport.ingest import _kineto_columns as col
+from tcreport.ingest import _kineto_events as ev
+from tcreport.ingest._kineto_stdlib import GZIP_MAGIC
+
+#: Decompressed bytes read at a time; a piece is at least this long (a few thousand events).
+#: Measured on the grown V100 trace: 1-2 MiB is fastest (pieces stay in cache), 256 KiB pays
+#: per-piece Arrow overhead, 8 MiB and more cost 20-50 % more time and 40 MiB more peak.
+PIECE = 2 << 20
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_SENTINEL_PH = "\x00tcreport:cut"
+_SENTINEL = b'{"ph":"\\u0000tcreport:cut"}'
+_BOM = b"\xef\xbb\xbf"
+_WS = frozenset(b" \t\r\n")
+_MAX_CANDIDATES = 4096  # ``{`` looked at per search for a cut (a hostile file may have millions)
+_NO_RAW = msgspec.Raw()
+
+
+class FastPathError(Exception):
+    """The msgspec parser will not read this file the way ``json`` does; use the stdlib parser."""
+
+
+# JSON values are objects (a Struct in these unions) or one of these.
+_Scalar = str | int | float | bool | None
+_Other = list[Any] | _Scalar
+
+
+class _Args(
+    msgspec.Struct,
+    gc=False,
+    rename={
+        "eid": "External id",
+        "eid_legacy": "external id",
+        "dims": "Input Dims",
+        "types": "Input type",
+    },
+):
+    correlation: Any = None
+    eid: Any = msgspec.UNSET  # absent, not null, lets "external id" speak
+    eid_legacy: Any = None
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    bytes: Any = None
+    dims: msgspec.Raw = _NO_RAW
+    types: msgspec.Raw = _NO_RAW
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | _Other = None
+
+
+_Item = _Event | _Other
+
+
+class _TorchEnv(msgspec.Struct, gc=False):
+    torch_version: Any = None
+
+
+class _System(msgspec.Struct, gc=False):
+    torch_env_info: _TorchEnv | _Other = None
+
+
+class _Metadata(msgspec.Struct, gc=False):
+    """Only the path to the torch version: the rest (the environment) is never decoded."""
+
+    system: _System | _Other = None
+
+
+class _Device(msgspec.Struct, gc=False):
+    id: Any = None
+    name: Any = None
+    computeMajor: Any = None
+    computeMinor: Any = None
+    numSms: Any = None
+
+
+class _Doc(msgspec.Struct, gc=False):
+    traceEvents: list[_Item] | msgspec.UnsetType = msgspec.UNSET
+    schemaVersion: Any = msgspec.UNSET
+    cuda_runtime_version: Any = msgspec.UNSET
+    baseTimeNanoseconds: Any = msgspec.UNSET
+    metadata: _Metadata | _Other | msgspec.UnsetType = msgspec.UNSET
+    deviceProperties: list[_Device | _Other] | dict[str, Any] | _Scalar | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+
+
+_DOC = msgspec.json.Decoder(_Doc)
+_ITEMS = msgspec.json.Decoder(list[_Item])
+_ANY = msgspec.json.Decoder()
+
+
+def parse(path: Path) -> ev.Parsed:
+    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(2)
+            fh.seek(0)
+            if magic == GZIP_MAGIC:
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    return _Reader(gz.read).run()
+            return _Reader(fh.read).run()
+    except (
+        OSError,  # gzip.BadGzipFile included
+        EOFError,
+        zlib.error,
+        msgspec.DecodeError,  # ValidationError included
+        UnicodeDecodeError,
+        RecursionError,
+    ) as exc:
+        raise FastPathError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _last_cut(buf: bytearray, lo: int) -> tuple[int, int] | None:
+    """``(comma, brace)`` of the last ``}``, ``,``, ``{`` (whitespace between) whose ``{`` is at or
+    after ``lo``."""
+    i = len(buf)
+    for _ in range(_MAX_CANDIDATES):
+        i = buf.rfind(b"{", lo, i)
+        if i <= 0:
+            return None
+        k = i - 1
+        while k > 0 and buf[k] in _WS:
+            k -= 1
+        if buf[k] != 0x2C:  # ,
+            continue
+        comma = k
+        k -= 1
+        while k > 0 and buf[k] in _WS:
+            k -= 1
+        if buf[k] == 0x7D:  # }
+            return comma, i
+    return None
+
+
+def _decode(decoder: msgspec.json.Decoder[Any], text: bytes) -> Any:
+    if not text.isascii():
+        text.decode("utf-8")  # msgspec does not check the strings it skips; json would refuse
+    return decoder.decode(text)
+
+
+def _is_sentinel(item: Any) -> bool:
+    return type(item) is _Event and item.ph == _SENTINEL_PH
+
+
+class _Reader:
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self._read = read
+        self.buf = bytearray()
+        self.eof = False
+        self.out = ev.Collector()
+        self.docs: list[_Doc] = []  # the first piece's, the last piece's
+        self._dims: dict[bytes, str | None] = {}
+        self._types: dict[bytes, str | None] = {}
+
+    def _fill(self) -> None:
+        chunk = self._read(PIECE)
+        if chunk:
+            self.buf += chunk
+        else:
+            self.eof = True
+
+    def run(self) -> ev.Parsed:
+        self._fill()
+        if self.buf.startswith(_BOM):
+            del self.buf[:3]
+        head = self._head()
+        if head is None:  # no cut anywhere: one piece, the whole document
+            self._doc(bytes(self.buf), sentinel=None)
+        else:
+            self._pieces(head)
+        return self.out.finish(self._header(), "msgspec")
+
+    def _head(self) -> bytes | None:
+        """The text up to the ``[`` opening ``traceEvents``, taken off the buffer; None at EOF."""
+        pos = 0
+        while (m := _KEY.search(self.buf, max(0, pos - 64))) is None:
+            if self.eof:
+                return None
+            pos = len(self.buf)
+            self._fill()
+        head = bytes(self.buf[: m.end()])
+        del self.buf[: m.end()]
+        return head
+
+    def _pieces(self, head: bytes) -> None:
+        first = True
+        want, lo = PIECE, 0
+        while True:
+            while not self.eof and len(self.buf) < want:
+                self._fill()
+            if self.eof:
+                break
+            cut = _last_cut(self.buf, lo)
+            lo = len(self.buf)  # a later search only needs the text read after this one
+            if cut is None:
+                want = len(self.buf) + PIECE
+                continue
+            comma, brace = cut
+            if first:
+                text = b"".join((head, self.buf[:comma], b",", _SENTINEL, b"]}"))
+                done = self._doc(text, sentinel=-1)
+            else:
+                text = b"".join((b"[", self.buf[:comma], b"]"))
+                done = self._items(text)
+            del text  # before the next read
+            if done:
+                del self.buf[:brace]
+                first, want, lo = False, PIECE, 0
+            else:
+                want = 2 * len(self.buf)  # a wrong guess: try again with twice the text
+        if first:
+            self._doc(head + self.buf, sentinel=None)
+        else:
+            self._doc(b"".join((b'{"traceEvents":[', _SENTINEL, b",", self.buf)), sentinel=0)
+        self.buf = bytearray()
+
+    def _items(self, text: bytes) -> bool:
+        try:
+            items = _decode(_ITEMS, text)
+        except msgspec.ValidationError:
+            raise
+        except msgspec.DecodeError:
+            return False
+        self._collect(items)
+        return True
+
+    def _doc(self, text: bytes, sentinel: int | None) -> bool:
+        """Decode a document (the first piece closed, the last one opened, or the whole text).
+
+        ``sentinel`` is where the sentinel event must be in ``traceEvents``; only the first piece
+        may fail quietly (the guess was wrong), the others are the end of the road."""
+        try:
+            doc = _decode(_DOC, text)
+        except msgspec.ValidationError:
+            raise
+        except msgspec.DecodeError:
+            if sentinel == -1:
+                return False
+            raise
+        events = doc.traceEvents
+        if events is msgspec.UNSET:
+            raise FastPathError("no traceEvents list")
+        if sentinel is not None:
+            if not events or not _is_sentinel(events[sentinel]):
+                if sentinel == -1:  # valid JSON, but the cut was after the end of the array
+                    return False
+                raise FastPathError("traceEvents is not one array (duplicate keys?)")
+            del events[sentinel]
+        doc.traceEvents = msgspec.UNSET
+        self.docs.append(doc)
+        self._collect(events)
+        return True
+
+    def _header(self) -> ev.Header:
+        """Top-level fields; one that appears before and after ``traceEvents``: the later wins,
+        as with ``json``."""
+
+        def pick(name: str) -> Any:
+            for doc in reversed(self.docs):
+                v = getattr(doc, name)
+                if v is not msgspec.UNSET:
+                    return v
+            return None
+
+        meta = pick("metadata")
+        system = meta.system if type(meta) is _Metadata else None
+        env = system.torch_env_info if type(system) is _System else None
+        props = pick("deviceProperties")
+        return ev.Header(
+            schema_version=pick("schemaVersion"),
+            cuda_runtime_version=pick("cuda_runtime_version"),
+            base_time_ns=pick("baseTimeNanoseconds"),
+            torch_version=env.torch_version if type(env) is _TorchEnv else None,
+            devices=tuple(
+                (p.id, p.name, p.computeMajor, p.computeMinor, p.numSms)
+                for p in (props if type(props) is list else ())
+                if type(p) is _Device
+            ),
+        )
+
+    # ------------------------------------------------------------------ events to rows
+
+    def _collect(self, items: list[Any]) -> None:
+        out = self.out
+        lists: list[list[_Event]] = [[] for _ in ev.KINDS]
+        kind_of = ev.kind_of
+        for e in items:
+            if type(e) is not _Event:
+                out.malformed += 1
+                continue
+            kind, legacy = kind_of(e.cat, e.ph, e.name)
+            if kind is not None:
+                lists[kind].append(e)
+                out.legacy = out.legacy or legacy
+        items.clear()
+        for kind in ev.KINDS:
+            if lists[kind]:
+                out.add(kind, self._rows(kind, lists[kind]))
+
+    def _rows(self, kind: int, events: list[_Event]) -> ev.Rows:
+        need = ev.ARGS[kind]
+        r = ev.Rows(
+            name=[e.name for e in events],
+            pid=[e.pid for e in events],
+            tid=[e.tid for e in events],
+            ts=[e.ts for e in events],
+            dur=[e.dur for e in events],
+        )
+        if not need:
+            return r
+        none = _Args()
+        args = [a if type(a) is _Args else none for a in [e.args for e in events]]
+        if ev.CORR in need:
+            r.corr = [a.correlation for a in args]
+        if ev.EID in need:
+            unset = msgspec.UNSET
+            r.eid = [a.eid_legacy if a.eid is unset else a.eid for a in args]
+        if ev.DEVICE in need:
+            r.device = [a.device for a in args]
+        if ev.STREAM in need:
+            r.stream = [a.stream for a in args]
+        if ev.GRID in need:
+            r.grid = [a.grid for a in args]
+        if ev.BLOCK in need:
+            r.block = [a.block for a in args]
+        if ev.BYTES in need:
+            r.nbytes = [a.bytes for a in args]
+        if ev.DIMS in need:
+            r.dims = _texts([a.dims for a in args], self._dims, col.dims_json)
+        if ev.DTYPE in need:
+            r.dtype = _texts([a.types for a in args], self._types, col.first_float_type)
+        return r
+
+
+def _texts(
+    raws: list[msgspec.Raw], memo: dict[bytes, str | None], convert: Callable[[Any], str | None]
+) -> list[str | None]:
+    """``convert`` of each raw JSON value, decoding each distinct text once (ops repeat)."""
+    out: list[str | None] = []
+    for raw in raws:
+        key = bytes(raw)
+        if key not in memo:
+            memo[key] = convert(_ANY.decode(key)) if key else None
+        out.append(memo[key])
+    return out

@@ -1,0 +1,173 @@
+"""The Kineto parser that needs nothing beyond the standard library: the whole document to dicts.
+
+It is the reference: it runs when msgspec is not installed, and whenever the msgspec parser meets
+something it does not handle the same way (``NaN``, lone surrogates, numbers out of double range,
+damaged input), so every error message a user can see comes from here. It holds the text and
+every event as a Python dict at once, about 4.5x the file size at its peak.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from tcreport.errors import InputError
+from tcreport.ingest import _kineto_columns as col
+from tcreport.ingest import _kineto_events as ev
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: How much (decompressed) text sniff looks at: the `traceEvents` key comes after `metadata`,
+#: which tools such as TraceLens fill with pip package lists (26 kB in the H100 sample).
+SNIFF_LIMIT = 1 << 20
+_CHUNK = 1 << 16
+
+JsonObj = dict[str, Any]
+
+
+def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEvents"') -> bytes:
+    """Up to ``limit`` bytes of (decompressed) text, stopping early once ``marker`` is seen.
+
+    A truncated gzip still yields what it has: sniffing is about what the file claims to be, and
+    :func:`load_document` reports the damage.
+    """
+    out = bytearray()
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        src = gzip.GzipFile(fileobj=fh) if magic == GZIP_MAGIC else fh
+        try:
+            while len(out) < limit:
+                chunk = src.read(_CHUNK)
+                if not chunk:
+                    break
+                out += chunk
+                if marker in out:
+                    break
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            pass  # damaged stream: judge by what was readable
+    return bytes(out)
+
+
+def load_document(path: Path) -> JsonObj:
+    """The parsed top-level object; every way the bytes can be wrong becomes an InputError."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(2)
+            fh.seek(0)
+            if magic == GZIP_MAGIC:
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    data = gz.read()
+            else:
+                data = fh.read()
+    except EOFError as exc:
+        raise InputError("gzip stream ends early; is the file truncated?", path) from exc
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise InputError(f"corrupt gzip data ({exc})", path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from exc
+    if not data or data.isspace():
+        raise InputError("file is empty", path)
+    holder = [data]  # _parse takes the only reference and drops it once decoded
+    del data
+    doc = _parse(holder, path)
+    if not isinstance(doc, dict):
+        raise InputError(
+            f"top level is a JSON {type(doc).__name__}, not an object; not a Kineto trace", path
+        )
+    return doc
+
+
+def _parse(holder: list[bytes], path: Path) -> Any:
+    """Parse, holding at most two copies of the text at once (bytes then str, or str then objects)."""
+    try:
+        text = holder.pop().decode("utf-8-sig")
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not UTF-8 text (byte {exc.start}); not a Kineto JSON trace", path
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path
+        ) from exc
+    except RecursionError as exc:
+        raise InputError("JSON nested too deeply", path) from exc
+    except ValueError as exc:  # Python's integer-digit limit
+        raise InputError(f"invalid JSON: {str(exc).splitlines()[0]}", path) from exc
+
+
+def parse(path: Path) -> ev.Parsed:
+    doc = load_document(path)
+    events = doc.pop("traceEvents", None)
+    if not isinstance(events, list):
+        what = "no 'traceEvents' list" if events is None else "'traceEvents' is not a list"
+        raise InputError(f"{what}; is this a PyTorch profiler trace?", path)
+    out = ev.Collector()
+    lists: list[list[JsonObj]] = [[] for _ in ev.KINDS]
+    for e in events:
+        if type(e) is not dict:
+            out.malformed += 1
+            continue
+        kind, legacy = ev.kind_of(e.get("cat"), e.get("ph"), e.get("name"))
+        if kind is not None:
+            lists[kind].append(e)
+            out.legacy = out.legacy or legacy
+    del events
+    for kind in ev.KINDS:
+        out.add(kind, _rows(kind, lists[kind]))
+        lists[kind] = []
+    return out.finish(header(doc), "json")
+
+
+def _rows(kind: int, events: list[JsonObj]) -> ev.Rows:
+    empty: JsonObj = {}
+    args = [a if type(a) is dict else empty for a in (e.get("args") for e in events)]
+    need = ev.ARGS[kind]
+    r = ev.Rows(
+        name=[e.get("name") for e in events],
+        pid=[e.get("pid") for e in events],
+        tid=[e.get("tid") for e in events],
+        ts=[e.get("ts") for e in events],
+        dur=[e.get("dur") for e in events],
+    )
+    if ev.CORR in need:
+        r.corr = [a.get("correlation") for a in args]
+    if ev.EID in need:
+        r.eid = [a.get("External id", a.get("external id")) for a in args]
+    if ev.DEVICE in need:
+        r.device = [a.get("device") for a in args]
+    if ev.STREAM in need:
+        r.stream = [a.get("stream") for a in args]
+    if ev.GRID in need:
+        r.grid = [a.get("grid") for a in args]
+    if ev.BLOCK in need:
+        r.block = [a.get("block") for a in args]
+    if ev.BYTES in need:
+        r.nbytes = [a.get("bytes") for a in args]
+    if ev.DIMS in need:
+        r.dims = [col.dims_json(a.get("Input Dims")) for a in args]
+    if ev.DTYPE in need:
+        r.dtype = [col.first_float_type(a.get("Input type")) for a in args]
+    return r
+
+
+def header(doc: JsonObj) -> ev.Header:
+    node: Any = doc
+    for key in ("metadata", "system", "torch_env_info", "torch_version"):
+        node = node.get(key) if isinstance(node, dict) else None
+    props = doc.get("deviceProperties")
+    devices = tuple(
+        (p.get("id"), p.get("name"), p.get("computeMajor"), p.get("computeMinor"), p.get("numSms"))
+        for p in (props if isinstance(props, list) else ())
+        if isinstance(p, dict)
+    )
+    return ev.Header(
+        schema_version=doc.get("schemaVersion"),
+        cuda_runtime_version=doc.get("cuda_runtime_version"),
+        base_time_ns=doc.get("baseTimeNanoseconds"),
+        torch_version=node,
+        devices=devices,
+    )
