@@ -101,6 +101,13 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
 
 
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; the CLI is single-threaded here)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(
     path: Path, writer: Callable[[tempfile._TemporaryFileWrapper[bytes]], object]
 ) -> Path:
@@ -120,6 +127,7 @@ def _write_atomic(
                 fh.close()
                 tmp.unlink(missing_ok=True)
                 raise
+        os.chmod(tmp, 0o666 & ~current_umask())  # tempfile makes 0600; a report is for sharing
         os.replace(tmp, target)
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", path) from exc

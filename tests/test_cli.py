@@ -110,3 +110,20 @@ def test_summary_json_is_valid_json_on_stdout_only(dlprof_cnn: Path) -> None:
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["schema"] == "tcreport.summary/1"
+
+
+def test_outputs_follow_the_umask_not_tempfile_0600(dlprof_cnn: Path, tmp_path: Path) -> None:
+    """Atomic writes go through temporary files (0600); the result must be shareable as usual."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "r.html"
+        assert runner.invoke(app, ["report", str(dlprof_cnn), "-o", str(out)]).exit_code == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o644
+        folder = tmp_path / "ingested"
+        assert runner.invoke(app, ["ingest", str(dlprof_cnn), "-o", str(folder)]).exit_code == 0
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    finally:
+        os.umask(old)
