@@ -50,6 +50,19 @@ class OpRow:
     input_shapes: str | None = None
     cpu_ns: int | None = None
 
+    @property
+    def counts_as_eligible(self) -> bool:
+        """Eligible and did GPU work of its own. A wrapper op whose kernels are attributed to its
+        child (``aten::linear`` over ``aten::addmm`` in a Kineto trace) ran nothing itself:
+        counting it would double the op and claim a miss."""
+        return self.tc_eligible and self.gpu_ns != 0
+
+    @property
+    def missed_tc(self) -> bool:
+        """An eligible op that never used Tensor Cores: the one definition figures, rules and
+        renderers share (an op some of whose calls did use them counts as using them)."""
+        return self.counts_as_eligible and not self.uses_tc
+
 
 @dataclass(frozen=True)
 class OpTypeRow:
@@ -251,11 +264,9 @@ def tc_figures(
 ) -> TcFigures:
     rep = run.meta.reported
     if run.ops is not None:
-        # A wrapper op whose kernels are attributed to its child (aten::linear over aten::addmm in
-        # a Kineto trace) ran nothing itself: counting it would double the op and claim a miss.
-        eligible = [o for o in ops if o.tc_eligible and o.gpu_ns != 0]
+        eligible = [o for o in ops if o.counts_as_eligible]
         using = [o for o in eligible if o.uses_tc]
-        missing = [o for o in eligible if not o.uses_tc]
+        missing = [o for o in eligible if o.missed_tc]
         elig_n: int | None = len(eligible)
         using_n: int | None = len(using)
         missing_n: int | None = len(missing)

@@ -147,7 +147,7 @@ def render(view: ReportView) -> str:
         ops=ops,
         elig=elig,
         elig_total=sum(1 for o in a.ops if o.tc_eligible),
-        elig_untimed=sum(1 for o in a.ops if o.tc_eligible and not o.gpu_ns),
+        elig_untimed=sum(1 for o in a.ops if o.tc_eligible and not o.counts_as_eligible),
         kernels=kernels,
         kernel_mix=stack(
             [

@@ -86,20 +86,13 @@ def op_index(analysis: Analysis) -> dict[str, OpRow]:
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
-    """Each eligible op that never used Tensor Cores, with its first explanation, in op order
-    (largest GPU time first).
-
-    Ops with a GPU time of exactly 0 launched no kernels of their own (``aten::linear`` whose GEMM is
-    attributed to its ``aten::addmm`` child): they cannot have missed anything and are skipped.
-    """
+    """Each op that missed Tensor Cores (:attr:`OpRow.missed_tc`, the headline's definition), with
+    its first explanation, in op order (largest GPU time first)."""
     index = op_index(analysis)
     first: dict[str, WhyNotRow] = {}
     for w in analysis.why_not:
         o = index.get(w.op_id)
-        # An op some of whose calls did use Tensor Cores (cuDNN tried several algorithms) is not
-        # counted as a miss: the headline counts it as using them, and its whole time would
-        # overstate the saving.
-        if o is not None and o.gpu_ns != 0 and not o.uses_tc and o.name not in first:
+        if o is not None and o.missed_tc and o.name not in first:
             first[o.name] = w
     return [(o, first[o.name]) for o in analysis.ops if o.name in first]
 
