@@ -150,3 +150,20 @@ def test_mutated_json_reads_or_raises_input_error(json_dir: Path, data: st.DataO
             for kind in (TableKind.KERNELS, TableKind.OPS):
                 if (table := getattr(run, kind.value)) is not None:
                     validate(table, kind)
+
+
+def test_integer_past_pythons_digit_limit_is_an_input_error(tmp_path: Path) -> None:
+    """Found in review: json.loads raises a plain ValueError for a 5000-digit integer."""
+    p = tmp_path / "dlprof_huge_int_synthetic.json"
+    p.write_text(
+        '{"Kernel Report": [{"Kernel Name": "k", "Total GPU Time (ns)": ' + "9" * 5000 + "}]}"
+    )
+    with pytest.raises(InputError, match="invalid JSON"):
+        dlprof_json.read(p)
+
+
+def test_byte_order_mark_alone_is_an_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "dlprof_bom_synthetic.json"
+    p.write_bytes(b"\xef\xbb\xbf")
+    with pytest.raises(InputError, match="empty"):
+        dlprof_json._load(p)

@@ -337,3 +337,24 @@ def test_byte_order_mark_alone_is_an_empty_file(tmp_path: Path) -> None:
     p.write_bytes(b"\xef\xbb\xbf")
     with pytest.raises(InputError, match="empty"):
         ncu_csv.read(p)
+
+
+@pytest.mark.parametrize("value", ["9" * 50, "1e400", "9223372036854775807"])
+def test_out_of_range_durations_are_not_a_traceback(tmp_path: Path, value: str) -> None:
+    """Found by fuzzing: a duration past int64 (or infinite) made pyarrow raise OverflowError."""
+    header = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+        '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+        '"Metric Value"\n'
+    )
+    row = (
+        f'"0","1","p","h","k","1","7","(128, 1, 1)","(1, 1, 1)","0","8.0",'
+        f'"GPU Speed Of Light Throughput","Duration","msecond","{value}"\n'
+    )
+    p = tmp_path / "huge_synthetic.csv"
+    p.write_text(header + row)
+    try:
+        run = ncu_csv.read(p)
+    except InputError:
+        return
+    assert run.kernels is not None

@@ -23,6 +23,7 @@ from tcreport.ingest._dlprof_reports import (
     is_title,
     norm,
 )
+from tcreport.ingest._text import read_text
 from tcreport.model import Run, SourceFormat
 
 _HEAD_BYTES = 4096
@@ -65,18 +66,7 @@ def sniff(path: Path) -> bool:
 
 def _rows(path: Path) -> list[tuple[list[str], int]]:
     """All CSV records with the line each ends on; any decoding or quoting fault is InputError."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from exc
-    if not data.strip():
-        raise InputError("file is empty", path)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"byte {exc.start}: not UTF-8 text; is this a DLProf CSV report?", path
-        ) from exc
+    text = read_text(path, "a DLProf CSV report")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     out: list[tuple[list[str], int]] = []
     try:

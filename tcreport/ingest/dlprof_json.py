@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tcreport.errors import InputError
 from tcreport.ingest._dlprof_reports import Section, build_run, is_title
+from tcreport.ingest._text import read_text
 from tcreport.model import Run, SourceFormat
 
 _HEAD_BYTES = 4096
@@ -66,24 +67,17 @@ def _text(value: object, where: str, path: Path) -> str:
 
 
 def _load(path: Path) -> dict[str, object]:
+    text = read_text(path, "a DLProf JSON report")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from exc
-    if not data.strip():
-        raise InputError("file is empty", path)
-    try:
-        obj = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"byte {exc.start}: not UTF-8 text; is this a DLProf JSON report?", path
-        ) from exc
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"line {exc.lineno}: invalid JSON ({exc.msg}); truncated file?", path
         ) from exc
     except RecursionError as exc:
         raise InputError("JSON nested too deeply; is this a DLProf JSON report?", path) from exc
+    except ValueError as exc:  # Python's limit on integer digits
+        raise InputError(f"invalid JSON: {str(exc).splitlines()[0]}", path) from exc
     if not isinstance(obj, dict):
         raise InputError(
             "not a JSON object keyed by report title; is this a DLProf JSON report?", path

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport.errors import InputError
+from tcreport.ingest._text import read_text
 from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
 from tcreport.schema import TableKind, conform
 
@@ -96,21 +98,7 @@ def read(path: Path) -> Run:
 
 
 def _text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from exc
-    if not data.strip():
-        raise InputError("file is empty", path)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"byte {exc.start}: not UTF-8 text; is this Nsight Compute CSV output?", path
-        ) from exc
-    if not text.strip():  # a byte-order mark alone
-        raise InputError("file is empty", path)
-    return text
+    return read_text(path, "Nsight Compute CSV output")
 
 
 def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
@@ -214,15 +202,19 @@ def number(text: str) -> float | None:
 
 def _int(text: str | None, lo: int = 0, hi: int = 2**63 - 1) -> int | None:
     v = number(text or "")
-    return int(v) if v is not None and v.is_integer() and lo <= v <= hi else None
+    if v is None or not v.is_integer() or not lo <= v <= hi:
+        return None
+    i = int(v)
+    return i if i <= hi else None  # a float just below 2**63 can round up to it
 
 
 def duration_ns(unit: str, value: str) -> int | None:
     v = number(value)
     scale = _NS_PER.get(unit.strip().lower())
-    if v is None or scale is None or v < 0:
+    if v is None or scale is None or v < 0 or not math.isfinite(v * scale):
         return None
-    return round(v * scale)
+    ns = round(v * scale)
+    return ns if ns < 2**63 else None  # past int64: not a duration, a damaged value
 
 
 def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
