@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tcreport._fs import current_umask
 from tcreport.errors import OutputError
 
 if TYPE_CHECKING:
@@ -99,13 +100,6 @@ def ingest(run: Run, out_dir: str | Path) -> Path:
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
     return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
-
-
-def current_umask() -> int:
-    """The process umask (read by setting and restoring it; the CLI is single-threaded here)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _write_atomic(

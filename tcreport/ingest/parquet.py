@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tcreport import schema
+from tcreport._fs import current_umask
 from tcreport.errors import InputError, OutputError, SchemaError
 from tcreport.model import Run, RunMeta
 
@@ -56,9 +57,9 @@ def write(run: Run, out_dir: Path) -> Path:
         (tmp / MANIFEST).write_text(
             json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8"
         )
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes 0700; the folder is an artefact to share
+        os.chmod(
+            tmp, 0o777 & ~current_umask()
+        )  # mkdtemp makes 0700; the folder is an artefact to share
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
