@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport.analysis import _codes
 from tcreport.analysis.tc_kernels import Agreement, classify_kernels, compare_labels
 
 #: Normalised (lower-case, no ``aten::``/``_fused`` prefix, no ``vN`` suffix) eligible op types.
@@ -109,28 +111,22 @@ def _eligible_by_name(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pa.chunked_array(out, pa.bool_())
 
 
-def _kernel_evidence(
-    ops: pa.Table, kernels: pa.Table
-) -> tuple[pa.ChunkedArray, pa.ChunkedArray, pa.ChunkedArray]:
-    """Per op row: (any kernel uses TC, every kernel known not to, has kernel rows)."""
-    k = kernels.filter(pc.is_valid(kernels.column("op_id")))
-    per_op = (
-        pa.table(
-            {
-                "op_id": k.column("op_id").cast(pa.string()),
-                "tc": pc.fill_null(k.column("uses_tc"), False),
-                "known_no": pc.fill_null(pc.invert(k.column("uses_tc")), False),
-            }
-        )
-        .group_by("op_id")
-        .aggregate([("tc", "any"), ("known_no", "all")])
-    )
-    keys = ops.column("op_id").cast(pa.string())
-    pos = pc.index_in(keys, value_set=per_op.column("op_id"))
-    has = pc.is_valid(pos)
-    any_tc = pc.fill_null(pc.take(per_op.column("tc_any"), pos), False)
-    all_no = pc.fill_null(pc.take(per_op.column("known_no_all"), pos), False)
-    return any_tc, all_no, has
+def _kernel_evidence(ops: pa.Table, kernels: pa.Table) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Per op row: (any kernel uses TC, every kernel known not to, has kernel rows). Counted per
+    op id with integer codes (see :mod:`tcreport.analysis._codes`)."""
+    j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
+    uses = kernels.column("uses_tc")
+    tc = np.asarray(pc.fill_null(uses, False).to_numpy(zero_copy_only=False), dtype=bool)
+    no = np.asarray(pc.fill_null(pc.invert(uses), False).to_numpy(zero_copy_only=False), dtype=bool)
+    ok = j.other >= 0
+    n_all = np.bincount(j.other[ok], minlength=j.size)
+    n_tc = np.bincount(j.other[ok & tc], minlength=j.size)
+    n_no = np.bincount(j.other[ok & no], minlength=j.size)
+    at = np.maximum(j.ops, 0)
+    has = (j.ops >= 0) & (n_all[at] > 0) if j.size else np.zeros(len(j.ops), dtype=bool)
+    any_tc = has & (n_tc[at] > 0) if j.size else has
+    all_no = has & (n_no[at] == n_all[at]) if j.size else has
+    return pa.array(any_tc), pa.array(all_no), pa.array(has)
 
 
 def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:

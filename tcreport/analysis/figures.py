@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.analysis import _codes
 from tcreport.model import Run
 
 
@@ -46,7 +48,6 @@ class OpRow:
     tc_eligible: bool
     uses_tc: bool
     dtype: str | None
-    op_ids: tuple[str, ...]  # the canonical rows behind this line (evidence for findings)
     input_shapes: str | None = None
     cpu_ns: int | None = None
 
@@ -110,7 +111,7 @@ def time_figures(run: Run) -> TimeFigures:
         ):
             tc = rep.tc_kernel_ns  # nothing classified: the profiler's own figure is better than 0
         launches: int | None = _sum(k.column("calls"))
-        unique: int | None = pc.count_distinct(k.column("name").cast(pa.string())).as_py()
+        unique: int | None = _codes.count_distinct(k.column("name"))
     else:
         gpu, tc, launches, unique = rep.gpu_kernel_ns, rep.tc_kernel_ns, None, rep.unique_kernels
     memory = _sum(run.memory.column("duration_ns")) if run.memory is not None else rep.memory_ns
@@ -147,17 +148,22 @@ def wall_ns(run: Run) -> int | None:
     return run.meta.reported.wall_ns
 
 
+def _code_column(c: _codes.Codes) -> pa.Array:
+    return pa.array(c.codes.astype(np.int32), mask=c.codes < 0)
+
+
 def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
-    """Ops grouped by full name (instances of one op become one row), by GPU time, descending."""
+    """Ops grouped by full name (instances of one op become one row), by GPU time, descending.
+    Grouped on name codes, with type and dtype as codes too: one string per group, not per row."""
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return []
+    name, typ, dtype = (_codes.codes(ops.column(c)) for c in ("name", "type", "dtype"))
     t = pa.table(
         {
-            "name": ops.column("name").cast(pa.string()),
-            "type": ops.column("type").cast(pa.string()),
-            "dtype": ops.column("dtype").cast(pa.string()),
-            "op_id": ops.column("op_id").cast(pa.string()),
+            "name": _code_column(name),
+            "type": _code_column(typ),
+            "dtype": _code_column(dtype),
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
             "gpu_ns": ops.column("gpu_ns"),
@@ -171,7 +177,6 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             ("type", "first"),
             ("dtype", "first"),
             ("shapes", "first"),
-            ("op_id", "distinct"),
             ("calls", "sum"),
             ("gpu_ns", "sum"),
             ("gpu_ns", "count"),
@@ -181,24 +186,26 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             ("uses", "any"),
         ]
     )
+    g = g.append_column("name_text", name.values.take(g.column("name")))
     # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.
     g = g.sort_by(
-        [("gpu_ns_sum", "descending"), ("cpu_ns_sum", "descending"), ("name", "ascending")]
+        [("gpu_ns_sum", "descending"), ("cpu_ns_sum", "descending"), ("name_text", "ascending")]
     )
+    types = typ.values.take(g.column("type_first")).to_pylist()
+    dtypes = dtype.values.take(g.column("dtype_first")).to_pylist()
     rows: list[OpRow] = []
-    for r in g.to_pylist():  # one row per distinct op name: small
+    for r, op_type, op_dtype in zip(g.to_pylist(), types, dtypes, strict=True):  # small
         gpu = int(r["gpu_ns_sum"]) if r["gpu_ns_count"] else None
         rows.append(
             OpRow(
-                name=r["name"],
-                type=r["type_first"],
+                name=r["name_text"],
+                type=op_type,
                 calls=None if r["calls_sum"] is None else int(r["calls_sum"]),
                 gpu_ns=gpu,
                 share=_share(gpu, gpu_kernel_ns),
                 tc_eligible=bool(r["elig_any"]),
                 uses_tc=bool(r["uses_any"]),
-                dtype=r["dtype_first"],
-                op_ids=tuple(sorted(x for x in r["op_id_distinct"] if x is not None)),
+                dtype=op_dtype,
                 input_shapes=r["shapes_first"],
                 cpu_ns=int(r["cpu_ns_sum"]) if r["cpu_ns_count"] else None,
             )
@@ -225,13 +232,14 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
     k = run.kernels
     if k is None or k.num_rows == 0:
         return []
+    name, rule = _codes.codes(k.column("name")), _codes.codes(k.column("tc_rule"))
     t = pa.table(
         {
-            "name": k.column("name").cast(pa.string()),
+            "name": _code_column(name),
             "calls": k.column("calls"),
             "dur": k.column("duration_ns"),
             "uses_tc": k.column("uses_tc"),
-            "rule": k.column("tc_rule").cast(pa.string()),
+            "rule": _code_column(rule),
             "prof": k.column("profiler_uses_tc"),
         }
     )
@@ -244,18 +252,20 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
             ("prof", "first"),
         ]
     )
-    g = g.sort_by([("dur_sum", "descending"), ("name", "ascending")])
+    g = g.append_column("name_text", name.values.take(g.column("name")))
+    g = g.sort_by([("dur_sum", "descending"), ("name_text", "ascending")])
+    rules = rule.values.take(g.column("rule_first")).to_pylist()
     return [
         KernelRow(
-            name=r["name"],
+            name=r["name_text"],
             calls=int(r["calls_sum"]),
             gpu_ns=int(r["dur_sum"]),
             share=_share(int(r["dur_sum"]), gpu_kernel_ns),
             uses_tc=r["uses_tc_first"],
-            tc_rule=r["rule_first"],
+            tc_rule=tc_rule,
             profiler_uses_tc=r["prof_first"],
         )
-        for r in g.to_pylist()
+        for r, tc_rule in zip(g.to_pylist(), rules, strict=True)
     ]
 
 

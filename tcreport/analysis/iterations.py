@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport.analysis import _codes
 from tcreport.errors import UsageError
 from tcreport.model import IterationInfo, Run, RunMeta
 
@@ -47,7 +48,7 @@ def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
     ends: list[np.ndarray] = []
     pids: list[np.ndarray] = []
     if run.ranges is not None and run.ranges.num_rows:
-        sel = run.ranges.filter(pc.equal(run.ranges.column("name").cast(pa.string()), name))
+        sel = run.ranges.filter(_codes.equals(run.ranges.column("name"), name))
         starts.append(sel.column("start_ns").to_numpy())
         ends.append(sel.column("end_ns").to_numpy())
         pids.append(pc.fill_null(sel.column("process_id"), -1).to_numpy())
@@ -59,12 +60,11 @@ def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         ops = run.ops.filter(pc.is_valid(run.ops.column("start_ns")))
         hit = pc.or_(
             pc.or_(
-                pc.equal(ops.column("name").cast(pa.string()), name),
-                pc.equal(ops.column("type").cast(pa.string()), name),
+                _codes.equals(ops.column("name"), name), _codes.equals(ops.column("type"), name)
             ),
-            pc.equal(ops.column("op_id").cast(pa.string()), name),
+            _codes.equals(ops.column("op_id"), name),
         )
-        sel = ops.filter(pc.fill_null(hit, False))
+        sel = ops.filter(hit)
         st = sel.column("start_ns").to_numpy()
         cpu = pc.fill_null(sel.column("cpu_ns"), 0).to_numpy()
         starts.append(st)
@@ -90,8 +90,8 @@ def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
     step N spans from the first rank's start to the last rank's end."""
     if run.ranges is None or run.ranges.num_rows == 0:
         return None
-    extracted = pc.extract_regex(
-        run.ranges.column("name").cast(pa.string()), r"^ProfilerStep#(?P<n>\d+)$"
+    extracted = _codes.per_value(
+        run.ranges.column("name"), lambda d: pc.extract_regex(d, r"^ProfilerStep#(?P<n>\d+)$")
     )
     valid = pc.is_valid(extracted)
     if not pc.any(valid).as_py():
@@ -154,9 +154,10 @@ def _repeating_outer_range(run: Run) -> str | None:
     span = _span(run)
     if outer.num_rows == 0 or span is None or span[1] <= span[0]:
         return None
+    name = _codes.codes(outer.column("name"))
     names = pa.table(
         {
-            "name": outer.column("name").cast(pa.string()),
+            "name": pa.array(name.codes),
             "dur": pc.subtract(outer.column("end_ns"), outer.column("start_ns")),
             "pid": pc.fill_null(outer.column("process_id"), 0),
         }
@@ -166,12 +167,10 @@ def _repeating_outer_range(run: Run) -> str | None:
     per = per.filter(pc.greater_equal(per.column("dur_count"), 2))
     if per.num_rows == 0:
         return None
-    best = (
-        per.group_by("name")
-        .aggregate([("dur_sum", "max")])
-        .sort_by([("dur_sum_max", "descending"), ("name", "ascending")])
-    )
-    top: str = best.column("name")[0].as_py()
+    best = per.group_by("name").aggregate([("dur_sum", "max")])
+    best = best.append_column("text", name.values.take(best.column("name")))
+    best = best.sort_by([("dur_sum_max", "descending"), ("text", "ascending")])
+    top = str(best.column("text")[0].as_py())
     coverage = best.column("dur_sum_max")[0].as_py() / (span[1] - span[0])
     return top if coverage >= MIN_ITERATION_COVERAGE else None
 
@@ -186,16 +185,12 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
             or table.column("start_ns").null_count == table.num_rows
         ):
             continue
-        counts = (
-            pa.table({"n": table.column(col).cast(pa.string())})
-            .group_by("n")
-            .aggregate([("n", "count")])
-        )
-        for name, count in zip(
-            counts.column("n").to_pylist(), counts.column("n_count").to_pylist(), strict=True
-        ):
-            if name is not None and count >= 2:
-                tallies[name] = max(tallies.get(name, 0), count)
+        c = _codes.codes(table.column(col))
+        counts = np.bincount(c.codes[c.codes >= 0], minlength=len(c.values))
+        frequent = np.flatnonzero(counts >= 2)
+        for value, count in zip(c.take(frequent), counts[frequent].tolist(), strict=True):
+            if value is not None:
+                tallies[value] = max(tallies.get(value, 0), count)
     ranked = sorted(tallies.items(), key=lambda kv: (-kv[1], kv[0]))
     return tuple(name for name, _ in ranked[:limit])
 

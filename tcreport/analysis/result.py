@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import figures, iterations, timeline
+from tcreport.analysis import _codes, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
@@ -178,26 +179,29 @@ def _autotuned_ops(kernels: pa.Table | None, ops: pa.Table | None) -> tuple[str,
     """Names of ops whose kernels cover several cuDNN algorithm families (autotuning)."""
     if kernels is None or ops is None or kernels.num_rows == 0 or ops.num_rows == 0:
         return ()
-    k = kernels.filter(pc.is_valid(kernels.column("op_id")))
-    if k.num_rows == 0:
-        return ()
-    names = k.column("name").cast(pa.string())
-    fam = pa.nulls(k.num_rows, pa.string())
-    for label, pattern in _CONV_FAMILIES:
-        hit = pc.fill_null(pc.match_substring_regex(names, pattern), False)
-        fam = pc.if_else(pc.and_(hit, pc.is_null(fam)), pa.scalar(label), fam)
-    t = pa.table({"op_id": k.column("op_id").cast(pa.string()), "fam": fam}).filter(
-        pc.is_valid(fam)
+
+    def family(names: pa.Array) -> pa.Array:  # per distinct kernel name: 0 = none, 1.. = family
+        fam = pa.array(np.zeros(len(names), dtype=np.int64))
+        for i, (_, pattern) in enumerate(_CONV_FAMILIES, start=1):
+            hit = pc.fill_null(pc.match_substring_regex(names, pattern), False)
+            fam = pc.if_else(pc.and_(hit, pc.equal(fam, 0)), i, fam)
+        return fam
+
+    fam = np.asarray(
+        pc.fill_null(_codes.per_value(kernels.column("name"), family), 0).to_numpy(), np.int64
     )
-    if t.num_rows == 0:
+    if not fam.any():
         return ()
-    g = t.group_by("op_id").aggregate([("fam", "count_distinct")])
-    many = g.filter(pc.greater_equal(g.column("fam_count_distinct"), AUTOTUNE_MIN_FAMILIES))
-    if many.num_rows == 0:
+    j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
+    ok = (fam > 0) & (j.other >= 0)
+    pairs = np.unique(j.other[ok] * (len(_CONV_FAMILIES) + 1) + fam[ok])
+    per_op = np.bincount(pairs // (len(_CONV_FAMILIES) + 1), minlength=j.size)
+    many = per_op >= AUTOTUNE_MIN_FAMILIES
+    if not many.any():
         return ()
-    mask = pc.is_in(ops.column("op_id").cast(pa.string()), value_set=many.column("op_id"))
-    hit_names = pc.unique(ops.filter(mask).column("name").cast(pa.string())).to_pylist()
-    return tuple(sorted(str(n) for n in hit_names if n is not None))
+    hit_rows = (j.ops >= 0) & many[np.maximum(j.ops, 0)]
+    names = _codes.as_strings(ops.column("name").filter(pa.array(hit_rows)))
+    return tuple(sorted(str(n) for n in names))
 
 
 def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:

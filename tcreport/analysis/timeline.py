@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.analysis import _codes
+
 #: A kernel shorter than this is dominated by its own launch cost: a CUDA launch costs the CPU a few
 #: microseconds, and an eager framework adds tens more per op, so a stream of sub-10 µs kernels can
 #: only keep the GPU busy if the CPU issues them faster than it can.
@@ -145,10 +147,7 @@ def kernel_timeline(kernels: pa.Table | None) -> TimelineFigures | None:
 
 def _matching(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Per row: does the name match :data:`DATA_LOADER`? Regex once per distinct value."""
-    text = col.cast(pa.string())
-    return pc.fill_null(
-        pc.match_substring_regex(text, DATA_LOADER.pattern, ignore_case=True), False
-    )
+    return _codes.matches(col, DATA_LOADER.pattern, ignore_case=True)
 
 
 def host_markers(ranges: pa.Table | None, ops: pa.Table | None) -> HostMarkers:
@@ -158,13 +157,13 @@ def host_markers(ranges: pa.Table | None, ops: pa.Table | None) -> HostMarkers:
     ends: list[np.ndarray] = []
     if ranges is not None and ranges.num_rows:
         hit = ranges.filter(_matching(ranges.column("name")))
-        names.update(str(n) for n in pc.unique(hit.column("name").cast(pa.string())).to_pylist())
+        names.update(str(n) for n in _codes.as_strings(hit.column("name")))
         starts.append(hit.column("start_ns").to_numpy().astype(np.int64))
         ends.append(hit.column("end_ns").to_numpy().astype(np.int64))
     if ops is not None and ops.num_rows:
         mask = pc.or_(_matching(ops.column("name")), _matching(ops.column("type")))
         hit = ops.filter(mask)
-        names.update(str(n) for n in pc.unique(hit.column("name").cast(pa.string())).to_pylist())
+        names.update(str(n) for n in _codes.as_strings(hit.column("name")))
         timed = hit.filter(pc.is_valid(hit.column("start_ns")))
         if timed.num_rows:
             st = timed.column("start_ns").to_numpy().astype(np.int64)

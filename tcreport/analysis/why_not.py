@@ -7,8 +7,9 @@ capability), so the same code serves DLProf, Kineto and Nsight Systems inputs. T
 order of how certainly they explain a miss: a dtype with no Tensor Core path beats a misaligned
 dimension, which beats "the problem is tiny"; if nothing fits, the honest answer is ``unknown``.
 
-Eligible ops that missed are few (hundreds at most, usually a handful), so per-row Python is fine
-here; the row selection itself is a vectorised filter.
+Op instances that missed can be millions (every call of every GEMM of an fp32 run), but the
+distinct (name, type, dtype, shapes, device) among them are few: each is explained once, in
+Python, for its first instance; finding them is integer grouping on dictionary codes.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import gpu_arch
+from tcreport.analysis import _codes, gpu_arch
 from tcreport.analysis.eligibility import classify_ops, normalise_op_type
 from tcreport.model import Gpu
 
@@ -246,7 +248,7 @@ def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list
         return []
     if ops.column("tc_eligible").null_count == ops.num_rows:
         ops = classify_ops(ops, None)
-    dtypes = pc.unique(ops.column("dtype").cast(pa.string())).to_pylist()
+    dtypes = _codes.as_strings(ops.column("dtype"))
     run_uses_half = any(normalise_dtype(d) in _HALF for d in dtypes)
     missed = ops.filter(
         pc.and_(
@@ -256,7 +258,18 @@ def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list
     )
     flavour = _flavour(framework)
     cols = ["op_id", "name", "type", "dtype", "input_shapes", "device_id"]
-    return [_one(r, flavour, gpus, run_uses_half) for r in missed.select(cols).to_pylist()]
+    distinct = missed.take(pa.array(_first_of_each(missed))).select(cols)
+    return [_one(r, flavour, gpus, run_uses_half) for r in distinct.to_pylist()]
+
+
+def _first_of_each(missed: pa.Table) -> np.ndarray:
+    """Row numbers of the first instance of each distinct (name, type, dtype, shapes, device), in
+    table order: the explanation depends on nothing else."""
+    if missed.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    keys = [_codes.codes(missed.column(c)).codes for c in ("name", "type", "dtype", "input_shapes")]
+    keys.append(np.asarray(pc.fill_null(missed.column("device_id"), -1).to_numpy(), np.int64))
+    return _codes.first_rows(_codes.combine(*keys))
 
 
 def _one(row: dict[str, object], flavour: str, gpus: Sequence[Gpu], run_uses_half: bool) -> WhyNot:

@@ -326,11 +326,11 @@ def attribute(handed: list[Outline | None], kernels: Launches, memory: Launches)
         )
         del nvtx  # the thread holds what it needs; the rest of the outline goes now
         ids = op_ids(lab_of[code], labels)
+        # One dictionary for the three op_id columns: analysis then joins kernels to ops on
+        # the indices (analysis._codes.joint) instead of hashing millions of id strings.
         k_col, m_col = op_id_column(ids, k_row), op_id_column(ids, m_row)
         del k_row, m_row
-        ops["op_id"] = pa.DictionaryArray.from_arrays(
-            pa.array(np.arange(len(ids), dtype=np.int32)), ids
-        )
+        ops["op_id"] = op_id_column(ids, np.arange(len(ids)))
         ops |= names.result()
     if not push_pop:
         return Attribution(_no_op(len(k_col)), _no_op(len(m_col)), None, ranges)

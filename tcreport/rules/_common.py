@@ -74,15 +74,9 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
 
 
 def op_index(analysis: Analysis) -> dict[str, OpRow]:
-    """op_id -> the op row (grouped by name) it belongs to, for the op ids a why-not row names.
-
-    Only those: a trace with millions of op instances would otherwise build a dict of millions
-    of entries for every rule that asks.
-    """
-    wanted = {w.op_id for w in analysis.why_not}
-    if not wanted:
-        return {}
-    return {op_id: o for o in analysis.ops for op_id in wanted.intersection(o.op_ids)}
+    """Op name -> its op row, for the ops a why-not row names (rows are grouped by name)."""
+    wanted = {w.op_name for w in analysis.why_not}
+    return {o.name: o for o in analysis.ops if o.name in wanted}
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
@@ -91,7 +85,7 @@ def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
     index = op_index(analysis)
     first: dict[str, WhyNotRow] = {}
     for w in analysis.why_not:
-        o = index.get(w.op_id)
+        o = index.get(w.op_name)
         if o is not None and o.missed_tc and o.name not in first:
             first[o.name] = w
     return [(o, first[o.name]) for o in analysis.ops if o.name in first]

@@ -1,0 +1,184 @@
+"""Dictionary columns as integer codes: how analysis joins and groups millions of rows.
+
+Every name column of the canonical tables is dictionary-encoded, so a question about names
+("is this an eligible op type?", "which kernel family is this?", "rows whose name is the key
+node") is asked once per distinct value and spread to the rows by their indices, and a join or
+a grouping on names is a join or grouping on int codes. Casting a dictionary column to strings
+instead builds one string per row: on a 3.6 M-kernel, 5.3 M-op trace that was most of the
+analysis time and a GiB of memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: Below this many values a dictionary is de-duplicated before use (a hand-built dictionary may
+#: repeat a value); above it (op ids) the readers' and ``conform``'s distinct dictionaries are
+#: trusted, since hashing millions of strings is what this module exists to avoid.
+_DEDUPE_MAX = 1 << 20
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A dictionary column as one int64 code per row (-1 = null) into ``values``."""
+
+    codes: np.ndarray
+    values: pa.Array  # string (or the dictionary's value type), distinct below _DEDUPE_MAX
+
+    def valid(self) -> np.ndarray:
+        result: np.ndarray = self.codes >= 0
+        return result
+
+    def take(self, code_array: np.ndarray) -> list[str | None]:
+        """Values of a (small) array of codes as Python objects; -1 gives None."""
+        if not len(code_array):
+            return []
+        idx = pa.array(code_array, mask=code_array < 0)
+        result: list[str | None] = self.values.take(idx).to_pylist()
+        return result
+
+
+def _single(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            return col.chunk(0)
+        if col.num_chunks == 0:
+            return pa.array([], col.type)
+        return col.combine_chunks()  # unifies the chunks' dictionaries
+    return col
+
+
+def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
+    """Integer codes of a column: a dictionary column's indices, any other column encoded."""
+    arr = _single(col)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    indices = arr.indices
+    values = arr.dictionary
+    if len(values) <= _DEDUPE_MAX:
+        distinct = pc.dictionary_encode(values)
+        if len(distinct.dictionary) < len(values):
+            remap = np.asarray(distinct.indices.to_numpy(zero_copy_only=False), np.int64)
+            idx = _np(indices)
+            return Codes(np.where(idx >= 0, remap[np.maximum(idx, 0)], -1), distinct.dictionary)
+    return Codes(_np(indices), values)
+
+
+def per_value(
+    col: pa.ChunkedArray | pa.Array, fn: Callable[[pa.Array], pa.Array]
+) -> pa.ChunkedArray:
+    """``fn`` (a vector function of the values) applied to each distinct value once and spread to
+    the rows: null rows give null. Works on plain columns too (then ``fn`` sees every row)."""
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col])
+    out: list[pa.Array] = []
+    for chunk in col.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            lookup = fn(chunk.dictionary)
+            out.append(lookup.take(chunk.indices))
+        else:
+            out.append(fn(chunk))
+    if not out:
+        return pa.chunked_array([], fn(pa.array([], pa.string())).type)
+    return pa.chunked_array(out, out[0].type)
+
+
+def equals(col: pa.ChunkedArray | pa.Array, value: str) -> pa.ChunkedArray:
+    """Rows whose value is ``value`` (null rows: False)."""
+    return pc.fill_null(per_value(col, lambda d: pc.equal(d, value)), False)
+
+
+def matches(
+    col: pa.ChunkedArray | pa.Array, pattern: str, ignore_case: bool = False
+) -> pa.ChunkedArray:
+    """Rows whose value matches the regular expression (null rows: False)."""
+    return pc.fill_null(
+        per_value(
+            col,
+            lambda d: pc.match_substring_regex(d, pattern, ignore_case=ignore_case),
+        ),
+        False,
+    )
+
+
+def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str | None]:
+    """Distinct non-null values of a column, as Python strings (small: one per distinct value)."""
+    c = codes(col)
+    used = np.unique(c.codes[c.codes >= 0])
+    return [v for v in c.take(used) if v is not None]
+
+
+def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
+    c = codes(col)
+    return int(np.unique(c.codes[c.codes >= 0]).size)
+
+
+def combine(*cols: np.ndarray) -> np.ndarray:
+    """One dense code per distinct tuple of codes (each >= -1), numbered in order of first
+    appearance: pairs are packed into one int64 and hashed, never compared as tuples."""
+    key = np.asarray(cols[0], np.int64)
+    for c in cols[1:]:
+        packed = (key + 1) * (int(c.max(initial=0)) + 2) + (c + 1)
+        key = _np(pc.dictionary_encode(pa.array(packed, pa.int64())).indices)
+    if len(cols) == 1:
+        key = _np(pc.dictionary_encode(pa.array(key, pa.int64())).indices)
+    return key
+
+
+def first_rows(key: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of each code of :func:`combine` (codes appear in order)."""
+    if not len(key):
+        return np.zeros(0, dtype=np.int64)
+    seen = np.maximum.accumulate(np.r_[-1, key[:-1]])
+    return np.flatnonzero(key > seen)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """The ops' and the kernels' ``op_id`` columns as codes into one key space of ``size`` keys."""
+
+    ops: np.ndarray  # per op row, -1: null
+    other: np.ndarray  # per kernel (or memory) row, -1: null or no such op
+    size: int
+
+
+def _same(a: pa.Array, b: pa.Array) -> bool:
+    if a is b:
+        return True
+    if len(a) != len(b) or a.offset != b.offset or a.type != b.type:
+        return False
+    ab, bb = a.buffers(), b.buffers()
+    if all(
+        (x is None and y is None) or (x is not None and y is not None and x.address == y.address)
+        for x, y in zip(ab, bb, strict=True)
+    ):
+        return True
+    return bool(a.equals(b))
+
+
+def joint(ops_col: pa.ChunkedArray | pa.Array, other_col: pa.ChunkedArray | pa.Array) -> Joint:
+    """Codes for joining ``other.op_id`` to ``ops.op_id``.
+
+    When both columns share one dictionary (the Nsight Systems and Kineto readers give the
+    kernels, memory and ops tables the same one) the indices are the join: nothing is hashed.
+    Otherwise both sides' values are encoded together, once, so a repeated value still joins.
+    """
+    o = codes(ops_col)
+    k = codes(other_col)
+    if _same(o.values, k.values):
+        return Joint(o.codes, k.codes, len(o.values))
+    both = pc.dictionary_encode(pa.concat_arrays([o.values, k.values.cast(o.values.type)]))
+    unified = _np(both.indices)
+    to_o, to_k = unified[: len(o.values)], unified[len(o.values) :]
+    ocodes = np.where(o.codes >= 0, to_o[np.maximum(o.codes, 0)], -1) if len(to_o) else o.codes
+    kcodes = np.where(k.codes >= 0, to_k[np.maximum(k.codes, 0)], -1) if len(to_k) else k.codes
+    return Joint(ocodes, kcodes, len(both.dictionary))
+
+
+def _np(arr: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
+    return np.asarray(pc.fill_null(arr, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
