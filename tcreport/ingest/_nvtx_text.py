@@ -5,6 +5,13 @@ Parsing runs over distinct texts only, and with Arrow kernels (RE2) rather than 
 autograd-nvtx exports number every range (``op_id = 993403``), so a long run has millions of
 distinct texts. Only dict-like records (DLProf, TensorFlow), which have no fixed field order, go
 through Python, and only those texts.
+
+TensorFlow (NVIDIA's builds, ``TF_ENABLE_NVTX_RANGES=1``; formats read from TensorFlow's sources,
+not from a real export) names each executed node ``"<OpType>: <node>"``, or with
+``TF_ENABLE_NVTX_RANGES_DETAILED=1`` a compact JSON-like record ``{"op":..,"name":..,"args":[..],
+"attrs":{..}}``. The short form is too plain to tell from a user's ``Epoch: 3``, so it becomes an
+op only in TensorFlow mode (:meth:`Parsed.with_tensorflow`); the record form is always read.
+Ops in :data:`TF_CONTAINERS` wrap other ops' ranges and stay plain ranges in either form.
 """
 
 from __future__ import annotations
@@ -23,11 +30,47 @@ _TORCH = (
     r"(?:, sizes = (?P<sizes>\[.*?\]))?(?:, input_op_ids = \[.*\])?$"
 )
 _NAMESPACED = r"^[A-Za-z_][\w.]*::[A-Za-z_]\w*$"
-_TF_NODE = r"^(?P<type>[A-Z]\w*): (?P<node>\S+)$"
+# OpDef types are [A-Z][A-Za-z0-9>_]* (">" unseen, left out); internal ones begin with "_". Node
+# names are [A-Za-z0-9.][A-Za-z0-9_.>/-]* (XLA thunks: "MatMul: cluster_0_1/xla_run/dense/MatMul";
+# "_" first when the cluster name is empty). One ": " and no spaces, so "Note: see above" fails.
+_TF_TYPE = r"_*[A-Z]\w*"
+_TF_NODE = rf"^(?P<type>{_TF_TYPE}): (?P<node>[A-Za-z0-9._][\w.>/-]*)$"
 _FUNC_STACK = re.compile(r"'funcStack': '([^']*)'")
 _DEDUP = re.compile(r"\((\d+)\)(?=/|$)")
 _ANGLE = re.compile(r"<([\w.]+)>")
-_TF_JSON = re.compile(r'^\{"op":\s*"([^"]+)",\s*"name":\s*"([^"]*)"')
+# The detailed record is not always JSON (attrs print `[?,784]`, `nan`, unquoted-quote strings),
+# so it is read by regex: op and name lead in fixed order, then args, then attrs.
+_TF_JSON = re.compile(rf'^\{{"op":\s*"(?P<op>{_TF_TYPE})"(?:,\s*"name":\s*"(?P<name>[^"]*)")?')
+_TF_ARGS = re.compile(r'"args":\s*\[')
+_TF_SHAPE = re.compile(r'"shape":\s*(null|\[[^\[\]]*\])')
+_TF_DIM = re.compile(r"\?|-?[0-9]+")
+_TF_DTYPE_ATTR = re.compile(r'[{,]\s*"(T|dtype)":\s*"([\w&]+)"')
+# TensorFlow's spellings (NVIDIA's numpy-like ones with "bfloat32", a bug in its source, for
+# bfloat16 and "&" for refs; DataType_Name lowercased in others) to the numpy ones DLProf uses.
+_TF_DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat32": "bfloat16"}
+
+#: Op types whose range encloses other ops' ranges on the same thread: XLA's launch ops (thunk
+#: ranges run inside them) and function calls / functional control flow (their body's nodes when
+#: run inline; an inference from the executor, not seen in an export). The reader attributes a
+#: kernel to the outermost op, so as ops these would take their inner ops' kernels; as plain ranges
+#: they become the scope path of those ops instead. Their label stays ``"Type: node"`` (the JSON form
+#: is rewritten so): the text nsys shows, and the same whether or not the detailed form was on.
+#: ``_XlaCompile`` is not one: it wraps no op ranges, and any kernel it launches (autotuning) is its
+#: own; neither are ``_Send``/``_Recv`` (their copies are theirs).
+TF_CONTAINERS = frozenset(
+    {
+        "_XlaRun",
+        "XlaLaunch",
+        "StatefulPartitionedCall",
+        "PartitionedCall",
+        "While",
+        "StatelessWhile",
+        "If",
+        "StatelessIf",
+        "Case",
+        "StatelessCase",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +103,8 @@ class Parsed:
         return Parsed(kind, *(getattr(self, n).take(rows) for n in names))
 
     def with_tensorflow(self) -> Parsed:
-        """``Type: node`` plain ranges become TensorFlow ops (TF_ENABLE_NVTX_RANGES' short form)."""
+        """``Type: node`` plain ranges become TensorFlow ops (TF_ENABLE_NVTX_RANGES' short form),
+        but for :data:`TF_CONTAINERS`. Only for a TensorFlow run: ``Epoch: 3`` has the same form."""
         mask = pc.and_(pc.is_valid(self.tf_label), pa.array(self.kind == OTHER))
         kind = np.where(mask.to_numpy(zero_copy_only=False), TF_OP, self.kind).astype(np.int8)
         return replace(self, kind=kind, label=pc.if_else(mask, self.tf_label, self.label))
@@ -117,6 +161,8 @@ def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
     if len(maybe):
         found = pc.extract_regex(texts.take(pa.array(maybe)), _TF_NODE)
         types = pc.if_else(found.is_valid(), found.field("type"), None)
+        container = pc.is_in(types, value_set=pa.array(sorted(TF_CONTAINERS), pa.string()))
+        types = pc.if_else(pc.fill_null(container, False), pa.scalar(None, pa.string()), types)
         mask = np.zeros(n, dtype=bool)
         mask[maybe] = True
         tf_label = pc.replace_with_mask(nulls, pa.array(mask), types)
@@ -132,7 +178,10 @@ def _parse_dict(text: str) -> Record | None:
     Returns (kind, label, dtype, shapes, func_stack); None for a text of no known form."""
     tf = _TF_JSON.match(text)
     if tf:
-        return TF_OP, tf.group(1), None, None, None
+        op, node = tf.group("op"), tf.group("name")
+        if op in TF_CONTAINERS:
+            return OTHER, op if node is None else f"{op}: {node}", None, None, None
+        return TF_OP, op, _tf_dtype(text, tf.end()), _tf_shapes(text, tf.end()), None
     fs = _FUNC_STACK.search(text)
     if fs and text.startswith("{'traceMarker'"):
         return DLPROF_MARKER, None, None, None, _DEDUP.sub(r"[\1]", _ANGLE.sub(r"\1", fs.group(1)))
@@ -149,3 +198,41 @@ def _parse_dict(text: str) -> Record | None:
     shapes = "[" + ", ".join(str(list(a["shape"])) for a in tensors) + "]" if tensors else None
     dtypes = [str(a["dtype"]) for a in args if a.get("dtype")]
     return DLPROF_OP, rec["op"], dtypes[0] if dtypes else None, shapes, None
+
+
+def _tf_shapes(text: str, pos: int) -> str | None:
+    """Input shapes of a detailed TensorFlow record as DLProf's ``[[32, 784], [784, 10]]``.
+
+    Unknown dims stay ``?`` (``[[?, 784]]``): the text shows what TensorFlow printed, and
+    ``parse_shapes`` then rejects it rather than reading -1 as a misaligned dimension. Shapes
+    stop at the first input of unknown rank (``null``), so the ones kept are in input order; the
+    bare ``null`` after the 10th input (the list was cut) has no shape and is skipped.
+    """
+    args = _TF_ARGS.search(text, pos)
+    if args is None:
+        return None
+    end = text.find('"attrs":', args.end())
+    out: list[str] = []
+    for m in _TF_SHAPE.finditer(text, args.end(), end if end >= 0 else len(text)):
+        if m.group(1) == "null":
+            break
+        dims = [d.strip() for d in m.group(1)[1:-1].split(",") if d.strip()]
+        if not all(_TF_DIM.fullmatch(d) for d in dims):
+            return None
+        out.append("[" + ", ".join(dims) + "]")
+    return "[" + ", ".join(out) + "]" if out else None
+
+
+def _tf_dtype(text: str, pos: int) -> str | None:
+    """The ``T`` attr of a detailed TensorFlow record (else ``dtype``), spelt as numpy does."""
+    at = text.find('"attrs":', pos)
+    if at < 0:
+        return None
+    found: dict[str, str] = {}
+    for m in _TF_DTYPE_ATTR.finditer(text, at):
+        found.setdefault(m.group(1), m.group(2))
+    raw = found.get("T") or found.get("dtype")
+    if raw is None:
+        return None
+    s = raw.lower().rstrip("&").removeprefix("dt_")
+    return None if s in ("", "unknown", "invalid") else _TF_DTYPES.get(s, s)
