@@ -15,8 +15,11 @@ cross threads and so never nest. Conventions understood:
   part after the name optional). Names with a sequence number, shapes, or a ``namespace::op`` form
   are ops; ``record_function`` labels that come through the same path (``FSDP::pre_forward (...)``,
   ``ProfilerStep#3``) are ranges;
-* TensorFlow's ``TF_ENABLE_NVTX_RANGES`` detailed JSON records ``{"op": "MatMul", "name": ...}``
-  (format from TensorFlow's sources, not checked against a real export).
+* TensorFlow's ``TF_ENABLE_NVTX_RANGES`` (NVIDIA's builds): ``MatMul: dense/MatMul`` push/pop
+  ranges in the ``tensorflow-core`` domain (ops only there), or detailed records ``{"op":
+  "MatMul", "name": ..., "args": [..], "attrs": {..}}``; container ops (``_XlaRun``,
+  ``StatefulPartitionedCall``) are scope, not ops (:mod:`tcreport.ingest._nvtx_text`). Formats
+  from TensorFlow's sources, not checked against a real export.
 
 Exports hold tens of millions of ranges, most of them inside an op (``aten::empty`` in
 ``aten::linear``) where nothing is read from them. So one pass in time order per thread marks the
@@ -208,8 +211,14 @@ def merge_ranges(chunks: list[_Chunk]) -> Ranges:
     lasts = [c.span[1] for c in chunks if c.span[1] is not None]
     domains = {d: t for c in chunks for d, t in c.domains}  # later names win, as in the table
     parsed = Parsed.concat([c.parsed for c in chunks])
-    if any("tensorflow" in v.lower() for v in domains.values()):
-        parsed = parsed.with_tensorflow()
+    # TensorFlow's "Type: node" ranges are ops only in its own domains ("tensorflow-core"): a
+    # user's "Epoch: 3" in the default domain of the same run stays a plain range. Ranges in a
+    # TensorFlow domain point into a second, TensorFlow-mode copy of the (distinct) texts.
+    tf_ids = [d for d, v in domains.items() if v.lower().startswith("tensorflow")]
+    in_tf = np.isin(out["domain"], tf_ids) if tf_ids else None
+    if in_tf is not None and in_tf.any():
+        out["code"] = np.where(in_tf, out["code"] + len(parsed.kind), out["code"])
+        parsed = Parsed.concat([parsed, parsed.with_tensorflow()])
     return Ranges(
         **out,
         parsed=parsed,
