@@ -60,13 +60,16 @@ def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
         arr = pc.dictionary_encode(arr)
     indices = arr.indices
     values = arr.dictionary
+    idx = _np(indices)
     if len(values) <= _DEDUPE_MAX:
-        distinct = pc.dictionary_encode(values)
+        distinct = pc.dictionary_encode(values)  # a null value gets a null index: -1 below
         if len(distinct.dictionary) < len(values):
-            remap = np.asarray(distinct.indices.to_numpy(zero_copy_only=False), np.int64)
-            idx = _np(indices)
+            remap = _np(distinct.indices)
             return Codes(np.where(idx >= 0, remap[np.maximum(idx, 0)], -1), distinct.dictionary)
-    return Codes(_np(indices), values)
+    if values.null_count:  # a null inside the dictionary is a null row
+        null_value = np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), dtype=bool)
+        idx = np.where((idx >= 0) & ~null_value[np.maximum(idx, 0)], idx, -1)
+    return Codes(idx, values)
 
 
 def per_value(
@@ -143,7 +146,7 @@ class Joint:
     """The ops' and the kernels' ``op_id`` columns as codes into one key space of ``size`` keys."""
 
     ops: np.ndarray  # per op row, -1: null
-    other: np.ndarray  # per kernel (or memory) row, -1: null or no such op
+    other: np.ndarray  # per kernel (or memory) row, -1: null; an id no op has gets a key of its own
     size: int
 
 
