@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 from tcreport.cli.app import app
 
 
 def main() -> None:
+    # Arrow's default pool (mimalloc in the wheels) keeps freed pages for reuse; a trace is read
+    # in phases that each free hundreds of MiB of temporaries, and the pages kept by one phase
+    # add to the next one's peak. The C library's allocator hands large blocks back at once: on
+    # the 3.6 M-kernel export the peak RSS drops ~250 MiB and the run is no slower
+    # (benchmarks/README.md). Set before pyarrow is imported; a user's own choice stands.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     app()

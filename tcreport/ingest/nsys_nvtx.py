@@ -102,7 +102,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
         return []
     text = '"text"' if "text" in cols else "NULL"
     text_id = "textId" if "textId" in cols else "NULL"
-    domain = "IFNULL(domainId, 0) & 1099511627775" if "domainId" in cols else "0"
+    domain = "IFNULL(domainId, 0) & 2147483647" if "domainId" in cols else "0"
     # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
     # two pairs of columns travel as one: the event type with the domain id (``type + 256 *
     # domain``), and the text with its registered-string id (``"\x01<id>"`` where the range has
@@ -147,7 +147,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
             )
             for k, name in (("s", "start"), ("e", "end"), ("g", "gtid")):
                 cols_[k].append(_view(int64(b, name), 0))
-            cols_["d"].append(dom[ok])
+            cols_["d"].append(dom[ok].astype(np.int32))
             cols_["x"].append(et[ok] == START_END)
         if encoded:
             unified = pa.chunked_array(encoded, encoded[0].type).unify_dictionaries()
@@ -162,7 +162,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
         used = pc.dictionary_encode(pa.array(code[keep]))
         return _Chunk(
             cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
-            _np(used.indices), parsed.take(used.dictionary), (lo, hi), domains,
+            _np(used.indices).astype(np.int32), parsed.take(used.dictionary), (lo, hi), domains,
         )  # fmt: skip
 
     return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]
