@@ -120,7 +120,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
 
     def fold(batches: Iterator[pa.RecordBatch]) -> _Chunk:
         cols_: dict[str, list[np.ndarray]] = {k: [] for k in ("s", "e", "g", "d", "x")}
-        encoded: list[pa.DictionaryArray] = []
+        texts = _TextCodes(sid_ids, sid_values)
         lo: int | None = None
         hi: int | None = None
         domains: list[tuple[int, str]] = []
@@ -142,21 +142,14 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
             ok &= _view(en) >= _view(st)
             # usually every row is a range: then nothing is copied to drop the others
             b = raw if ok.all() else raw.filter(pa.array(ok))
-            encoded.append(
-                _registered(pc.dictionary_encode(string(b, "text")), sid_ids, sid_values)
-            )
+            texts.add(string(b, "text"))
             for k, name in (("s", "start"), ("e", "end"), ("g", "gtid")):
                 cols_[k].append(_view(int64(b, name), 0))
             cols_["d"].append(dom[ok].astype(np.int32))
             cols_["x"].append(et[ok] == START_END)
-        if encoded:
-            unified = pa.chunked_array(encoded, encoded[0].type).unify_dictionaries()
-            texts = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
-            code = np.concatenate([_np(c.indices) for c in unified.chunks])
-        else:
-            texts, code = pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+        distinct, code = texts.result()
         cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols_.items()}
-        parsed = parse(texts)
+        parsed = parse(distinct)
         keep = ~_inside_op_here(cat["g"], cat["s"], cat["e"], cat["x"], parsed.kind[code])
         # only the texts still referenced travel on (millions are distinct in autograd exports)
         used = pc.dictionary_encode(pa.array(code[keep]))
@@ -168,21 +161,63 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
     return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]
 
 
-def _registered(
-    enc: pa.DictionaryArray, sid_ids: pa.Array, sid_values: pa.Array
-) -> pa.DictionaryArray:
+class _TextCodes:
+    """The texts of one chunk's ranges as codes into their distinct values, parsed once each.
+
+    Texts repeat in most exports (a DLProf or user range per layer per step): each batch is
+    dictionary-encoded as it comes and the dictionaries unified at the end. An autograd-nvtx
+    export numbers every range (``op_id = 993403``), so nearly every text is new: hashing them
+    twice (batch, then unify) would be a third of the chunk's time for nothing, so when the
+    first batch is mostly distinct the chunk's texts are kept as they are, one per range.
+    """
+
+    def __init__(self, sid_ids: pa.Array, sid_values: pa.Array) -> None:
+        self._sid = (sid_ids, sid_values)
+        self._parts: list[pa.Array] = []
+        self._unique: bool | None = None
+
+    def add(self, text: pa.Array) -> None:
+        if self._unique:
+            self._parts.append(_registered(text, *self._sid))
+            return
+        enc = pc.dictionary_encode(text)
+        if self._unique is None:
+            self._unique = len(enc.dictionary) > len(text) // 2 > 0
+            if self._unique:
+                self._parts.append(_registered(text, *self._sid))
+                return
+        values = _registered(enc.dictionary, *self._sid)
+        if values is not enc.dictionary:  # a registered string may equal an inline text
+            distinct = pc.dictionary_encode(values)
+            enc = pa.DictionaryArray.from_arrays(
+                distinct.indices.take(enc.indices), distinct.dictionary
+            )
+        self._parts.append(enc)
+
+    def result(self) -> tuple[pa.Array, np.ndarray]:
+        """(texts, code per range)."""
+        if not self._parts:
+            return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+        if self._unique:
+            texts = pa.concat_arrays(self._parts)
+            self._parts = []
+            return texts, np.arange(len(texts), dtype=np.int64)
+        unified = pa.chunked_array(self._parts, self._parts[0].type).unify_dictionaries()
+        self._parts = []
+        return unified.chunk(0).dictionary, np.concatenate([_np(c.indices) for c in unified.chunks])
+
+
+def _registered(values: pa.Array, sid_ids: pa.Array, sid_values: pa.Array) -> pa.Array:
     r"""Texts sent as ``"\x01<id>"`` replaced by their ``StringIds`` value ("" if the id is not
-    there), in the batch's dictionary: one lookup per distinct id, not per range."""
-    values = enc.dictionary
+    there); ``values`` itself when there are none."""
     is_id = pc.match_substring_regex(values, "^\x01[0-9]+$")
     if not pc.any(is_id).as_py():
-        return enc
+        return values
     where = np.flatnonzero(is_id.to_numpy(zero_copy_only=False))
     ids = pc.cast(pc.utf8_slice_codeunits(values.take(pa.array(where)), 1), pa.int64())
     by_id = pc.fill_null(sid_values.take(pc.index_in(ids, value_set=sid_ids)), "")
-    values = pc.replace_with_mask(values, is_id, by_id)
-    distinct = pc.dictionary_encode(values)  # a registered string may equal an inline text
-    return pa.DictionaryArray.from_arrays(distinct.indices.take(enc.indices), distinct.dictionary)
+    replaced: pa.Array = pc.replace_with_mask(values, is_id, by_id)
+    return replaced
 
 
 def _inside_op_here(
