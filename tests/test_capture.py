@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DLPROF_CNN
+from conftest import DLPROF_CNN, NSYS_WIN2022
 from typer.testing import CliRunner
 
 import tcreport.cli.profile_cmd as profile_cmd  # registers the command (until cli/app.py does)
@@ -195,6 +195,35 @@ def test_nsys_sets_tf_nvtx_environment_for_tensorflow_scripts(fakes: Path, tmp_p
     profile = _calls(fakes)[0]
     assert profile["env"] == {"TF_ENABLE_NVTX_RANGES": "1", "TF_ENABLE_NVTX_RANGES_DETAILED": "1"}
     assert "--pytorch=autograd-shapes-nvtx" not in profile["argv"]
+
+
+def test_nsys_tensorflow_run_without_op_ranges_says_why(
+    fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stock TensorFlow ignores TF_ENABLE_NVTX_RANGES: an export with no op ranges (here the real
+    2022 export, which has no NVTX table) gets a report with kernel figures and a note saying so."""
+    if not NSYS_WIN2022.exists():
+        pytest.skip("needs ../shared/realtraces")
+    monkeypatch.setenv("FAKE_NSYS_SQLITE", str(NSYS_WIN2022))
+    script = _script(tmp_path, TF_SCRIPT)
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app, ["profile", str(script), "--backend", "nsys", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    html = (out / "report.html").read_text()
+    assert "No TensorFlow op ranges in the Nsight Systems export" in html
+    assert "--backend tf gives op-level figures" in html
+    assert json.loads((out / "summary.json").read_text())["time"]["gpu_kernel_ns"] > 0
+
+
+def test_nsys_pytorch_run_gets_no_tensorflow_note(fakes: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app, ["profile", str(_script(tmp_path)), "--backend", "nsys", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "No TensorFlow op ranges" not in (out / "report.html").read_text()
 
 
 def test_auto_prefers_dlprof_then_nsys(

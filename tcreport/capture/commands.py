@@ -20,7 +20,9 @@ DLPROF_MODES = {
 
 NSYS_TRACE = "cuda,nvtx,cudnn,cublas"
 
-#: TensorFlow emits an NVTX range per op only when asked; nsys needs those to name the ops.
+#: TensorFlow emits an NVTX range per op only when asked, and only NVIDIA's builds (NGC
+#: containers) read these variables; nsys needs those ranges to name the ops. Stock TensorFlow
+#: ignores them, and the profile command then says so in the report.
 TF_NVTX_ENV = {"TF_ENABLE_NVTX_RANGES": "1", "TF_ENABLE_NVTX_RANGES_DETAILED": "1"}
 
 

@@ -35,10 +35,24 @@ def default_output_dir(script: Path) -> Path:
 def _with_notes(run: Run, result: CaptureResult) -> Run:
     import dataclasses
 
+    from tcreport.capture import Backend
+    from tcreport.capture.request import Framework
+
     notes = list(run.meta.notes)
     for note in result.notes:
         if note not in notes:
             notes.append(note)
+    if (
+        result.backend is Backend.NSYS
+        and result.framework is Framework.TENSORFLOW
+        and not (run.ops is not None and run.ops.num_rows)
+    ):
+        notes.append(
+            "No TensorFlow op ranges in the Nsight Systems export, so the figures are per kernel: "
+            "only NVIDIA's TensorFlow builds (NGC containers) write an NVTX range per op for "
+            "TF_ENABLE_NVTX_RANGES=1, which tcreport set. With stock TensorFlow, "
+            "--backend tf gives op-level figures."
+        )
     if result.script_exit_code != 0:
         notes.append(
             f"Partial profile: the script exited with code {result.script_exit_code}; this "
