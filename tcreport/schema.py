@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -249,6 +250,33 @@ def validate(table: pa.Table, kind: TableKind) -> None:
     for field in expected:
         if not field.nullable and table.column(field.name).null_count:
             raise SchemaError(f"{kind.value}.{field.name}: nulls in a required column")
+
+
+def compact(table: pa.Table) -> pa.Table:
+    """The table with every dictionary holding only the values its rows use.
+
+    Readers may give several tables one dictionary (the ops' ``op_id`` values, shared by the
+    kernels and memory tables so analysis joins on indices); written to Parquet as it is, each
+    file would carry every op id. Integer work only: a count per dictionary entry, a remap.
+    """
+    columns = []
+    for col in table.columns:
+        if pa.types.is_dictionary(col.type):
+            col = pa.chunked_array([_compact_chunk(c) for c in col.chunks], type=col.type)
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def _compact_chunk(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+    size = len(chunk.dictionary)
+    idx = np.asarray(pc.fill_null(chunk.indices, 0).to_numpy(zero_copy_only=False), np.int64)
+    valid = np.asarray(pc.is_valid(chunk.indices).to_numpy(zero_copy_only=False), bool)
+    used = np.bincount(idx[valid], minlength=size) > 0
+    if used.all():
+        return chunk
+    remap = (np.cumsum(used) - 1).astype(chunk.type.index_type.to_pandas_dtype())
+    indices = pa.array(remap[idx], type=chunk.type.index_type, mask=~valid)
+    return pa.DictionaryArray.from_arrays(indices, chunk.dictionary.filter(pa.array(used)))
 
 
 def table_version(table: pa.Table) -> str | None:

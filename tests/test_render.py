@@ -220,3 +220,34 @@ def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
     assert html.count("<rect ") < 4 * html_mod.MAX_ITER_BARS + 200  # iterations bucketed
     assert "<img src=x" not in html
     assert '<tr id="iter-7" class="flag">' in html  # the slow iteration is called out
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite",
+        "kineto/v100-legacy-resnet50/worker0.1623143089861.pt.trace.json.gz",
+    ],
+)
+def test_shared_op_id_dictionary_round_trips_compactly(rel: str, tmp_path: Path) -> None:
+    """The readers give ops, kernels and memory one op_id dictionary (analysis joins on its
+    indices); each Parquet file keeps only the ids its rows use, and the summary is unchanged."""
+    src = REAL / rel
+    if not src.exists():
+        pytest.skip("needs ../shared/realtraces")
+    run = api.load(src)
+    assert run.ops is not None and run.kernels is not None
+    ops_dict = run.ops.column("op_id").chunk(0).dictionary
+    kernels_dict = run.kernels.column("op_id").chunk(0).dictionary
+    assert [b.address for b in kernels_dict.buffers() if b] == [
+        b.address for b in ops_dict.buffers() if b
+    ]  # one dictionary, not two equal ones
+    out = api.ingest(run, tmp_path / "ingested")
+    again = api.load(out)
+    assert again.kernels is not None
+    stored = again.kernels.column("op_id").combine_chunks().dictionary
+    used = run.kernels.column("op_id").drop_null()
+    assert len(stored) == len(used.unique()) < len(ops_dict)
+    a = api.render_json(api.analyze(run, source_path="x"))
+    b = api.render_json(api.analyze(again, source_path="x"))
+    assert a == b

@@ -63,3 +63,26 @@ def test_run_meta_json_round_trip() -> None:
         files=("a.csv",),
     )
     assert RunMeta.from_json(meta.to_json()) == meta
+
+
+def test_compact_keeps_values_and_drops_unused_dictionary_entries() -> None:
+    shared = pa.array(["op_1", "op_2", "op_3", "op_4"])
+    col = pa.DictionaryArray.from_arrays(pa.array([3, None, 1, 3], pa.int32()), shared)
+    whole = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), shared)
+    table = pa.table({"op_id": col, "all": whole, "n": [1, 2, 3, 4]})
+    out = schema.compact(table)
+    assert out.to_pylist() == table.to_pylist()
+    assert out.schema == table.schema
+    assert out.column("op_id").chunk(0).dictionary.to_pylist() == ["op_2", "op_4"]
+    assert out.column("op_id").chunk(0).indices.to_pylist() == [1, None, 0, 1]
+    kept, before = out.column("all").chunk(0), table.column("all").chunk(0)  # all used: untouched
+    assert kept.indices.buffers()[1].address == before.indices.buffers()[1].address
+
+
+def test_compact_all_null_and_empty_columns() -> None:
+    d = pa.DictionaryArray.from_arrays(pa.nulls(3, pa.int32()), pa.array(["a", "b"]))
+    out = schema.compact(pa.table({"x": d}))
+    assert out.column("x").to_pylist() == [None, None, None]
+    assert len(out.column("x").chunk(0).dictionary) == 0
+    empty = schema.empty(schema.TableKind.KERNELS)
+    assert schema.compact(empty).equals(empty)

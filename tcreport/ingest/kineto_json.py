@@ -184,7 +184,7 @@ class _Builder:
         op_ids = _op_ids(eid)
         table = pa.table(
             {
-                "op_id": op_ids,
+                "op_id": _op_id_column(op_ids, pa.array(np.arange(len(op_ids), dtype=np.int32))),
                 "name": f.name,
                 "type": pc.replace_substring_regex(f.name, "^aten::", ""),
                 "scope": self._scopes(),
@@ -259,7 +259,7 @@ class _Builder:
             "duration_ns": f.dur_ns,
             "calls": _ones(len(f)),
             "iteration": self._iteration(launch),
-            "op_id": pc.take(op_ids, at["op_row"]),
+            "op_id": _op_id_column(op_ids, at["op_row"]),
         }
 
     def _kernels(self, at: pa.Table, op_ids: pa.Array) -> pa.Table:
@@ -363,6 +363,14 @@ class _Builder:
 
 def _ones(n: int) -> pa.Array:
     return pa.array(np.ones(n, dtype=np.int64))
+
+
+def _op_id_column(op_ids: pa.Array, rows: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
+    """``op_ids[rows]`` as indices into ``op_ids`` (distinct by construction): the ops, kernels
+    and memory tables share one dictionary, and analysis joins them on the indices."""
+    if isinstance(rows, pa.ChunkedArray):
+        rows = rows.combine_chunks()
+    return pa.DictionaryArray.from_arrays(rows.cast(pa.int32()), op_ids)
 
 
 def _op_ids(eid: pa.Array) -> pa.Array:

@@ -53,7 +53,7 @@ def write(run: Run, out_dir: Path) -> Path:
     try:
         for kind in present:
             table: pa.Table = getattr(run, kind.value)
-            pq.write_table(table, tmp / f"{kind.value}.parquet", compression="zstd")
+            pq.write_table(schema.compact(table), tmp / f"{kind.value}.parquet", compression="zstd")
         (tmp / MANIFEST).write_text(
             json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8"
         )
