@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from tcreport.ingest._nvtx_text import Parsed
 
 if TYPE_CHECKING:
-    from tcreport.ingest.nsys_nvtx import Launches, Ranges
+    from tcreport.ingest._nvtx_scan import Ranges
+    from tcreport.ingest.nsys_nvtx import Launches
 
 
 def pid_of(gtid: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

@@ -25,14 +25,8 @@ from tcreport.errors import InputError
 from tcreport.ingest import _nsys_meta, _sqlite
 from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
 from tcreport.ingest._nsys_tables import dict_column, pid_of
-from tcreport.ingest.nsys_nvtx import (
-    Launches,
-    Outline,
-    attribute,
-    merge_ranges,
-    nvtx_scans,
-    outline,
-)
+from tcreport.ingest._nvtx_scan import merge_ranges, nvtx_scans
+from tcreport.ingest.nsys_nvtx import Launches, Outline, attribute, outline
 from tcreport.model import Run
 from tcreport.schema import MemoryKind, TableKind, conform
 

@@ -1,0 +1,243 @@
+"""Reading NVTX_EVENTS: one scan in rowid ranges, each folded to compact numpy columns.
+
+An export holds tens of millions of ranges, most of them inside an op (``aten::empty`` in
+``aten::linear``) where nothing is read from them: each chunk parses its distinct texts, marks the
+ranges inside an op of the same chunk and drops them before they cost memory; :func:`merge_ranges`
+joins the chunks for the nesting that follows (:mod:`tcreport.ingest.nsys_nvtx`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.ingest._nsys_db import NsysDb, Scan, int64, string
+from tcreport.ingest._nvtx_nesting import inside_op, thread_codes, time_order
+from tcreport.ingest._nvtx_text import Parsed, is_op, parse
+
+TABLE = "NVTX_EVENTS"
+PUSH_POP, START_END, DOMAIN_CREATE = 59, 60, 75
+
+
+@dataclass
+class _Chunk:
+    """The ranges of one rowid range of NVTX_EVENTS; ``code`` indexes ``parsed``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    domain: np.ndarray
+    start_end: np.ndarray  # eventType 60
+    code: np.ndarray
+    parsed: Parsed
+    span: tuple[int | None, int | None]  # of every event in the chunk, ranges or not
+    domains: list[tuple[int, str]]
+
+
+def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan[_Chunk]]:
+    """Push/pop and start/end ranges with their text (inline, or a ``textId`` into StringIds),
+    plus every event's time for the span and the domain names, in one scan of the table."""
+    cols = set(db.columns(TABLE))
+    if not {"start", "end", "eventType", "globalTid"} <= cols:
+        return []
+    text = '"text"' if "text" in cols else "NULL"
+    text_id = "textId" if "textId" in cols else "NULL"
+    domain = "IFNULL(domainId, 0) & 2147483647" if "domainId" in cols else "0"
+    # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
+    # two pairs of columns travel as one: the event type with the domain id (``type + 256 *
+    # domain``), and the text with its registered-string id (``"\x01<id>"`` where the range has
+    # only a textId; inline text wins, as nsys shows it). The id is resolved once per distinct
+    # text. The text is never NULL, so ADBC types it as a string from any first batch.
+    sql = (
+        f'SELECT start, "end", eventType + 256 * ({domain}), globalTid, '
+        f"CASE WHEN eventType NOT IN ({PUSH_POP}, {START_END}, {DOMAIN_CREATE}) THEN '' "
+        f"WHEN {text} IS NOT NULL THEN {text} "
+        f"WHEN {text_id} IS NOT NULL AND eventType <> {DOMAIN_CREATE} THEN char(1) || {text_id} "
+        f"ELSE '' END FROM {TABLE}"
+    )
+    names = ("start", "end", "et", "gtid", "text")
+    named = {"domainId", "text"} <= cols  # nvtxDomainCreate (75) names each domain
+
+    def fold(batches: Iterator[pa.RecordBatch]) -> _Chunk:
+        cols_: dict[str, list[np.ndarray]] = {k: [] for k in ("s", "e", "g", "d", "x")}
+        texts = _TextCodes(sid_ids, sid_values)
+        lo: int | None = None
+        hi: int | None = None
+        domains: list[tuple[int, str]] = []
+        for raw in batches:
+            st, en = int64(raw, "start"), int64(raw, "end")
+            first, last = pc.min(st).as_py(), pc.max(en).as_py()
+            lo = first if lo is None or (first is not None and first < lo) else lo
+            hi = last if hi is None or (last is not None and last > hi) else hi
+            packed = _view(int64(raw, "et"))
+            et, dom = packed & 255, packed >> 8
+            created = np.flatnonzero(et == DOMAIN_CREATE) if named else ()
+            if len(created):
+                txt = string(raw, "text").take(pa.array(created)).to_pylist()
+                domains += [
+                    (int(d), t) for d, t in zip(dom[created].tolist(), txt, strict=True) if t
+                ]
+            ok = (et == PUSH_POP) | (et == START_END)
+            ok &= _valid(en) & _valid(int64(raw, "gtid"))
+            ok &= _view(en) >= _view(st)
+            # usually every row is a range: then nothing is copied to drop the others
+            b = raw if ok.all() else raw.filter(pa.array(ok))
+            texts.add(string(b, "text"))
+            for k, name in (("s", "start"), ("e", "end"), ("g", "gtid")):
+                cols_[k].append(_view(int64(b, name), 0))
+            cols_["d"].append(dom[ok].astype(np.int32))
+            cols_["x"].append(et[ok] == START_END)
+        distinct, code = texts.result()
+        cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols_.items()}
+        parsed = parse(distinct)
+        keep = ~_inside_op_here(cat["g"], cat["s"], cat["e"], cat["x"], parsed.kind[code])
+        # only the texts still referenced travel on (millions are distinct in autograd exports)
+        used = pc.dictionary_encode(pa.array(code[keep]))
+        return _Chunk(
+            cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
+            _np(used.indices).astype(np.int32), parsed.take(used.dictionary), (lo, hi), domains,
+        )  # fmt: skip
+
+    return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]
+
+
+class _TextCodes:
+    """The texts of one chunk's ranges as codes into their distinct values, parsed once each.
+
+    Texts repeat in most exports (a DLProf or user range per layer per step): each batch is
+    dictionary-encoded as it comes and the dictionaries unified at the end. An autograd-nvtx
+    export numbers every range (``op_id = 993403``), so nearly every text is new: hashing them
+    twice (batch, then unify) would be a third of the chunk's time for nothing, so when the
+    first batch is mostly distinct the chunk's texts are kept as they are, one per range.
+    """
+
+    def __init__(self, sid_ids: pa.Array, sid_values: pa.Array) -> None:
+        self._sid = (sid_ids, sid_values)
+        self._parts: list[pa.Array] = []
+        self._unique: bool | None = None
+
+    def add(self, text: pa.Array) -> None:
+        if self._unique:
+            self._parts.append(_registered(text, *self._sid))
+            return
+        enc = pc.dictionary_encode(text)
+        if self._unique is None:
+            self._unique = len(enc.dictionary) > len(text) // 2 > 0
+            if self._unique:
+                self._parts.append(_registered(text, *self._sid))
+                return
+        values = _registered(enc.dictionary, *self._sid)
+        if values is not enc.dictionary:  # a registered string may equal an inline text
+            distinct = pc.dictionary_encode(values)
+            enc = pa.DictionaryArray.from_arrays(
+                distinct.indices.take(enc.indices), distinct.dictionary
+            )
+        self._parts.append(enc)
+
+    def result(self) -> tuple[pa.Array, np.ndarray]:
+        """(texts, code per range)."""
+        if not self._parts:
+            return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+        if self._unique:
+            texts = pa.concat_arrays(self._parts)
+            self._parts = []
+            return texts, np.arange(len(texts), dtype=np.int64)
+        unified = pa.chunked_array(self._parts, self._parts[0].type).unify_dictionaries()
+        self._parts = []
+        return unified.chunk(0).dictionary, np.concatenate([_np(c.indices) for c in unified.chunks])
+
+
+def _registered(values: pa.Array, sid_ids: pa.Array, sid_values: pa.Array) -> pa.Array:
+    r"""Texts sent as ``"\x01<id>"`` replaced by their ``StringIds`` value ("" if the id is not
+    there); ``values`` itself when there are none."""
+    is_id = pc.match_substring_regex(values, "^\x01[0-9]+$")
+    if not pc.any(is_id).as_py():
+        return values
+    where = np.flatnonzero(is_id.to_numpy(zero_copy_only=False))
+    ids = pc.cast(pc.utf8_slice_codeunits(values.take(pa.array(where)), 1), pa.int64())
+    by_id = pc.fill_null(sid_values.take(pc.index_in(ids, value_set=sid_ids)), "")
+    replaced: pa.Array = pc.replace_with_mask(values, is_id, by_id)
+    return replaced
+
+
+def _inside_op_here(
+    gtid: np.ndarray, start: np.ndarray, end: np.ndarray, start_end: np.ndarray, kind: np.ndarray
+) -> np.ndarray:
+    """Push/pop ranges inside an op of the same chunk: inside one for good, so dropped before
+    they cost memory. Ranges inside an op that began in an earlier chunk are found after merging.
+    """
+    pp = np.flatnonzero(~start_end.astype(bool))
+    _, tcode = thread_codes(gtid[pp])
+    order = pp[time_order(tcode, start[pp], end[pp])]
+    op = is_op(kind[order]) & (end[order] > start[order])
+    inside = np.zeros(len(start), dtype=bool)
+    inside[order] = inside_op(np.sort(tcode), start[order], end[order], op)
+    return inside
+
+
+@dataclass
+class Ranges:
+    """All NVTX ranges of an export, in table order; ``code`` indexes ``parsed``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    gtid: np.ndarray
+    domain: np.ndarray
+    start_end: np.ndarray
+    code: np.ndarray
+    parsed: Parsed
+    span: tuple[int | None, int | None]
+    domains: dict[int, str]
+
+
+def merge_ranges(chunks: list[_Chunk]) -> Ranges:
+    """One set of ranges from the chunks, copying each column once and freeing as it goes."""
+    n = sum(len(c.start) for c in chunks)
+    out: dict[str, np.ndarray] = {}
+    for name in ("start", "end", "gtid", "domain", "start_end", "code"):
+        col = np.empty(n, dtype=getattr(chunks[0], name).dtype)
+        at, base = 0, 0
+        for c in chunks:
+            part = getattr(c, name)
+            col[at : at + len(part)] = part + base if name == "code" else part
+            at += len(part)
+            base += len(c.parsed.kind)
+            setattr(c, name, None)
+        out[name] = col
+    firsts = [c.span[0] for c in chunks if c.span[0] is not None]
+    lasts = [c.span[1] for c in chunks if c.span[1] is not None]
+    domains = {d: t for c in chunks for d, t in c.domains}  # later names win, as in the table
+    parsed = Parsed.concat([c.parsed for c in chunks])
+    # TensorFlow's "Type: node" ranges are ops only in its own domains ("tensorflow-core"): a
+    # user's "Epoch: 3" in the default domain of the same run stays a plain range. Ranges in a
+    # TensorFlow domain point into a second, TensorFlow-mode copy of the (distinct) texts.
+    tf_ids = [d for d, v in domains.items() if v.lower().startswith("tensorflow")]
+    in_tf = np.isin(out["domain"], tf_ids) if tf_ids else None
+    if in_tf is not None and in_tf.any():
+        out["code"] = np.where(in_tf, out["code"] + len(parsed.kind), out["code"])
+        parsed = Parsed.concat([parsed, parsed.with_tensorflow()])
+    return Ranges(
+        **out,
+        parsed=parsed,
+        span=(min(firsts) if firsts else None, max(lasts) if lasts else None),
+        domains=domains,
+    )
+
+
+def _valid(col: pa.Array) -> np.ndarray:
+    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _view(col: pa.Array, fill: int = -1) -> np.ndarray:
+    """An int64 column as numpy: a read-only view, no copy, unless there are nulls to fill."""
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
