@@ -154,7 +154,9 @@ class _TextCodes:
 def _registered(values: pa.Array, sid_ids: pa.Array, sid_values: pa.Array) -> pa.Array:
     r"""Texts sent as ``"\x01<id>"`` replaced by their ``StringIds`` value ("" if the id is not
     there); ``values`` itself when there are none."""
-    is_id = pc.match_substring_regex(values, "^\x01[0-9]+$")
+    if not pc.any(pc.starts_with(values, "\x01")).as_py():  # a byte compare, before any regex
+        return values
+    is_id = pc.fill_null(pc.match_substring_regex(values, "^\x01[0-9]+$"), False)
     if not pc.any(is_id).as_py():
         return values
     where = np.flatnonzero(is_id.to_numpy(zero_copy_only=False))
