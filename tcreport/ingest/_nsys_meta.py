@@ -81,17 +81,26 @@ def _derived_window_start(db: Db) -> int | None:
     return None
 
 
-def run_meta(db: Db, path: Path, wall_ns: int, has_ops: bool, devices: Iterable[int]) -> RunMeta:
-    """``devices``: the device ids seen in the kernel table, which the reader already holds."""
+def run_meta(
+    db: Db,
+    path: Path,
+    wall_ns: int,
+    has_ops: bool,
+    devices: Iterable[int],
+    notes: Iterable[str] = (),
+) -> RunMeta:
+    """``devices``: the device ids seen in the kernel table, which the reader already holds;
+    ``notes``: the reader's own remarks, after the metadata's."""
     export = _key_values(db, next((t for t in _META_TABLES if t in db.tables), None))
     env = _key_values(db, "TARGET_INFO_SYSTEM_ENV", ("NvDriverVersion", "CudaDriverVersion"))
     info = _system_info(db)
     version = export.get("EXPORT_PRODUCT_VERSION") or info.get("nsysVersion")
     driver = info.get("driverVersion") or _driver(env.get("NvDriverVersion"))
     cuda = info.get("cudaVersion") or _cuda(env.get("CudaDriverVersion"))
-    notes: list[str] = []
+    all_notes: list[str] = []
     if version is None:
-        notes.append("export metadata table missing; Nsight Systems version unknown")
+        all_notes.append("export metadata table missing; Nsight Systems version unknown")
+    all_notes += notes
     return RunMeta(
         format=SourceFormat.NSYS_SQLITE,
         path=str(path),
@@ -107,7 +116,7 @@ def run_meta(db: Db, path: Path, wall_ns: int, has_ops: bool, devices: Iterable[
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH if has_ops else Granularity.NONE,
         files=(path.name,),
-        notes=tuple(notes),
+        notes=tuple(all_notes),
     )
 
 
@@ -151,21 +160,54 @@ def _cuda(raw: str | None) -> str | None:
     return f"{n // 1000}.{(n % 1000) // 10}" if n else None
 
 
+#: The GPU table and its columns: ``TARGET_INFO_GPU`` from nsys 2021.3.1 on, ``TARGET_INFO_CUDA_GPU``
+#: in 2021.1-2021.3.0 (NVIDIA's own 2021 report scripts switch on which one exists).
+_GPU_TABLES = (
+    ("TARGET_INFO_GPU", ("id",), "computeMajor", "computeMinor", "smCount"),
+    (
+        "TARGET_INFO_CUDA_GPU",
+        ("deviceId", "id"),
+        "computeCapabilityMajor",
+        "computeCapabilityMinor",
+        "numMultiprocessors",
+    ),
+)
+
+
+def device_map(db: Db) -> dict[tuple[int, int], int]:
+    """(pid, CUDA device id) -> nsys GPU id, from ``TARGET_INFO_CUDA_DEVICE`` (2023+ exports).
+
+    A kernel's ``deviceId`` is the CUDA ordinal its process saw; with ``CUDA_VISIBLE_DEVICES`` set
+    per rank every rank says 0, and per-device figures would merge the GPUs. The GPU id is the
+    physical one ``TARGET_INFO_GPU`` describes. Empty when the table is absent or says nothing."""
+    cols = set(db.columns("TARGET_INFO_CUDA_DEVICE"))
+    if not {"gpuId", "cudaId", "pid"} <= cols:
+        return {}
+    out: dict[tuple[int, int], int] = {}
+    for pid, cuda, gpu in db.rows("SELECT pid, cudaId, gpuId FROM TARGET_INFO_CUDA_DEVICE"):
+        if isinstance(pid, int) and isinstance(cuda, int) and isinstance(gpu, int):
+            out.setdefault((pid, cuda), gpu)
+    return out
+
+
 def _gpus(db: Db, devices: Iterable[int]) -> tuple[Gpu, ...]:
-    """CUDA devices from ``TARGET_INFO_GPU`` (absent in some 2026 exports, which then carry no GPU
-    name anywhere: only the device ids seen in the kernel table are known)."""
-    cols = set(db.columns("TARGET_INFO_GPU"))
+    """CUDA devices from the GPU table (absent in some 2026 exports, which then carry no GPU name
+    anywhere: only the device ids seen in the kernel table are known)."""
     gpus: dict[int, Gpu] = {}
-    if {"id", "name"} <= cols:
-        extra = [c for c in ("computeMajor", "computeMinor", "smCount") if c in cols]
-        sel = ", ".join(["id", "name", *extra])
-        for row in db.rows(f"SELECT {sel} FROM TARGET_INFO_GPU ORDER BY id"):
-            rec = dict(zip(["id", "name", *extra], row, strict=True))
-            major, minor, sms = rec.get("computeMajor"), rec.get("computeMinor"), rec.get("smCount")
-            if not isinstance(major, int) or major <= 0:
+    for table, ids, major_col, minor_col, sm_col in _GPU_TABLES:
+        cols = set(db.columns(table))
+        key = next((c for c in ids if c in cols), None)
+        if key is None or "name" not in cols or gpus:
+            continue
+        extra = [c for c in (major_col, minor_col, sm_col) if c in cols]
+        sel = ", ".join([key, "name", *extra])
+        for row in db.rows(f"SELECT {sel} FROM {table} ORDER BY {key}"):
+            rec = dict(zip([key, "name", *extra], row, strict=True))
+            major, minor, sms = rec.get(major_col), rec.get(minor_col), rec.get(sm_col)
+            if major_col in cols and (not isinstance(major, int) or major <= 0):
                 continue  # an integrated or display adapter nsys listed, not a CUDA device
-            dev = rec["id"]
-            if not isinstance(dev, int):
+            dev = rec[key]
+            if not isinstance(dev, int) or dev in gpus:
                 continue
             gpus[dev] = Gpu(
                 device_id=dev,

@@ -50,12 +50,13 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
     # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
     # two pairs of columns travel as one: the event type with the domain id (``type + 256 *
     # domain``), and the text with its registered-string id (``"\x01<id>"`` where the range has
-    # only a textId; inline text wins, as nsys shows it). The id is resolved once per distinct
+    # only a textId; inline text wins, as nsys shows it, unless it is empty: 2021 exports may
+    # write defaults instead of NULLs). The id is resolved once per distinct
     # text. The text is never NULL, so ADBC types it as a string from any first batch.
     sql = (
         f'SELECT start, "end", eventType + 256 * ({domain}), globalTid, '
         f"CASE WHEN eventType NOT IN ({PUSH_POP}, {START_END}, {DOMAIN_CREATE}) THEN '' "
-        f"WHEN {text} IS NOT NULL THEN {text} "
+        f"WHEN {text} IS NOT NULL AND {text} <> '' THEN {text} "
         f"WHEN {text_id} IS NOT NULL AND eventType <> {DOMAIN_CREATE} THEN char(1) || {text_id} "
         f"ELSE '' END FROM {TABLE}"
     )

@@ -114,6 +114,9 @@ def _read(db: NsysDb) -> Run:
         kernels = _kernels(db, kernels, sid_ids, sid_values)
         memory = _table(done.pop(MEMCPY_TABLE) + done.pop(MEMSET_TABLE), (*_MEMORY_COLS, "kind"))
         memory = _memory(memory)
+        to_gpu = _nsys_meta.device_map(db)
+        kernels, k_moved = _physical_devices(kernels, to_gpu)
+        memory, m_moved = _physical_devices(memory, to_gpu)
         k_launch, m_launch = _launches(runtime, kernels, memory)
         del runtime
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
@@ -132,7 +135,12 @@ def _read(db: NsysDb) -> Run:
     if ops is not None:
         ops = ops.append_column("iteration", [np.zeros(ops.num_rows, dtype=np.int32)])
     devices = [d for d in pc.unique(kernels["device_id"]).to_pylist() if d is not None]
-    meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices)
+    notes = (
+        ["device ids are the GPUs' own (TARGET_INFO_GPU), mapped from each process's CUDA ordinal"]
+        if k_moved or m_moved
+        else []
+    )
+    meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices, notes)
     return Run(
         meta=meta,
         kernels=conform(kernels, TableKind.KERNELS),
@@ -361,6 +369,27 @@ def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array)
         if name in raw.column_names:
             out[name] = raw[name]
     return pa.table(out)
+
+
+def _physical_devices(table: pa.Table, to_gpu: dict[tuple[int, int], int]) -> tuple[pa.Table, bool]:
+    """``device_id`` as the GPU's id where the export maps (pid, CUDA ordinal) to one; whether
+    any row changed. Rows of a pair the export does not list keep their ordinal."""
+    if not to_gpu or table.num_rows == 0:
+        return table, False
+    pairs = np.array(sorted(to_gpu), dtype=np.int64).reshape(-1, 2)
+    gpu = np.array([to_gpu[(int(p), int(c))] for p, c in pairs], dtype=np.int64)
+    keys = (pairs[:, 0] << 32) | (pairs[:, 1] & 0xFFFFFFFF)
+    dev = _np(table["device_id"])
+    row_keys = (_np(table["process_id"]) << 32) | (dev & 0xFFFFFFFF)
+    at = np.minimum(np.searchsorted(keys, row_keys), len(keys) - 1)
+    hit = (keys[at] == row_keys) & (dev >= 0)
+    new = np.where(hit, gpu[at], dev)
+    if not (new != dev).any():
+        return table, False
+    valid = pc.is_valid(table["device_id"])
+    col = pa.array(new.astype(np.int32), mask=~np.asarray(valid.to_numpy(zero_copy_only=False)))
+    i = table.schema.get_field_index("device_id")
+    return table.set_column(i, pa.field("device_id", pa.int32()), col), True
 
 
 def _memory(raw: pa.Table) -> pa.Table:
