@@ -115,3 +115,29 @@ def test_synthetic_empty_text_beside_a_text_id_reads_the_id(
     assert after.ranges.equals(before.ranges)
     assert after.ops is not None and before.ops is not None
     assert after.ops.equals(before.ops)
+
+
+def test_synthetic_graph_level_trace_is_called_out(nsys_h100: Path, tmp_path: Path) -> None:
+    """nsys' default --cuda-graph-trace=graph keeps one row per graph replay and none of the
+    graph's kernels: the report must say how much GPU time it cannot see."""
+    path = _copy(nsys_h100, tmp_path, "synthetic_graph_trace.sqlite")
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+            graphId INTEGER);
+        INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, graphId)
+            SELECT MIN(start), MIN(start) + 2500000, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL;
+        INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, graphId)
+            SELECT MIN(start) + 3000000, MIN(start) + 4000000, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL;
+        """
+    )
+    con.close()
+    notes = nsys_sqlite.read(path).meta.notes
+    assert any(
+        n.startswith("2 CUDA graph replays (3.5 ms of GPU time) were traced as whole graphs")
+        and "--cuda-graph-trace=node" in n
+        for n in notes
+    ), notes
+    assert not any("CUDA graph" in n for n in nsys_sqlite.read(nsys_h100).meta.notes)

@@ -73,6 +73,27 @@ def test_terminal_summary_does_not_interpret_markup(view, capsys) -> None:  # ty
     assert HOSTILE in cap.get()
 
 
+def test_notes_reach_the_markdown_and_the_terminal() -> None:
+    """Run notes (a graph-level CUDA trace, a partial capture) say what the figures leave out:
+    the PR comment and the shell summary show them, escaped, not only the HTML report."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from tcreport.render import terminal
+
+    run = hostile_run()
+    run = run.replace(meta=dataclasses.replace(run.meta, notes=(f"left out: {HOSTILE}",)))
+    view = api.analyze(run, source_path="x")
+    md = api.render_markdown(view)
+    assert "**Notes**" in md and "left out:" in md
+    assert HOSTILE not in md  # escaped like every other name
+    console = Console(width=300, force_terminal=False, color_system=None)
+    with console.capture() as cap:
+        terminal.render(view, console)
+    assert f"- left out: {HOSTILE}" in cap.get()
+
+
 def test_parquet_round_trip_gives_identical_summary(tmp_path: Path) -> None:
     run = hostile_run()
     out = api.ingest(run, tmp_path / "ingested")

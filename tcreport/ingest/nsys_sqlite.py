@@ -35,6 +35,7 @@ RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 NVTX_TABLE = "NVTX_EVENTS"
 _ACTIVITY_TABLES = (KERNEL_TABLE, RUNTIME_TABLE, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE)
 
@@ -126,7 +127,7 @@ def _read(db: NsysDb) -> Run:
     del k_launch, m_launch
     release_free_memory()
 
-    origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE), spans)
+    origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE, GRAPH_TABLE), spans)
     zeros = np.zeros(kernels.num_rows, dtype=np.int32)
     kernels = kernels.append_column("op_id", att.kernel_op_id).append_column("iteration", [zeros])
     zeros = np.zeros(memory.num_rows, dtype=np.int32)
@@ -140,6 +141,7 @@ def _read(db: NsysDb) -> Run:
         if k_moved or m_moved
         else []
     )
+    notes += _graph_note(db)
     meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices, notes)
     return Run(
         meta=meta,
@@ -151,6 +153,23 @@ def _read(db: NsysDb) -> Run:
         ),
         ranges=None if att.ranges is None else conform(att.ranges, TableKind.RANGES),
     )
+
+
+def _graph_note(db: NsysDb) -> list[str]:
+    """CUDA graphs traced whole (``--cuda-graph-trace=graph``, nsys' default) leave one row per
+    replay in the graph-trace table and none of their kernels in the kernel table: every figure
+    would silently leave that GPU time out, so the report says how much it is."""
+    if not {"start", "end"} <= set(db.columns(GRAPH_TABLE)):
+        return []
+    count, total = db.scalar_row(f'SELECT COUNT(*), SUM("end" - start) FROM {GRAPH_TABLE}')
+    if not isinstance(count, int) or count == 0:
+        return []
+    ms = f" ({total / 1e6:,.1f} ms of GPU time)" if isinstance(total, int) else ""
+    return [
+        f"{count:,} CUDA graph replays{ms} were traced as whole graphs, so their kernels are not "
+        "in the export and are missing from every figure here; record with nsys "
+        "--cuda-graph-trace=node to see them"
+    ]
 
 
 def _outline(chunks: list[Any]) -> Outline | None:

@@ -55,5 +55,7 @@ def render(view: ReportView) -> str:
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
             )
         lines.append("")
+    if m.notes:
+        lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in m.notes), ""]
     lines.append(f"<sub>tcreport {view.tool_version}</sub>")
     return "\n".join(lines) + "\n"

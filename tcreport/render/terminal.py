@@ -83,3 +83,7 @@ def render(view: ReportView, console: Console | None = None) -> None:
             )
             if f.fix:
                 out.print(f"      fix: {f.fix}", markup=False, soft_wrap=True)
+    if m.notes:
+        out.print("[bold]Notes[/bold]", markup=True)
+        for note in m.notes:
+            out.print(f"  - {note}", markup=False, soft_wrap=True)
