@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from tcreport.errors import InputError
-from tcreport.ingest import _nsys_db, _nvtx_nesting, _nvtx_text, detect, load, nsys_sqlite
+from tcreport.ingest import _nsys_db, _nvtx_nesting, detect, load, nsys_sqlite
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 from tests.conftest import SAMPLES
@@ -311,48 +311,6 @@ def test_nesting_survives_huge_time_spans() -> None:
     nest = _nvtx_nesting.Nesting(tcode, start, end)
     assert nest.parent.tolist() == [-1, 0, -1]
     assert nest.innermost(np.array([0, 3_000_000]), np.array([2**61 + 1, 5])).tolist() == [1, 2]
-
-
-def test_parse_conventions() -> None:
-    texts = pa.array(
-        [
-            "aten::mm, seq = 5, op_id = 871, sizes = [[4, 256], [256, 512]], input_op_ids = [(867,0)]",
-            "aten::empty",
-            "FSDP::pre_forward (blocks.9), op_id = 3",
-            "AddmmBackward0, seq = 12, op_id = 40",
-            "ProfilerStep#3",
-            "{'mod': 'torch.nn.functional', 'op': 'linear', 'args': [{'name': '', 'type': 'tensor', "
-            "'shape': (32, 84), 'dtype': 'float16'}]}",
-            "{'traceMarker': ['a.py:1'], 'funcStack': '/<module>/Net::forward/Linear::_call_impl(3)/linear'}",
-            '{"op": "MatMul", "name": "dense/MatMul", "args": {}}',
-            "{'mod': 'broken",
-        ]
-    )
-    p = _nvtx_text.parse(texts, tf_domain=False)
-    K = _nvtx_text
-    assert p.kind.tolist() == [
-        K.TORCH_OP,
-        K.TORCH_OP,
-        K.OTHER,
-        K.TORCH_OP,
-        K.OTHER,
-        K.DLPROF_OP,
-        K.DLPROF_MARKER,
-        K.TF_OP,
-        K.OTHER,
-    ]
-    assert p.label.to_pylist()[:5] == [
-        "aten::mm",
-        "aten::empty",
-        "FSDP::pre_forward (blocks.9)",
-        "AddmmBackward0",
-        "ProfilerStep#3",
-    ]
-    label, dtype, shapes = p.label.to_pylist(), p.dtype.to_pylist(), p.shapes.to_pylist()
-    assert shapes[0] == "[[4, 256], [256, 512]]"
-    assert (label[5], dtype[5], shapes[5]) == ("linear", "float16", "[[32, 84]]")
-    assert p.func_stack.to_pylist()[6] == "/module/Net::forward/Linear::_call_impl[3]/linear"
-    assert label[7] == "MatMul"
 
 
 def _same_run(a: Run, b: Run) -> None:

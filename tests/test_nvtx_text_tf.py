@@ -174,3 +174,10 @@ def test_dlprof_and_autograd_texts_parse_as_before() -> None:
         ]
         assert p.func_stack.to_pylist()[6] == "/module/Net::forward/Linear::_call_impl[3]/linear"
         assert p.tf_label.to_pylist() == [None] * 8
+
+
+def test_synthetic_detailed_record_with_spaces_is_read() -> None:
+    """JSON as a JSON library would print it (spaces after separators, args as an object)."""
+    p = parse(pa.array(['{"op": "MatMul", "name": "dense/MatMul", "args": {}}']), tf_domain=False)
+    assert p.kind.tolist() == [K.TF_OP]
+    assert p.label.to_pylist() == ["MatMul"]
