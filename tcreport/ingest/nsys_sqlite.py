@@ -127,7 +127,7 @@ def _read(db: NsysDb) -> Run:
     del k_launch, m_launch
     release_free_memory()
 
-    origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE, GRAPH_TABLE), spans)
+    origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE), spans)
     zeros = np.zeros(kernels.num_rows, dtype=np.int32)
     kernels = kernels.append_column("op_id", att.kernel_op_id).append_column("iteration", [zeros])
     zeros = np.zeros(memory.num_rows, dtype=np.int32)
@@ -161,7 +161,10 @@ def _graph_note(db: NsysDb) -> list[str]:
     would silently leave that GPU time out, so the report says how much it is."""
     if not {"start", "end"} <= set(db.columns(GRAPH_TABLE)):
         return []
-    count, total = db.scalar_row(f'SELECT COUNT(*), SUM("end" - start) FROM {GRAPH_TABLE}')
+    # CUPTI writes 0 for both times when it could not time a replay: counted, not timed
+    count, total = db.scalar_row(
+        f'SELECT COUNT(*), SUM(CASE WHEN "end" > start THEN "end" - start END) FROM {GRAPH_TABLE}'
+    )
     if not isinstance(count, int) or count == 0:
         return []
     ms = f" ({total / 1e6:,.1f} ms of GPU time)" if isinstance(total, int) else ""
