@@ -96,11 +96,13 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
         cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols_.items()}
         parsed = parse(distinct)
         keep = ~_inside_op_here(cat["g"], cat["s"], cat["e"], cat["x"], parsed.kind[code])
-        # only the texts still referenced travel on (millions are distinct in autograd exports)
+        # only the texts still referenced travel on, collapsed to what they parse to (millions
+        # of distinct autograd-nvtx texts are a few thousand results)
         used = pc.dictionary_encode(pa.array(code[keep]))
+        entry, small = parsed.take(used.dictionary).collapse()
         return _Chunk(
             cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
-            _np(used.indices).astype(np.int32), parsed.take(used.dictionary), (lo, hi), domains,
+            entry[_np(used.indices)].astype(np.int32), small, (lo, hi), domains,
         )  # fmt: skip
 
     return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]

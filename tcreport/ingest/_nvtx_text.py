@@ -105,12 +105,37 @@ class Parsed:
         names = ("label", "dtype", "shapes", "func_stack", "tf_label")
         return Parsed(kind, *(getattr(self, n).take(rows) for n in names))
 
+    def collapse(self) -> tuple[np.ndarray, Parsed]:
+        """Texts that parse alike as one entry: (entry of each text, the distinct entries).
+
+        Everything after parsing reads only these fields, never the text. An autograd-nvtx
+        export numbers every range (``op_id = 993403``), so millions of distinct texts parse to
+        a few thousand results; collapsed, the ranges carry small codes into a small table."""
+        key = self.kind.astype(np.int64)
+        if not len(key):
+            return key, self
+        for col in (self.label, self.dtype, self.shapes, self.func_stack, self.tf_label):
+            if col.null_count == len(col):
+                continue
+            c = _codes_of(pc.dictionary_encode(col).indices)
+            packed = (key + 1) * (int(c.max(initial=0)) + 2) + (c + 1)
+            key = _codes_of(pc.dictionary_encode(pa.array(packed, pa.int64())).indices)
+        if self.label.null_count == len(key):  # kind alone: still number in first-seen order
+            key = _codes_of(pc.dictionary_encode(pa.array(key, pa.int64())).indices)
+        first = np.flatnonzero(key > np.maximum.accumulate(np.r_[-1, key[:-1]]))
+        return key, self.take(pa.array(first))
+
     def with_tensorflow(self) -> Parsed:
         """``Type: node`` plain ranges become TensorFlow ops (TF_ENABLE_NVTX_RANGES' short form),
         but for :data:`TF_CONTAINERS`. Only for a TensorFlow run: ``Epoch: 3`` has the same form."""
         mask = pc.and_(pc.is_valid(self.tf_label), pa.array(self.kind == OTHER))
         kind = np.where(mask.to_numpy(zero_copy_only=False), TF_OP, self.kind).astype(np.int8)
         return replace(self, kind=kind, label=pc.if_else(mask, self.tf_label, self.label))
+
+
+def _codes_of(indices: pa.Array) -> np.ndarray:
+    """Dictionary indices as int64, -1 for null."""
+    return np.asarray(pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def is_op(kind: np.ndarray) -> np.ndarray:
