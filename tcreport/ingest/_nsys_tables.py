@@ -31,8 +31,10 @@ def dict_column(codes: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
     integer codes: equal to dictionary-encoding the strings (distinct values, first-seen order)
     without hashing one string per row."""
     venc = pc.dictionary_encode(values)
-    vidx = np.asarray(pc.fill_null(venc.indices, -1).to_numpy(zero_copy_only=False), np.int64)
-    canon = np.where(codes >= 0, vidx[np.maximum(codes, 0)] if len(vidx) else -1, -1)
+    vidx = np.asarray(pc.fill_null(venc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
+    # one gather, in int32: code -1 picks the -1 appended at the end (millions of rows, so no
+    # int64 temporaries)
+    canon = np.append(vidx, np.int32(-1))[codes]
     enc = pc.dictionary_encode(pa.array(canon, mask=canon < 0))
     return pa.DictionaryArray.from_arrays(
         enc.indices.cast(pa.int32()), venc.dictionary.take(enc.dictionary)
@@ -95,7 +97,7 @@ def op_ids(lab: np.ndarray, labels: pa.Array) -> pa.Array:
     CONV2D_1, ...); ``lab`` is each op's type as a code into ``labels``."""
     by_type = np.argsort(lab.astype(np.int16) if len(labels) < 2**15 else lab, kind="stable")
     sorted_lab = lab[by_type]
-    nth = np.empty(len(lab), dtype=np.int64)
+    nth = np.empty(len(lab), dtype=np.int32 if len(lab) < 2**31 else np.int64)
     nth[by_type] = np.arange(len(lab)) - np.searchsorted(sorted_lab, sorted_lab, "left") + 1
     del by_type, sorted_lab
     return pc.binary_join_element_wise(
