@@ -118,10 +118,12 @@ def time_order(tcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     order = np.argsort(
         tcode.astype(np.int16 if tcode.max(initial=0) < 2**15 else np.int64), kind="stable"
     )
-    t, s, e = tcode[order], start[order], end[order]
-    same = t[1:] == t[:-1]
-    if bool((same & ((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] > e[:-1])))).any()):
-        order = np.lexsort((-end, start, tcode))
+    for a in range(0, max(len(order) - 1, 0), _BLOCK):  # checked in blocks: bounded temporaries
+        o = order[a : a + _BLOCK + 1]  # one row of overlap, so every neighbouring pair is seen
+        t, s, e = tcode[o], start[o], end[o]
+        same = t[1:] == t[:-1]
+        if bool((same & ((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] > e[:-1])))).any()):
+            return np.lexsort((-end, start, tcode))
     return order
 
 
