@@ -80,7 +80,7 @@ def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
         out[o.name] = _Acc(
             ns=ns,
             tc_ns=ns if o.uses_tc else 0.0,
-            miss_ns=ns if o.missed_tc and clock == "GPU" else 0.0,
+            miss_ns=o.missed_ns / n if clock == "GPU" else 0.0,
             type=o.type,
             eligible=o.tc_eligible,
             has_time=t is not None,

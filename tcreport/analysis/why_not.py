@@ -259,7 +259,19 @@ def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list
     flavour = _flavour(framework)
     cols = ["op_id", "name", "type", "dtype", "input_shapes", "device_id"]
     distinct = missed.take(pa.array(_first_of_each(missed))).select(cols)
-    return [_one(r, flavour, gpus, run_uses_half) for r in distinct.to_pylist()]
+    tf32_on = _tf32_seen(ops)
+    return [_one(r, flavour, gpus, run_uses_half, tf32_on) for r in distinct.to_pylist()]
+
+
+def _tf32_seen(ops: pa.Table) -> bool:
+    """Some float32 op call used Tensor Cores, so TF32 is on in this run: a float32 call that
+    missed them did so for another reason (its shapes, its size), not because TF32 is off."""
+    fp32 = _codes.per_value(
+        ops.column("dtype"),
+        lambda d: pa.array([normalise_dtype(v) == "fp32" for v in d.to_pylist()], pa.bool_()),
+    )
+    used = pc.and_(pc.fill_null(fp32, False), pc.fill_null(ops.column("uses_tc"), False))
+    return bool(pc.any(used).as_py())
 
 
 def _first_of_each(missed: pa.Table) -> np.ndarray:
@@ -272,7 +284,13 @@ def _first_of_each(missed: pa.Table) -> np.ndarray:
     return _codes.first_rows(_codes.combine(*keys))
 
 
-def _one(row: dict[str, object], flavour: str, gpus: Sequence[Gpu], run_uses_half: bool) -> WhyNot:
+def _one(
+    row: dict[str, object],
+    flavour: str,
+    gpus: Sequence[Gpu],
+    run_uses_half: bool,
+    tf32_on: bool = False,
+) -> WhyNot:
     op_id, name = str(row["op_id"]), str(row["name"])
     op_type = str(row["type"] or name)
     dtype = normalise_dtype(row["dtype"] if isinstance(row["dtype"], str) else None)
@@ -316,6 +334,8 @@ def _one(row: dict[str, object], flavour: str, gpus: Sequence[Gpu], run_uses_hal
             _amp(flavour, cc),
             "fp16",
         )
+    if dtype == "fp32" and tf32_on:
+        dtype = "tf32"  # TF32 works elsewhere in this run: judge the shapes as TF32 takes them
     if dtype == "fp32":
         return why(
             Reason.FP32_TF32_OFF,

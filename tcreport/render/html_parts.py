@@ -227,8 +227,9 @@ def bars(
 
 
 def tc_miss(o: OpRow) -> tuple[int, int]:
-    ns = o.gpu_ns or 0
-    return (ns, 0) if o.uses_tc else ((0, ns) if o.tc_eligible else (0, 0))
+    """(Tensor Core, missed) GPU time of an op: an op that used them in some calls has both."""
+    ns, miss = o.gpu_ns or 0, o.missed_ns
+    return (ns - miss, miss) if o.uses_tc else ((0, ns) if o.tc_eligible else (0, 0))
 
 
 def group(ops: Iterable[OpRow], key: Callable[[OpRow], str | None], total: int) -> list[Group]:

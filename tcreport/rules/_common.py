@@ -80,19 +80,30 @@ def op_index(analysis: Analysis) -> dict[str, OpRow]:
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
-    """Each op that missed Tensor Cores (:attr:`OpRow.missed_tc`, the headline's definition), with
-    its first explanation, in op order (largest GPU time first)."""
+    """Each op that missed Tensor Cores in some or all calls (:attr:`OpRow.has_misses`, the
+    headline's definition), with its first explanation, in op order (largest GPU time first)."""
     index = op_index(analysis)
     first: dict[str, WhyNotRow] = {}
     for w in analysis.why_not:
         o = index.get(w.op_name)
-        if o is not None and o.missed_tc and o.name not in first:
+        if o is not None and o.has_misses and o.name not in first:
             first[o.name] = w
     return [(o, first[o.name]) for o in analysis.ops if o.name in first]
 
 
 def gpu_ns(ops: Iterable[OpRow]) -> int:
     return sum(o.gpu_ns or 0 for o in ops)
+
+
+def missed_ns(ops: Iterable[OpRow]) -> int:
+    """GPU time of the ops' calls that missed Tensor Cores (:attr:`OpRow.missed_ns`)."""
+    return sum(o.missed_ns for o in ops)
+
+
+def partly(ops: Iterable[OpRow]) -> str:
+    """A remark for ops that used Tensor Cores in other calls, or "" when none did."""
+    n = sum(1 for o in ops if o.partly_missed)
+    return f" ({n} of them in some calls only)" if n else ""
 
 
 def share(part: int | None, whole: int | None) -> float | None:

@@ -66,13 +66,13 @@ def check(analysis: Analysis) -> list[Finding]:
     if not rows:
         return []
     ops = [o for o, _ in rows]
-    gpu = c.gpu_ns(ops)
+    gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     dtypes = sorted({o.dtype for o in ops if o.dtype})
     pads = [f"{c.short_op(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
     detail = (
         f"{c.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
-        f"and did not use Tensor Cores; they take {c.dur(gpu)}"
+        f"and did not use Tensor Cores{c.partly(ops)}; those calls take {c.dur(gpu)}"
         + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
         + "."
     )

@@ -21,7 +21,7 @@ def check(analysis: Analysis) -> list[Finding]:
     if not rows:
         return []
     ops = [o for o, _ in rows]
-    gpu = c.gpu_ns(ops)
+    gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     pads = "; ".join(f"{c.short_op(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
         "; …" if len(rows) > 5 else ""
@@ -39,7 +39,7 @@ def check(analysis: Analysis) -> list[Finding]:
             if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
             else Severity.MEDIUM,
             title=f"{c.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
-            detail=f"{rows[0][1].message}. These ops take {c.dur(gpu)}"
+            detail=f"{rows[0][1].message}. The calls that missed{c.partly(ops)} take {c.dur(gpu)}"
             + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
             + f". Padding needed: {pads}.",
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "

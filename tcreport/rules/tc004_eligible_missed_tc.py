@@ -29,15 +29,15 @@ def check(analysis: Analysis) -> list[Finding]:
     if not ops:
         return []
     reasons = sorted({w.reason for _, w in rows} | ({"unknown"} if extra else set()))
-    gpu = c.gpu_ns(ops)
+    gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     fix = "; ".join(dict.fromkeys(w.fix for _, w in rows[:3])) or _UNKNOWN_FIX
     detail = (
-        f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores "
+        f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores{c.partly(ops)} "
         f"(why: {', '.join(reasons)})"
     )
     if sh is not None:
-        detail += f"; they take {c.pct(sh)} of GPU kernel time"
+        detail += f"; the calls that missed take {c.pct(sh)} of GPU kernel time"
     if rows:
         detail += f". {rows[0][1].message}"
     return [
