@@ -79,8 +79,14 @@ def test_synthetic_tf_ranges_become_ops_in_their_domain_only(synthetic_tf_export
     assert run.ops is not None and run.ranges is not None
     ops = run.ops.sort_by("start_ns").to_pylist()
     assert [o["type"] for o in ops] == ["_FusedMatMul", "MatMul", "Conv2D"]
-    # the container and the user range are the scope path, outermost first
-    assert {o["scope"] for o in ops} == {"Epoch: 3/_XlaRun: cluster_0_1/xla_run"}
+    # the user range and the container, outermost first, then the node's own path: one row per
+    # TensorFlow node, named as DLProf named TF ops
+    outer = "Epoch: 3/_XlaRun: cluster_0_1/xla_run"
+    assert [(o["name"], o["scope"]) for o in ops] == [
+        (f"{outer}/dense/BiasAdd", f"{outer}/dense"),
+        (f"{outer}/dense_1/MatMul", f"{outer}/dense_1"),
+        (f"{outer}/conv/Conv2D", f"{outer}/conv"),
+    ]
     assert ops[2]["dtype"] == "float16"
     assert ops[2]["input_shapes"] == "[[?, 28, 28, 3], [3, 3, 3, 30]]"
     assert all(o["kernel_calls"] == 1 and o["gpu_ns"] > 0 for o in ops)

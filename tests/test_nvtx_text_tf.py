@@ -181,3 +181,18 @@ def test_synthetic_detailed_record_with_spaces_is_read() -> None:
     p = parse(pa.array(['{"op": "MatMul", "name": "dense/MatMul", "args": {}}']), tf_domain=False)
     assert p.kind.tolist() == [K.TF_OP]
     assert p.label.to_pylist() == ["MatMul"]
+
+
+def test_synthetic_node_names_are_kept_for_tf_ops_only() -> None:
+    texts = [
+        "MatMul: dense_1/MatMul",
+        '{"op":"Conv2D","name":"conv/Conv2D","args":[],"attrs":{"T":"half"}}',
+        "Epoch: 3",
+        "aten::mm, seq = 5",
+    ]
+    plain = parse(pa.array(texts), tf_domain=False)
+    tf = parse(pa.array(texts), tf_domain=True)
+    assert tf.node.to_pylist() == ["dense_1/MatMul", "conv/Conv2D", "3", None]
+    assert tf.kind.tolist() == [K.TF_OP, K.TF_OP, K.TF_OP, K.TORCH_OP]
+    # outside TF mode the short form stays a plain range; its node is never read for one
+    assert plain.kind.tolist() == [K.OTHER, K.TF_OP, K.OTHER, K.TORCH_OP]

@@ -118,16 +118,25 @@ def ops_names(
     the DLProf marker text around it (its module path), ``scope_path`` the plain ranges around
     it; all are codes, and strings are built once per distinct value."""
     lab = lab_of[code]
-    # Scope and name per distinct (marker, plain path, type): DLProf's module path when there is
-    # a marker, else the plain ranges around the op.
-    at = _pair(_pair(marker, scope_path), lab)
+    node_enc = pc.dictionary_encode(parsed.node)
+    node = _np(node_enc.indices)[code]
+    # Scope and name per distinct (marker, plain path, type, TF node): DLProf's module path when
+    # there is a marker, else the plain ranges around the op, then a TensorFlow node's own path
+    # (``dense_1/MatMul``: name ``dense_1/MatMul`` in scope ``dense_1``, as DLProf named TF ops).
+    at = _pair(_pair(_pair(marker, scope_path), lab), node)
     first = np.flatnonzero(np.r_[True, at[1:] > np.maximum.accumulate(at)[:-1]] if len(at) else [])
     fs = parsed.func_stack.take(pa.array(marker[first], mask=marker[first] < 0)).to_pylist()
     types = labels.take(pa.array(lab[first])).to_pylist()
+    nodes = node_enc.dictionary.take(pa.array(node[first], mask=node[first] < 0)).to_pylist()
     scopes: list[str | None] = []
     names: list[str] = []
-    for f, p, t in zip(fs, scope_path[first].tolist(), types, strict=True):
+    for f, p, t, nd in zip(fs, scope_path[first].tolist(), types, nodes, strict=True):
         plain = paths[p] if p >= 0 else None
+        if f is None and nd:
+            up = "/".join(x for x in (plain, nd.rpartition("/")[0]) if x)
+            scopes.append(up or None)
+            names.append(f"{plain}/{nd}" if plain is not None else nd)
+            continue
         scopes.append(re.sub(r"/[^/]*\Z", "", f) if f is not None else plain)
         names.append(f if f is not None else (f"{plain}/{t}" if plain is not None else t))
     backward = pc.match_substring_regex(labels, r"Backward\d*$").to_numpy(zero_copy_only=False)

@@ -76,11 +76,15 @@ TF_CONTAINERS = frozenset(
 )
 
 
+_FIELDS = ("label", "dtype", "shapes", "func_stack", "tf_label", "node")
+
+
 @dataclass(frozen=True)
 class Parsed:
     """Per distinct text: its kind, and as Arrow strings its label (op type for ops, the cleaned
-    name for other ranges), dtype, input shapes, DLProf module path, and TensorFlow op type
-    (``MatMul: dense/MatMul``; applied only once a domain says the run is TensorFlow)."""
+    name for other ranges), dtype, input shapes, DLProf module path, TensorFlow op type
+    (``MatMul: dense/MatMul``; applied only once a domain says the run is TensorFlow) and
+    TensorFlow node name."""
 
     kind: np.ndarray
     label: pa.Array
@@ -88,6 +92,7 @@ class Parsed:
     shapes: pa.Array
     func_stack: pa.Array
     tf_label: pa.Array
+    node: pa.Array  # TensorFlow node name (``dense_1/MatMul``): the op's name and scope
 
     @staticmethod
     def concat(parts: list[Parsed]) -> Parsed:
@@ -97,13 +102,11 @@ class Parsed:
             )
 
         kind = np.concatenate([p.kind for p in parts]) if parts else np.zeros(0, np.int8)
-        names = ("label", "dtype", "shapes", "func_stack", "tf_label")
-        return Parsed(kind, *(cat(n) for n in names))
+        return Parsed(kind, *(cat(n) for n in _FIELDS))
 
     def take(self, rows: pa.Array) -> Parsed:
         kind = self.kind[np.asarray(rows.to_numpy(zero_copy_only=False), dtype=np.int64)]
-        names = ("label", "dtype", "shapes", "func_stack", "tf_label")
-        return Parsed(kind, *(getattr(self, n).take(rows) for n in names))
+        return Parsed(kind, *(getattr(self, n).take(rows) for n in _FIELDS))
 
     def collapse(self) -> tuple[np.ndarray, Parsed]:
         """Texts that parse alike as one entry: (entry of each text, the distinct entries).
@@ -114,7 +117,7 @@ class Parsed:
         key = self.kind.astype(np.int64)
         if not len(key):
             return key, self
-        for col in (self.label, self.dtype, self.shapes, self.func_stack, self.tf_label):
+        for col in (getattr(self, n) for n in _FIELDS):
             if col.null_count == len(col):
                 continue
             c = _codes_of(pc.dictionary_encode(col).indices)
@@ -152,7 +155,7 @@ def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
     is_torch = pc.fill_null(pc.or_(has_seq, namespaced), False).to_numpy(zero_copy_only=False)
     kind = np.where(is_torch, TORCH_OP, OTHER).astype(np.int8)
     nulls = pa.nulls(n, pa.string())
-    dtype, func_stack = nulls, nulls
+    dtype, func_stack, node = nulls, nulls, nulls
     dictish = np.flatnonzero(pc.starts_with(texts, "{").to_numpy(zero_copy_only=False))
     if len(dictish):
         raw = texts.take(pa.array(dictish)).to_pylist()
@@ -175,6 +178,7 @@ def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
 
         label = put(label, 1, keep=True)
         dtype, shapes, func_stack = put(dtype, 2, False), put(shapes, 3, True), put(nulls, 4, False)
+        node = put(nulls, 5, False)
     # "Type: node" needs ": " and cannot be a dict; RE2 only runs on the few texts that have it
     maybe = np.flatnonzero(pc.match_substring(texts, ": ").to_numpy(zero_copy_only=False))
     maybe = maybe[kind[maybe] == OTHER] if len(maybe) else maybe
@@ -187,7 +191,9 @@ def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
         mask = np.zeros(n, dtype=bool)
         mask[maybe] = True
         tf_label = pc.replace_with_mask(nulls, pa.array(mask), types)
-    parsed = Parsed(kind, label, dtype, shapes, func_stack, tf_label)
+        nodes = pc.if_else(pc.is_valid(types), found.field("node"), None)
+        node = pc.replace_with_mask(node, pa.array(mask), nodes)
+    parsed = Parsed(kind, label, dtype, shapes, func_stack, tf_label, node)
     return parsed.with_tensorflow() if tf_domain else parsed
 
 
@@ -229,21 +235,22 @@ def _torch(texts: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     return name, has_seq, shapes
 
 
-Record = tuple[int, str | None, str | None, str | None, str | None]
+Record = tuple[int, str | None, str | None, str | None, str | None, str | None]
 
 
 def _parse_dict(text: str) -> Record | None:
     """DLProf plugin records are Python literals; TensorFlow's detailed records are JSON.
-    Returns (kind, label, dtype, shapes, func_stack); None for a text of no known form."""
+    Returns (kind, label, dtype, shapes, func_stack, node); None for a text of no known form."""
     tf = _TF_JSON.match(text)
     if tf:
         op, node = tf.group("op"), tf.group("name")
         if op in TF_CONTAINERS:
-            return OTHER, op if node is None else f"{op}: {node}", None, None, None
-        return TF_OP, op, _tf_dtype(text, tf.end()), _tf_shapes(text, tf.end()), None
+            return OTHER, op if node is None else f"{op}: {node}", None, None, None, None
+        return TF_OP, op, _tf_dtype(text, tf.end()), _tf_shapes(text, tf.end()), None, node or None
     fs = _FUNC_STACK.search(text)
     if fs and text.startswith("{'traceMarker'"):
-        return DLPROF_MARKER, None, None, None, _DEDUP.sub(r"[\1]", _ANGLE.sub(r"\1", fs.group(1)))
+        stack = _DEDUP.sub(r"[\1]", _ANGLE.sub(r"\1", fs.group(1)))
+        return DLPROF_MARKER, None, None, None, stack, None
     if not text.startswith("{'mod'"):
         return None
     try:
@@ -256,7 +263,7 @@ def _parse_dict(text: str) -> Record | None:
     tensors = [a for a in args if "shape" in a]
     shapes = "[" + ", ".join(str(list(a["shape"])) for a in tensors) + "]" if tensors else None
     dtypes = [str(a["dtype"]) for a in args if a.get("dtype")]
-    return DLPROF_OP, rec["op"], dtypes[0] if dtypes else None, shapes, None
+    return DLPROF_OP, rec["op"], dtypes[0] if dtypes else None, shapes, None, None
 
 
 def _tf_shapes(text: str, pos: int) -> str | None:
