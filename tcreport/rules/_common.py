@@ -106,6 +106,12 @@ def partly(ops: Iterable[OpRow]) -> str:
     return f" ({n} of them in some calls only)" if n else ""
 
 
+def whose_time(ops: Iterable[OpRow], subject: str = "they") -> str:
+    """Who "takes" the missed time: the ops, or only their calls that missed where some ops used
+    Tensor Cores in other calls."""
+    return "the calls that missed" if any(o.partly_missed for o in ops) else subject
+
+
 def share(part: int | None, whole: int | None) -> float | None:
     if part is None or whole is None or whole <= 0:
         return None

@@ -72,7 +72,7 @@ def check(analysis: Analysis) -> list[Finding]:
     pads = [f"{c.short_op(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
     detail = (
         f"{c.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
-        f"and did not use Tensor Cores{c.partly(ops)}; those calls take {c.dur(gpu)}"
+        f"and did not use Tensor Cores{c.partly(ops)}; {c.whose_time(ops)} take {c.dur(gpu)}"
         + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
         + "."
     )

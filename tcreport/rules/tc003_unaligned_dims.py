@@ -39,7 +39,8 @@ def check(analysis: Analysis) -> list[Finding]:
             if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
             else Severity.MEDIUM,
             title=f"{c.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
-            detail=f"{rows[0][1].message}. The calls that missed{c.partly(ops)} take {c.dur(gpu)}"
+            detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
+            + f"{c.partly(ops)} take {c.dur(gpu)}"
             + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
             + f". Padding needed: {pads}.",
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "

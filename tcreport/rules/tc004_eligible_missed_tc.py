@@ -37,7 +37,7 @@ def check(analysis: Analysis) -> list[Finding]:
         f"(why: {', '.join(reasons)})"
     )
     if sh is not None:
-        detail += f"; the calls that missed take {c.pct(sh)} of GPU kernel time"
+        detail += f"; {c.whose_time(ops)} take {c.pct(sh)} of GPU kernel time"
     if rows:
         detail += f". {rows[0][1].message}"
     return [
