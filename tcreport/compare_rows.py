@@ -77,10 +77,11 @@ def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
     for o in a.ops:  # one row per distinct op name: small
         t = o.gpu_ns if clock == "GPU" else o.cpu_ns
         ns = (t or 0) / n
+        miss = o.missed_ns / n if clock == "GPU" else 0.0
         out[o.name] = _Acc(
             ns=ns,
-            tc_ns=ns if o.uses_tc else 0.0,
-            miss_ns=o.missed_ns / n if clock == "GPU" else 0.0,
+            tc_ns=ns - miss if o.uses_tc else 0.0,  # an op partly on TC: the rest of its time
+            miss_ns=miss,
             type=o.type,
             eligible=o.tc_eligible,
             has_time=t is not None,

@@ -68,8 +68,8 @@ class OpRow:
     @property
     def partly_missed(self) -> bool:
         """An eligible op that used Tensor Cores in some calls and not in others (the first
-        convolution's 3 input channels, one GEMM whose N is the vocabulary size): the calls
-        that missed are hidden behind the ones that did not."""
+        convolution's 3 input channels, one GEMM whose N is the vocabulary size): grouped by
+        name, the calls that missed hide behind the ones that did."""
         return self.counts_as_eligible and self.uses_tc and (self.missed_gpu_ns or 0) > 0
 
     @property
