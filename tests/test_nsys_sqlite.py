@@ -377,3 +377,31 @@ def test_start_end_ranges_land_in_ranges(cnn_export: Path, tmp_path: Path) -> No
     assert rows["epoch 0"]["depth"] is None and rows["ProfilerStep#1"]["depth"] is None
     assert rows["epoch 0"]["end_ns"] - rows["epoch 0"]["start_ns"] == 1_000_000
     assert ranges["start_ns"].to_pylist() == sorted(ranges["start_ns"].to_pylist())
+
+
+def test_every_range_an_op_reads(cnn_export: Path, tmp_path: Path) -> None:
+    """An export whose NVTX ranges are all ops (no marker or user range around them) has
+    nothing to nest the ops in: they are read with no scope, and attribution is unchanged."""
+    path = tmp_path / "only_ops.sqlite"
+    shutil.copyfile(cnn_export, path)
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM NVTX_EVENTS WHERE text IS NULL OR text NOT LIKE '{''mod''%'")
+    con.commit()
+    con.close()
+    before, after = nsys_sqlite.read(cnn_export), nsys_sqlite.read(path)
+    assert after.ops is not None and before.ops is not None
+    assert after.ops.num_rows == before.ops.num_rows > 0
+    assert after.ops["scope"].null_count == after.ops.num_rows
+    assert after.kernels is not None and before.kernels is not None
+    assert after.kernels["op_id"].null_count == before.kernels["op_id"].null_count
+
+
+def test_device_id_out_of_range_is_an_input_error(cnn_export: Path, tmp_path: Path) -> None:
+    path = tmp_path / "huge_device.sqlite"
+    shutil.copyfile(cnn_export, path)
+    con = sqlite3.connect(path)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET deviceId = 4611686018427387904")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="unexpected value in an export column: memory.device_id"):
+        nsys_sqlite.read(path)

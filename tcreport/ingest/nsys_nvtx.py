@@ -118,9 +118,12 @@ def outline(nvtx: Ranges) -> Outline:
     parent[around] = np.where(nest.parent >= 0, around[np.maximum(nest.parent, 0)], -1)
     depth[around] = nest.depth
     leaves = np.flatnonzero(op | (en <= st))
-    inner = nest.innermost(tcode[leaves], st[leaves]) if len(around) else np.full(len(leaves), -1)
-    parent[leaves] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
-    depth[leaves] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
+    if len(around):
+        inner = nest.innermost(tcode[leaves], st[leaves])
+        parent[leaves] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
+        depth[leaves] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
+    else:  # every range is an op (an autograd-nvtx run without a range of the user's own)
+        inner = np.full(len(leaves), -1)
     del around, nest, leaves, inner
     plain, path, paths = _paths(parent, depth, kind, lab_of[code], labels.dictionary)
     others = np.flatnonzero(kind == OTHER)

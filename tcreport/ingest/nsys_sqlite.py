@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.errors import InputError
+from tcreport.errors import InputError, SchemaError
 from tcreport.ingest import _nsys_meta, _sqlite
 from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
 from tcreport.ingest._nsys_tables import dict_column, pid_of
@@ -80,7 +80,10 @@ def sniff(path: Path) -> bool:
 
 def read(path: Path) -> Run:
     with _sqlite.connect(path) as con:
-        run = _read(NsysDb(path, con))
+        try:
+            run = _read(NsysDb(path, con))
+        except SchemaError as exc:  # a value the canonical type cannot hold (a device id of 2**62)
+            raise InputError(f"unexpected value in an export column: {exc}", path) from exc
     release_free_memory()  # the analysis that follows starts from the tables alone
     return run
 
