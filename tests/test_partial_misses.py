@@ -129,3 +129,9 @@ def test_alexnet_first_convolution_calls_count_as_missed() -> None:
     assert addmm.missed_tc and addmm.missed_ns == addmm.gpu_ns
     assert a.tc.eligible_not_using_gpu_ns == missed + (addmm.gpu_ns or 0)
     assert a.tc.eligible_not_using_op_count == 2
+
+
+def test_synthetic_partly_missed_op_in_the_verdict_line() -> None:
+    view = _view(_conv_ops([True, False], [CONV_OK, CONV], [5_000, 3_000]))
+    html = api.render_html(view)
+    assert "1 eligible op did not (1 of them in some calls only)." in html
