@@ -172,8 +172,8 @@ def test_nsys_flow_command_to_report(fakes: Path, tmp_path: Path) -> None:
     profile, export = _calls(fakes)
     assert profile["argv"] == [
         "profile", "--trace=cuda,nvtx,cudnn,cublas", f"--output={out / 'train'}",
-        "--force-overwrite=true", "--pytorch=autograd-shapes-nvtx", sys.executable, str(script),
-        "--epochs", "2",
+        "--force-overwrite=true", "--cuda-graph-trace=node", "--pytorch=autograd-shapes-nvtx",
+        sys.executable, str(script), "--epochs", "2",
     ]  # fmt: skip
     assert profile["env"] == {}
     assert export["argv"] == [
@@ -184,6 +184,21 @@ def test_nsys_flow_command_to_report(fakes: Path, tmp_path: Path) -> None:
     assert summary["source"]["format"] == "nsys-sqlite"
     assert summary["time"]["gpu_kernel_ns"] == 589_147  # reproduces DLProf from the raw export
     assert (out / "report.html").is_file() and (out / "train.nsys-rep").is_file()
+
+
+def test_nsys_without_the_graph_node_option_is_not_given_it(
+    fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An nsys whose ``profile --help`` does not list --cuda-graph-trace would refuse it."""
+    monkeypatch.setenv("FAKE_NSYS_OLD", "1")
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app, ["profile", str(_script(tmp_path)), "--backend", "nsys", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    profile = _calls(fakes)[0]
+    assert not any(a.startswith("--cuda-graph-trace") for a in profile["argv"])
+    assert "--pytorch=autograd-shapes-nvtx" in profile["argv"]
 
 
 def test_nsys_sets_tf_nvtx_environment_for_tensorflow_scripts(fakes: Path, tmp_path: Path) -> None:

@@ -127,9 +127,22 @@ def _nsys_report(base: Path) -> Path | None:
     return None
 
 
+def nsys_lists(option: str) -> bool:
+    """Whether ``nsys profile --help`` mentions ``option`` (options come and go between
+    releases; an unknown one makes nsys refuse to run)."""
+    try:
+        done = subprocess.run(
+            ["nsys", "profile", "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in (done.stdout or "") + (done.stderr or "")
+
+
 def run_nsys(req: ProfileRequest, fw: Framework) -> CaptureResult:
     base = commands.nsys_base(req)
-    profile = commands.nsys_profile(req, fw)
+    graph_nodes = nsys_lists(commands.NSYS_GRAPH_NODES.split("=")[0])
+    profile = commands.nsys_profile(req, fw, graph_nodes)
     code, last = run_command(profile, commands.nsys_env(fw))
     report = _nsys_report(base)
     if report is None:

@@ -60,7 +60,13 @@ def nsys_base(req: ProfileRequest) -> Path:
     return req.out_dir / req.profile_name
 
 
-def nsys_profile(req: ProfileRequest, framework: Framework) -> list[str]:
+#: Trace the kernels inside CUDA graphs one by one. nsys' default records a graph replay as one
+#: row and none of its kernels (torch.compile's "reduce-overhead" mode replays graphs), which
+#: would leave their time out of every figure. Passed only to an nsys that lists the option.
+NSYS_GRAPH_NODES = "--cuda-graph-trace=node"
+
+
+def nsys_profile(req: ProfileRequest, framework: Framework, graph_nodes: bool = False) -> list[str]:
     argv = [
         "nsys",
         "profile",
@@ -68,6 +74,8 @@ def nsys_profile(req: ProfileRequest, framework: Framework) -> list[str]:
         f"--output={nsys_base(req)}",
         "--force-overwrite=true",
     ]
+    if graph_nodes:
+        argv.append(NSYS_GRAPH_NODES)
     if framework is Framework.PYTORCH:
         argv.append("--pytorch=autograd-shapes-nvtx")
     return argv + script_argv(req)
