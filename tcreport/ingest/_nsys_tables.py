@@ -118,16 +118,23 @@ def ops_names(
     the DLProf marker text around it (its module path), ``scope_path`` the plain ranges around
     it; all are codes, and strings are built once per distinct value."""
     lab = lab_of[code]
-    node_enc = pc.dictionary_encode(parsed.node)
-    node = _np(node_enc.indices)[code]
     # Scope and name per distinct (marker, plain path, type, TF node): DLProf's module path when
     # there is a marker, else the plain ranges around the op, then a TensorFlow node's own path
     # (``dense_1/MatMul``: name ``dense_1/MatMul`` in scope ``dense_1``, as DLProf named TF ops).
-    at = _pair(_pair(_pair(marker, scope_path), lab), node)
+    at = _pair(_pair(marker, scope_path), lab)
+    node_enc = None
+    if parsed.node.null_count < len(parsed.node):  # TensorFlow ranges only: skipped otherwise
+        node_enc = pc.dictionary_encode(parsed.node)
+        node = _np(node_enc.indices)[code]
+        at = _pair(at, node)
     first = np.flatnonzero(np.r_[True, at[1:] > np.maximum.accumulate(at)[:-1]] if len(at) else [])
     fs = parsed.func_stack.take(pa.array(marker[first], mask=marker[first] < 0)).to_pylist()
     types = labels.take(pa.array(lab[first])).to_pylist()
-    nodes = node_enc.dictionary.take(pa.array(node[first], mask=node[first] < 0)).to_pylist()
+    nodes: list[str | None] = (
+        node_enc.dictionary.take(pa.array(node[first], mask=node[first] < 0)).to_pylist()
+        if node_enc is not None
+        else [None] * len(first)
+    )
     scopes: list[str | None] = []
     names: list[str] = []
     for f, p, t, nd in zip(fs, scope_path[first].tolist(), types, nodes, strict=True):
