@@ -6,6 +6,7 @@ each becomes the same one-line :class:`InputError` naming the file, whichever re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tcreport.errors import InputError
@@ -24,3 +25,23 @@ def read_text(path: Path, what: str) -> str:
     if not text.strip():
         raise InputError("file is empty", path)
     return text
+
+
+def report_files(path: Path, is_report: Callable[[Path], bool]) -> list[Path]:
+    """The files of a folder that ``is_report`` recognises, sorted (none if it cannot be listed)."""
+    try:
+        return sorted(p for p in path.iterdir() if p.is_file() and is_report(p))
+    except OSError:
+        return []
+
+
+def sniff_reports(path: Path, is_report: Callable[[Path], bool]) -> bool:
+    """True for a report file, or a folder holding at least one."""
+    try:
+        return (
+            bool(report_files(path, is_report))
+            if path.is_dir()
+            else path.is_file() and is_report(path)
+        )
+    except OSError:
+        return False

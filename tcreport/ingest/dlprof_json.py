@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tcreport.errors import InputError
 from tcreport.ingest._dlprof_reports import Section, build_run, is_title
-from tcreport.ingest._text import read_text
+from tcreport.ingest._text import read_text, report_files, sniff_reports
 from tcreport.model import Run, SourceFormat
 
 _HEAD_BYTES = 4096
@@ -39,18 +39,12 @@ def _sniff_file(path: Path) -> bool:
 
 
 def _report_files(path: Path) -> list[Path]:
-    try:
-        return sorted(p for p in path.iterdir() if p.is_file() and _sniff_file(p))
-    except OSError:
-        return []
+    return report_files(path, _sniff_file)
 
 
 def sniff(path: Path) -> bool:
     """True for a DLProf JSON report, or a directory holding at least one."""
-    try:
-        return bool(_report_files(path)) if path.is_dir() else path.is_file() and _sniff_file(path)
-    except OSError:
-        return False
+    return sniff_reports(path, _sniff_file)
 
 
 def _text(value: object, where: str, path: Path) -> str:
