@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from tcreport import schema
 from tcreport.analysis import tc_kernels
 from tcreport.errors import InputError
+from tcreport.kernel_names import short_name
 from tcreport.model import Granularity, Run
 
 _YES, _NO, _UNKNOWN = 1, 0, -1
@@ -112,26 +113,12 @@ def _drop_params(s: str) -> str:
     return s
 
 
-def _base(s: str) -> str:
-    """Function name without namespaces, template arguments or parameters (Nsight's short name)."""
-    s = s.replace("(anonymous namespace)", "anonymous_namespace")
-    out, depth = [], 0
-    for ch in s:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out).split("::")[-1].strip() or s
-
-
 def name_keys(name: str) -> tuple[tuple[str, str, str], bool]:
     """Exact, signature-without-parameters and bare keys, and whether ``name`` is bare already."""
     exact = " ".join(name.split())
     sig = "".join(_drop_params(exact.removeprefix("void ")).split())
     bare = "<" not in sig and "(" not in sig
-    return (exact, sig, _base(exact.removeprefix("void "))), bare
+    return (exact, sig, short_name(exact)), bare
 
 
 # --------------------------------------------------------------------------- merge

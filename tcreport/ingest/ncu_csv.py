@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from tcreport.errors import InputError
 from tcreport.ingest._text import read_text
+from tcreport.kernel_names import short_name
 from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
 from tcreport.schema import TableKind, conform
 
@@ -232,26 +233,6 @@ def _dims(text: str | None) -> tuple[int | None, int | None, int | None]:
         return None, None, None
     xs = [int(g) for g in m.groups()]
     return tuple(x if x < 2**31 else None for x in xs)  # type: ignore[return-value]
-
-
-def short_name(full: str) -> str:
-    """``void at::native::k<4, float>(int, float*)`` -> ``k``, the short form Nsight Systems keeps.
-
-    Template arguments and the parameter list are dropped (they nest, hence the depth count), then
-    namespaces; ``(anonymous namespace)`` is a namespace, not a parameter list.
-    """
-    s = full.strip().removeprefix("void ").replace("(anonymous namespace)", "anonymous_namespace")
-    out: list[str] = []
-    depth = 0
-    for ch in s:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            out.append(ch)
-    base = "".join(out).strip().split("::")[-1].strip()
-    return base or full.strip()
 
 
 # --------------------------------------------------------------------------- tables
