@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64s as _np
+
 #: Below this many values a dictionary is de-duplicated before use (a hand-built dictionary may
 #: repeat a value); above it (op ids) the readers' and ``conform``'s distinct dictionaries are
 #: trusted, since hashing millions of strings is what this module exists to avoid.
@@ -181,7 +183,3 @@ def joint(ops_col: pa.ChunkedArray | pa.Array, other_col: pa.ChunkedArray | pa.A
     ocodes = np.where(o.codes >= 0, to_o[np.maximum(o.codes, 0)], -1) if len(to_o) else o.codes
     kcodes = np.where(k.codes >= 0, to_k[np.maximum(k.codes, 0)], -1) if len(to_k) else k.codes
     return Joint(ocodes, kcodes, len(both.dictionary))
-
-
-def _np(arr: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, fill).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64s as _np
 from tcreport.ingest._nvtx_text import Parsed
 
 if TYPE_CHECKING:
@@ -195,7 +196,3 @@ def ranges_table(
             "depth": depth_col,
         }
     )
-
-
-def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64_view as _view
+from tcreport._arrays import int64s as _np
 from tcreport.ingest._nsys_db import NsysDb, Scan, int64, string
 from tcreport.ingest._nvtx_nesting import inside_op, thread_codes, time_order
 from tcreport.ingest._nvtx_text import OTHER, Parsed, is_op, parse
@@ -266,14 +268,3 @@ def merge_ranges(chunks: list[_Chunk]) -> Ranges:
 
 def _valid(col: pa.Array) -> np.ndarray:
     return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _view(col: pa.Array, fill: int = -1) -> np.ndarray:
-    """An int64 column as numpy: a read-only view, no copy, unless there are nulls to fill."""
-    if col.null_count:
-        col = pc.fill_null(col, fill)
-    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64s as _codes_of
+
 OTHER, DLPROF_OP, DLPROF_MARKER, TORCH_OP, TF_OP = range(5)
 _TORCH = (
     r"^(?P<name>.+?)(?:, seq = (?P<seq>\d+))?(?:, op_id = (?P<opid>\d+))?"
@@ -134,11 +136,6 @@ class Parsed:
         mask = pc.and_(pc.is_valid(self.tf_label), pa.array(self.kind == OTHER))
         kind = np.where(mask.to_numpy(zero_copy_only=False), TF_OP, self.kind).astype(np.int8)
         return replace(self, kind=kind, label=pc.if_else(mask, self.tf_label, self.label))
-
-
-def _codes_of(indices: pa.Array) -> np.ndarray:
-    """Dictionary indices as int64, -1 for null."""
-    return np.asarray(pc.fill_null(indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def is_op(kind: np.ndarray) -> np.ndarray:

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64s as _np
 from tcreport.ingest._nsys_db import release_free_memory
 from tcreport.ingest._nsys_tables import (
     op_id_column,
@@ -212,10 +213,6 @@ def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     # Everything inside an op is the op's business: keep the outermost ops and what is around them.
     keep = np.flatnonzero(~inside_op(tcode, st, en, op & (en > st)))
     return threads, (rows[keep], tcode[keep], st[keep], en[keep], op[keep])
-
-
-def _np(col: pa.ChunkedArray | pa.Array, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _no_op(n: int) -> pa.Array:

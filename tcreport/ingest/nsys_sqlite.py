@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import int64_view as _view
+from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest import _nsys_meta, _sqlite
 from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
@@ -353,19 +355,6 @@ def _launches(runtime: pa.Table, kernels: pa.Table, memory: pa.Table) -> tuple[L
     )
     m = Launches(gtid[n:], time[n:], found[n:], _view(memory["duration_ns"], 0), None)
     return k, m
-
-
-def _view(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    """A column as a read-only numpy array: no copy when it is one chunk without nulls."""
-    if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1:
-        col = col.chunk(0)
-    if isinstance(col, pa.Array) and col.null_count == 0:
-        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return _np(col, fill)
-
-
-def _np(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array) -> pa.Table:
