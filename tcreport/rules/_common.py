@@ -15,6 +15,8 @@ from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis, WhyNotRow
 from tcreport.analysis.why_not import normalise_dtype
+from tcreport.rules import thresholds
+from tcreport.rules.base import Severity
 
 
 class Flavour(StrEnum):
@@ -89,6 +91,21 @@ def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
         if o is not None and o.has_misses and o.name not in first:
             first[o.name] = w
     return [(o, first[o.name]) for o in analysis.ops if o.name in first]
+
+
+def tc_severity(
+    share_of_kernel_time: float | None, unknown: Severity = Severity.MEDIUM
+) -> Severity:
+    """HIGH from :data:`thresholds.HIGH_SEVERITY_SHARE` of kernel time on, ``unknown`` without a share."""
+    if share_of_kernel_time is None:
+        return unknown
+    high = share_of_kernel_time >= thresholds.HIGH_SEVERITY_SHARE
+    return Severity.HIGH if high else Severity.MEDIUM
+
+
+def tc_saving(missed_gpu_ns: int | None) -> int | None:
+    """GPU time saved if the missed time ran :data:`thresholds.TC_SPEEDUP` x faster on Tensor Cores."""
+    return int(missed_gpu_ns * (1 - 1 / thresholds.TC_SPEEDUP)) if missed_gpu_ns else None
 
 
 def gpu_ns(ops: Iterable[OpRow]) -> int:

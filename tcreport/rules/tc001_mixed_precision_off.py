@@ -24,15 +24,7 @@ ASSUMPTION = (
 
 
 def _severity(share: float | None) -> Severity:
-    return (
-        Severity.HIGH
-        if share is None or share >= thresholds.HIGH_SEVERITY_SHARE
-        else Severity.MEDIUM
-    )
-
-
-def _saving(gpu: int | None) -> int | None:
-    return int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None
+    return c.tc_severity(share, unknown=Severity.HIGH)  # no share: the profiler's counts alone
 
 
 def _from_counts(analysis: Analysis) -> list[Finding]:
@@ -53,7 +45,7 @@ def _from_counts(analysis: Analysis) -> list[Finding]:
             title=f"{c.plural(count, 'Tensor Core eligible op')} did not use Tensor Cores",
             detail=detail + " The input has no per-op rows, so their data types are unknown.",
             fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
-            estimated_saving_ns=_saving(gpu),
+            estimated_saving_ns=c.tc_saving(gpu),
             assumptions=ASSUMPTION,
         )
     ]
@@ -86,7 +78,7 @@ def check(analysis: Analysis) -> list[Finding]:
             f"{'/'.join(dtypes) or 'float32'} without Tensor Cores",
             detail=detail,
             fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
-            estimated_saving_ns=_saving(gpu),
+            estimated_saving_ns=c.tc_saving(gpu),
             assumptions=ASSUMPTION,
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
-from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+from tcreport.rules.base import Evidence, EvidenceKind, Finding
 
 ID = "TC003"
 REASONS = frozenset({"unaligned-dims"})
@@ -35,9 +35,7 @@ def check(analysis: Analysis) -> list[Finding]:
     return [
         Finding(
             id=ID,
-            severity=Severity.HIGH
-            if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
-            else Severity.MEDIUM,
+            severity=c.tc_severity(sh),
             title=f"{c.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
             detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
             + f"{c.partly(ops)} take {c.dur(gpu)}"
@@ -46,7 +44,7 @@ def check(analysis: Analysis) -> list[Finding]:
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "
             "multiple of 8 for fp16/bf16 (16 for int8/fp8); pad data or weights once, not per step."
             + layout,
-            estimated_saving_ns=int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None,
+            estimated_saving_ns=c.tc_saving(gpu),
             assumptions=f"padded ops run {thresholds.TC_SPEEDUP:g}x faster on Tensor Cores; the "
             "extra padded work (under 1 % for large dimensions) is ignored",
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),

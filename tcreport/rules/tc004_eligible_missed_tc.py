@@ -12,7 +12,7 @@ from __future__ import annotations
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import tc001_mixed_precision_off, tc003_unaligned_dims, thresholds
-from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+from tcreport.rules.base import Evidence, EvidenceKind, Finding
 
 ID = "TC004"
 _OTHER_RULES = tc001_mixed_precision_off.REASONS | tc003_unaligned_dims.REASONS
@@ -43,13 +43,11 @@ def check(analysis: Analysis) -> list[Finding]:
     return [
         Finding(
             id=ID,
-            severity=Severity.HIGH
-            if sh is not None and sh >= thresholds.HIGH_SEVERITY_SHARE
-            else Severity.MEDIUM,
+            severity=c.tc_severity(sh),
             title=f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores",
             detail=detail + ".",
             fix=fix[:1].upper() + fix[1:] + ".",
-            estimated_saving_ns=int(gpu * (1 - 1 / thresholds.TC_SPEEDUP)) if gpu else None,
+            estimated_saving_ns=c.tc_saving(gpu),
             assumptions=f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on Tensor Cores; "
             "GPU time saved becomes wall time only where the GPU is the bottleneck",
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
