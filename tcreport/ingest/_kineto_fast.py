@@ -24,7 +24,6 @@ skips are accepted here and refused by ``json`` (scanning every byte for them co
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 from collections.abc import Callable
@@ -35,7 +34,7 @@ import msgspec
 
 from tcreport.ingest import _kineto_columns as col
 from tcreport.ingest import _kineto_events as ev
-from tcreport.ingest._kineto_stdlib import GZIP_MAGIC
+from tcreport.ingest._kineto_stdlib import open_trace
 
 #: Decompressed bytes read at a time; a piece is at least this long (a few thousand events).
 #: Measured on the grown V100 trace: 1-2 MiB is fastest (pieces stay in cache), 256 KiB pays
@@ -136,13 +135,8 @@ _ANY = msgspec.json.Decoder()
 def parse(path: Path) -> ev.Parsed:
     """Raises :class:`FastPathError` for anything the stdlib parser should judge instead."""
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(2)
-            fh.seek(0)
-            if magic == GZIP_MAGIC:
-                with gzip.GzipFile(fileobj=fh) as gz:
-                    return _Reader(gz.read).run()
-            return _Reader(fh.read).run()
+        with open_trace(path) as src:
+            return _Reader(src.read).run()
     except (
         OSError,  # gzip.BadGzipFile included
         EOFError,

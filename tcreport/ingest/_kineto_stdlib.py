@@ -8,11 +8,13 @@ every event as a Python dict at once, about 4.5x the file size at its peak.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from tcreport.errors import InputError
 from tcreport.ingest import _kineto_columns as col
@@ -27,6 +29,19 @@ _CHUNK = 1 << 16
 JsonObj = dict[str, Any]
 
 
+@contextlib.contextmanager
+def open_trace(path: Path) -> Iterator[BinaryIO | gzip.GzipFile]:
+    """The trace's bytes, decompressed when the file is gzip (by its magic, not its name)."""
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic != GZIP_MAGIC:
+            yield fh
+            return
+        with gzip.GzipFile(fileobj=fh) as gz:
+            yield gz
+
+
 def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEvents"') -> bytes:
     """Up to ``limit`` bytes of (decompressed) text, stopping early once ``marker`` is seen.
 
@@ -34,10 +49,7 @@ def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEv
     :func:`load_document` reports the damage.
     """
     out = bytearray()
-    with path.open("rb") as fh:
-        magic = fh.read(2)
-        fh.seek(0)
-        src = gzip.GzipFile(fileobj=fh) if magic == GZIP_MAGIC else fh
+    with open_trace(path) as src:
         try:
             while len(out) < limit:
                 chunk = src.read(_CHUNK)
@@ -54,14 +66,8 @@ def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEv
 def load_document(path: Path) -> JsonObj:
     """The parsed top-level object; every way the bytes can be wrong becomes an InputError."""
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(2)
-            fh.seek(0)
-            if magic == GZIP_MAGIC:
-                with gzip.GzipFile(fileobj=fh) as gz:
-                    data = gz.read()
-            else:
-                data = fh.read()
+        with open_trace(path) as src:
+            data = src.read()
     except EOFError as exc:
         raise InputError("gzip stream ends early; is the file truncated?", path) from exc
     except (gzip.BadGzipFile, zlib.error) as exc:
