@@ -21,6 +21,7 @@ run's relative spread (``2 × pooled std / mean``), never less than 1 %.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -247,24 +248,14 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
 
     specs: list[tuple[str, str, Unit, Better, float | None, float | None, float | None]] = []
 
-    def ns(key: str, label: str, better: Better, b: float | None, h: float | None) -> None:
+    def ns(key: str, label: str, better: Better, get: Callable[[Analysis], int | None]) -> None:
+        """A time figure, per aggregated iteration on both sides."""
+        b, h = _per_iter(get(base), base), _per_iter(get(head), head)
         own = time_std if key == "gpu_kernel_ns" else None
         specs.append((key, label, Unit.NS, better, b, h, time_threshold(b, own)))
 
-    ns(
-        "gpu_kernel_ns",
-        "GPU kernel time",
-        Better.LOWER,
-        _per_iter(base.time.gpu_kernel_ns, base),
-        _per_iter(head.time.gpu_kernel_ns, head),
-    )
-    ns(
-        "tc_kernel_ns",
-        "Tensor Core kernel time",
-        Better.NEITHER,
-        _per_iter(base.time.tc_kernel_ns, base),
-        _per_iter(head.time.tc_kernel_ns, head),
-    )
+    ns("gpu_kernel_ns", "GPU kernel time", Better.LOWER, lambda a: a.time.gpu_kernel_ns)
+    ns("tc_kernel_ns", "Tensor Core kernel time", Better.NEITHER, lambda a: a.time.tc_kernel_ns)
     share_thr = NOISE_SIGMAS * share_std if share_std is not None else NOISE_FLOOR
     specs.append(
         (
@@ -281,23 +272,10 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
         "eligible_not_tc_ns",
         "Eligible GPU time not on TC",
         Better.LOWER,
-        _per_iter(base.tc.eligible_not_using_gpu_ns, base),
-        _per_iter(head.tc.eligible_not_using_gpu_ns, head),
+        lambda a: a.tc.eligible_not_using_gpu_ns,
     )
-    ns(
-        "memory_ns",
-        "Memory (memcpy + memset)",
-        Better.LOWER,
-        _per_iter(base.time.memory_ns, base),
-        _per_iter(head.time.memory_ns, head),
-    )
-    ns(
-        "wall_ns",
-        "Wall time",
-        Better.LOWER,
-        _per_iter(base.time.wall_ns, base),
-        _per_iter(head.time.wall_ns, head),
-    )
+    ns("memory_ns", "Memory (memcpy + memset)", Better.LOWER, lambda a: a.time.memory_ns)
+    ns("wall_ns", "Wall time", Better.LOWER, lambda a: a.time.wall_ns)
     for key, label, attr in (
         ("eligible_ops", "TC-eligible ops", "eligible_op_count"),
         ("eligible_not_tc_ops", "Eligible ops not on TC", "eligible_not_using_op_count"),
