@@ -31,12 +31,13 @@ from pathlib import Path
 TCREPORT = """
 import json, logging, sys, time
 from pathlib import Path
-from tcreport.ingest import load, kineto_json
+from tcreport.ingest import load
+from tcreport.ingest.kineto import reader as kineto_json
 gave_up = []
 class Note(logging.Handler):
     def emit(self, record):
         gave_up.append(record.getMessage())
-log = logging.getLogger("tcreport.ingest.kineto_json")
+log = logging.getLogger("tcreport.ingest.kineto.reader")
 log.addHandler(Note())
 log.setLevel(logging.DEBUG)
 t0 = time.perf_counter()

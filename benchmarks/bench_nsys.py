@@ -136,7 +136,7 @@ def main() -> None:
     print(f"software  Python {platform.python_version()}, sqlite3 shell {version[0]}")
     print(f"file      {args.path} ({args.path.stat().st_size / 2**20:,.0f} MiB)")
     where = subprocess.run(
-        [sys.executable, "-P", "-c", "import tcreport.ingest.nsys_sqlite as m; print(m.__file__)"],
+        [sys.executable, "-P", "-c", "import tcreport.ingest.nsys.reader as m; print(m.__file__)"],
         env=env,
         capture_output=True,
         text=True,

@@ -22,7 +22,7 @@ from tcreport.errors import OutputError
 
 if TYPE_CHECKING:
     from tcreport.model import Run, SourceFormat
-    from tcreport.render.view import ReportView
+    from tcreport.report import Report
 
 
 def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
@@ -56,15 +56,15 @@ def analyze(
     iter_start: int | None = None,
     iter_stop: int | None = None,
     timestamp: str | None = None,
-) -> ReportView:
+) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
     from tcreport import rules
     from tcreport.analysis import result
-    from tcreport.render.view import ReportView
+    from tcreport.report import Report
 
     analysis, _ = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
     findings = rules.evaluate(analysis)
-    return ReportView(
+    return Report(
         analysis=analysis,
         findings=findings,
         source_path=source_path if source_path is not None else run.meta.path,
@@ -72,19 +72,19 @@ def analyze(
     )
 
 
-def render_json(view: ReportView) -> str:
+def render_json(view: Report) -> str:
     from tcreport.render import summary_json
 
     return summary_json.render(view)
 
 
-def render_html(view: ReportView) -> str:
+def render_html(view: Report) -> str:
     from tcreport.render import html
 
     return html.render(view)
 
 
-def render_markdown(view: ReportView) -> str:
+def render_markdown(view: Report) -> str:
     from tcreport.render import markdown
 
     return markdown.render(view)
@@ -92,7 +92,7 @@ def render_markdown(view: ReportView) -> str:
 
 def ingest(run: Run, out_dir: str | Path) -> Path:
     """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing."""
-    from tcreport.ingest import parquet
+    from tcreport.ingest.parquet import reader as parquet
 
     return parquet.write(run, Path(out_dir))
 

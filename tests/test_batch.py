@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
-from tcreport import batch
+from tcreport.batch import runner as batch
 from tcreport.cli.app import app
 from tests.conftest import REALTRACES
 
@@ -20,6 +20,7 @@ REAL_RUNS = {
     "dlprof/v1.8-pytorch-cnn",
     "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
     "kineto/h100-bf16-bert-small/gaunernst_bert-small-uncased__1016001.redacted.json.gz",
+    "kineto/mi250-rocm-minitoy/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
     "kineto/v100-legacy-resnet50/worker0.1623143089861.pt.trace.json.gz",
     "nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite",
     "nsys/v2022.1-windows-synthetic/con_kernel.sqlite",
@@ -163,7 +164,7 @@ def test_dask_executor_writes_the_same_dataset(tmp_path: Path) -> None:
             executor=batch.Executor.DASK,
             scheduler=cluster.scheduler_address,
         )
-    assert remote.processed == local.processed == 4
+    assert remote.processed == local.processed == 5
     assert len(remote.failed) == 1
 
     def key(out: Path) -> list[tuple[object, ...]]:

@@ -40,26 +40,26 @@ CHROMIUM_ARGS = [
 
 #: name -> (path under realtraces, the reader module that must import for it)
 TRACES = {
-    "dlprof-csv": ("dlprof/v1.8-pytorch-cnn", "tcreport.ingest.dlprof_csv"),
+    "dlprof-csv": ("dlprof/v1.8-pytorch-cnn", "tcreport.ingest.dlprof.csv_reader"),
     "dlprof-sqlite": (
         "dlprof/v1.8-pytorch-cnn/dlprof_dldb_7.sqlite",
-        "tcreport.ingest.dlprof_sqlite",
+        "tcreport.ingest.dlprof.viewer_db",
     ),
     "nsys-h100x2": (
         "nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite",
-        "tcreport.ingest.nsys_sqlite",
+        "tcreport.ingest.nsys.reader",
     ),
     "kineto-bert-h100": (
         "kineto/h100-bf16-bert-small/gaunernst_bert-small-uncased__1016001.redacted.json.gz",
-        "tcreport.ingest.kineto_json",
+        "tcreport.ingest.kineto.reader",
     ),
     "kineto-alexnet-a100": (
         "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
-        "tcreport.ingest.kineto_json",
+        "tcreport.ingest.kineto.reader",
     ),
     "kineto-resnet50-v100": (
         "kineto/v100-legacy-resnet50/worker0.1623143089861.pt.trace.json.gz",
-        "tcreport.ingest.kineto_json",
+        "tcreport.ingest.kineto.reader",
     ),
 }
 

@@ -11,13 +11,14 @@ from synthetic import HOSTILE
 from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
-from tcreport import api, compare
+from tcreport import api
 from tcreport.analysis.result import IterationRow
 from tcreport.cli.app import app
-from tcreport.compare import Verdict
+from tcreport.compare import diff as compare
+from tcreport.compare.model import Change
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
 from tcreport.render import diff_html, diff_json, diff_markdown
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 from tests.conftest import DLPROF_CNN, REALTRACES
 
 runner = CliRunner()
@@ -78,7 +79,7 @@ def synthetic_run(precision: str, op_prefix: str = "model") -> Run:
     return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))
 
 
-def synthetic_view(precision: str, op_prefix: str = "model") -> ReportView:
+def synthetic_view(precision: str, op_prefix: str = "model") -> Report:
     return api.analyze(synthetic_run(precision, op_prefix), source_path=f"synthetic-{precision}")
 
 
@@ -162,8 +163,8 @@ def test_synthetic_fp32_to_bf16_markdown_line_by_line() -> None:
 
 def test_reversed_diff_is_a_regression() -> None:
     d = compare.diff(synthetic_view("bf16"), synthetic_view("fp32"))
-    assert d.figure("gpu_kernel_ns").verdict is Verdict.REGRESSED
-    assert d.figure("tc_share").verdict is Verdict.REGRESSED
+    assert d.figure("gpu_kernel_ns").verdict is Change.REGRESSED
+    assert d.figure("tc_share").verdict is Change.REGRESSED
     assert "TC001" in {f.id for f in d.added}
 
 
@@ -176,7 +177,7 @@ def test_ops_with_different_names_are_matched_by_type() -> None:
     assert "matched by op type" in diff_markdown.render(d, "0.1.0")
 
 
-def _with_iterations(view: ReportView, kernel_ns: list[int]) -> ReportView:
+def _with_iterations(view: Report, kernel_ns: list[int]) -> Report:
     rows = tuple(IterationRow(i, 1_000_000, 0, ns, 0, 3, True) for i, ns in enumerate(kernel_ns))
     a = view.analysis
     sel = dataclasses.replace(
@@ -192,8 +193,8 @@ def test_change_within_iteration_spread_is_noise() -> None:
     base = _with_iterations(synthetic_view("fp32"), [100_000, 110_000, 90_000, 100_000])
     small = _with_iterations(synthetic_view("fp32"), [104_000, 114_000, 94_000, 104_000])
     big = _with_iterations(synthetic_view("fp32"), [150_000, 160_000, 140_000, 150_000])
-    assert compare.diff(base, small).figure("gpu_kernel_ns").verdict is Verdict.NOISE
-    assert compare.diff(base, big).figure("gpu_kernel_ns").verdict is Verdict.REGRESSED
+    assert compare.diff(base, small).figure("gpu_kernel_ns").verdict is Change.NOISE
+    assert compare.diff(base, big).figure("gpu_kernel_ns").verdict is Change.REGRESSED
     assert "4 iterations" in compare.diff(base, small).noise_rule
 
 
@@ -206,7 +207,7 @@ def test_one_percent_rule_without_spread() -> None:
             a, time=dataclasses.replace(a.time, gpu_kernel_ns=(a.time.gpu_kernel_ns or 0) + 1000)
         ),
     )
-    assert compare.diff(base, nudged).figure("gpu_kernel_ns").verdict is Verdict.NOISE
+    assert compare.diff(base, nudged).figure("gpu_kernel_ns").verdict is Change.NOISE
 
 
 def test_not_comparable_refuses_unless_forced() -> None:
@@ -289,15 +290,15 @@ def test_one_run_read_from_two_formats_shows_no_change(dlprof_cnn: Path) -> None
     d = compare.diff(base, head)
     assert not d.forced
     for key in ("gpu_kernel_ns", "tc_kernel_ns", "tc_share", "eligible_not_tc_ns", "memory_ns"):
-        assert d.figure(key).verdict is Verdict.UNCHANGED, key
+        assert d.figure(key).verdict is Change.UNCHANGED, key
     eligible = [r for r in d.ops if r.eligible]
     assert len(eligible) >= 5  # 2 conv2d + 3 linear, by name or by type
     for r in eligible:
-        assert r.verdict is Verdict.UNCHANGED, r
+        assert r.verdict is Change.UNCHANGED, r
     assert d.matching.startswith(("ops matched by name", "op names differ"))
     for r in d.op_types:
         if r.key in ("conv2d", "linear"):
-            assert r.verdict is Verdict.UNCHANGED
+            assert r.verdict is Change.UNCHANGED
 
 
 @pytest.mark.realtraces

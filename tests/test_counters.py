@@ -15,7 +15,7 @@ from tcreport import api, schema
 from tcreport.analysis import counters
 from tcreport.analysis import tc_kernels as tk
 from tcreport.errors import InputError
-from tcreport.ingest import ncu_csv
+from tcreport.ingest.ncu import reader as ncu_csv
 from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
 
 K = schema.TableKind.KERNELS

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tcreport.errors import InputError
-from tcreport.ingest import detect, dlprof_csv
+from tcreport.ingest import detect
+from tcreport.ingest.dlprof import csv_reader as dlprof_csv
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 

@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tcreport.errors import InputError
-from tcreport.ingest import detect, dlprof_csv, dlprof_json
+from tcreport.ingest import detect
+from tcreport.ingest.dlprof import csv_reader as dlprof_csv
+from tcreport.ingest.dlprof import json_reader as dlprof_json
 from tcreport.model import Run, SourceFormat
 from tcreport.schema import TableKind, validate
 

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tcreport.errors import InputError
-from tcreport.ingest import detect, dlprof_sqlite
+from tcreport.ingest import detect
+from tcreport.ingest.dlprof import viewer_db as dlprof_sqlite
 from tcreport.model import Granularity, ReportedFigures, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
 

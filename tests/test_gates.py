@@ -9,8 +9,9 @@ from test_compare import synthetic_run
 from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
-from tcreport import api, gates
+from tcreport import api
 from tcreport.cli.app import app
+from tcreport.compare import gates
 
 runner = CliRunner()
 

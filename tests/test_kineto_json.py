@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tcreport.errors import InputError
-from tcreport.ingest import detect, kineto_json
+from tcreport.ingest import detect
+from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
 
@@ -384,7 +385,7 @@ def test_reader_works_without_msgspec() -> None:
     code = (
         "import sys; sys.modules['msgspec'] = None\n"  # what `import msgspec` does when absent
         "from pathlib import Path\n"
-        "from tcreport.ingest import kineto_json\n"
+        "from tcreport.ingest.kineto import reader as kineto_json\n"
         "assert kineto_json.fast is None\n"
         f"print(kineto_json.read(Path({str(SYNTHETIC)!r})).kernels.num_rows)\n"
     )

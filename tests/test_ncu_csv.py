@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels as tk
 from tcreport.errors import InputError, TcreportError
-from tcreport.ingest import detect, ncu_csv
+from tcreport.ingest import detect
+from tcreport.ingest.ncu import reader as ncu_csv
 from tcreport.model import Granularity, SourceFormat
 
 FIX = ROOT / "tests" / "fixtures" / "ncu_synthetic"

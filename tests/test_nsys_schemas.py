@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pytest
 
 from tcreport import api
-from tcreport.ingest import nsys_sqlite
+from tcreport.ingest.nsys import reader as nsys_sqlite
 
 pytestmark = pytest.mark.realtraces
 

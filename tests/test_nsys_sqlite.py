@@ -13,7 +13,10 @@ import pyarrow.compute as pc
 import pytest
 
 from tcreport.errors import InputError
-from tcreport.ingest import _nsys_db, _nvtx_nesting, detect, load, nsys_sqlite
+from tcreport.ingest import detect, load
+from tcreport.ingest.nsys import db as _nsys_db
+from tcreport.ingest.nsys import nvtx_nesting as _nvtx_nesting
+from tcreport.ingest.nsys import reader as nsys_sqlite
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 from tests.conftest import SAMPLES

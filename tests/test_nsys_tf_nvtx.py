@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from tcreport.ingest import nsys_sqlite
+from tcreport.ingest.nsys import reader as nsys_sqlite
 
 pytestmark = pytest.mark.realtraces
 

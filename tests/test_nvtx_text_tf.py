@@ -10,8 +10,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tcreport.analysis.why_not import normalise_dtype, parse_shapes
-from tcreport.ingest import _nvtx_text as K
-from tcreport.ingest._nvtx_text import parse
+from tcreport.ingest.nsys import nvtx_text as K
+from tcreport.ingest.nsys.nvtx_text import parse
 
 
 def _rows(texts: list[str], tf: bool) -> list[tuple[int, str | None, str | None, str | None]]:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tcreport.ingest import _nvtx_text
+from tcreport.ingest.nsys import nvtx_text as _nvtx_text
 
 _NAMES = st.sampled_from(
     ["aten::mm", "aten::add_", "MmBackward0", "c10d::allreduce_", "ProfilerStep#3", "", "a, b",

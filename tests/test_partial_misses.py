@@ -47,7 +47,7 @@ def _conv_ops(
     )
 
 
-def _view(ops: pa.Table) -> api.ReportView:
+def _view(ops: pa.Table) -> api.Report:
     meta = RunMeta(
         format=SourceFormat.KINETO_JSON, path="synthetic", framework="PyTorch 2.1", gpus=A100
     )

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
-from tcreport import batch, query
+from tcreport.batch import query
+from tcreport.batch import runner as batch
 from tcreport.cli.app import app
 from tests.conftest import REALTRACES
 

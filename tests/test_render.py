@@ -10,7 +10,7 @@ import pytest
 from synthetic import HOSTILE, hostile_run
 
 from tcreport import api
-from tcreport.ingest import parquet
+from tcreport.ingest.parquet import reader as parquet
 
 
 @pytest.fixture(scope="module")

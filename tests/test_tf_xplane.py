@@ -25,7 +25,8 @@ from conftest import DLPROF_CNN, REALTRACES  # noqa: E402
 
 from tcreport import api  # noqa: E402
 from tcreport.errors import TcreportError  # noqa: E402
-from tcreport.ingest import detect, tf_xplane  # noqa: E402
+from tcreport.ingest import detect  # noqa: E402
+from tcreport.ingest.xplane import reader as tf_xplane
 from tcreport.model import SourceFormat  # noqa: E402
 
 XPLANE_DIR = REALTRACES / "tf_profiler" / "gpu-multiworker-xplane"

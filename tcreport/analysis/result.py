@@ -17,7 +17,9 @@ from tcreport.analysis import _codes, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
+from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
 
 
@@ -33,25 +35,6 @@ class IterationRow:
 
 
 @dataclass(frozen=True)
-class Agreement:
-    """How often tcreport's verdict matched the profiler's own label (DLProf's ``Uses TC``)."""
-
-    compared: int
-    agreeing: int
-    disagreements: tuple[tuple[str, bool | None, bool | None], ...]  # (name, ours, profiler's)
-
-
-@dataclass(frozen=True)
-class WhyNotRow:
-    op_id: str
-    op_name: str
-    reason: str  # reason code
-    message: str
-    fix: str
-    padding: str | None
-
-
-@dataclass(frozen=True)
 class Analysis:
     meta: RunMeta
     selection: Selection
@@ -61,7 +44,7 @@ class Analysis:
     op_types: tuple[OpTypeRow, ...]
     kernels: tuple[KernelRow, ...]
     iterations: tuple[IterationRow, ...]
-    why_not: tuple[WhyNotRow, ...]
+    why_not: tuple[WhyNot, ...]
     kernel_agreement: Agreement | None
     has_kernels: bool
     has_ops: bool
@@ -88,31 +71,15 @@ def _agreement(kernels: pa.Table | None) -> Agreement | None:
 
     if kernels is None or kernels.column("profiler_uses_tc").null_count == kernels.num_rows:
         return None
-    a = tc_kernels.tc_agreement(kernels)
-    return Agreement(
-        compared=a.compared,
-        agreeing=a.agreeing,
-        disagreements=tuple((d[0], d[1], d[2]) for d in a.disagreements),
-    )
+    return tc_kernels.tc_agreement(kernels)
 
 
-def _why_not(run: Run) -> tuple[WhyNotRow, ...]:
+def _why_not(run: Run) -> tuple[WhyNot, ...]:
     from tcreport.analysis import why_not
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
-    rows = why_not.explain(run.ops, run.meta.framework, run.meta.gpus)
-    return tuple(
-        WhyNotRow(
-            op_id=w.op_id,
-            op_name=w.op_name,
-            reason=str(w.reason),
-            message=w.message,
-            fix=w.fix,
-            padding=w.padding,
-        )
-        for w in rows
-    )
+    return tuple(why_not.explain(run.ops, run.meta.framework, run.meta.gpus))
 
 
 def _iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:

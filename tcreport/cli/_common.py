@@ -15,7 +15,7 @@ from tcreport.errors import TcreportError, UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tcreport.render.view import ReportView
+    from tcreport.report import Report
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -63,7 +63,7 @@ def load_and_analyze(
     iter_stop: int | None,
     timestamp: bool = False,
     counters: Path | None = None,
-) -> ReportView:
+) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
 

@@ -14,7 +14,7 @@ from tcreport.cli.app import app
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from tcreport.batch_work import Outcome
+    from tcreport.batch.work import Outcome
 
 
 class ExecutorName(StrEnum):
@@ -52,7 +52,7 @@ def batch(
     with user_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        from tcreport import batch as batch_mod
+        from tcreport.batch import runner as batch_mod
 
         progress = Progress(
             TextColumn("{task.description}"),
@@ -111,7 +111,7 @@ def query(
 ) -> None:
     """Ask the batch dataset a question in SQL (DuckDB, offline)."""
     with user_errors():
-        from tcreport import query as query_mod
+        from tcreport.batch import query as query_mod
 
         table = query_mod.run(output, sql)
         if fmt is QueryFormat.CSV:

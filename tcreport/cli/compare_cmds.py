@@ -63,7 +63,8 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
-        from tcreport import __version__, api, compare
+        from tcreport import __version__, api
+        from tcreport.compare import diff as compare
 
         if fmt is DiffFormat.HTML and output is None:
             raise UsageError("--format html needs --output FILE")
@@ -134,7 +135,7 @@ def check(
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
-        from tcreport import gates
+        from tcreport.compare import gates
 
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")

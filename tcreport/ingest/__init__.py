@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 #: CSV reports, JSON, the Viewer database and the raw nsys export side by side; the CSV reports are
 #: what DLProf users know, so they win.
 _READERS: tuple[tuple[SourceFormat, str], ...] = (
-    (SourceFormat.TCREPORT_PARQUET, "tcreport.ingest.parquet"),
-    (SourceFormat.DLPROF_CSV, "tcreport.ingest.dlprof_csv"),
-    (SourceFormat.DLPROF_JSON, "tcreport.ingest.dlprof_json"),
-    (SourceFormat.DLPROF_SQLITE, "tcreport.ingest.dlprof_sqlite"),
-    (SourceFormat.NSYS_SQLITE, "tcreport.ingest.nsys_sqlite"),
-    (SourceFormat.KINETO_JSON, "tcreport.ingest.kineto_json"),
-    (SourceFormat.TF_XPLANE, "tcreport.ingest.tf_xplane"),
-    (SourceFormat.NCU_CSV, "tcreport.ingest.ncu_csv"),
+    (SourceFormat.TCREPORT_PARQUET, "tcreport.ingest.parquet.reader"),
+    (SourceFormat.DLPROF_CSV, "tcreport.ingest.dlprof.csv_reader"),
+    (SourceFormat.DLPROF_JSON, "tcreport.ingest.dlprof.json_reader"),
+    (SourceFormat.DLPROF_SQLITE, "tcreport.ingest.dlprof.viewer_db"),
+    (SourceFormat.NSYS_SQLITE, "tcreport.ingest.nsys.reader"),
+    (SourceFormat.KINETO_JSON, "tcreport.ingest.kineto.reader"),
+    (SourceFormat.TF_XPLANE, "tcreport.ingest.xplane.reader"),
+    (SourceFormat.NCU_CSV, "tcreport.ingest.ncu.reader"),
 )
 
 

@@ -8,7 +8,7 @@ and CSP helpers here are shared with the batch index (:mod:`tcreport.render.inde
 
 from __future__ import annotations
 
-from tcreport.compare import Diff, Verdict
+from tcreport.compare.model import Change, Diff
 from tcreport.render import diff_markdown as md
 from tcreport.render.html import environment, sha256
 
@@ -50,7 +50,7 @@ def render(d: Diff, tool_version: str) -> str:
             delta=md.delta,
             tc=md.tc,
             miss=md.miss,
-            regressed=Verdict.REGRESSED,
+            regressed=Change.REGRESSED,
             tables=(
                 ("Ops", d.ops, "op"),
                 ("Op types", d.op_types, "type"),

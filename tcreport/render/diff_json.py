@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from tcreport.compare import Diff, Figure, RowDiff, Side, Unit
+from tcreport.compare.model import Diff, Figure, RowDiff, Side, Unit
 
 SCHEMA = "tcreport.diff/1"
 

@@ -7,7 +7,7 @@ is) and escaped so a hostile kernel name cannot break the table or the comment.
 
 from __future__ import annotations
 
-from tcreport.compare import Diff, Figure, RowDiff, Unit, Verdict
+from tcreport.compare.model import Change, Diff, Figure, RowDiff, Unit
 from tcreport.render import fmt
 
 GITHUB_LIMIT = 65_536
@@ -48,8 +48,8 @@ def delta(x: float | None, unit: Unit, rel: float | None = None) -> str:
     return text
 
 
-def verdict(v: Verdict) -> str:
-    return f"**{v.value}**" if v in (Verdict.REGRESSED, Verdict.IMPROVED) else v.value
+def verdict(v: Change) -> str:
+    return f"**{v.value}**" if v in (Change.REGRESSED, Change.IMPROVED) else v.value
 
 
 def tc(x: float | None, kind: str) -> str:
@@ -87,8 +87,8 @@ def _rows(
             [f"{title}: {len(rows)} rows (tables omitted to fit one comment)", ""] if rows else []
         )
     shown = rows[:cap]
-    judged = [r for r in rows if r.verdict is not Verdict.UNKNOWN]
-    changed = sum(1 for r in judged if r.verdict not in (Verdict.UNCHANGED, Verdict.NOISE))
+    judged = [r for r in rows if r.verdict is not Change.UNKNOWN]
+    changed = sum(1 for r in judged if r.verdict not in (Change.UNCHANGED, Change.NOISE))
     first = "op type" if kind == "type" else kind
     host = clock == "host" and kind != "kernel"
     what = f"{title}{' (host time)' if host else ''}"

@@ -41,7 +41,7 @@ from tcreport.render.html_parts import (
     stack,
     tc_miss,
 )
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind
 
 
@@ -91,7 +91,7 @@ def _json_for_script(data: object) -> str:
     )
 
 
-def render(view: ReportView) -> str:
+def render(view: Report) -> str:
     env = environment()
     script = env.get_template("report.js").render()
     style = env.get_template("report.css").render()

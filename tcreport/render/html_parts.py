@@ -17,9 +17,10 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from tcreport.analysis.figures import OpRow
-from tcreport.analysis.result import Analysis, IterationRow, WhyNotRow
+from tcreport.analysis.result import Analysis, IterationRow
+from tcreport.analysis.why_not import WhyNot
 from tcreport.render import fmt
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind, Finding
 
 MAX_ROWS = 200  # longer tables are capped; the full data is in `tcreport ingest` Parquet
@@ -100,7 +101,7 @@ class EligRow:
     op: OpRow
     id: str
     op_href: str | None
-    reasons: tuple[WhyNotRow, ...]  # distinct messages, first one shown in full
+    reasons: tuple[WhyNot, ...]  # distinct messages, first one shown in full
     timed: bool  # False: a wrapper op whose kernels are attributed to the op it calls
 
 
@@ -151,7 +152,7 @@ def capped(rows: Sequence[_T], key: Callable[[_T], str], keep: set[str]) -> list
     return head + [r for r in rows[MAX_ROWS:] if key(r) in keep]
 
 
-def evidence_targets(view: ReportView) -> dict[EvidenceKind, set[str]]:
+def evidence_targets(view: Report) -> dict[EvidenceKind, set[str]]:
     """The evidence keys the findings will show as links: those rows must be in the report."""
     out: dict[EvidenceKind, set[str]] = {k: set() for k in EvidenceKind}
     for f in view.findings:
@@ -171,7 +172,7 @@ def _short(kind: EvidenceKind, key: str, width: int = 90) -> str:
     return key[:head] + "…" + key[-(width - head - 1) :]
 
 
-def findings(view: ReportView, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[FindingView, ...]:
+def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[FindingView, ...]:
     """Findings in the rules' order (largest estimated saving first) with resolvable links."""
     out = []
     for f in view.findings:
@@ -471,9 +472,9 @@ def cards(a: Analysis) -> tuple[Card, ...]:
     return tuple(cards)
 
 
-def _why_by_name(a: Analysis) -> dict[str, tuple[WhyNotRow, ...]]:
+def _why_by_name(a: Analysis) -> dict[str, tuple[WhyNot, ...]]:
     """Why-not rows per op name (they come per instance), distinct messages in first-seen order."""
-    acc: dict[str, dict[str, WhyNotRow]] = {}
+    acc: dict[str, dict[str, WhyNot]] = {}
     for w in a.why_not:
         acc.setdefault(w.op_name, {}).setdefault(w.message, w)
     return {k: tuple(v.values()) for k, v in acc.items()}
@@ -499,7 +500,7 @@ def eligibility(a: Analysis, keep: set[str], op_ids: set[str]) -> list[EligRow]:
     ]
 
 
-def run_header(view: ReportView) -> tuple[tuple[str, str], ...]:
+def run_header(view: Report) -> tuple[tuple[str, str], ...]:
     """Whitelisted run facts for the header: nothing from the trace's environment."""
     m, it = view.analysis.meta, view.analysis.selection.info
     profiler = m.profiler or ""

@@ -6,7 +6,7 @@ Names are escaped so a kernel called ``|</details>`` cannot break the table or t
 from __future__ import annotations
 
 from tcreport.render import fmt
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 
 TOP = 10
 
@@ -19,7 +19,7 @@ def _esc(text: str) -> str:
     return out
 
 
-def render(view: ReportView) -> str:
+def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
     it = a.selection.info

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 
 SCHEMA = "tcreport.summary/1"
 TOP_N = 20
@@ -19,7 +19,7 @@ def _int(x: float | int | None) -> int | None:
     return None if x is None else int(round(x))
 
 
-def summary_dict(view: ReportView) -> dict[str, Any]:
+def summary_dict(view: Report) -> dict[str, Any]:
     a = view.analysis
     m = a.meta
     it = a.selection.info
@@ -130,5 +130,5 @@ def summary_dict(view: ReportView) -> dict[str, Any]:
     }
 
 
-def render(view: ReportView) -> str:
+def render(view: Report) -> str:
     return json.dumps(summary_dict(view), sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -7,12 +7,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from tcreport.render import fmt
-from tcreport.render.view import ReportView
+from tcreport.report import Report
 
 TOP = 10
 
 
-def render(view: ReportView, console: Console | None = None) -> None:
+def render(view: Report, console: Console | None = None) -> None:
     out = console or Console(highlight=False)
     a = view.analysis
     m = a.meta

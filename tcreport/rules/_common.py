@@ -13,8 +13,8 @@ from enum import StrEnum
 
 from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
-from tcreport.analysis.result import Analysis, WhyNotRow
-from tcreport.analysis.why_not import normalise_dtype
+from tcreport.analysis.result import Analysis
+from tcreport.analysis.why_not import WhyNot, normalise_dtype
 from tcreport.rules import thresholds
 from tcreport.rules.base import Severity
 
@@ -81,11 +81,11 @@ def op_index(analysis: Analysis) -> dict[str, OpRow]:
     return {o.name: o for o in analysis.ops if o.name in wanted}
 
 
-def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNotRow]]:
+def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNot]]:
     """Each op that missed Tensor Cores in some or all calls (:attr:`OpRow.has_misses`, the
     headline's definition), with its first explanation, in op order (largest GPU time first)."""
     index = op_index(analysis)
-    first: dict[str, WhyNotRow] = {}
+    first: dict[str, WhyNot] = {}
     for w in analysis.why_not:
         o = index.get(w.op_name)
         if o is not None and o.has_misses and o.name not in first:

@@ -5,7 +5,7 @@ keyed by report title. A table report's value is a list of header -> value recor
 key/value block (``System Config``, ``Summary Report``, ``Iterations``) is an object of key ->
 value, a value possibly a list (several GPU names). Values may be strings, numbers, booleans or
 null. Records are flattened into the same :class:`Section` s the CSV reader builds, so both
-formats share one mapping (:mod:`tcreport.ingest._dlprof_reports`) and give identical tables.
+formats share one mapping (:mod:`tcreport.ingest.dlprof.reports`) and give identical tables.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 
 from tcreport.errors import InputError
-from tcreport.ingest._dlprof_reports import Section, build_run, is_title
-from tcreport.ingest._text import read_text, report_files, sniff_reports
+from tcreport.ingest.common.text import read_text, report_files, sniff_reports
+from tcreport.ingest.dlprof.reports import Section, build_run, is_title
 from tcreport.model import Run, SourceFormat
 
 _HEAD_BYTES = 4096

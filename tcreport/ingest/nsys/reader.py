@@ -2,11 +2,11 @@
 
 An export of a real training run holds millions of kernel launches and tens of millions of NVTX
 ranges, so the bulk tables are scanned once, in parallel rowid ranges, straight into Arrow
-(:mod:`tcreport.ingest._nsys_db`), and every join is an Arrow hash lookup or a numpy binary
+(:mod:`tcreport.ingest.nsys.db`), and every join is an Arrow hash lookup or a numpy binary
 search; Python only touches metadata and distinct strings. Names are ids into ``StringIds`` and
 become dictionary columns without one string per launch. The time span and the device list come
 from the rows already read, not from extra scans. Metadata lives in
-:mod:`tcreport.ingest._nsys_meta`, NVTX op attribution in :mod:`tcreport.ingest.nsys_nvtx`.
+:mod:`tcreport.ingest.nsys.meta`, NVTX op attribution in :mod:`tcreport.ingest.nsys.nvtx`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ import pyarrow.compute as pc
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
-from tcreport.ingest import _nsys_meta, _sqlite
-from tcreport.ingest._nsys_db import NsysDb, Scan, int64, release_free_memory, string
-from tcreport.ingest._nsys_tables import dict_column, pid_of
-from tcreport.ingest._nvtx_scan import merge_ranges, nvtx_scans
-from tcreport.ingest.nsys_nvtx import Launches, Outline, attribute, outline
+from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.nsys import meta as _nsys_meta
+from tcreport.ingest.nsys.db import NsysDb, Scan, int64, release_free_memory, string
+from tcreport.ingest.nsys.nvtx import Outline, attribute, outline
+from tcreport.ingest.nsys.nvtx_scan import merge_ranges, nvtx_scans
+from tcreport.ingest.nsys.tables import Launches, dict_column, pid_of
 from tcreport.model import Run
 from tcreport.schema import MemoryKind, TableKind, conform
 

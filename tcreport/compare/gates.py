@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tcreport import compare
+from tcreport.compare import diff as compare
+from tcreport.compare.model import Change
 from tcreport.errors import UsageError
 from tcreport.render import fmt
 
 if TYPE_CHECKING:
-    from tcreport.render.view import ReportView
+    from tcreport.report import Report
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class CheckResult:
         return tuple(r for r in self.results if not r.passed)
 
 
-def eligible_not_tc_share(view: ReportView) -> float | None:
+def eligible_not_tc_share(view: Report) -> float | None:
     """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time."""
     a = view.analysis
     miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
@@ -58,7 +59,7 @@ def eligible_not_tc_share(view: ReportView) -> float | None:
     return min(1.0, miss / total)
 
 
-def _min_share(view: ReportView, limit: float) -> GateResult:
+def _min_share(view: Report, limit: float) -> GateResult:
     share = view.analysis.tc.kernel_time_share
     if share is None:
         return GateResult("min-tc-share", False, "TC share unknown: the input has no kernel times")
@@ -69,7 +70,7 @@ def _min_share(view: ReportView, limit: float) -> GateResult:
     )
 
 
-def _max_miss(view: ReportView, limit: float) -> GateResult:
+def _max_miss(view: Report, limit: float) -> GateResult:
     share = eligible_not_tc_share(view)
     if share is None:
         return GateResult(
@@ -94,8 +95,8 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
             GateResult("max-regression", False, "kernel time per iteration unknown on one side")
         )
     else:
-        bad = t.rel > limit and t.verdict is compare.Verdict.REGRESSED
-        noise = " (within noise)" if t.verdict is compare.Verdict.NOISE else ""
+        bad = t.rel > limit and t.verdict is Change.REGRESSED
+        noise = " (within noise)" if t.verdict is Change.NOISE else ""
         out.append(
             GateResult(
                 "max-regression",
@@ -108,8 +109,8 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
     if s.base is None or s.head is None or s.delta is None:
         out.append(GateResult("max-regression", False, "TC share unknown on one side"))
     else:
-        bad = -s.delta > limit and s.verdict is compare.Verdict.REGRESSED
-        noise = " (within noise)" if s.verdict is compare.Verdict.NOISE else ""
+        bad = -s.delta > limit and s.verdict is Change.REGRESSED
+        noise = " (within noise)" if s.verdict is Change.NOISE else ""
         out.append(
             GateResult(
                 "max-regression",
@@ -122,7 +123,7 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
 
 
 def check(
-    view: ReportView, gates: Gates, baseline: ReportView | None = None, *, force: bool = False
+    view: Report, gates: Gates, baseline: Report | None = None, *, force: bool = False
 ) -> CheckResult:
     """Evaluate every gate that is switched on; raises NotComparableError as :func:`diff` does."""
     results: list[GateResult] = []

@@ -35,7 +35,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tcreport import api
-from tcreport.batch_work import TABLES, Outcome, Task, failed, process
+from tcreport.batch.work import TABLES, Outcome, Task, failed, process
 from tcreport.errors import InputError, OutputError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
@@ -234,7 +234,7 @@ def _run_process(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["tcreport.batch_work"])
+        ctx.set_forkserver_preload(["tcreport.batch.work"])
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         futures = {pool.submit(process, t): t for t in tasks}
         for fut in as_completed(futures):
@@ -259,7 +259,7 @@ def run_batch(
     on_done: Callable[[Outcome], None] | None = None,
 ) -> BatchResult:
     """Process every run under ``root`` into ``out``; never stops on a bad trace."""
-    from tcreport import batch_index
+    from tcreport.batch import index as batch_index
 
     started = time.perf_counter()
     if jobs < 1:
@@ -278,7 +278,7 @@ def run_batch(
         on_start(len(tasks))
     outcomes: Iterable[Outcome]
     if executor is Executor.DASK:
-        from tcreport import batch_dask
+        from tcreport.batch import dask_executor as batch_dask
 
         outcomes = batch_dask.run(tasks, str(scheduler))
     else:

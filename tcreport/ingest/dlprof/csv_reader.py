@@ -5,7 +5,7 @@ Each file is a title line, a header line and rows; ``dlprof_summary.csv`` is sev
 their name, because ``--profile_name`` replaces the ``dlprof`` prefix. Parsing is strict (a quote
 left open at the end of the file, a row shorter than its header) so that a truncated report is an
 :class:`InputError`, not silently fewer kernels; the mapping itself lives in
-:mod:`tcreport.ingest._dlprof_reports`, shared with the JSON reader.
+:mod:`tcreport.ingest.dlprof.reports`, shared with the JSON reader.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import io
 from pathlib import Path
 
 from tcreport.errors import InputError
-from tcreport.ingest._dlprof_reports import (
+from tcreport.ingest.common.text import read_text, report_files, sniff_reports
+from tcreport.ingest.dlprof.reports import (
     SUMMARY_KV,
     SUMMARY_TABLES,
     Section,
@@ -23,7 +24,6 @@ from tcreport.ingest._dlprof_reports import (
     is_title,
     norm,
 )
-from tcreport.ingest._text import read_text, report_files, sniff_reports
 from tcreport.model import Run, SourceFormat
 
 _HEAD_BYTES = 4096

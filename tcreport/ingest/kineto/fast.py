@@ -32,9 +32,9 @@ from typing import Any
 
 import msgspec
 
-from tcreport.ingest import _kineto_columns as col
-from tcreport.ingest import _kineto_events as ev
-from tcreport.ingest._kineto_stdlib import open_trace
+from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto import events as ev
+from tcreport.ingest.kineto.stdlib import open_trace
 
 #: Decompressed bytes read at a time; a piece is at least this long (a few thousand events).
 #: Measured on the grown V100 trace: 1-2 MiB is fastest (pieces stay in cache), 256 KiB pays

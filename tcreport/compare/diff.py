@@ -1,6 +1,6 @@
 """The diff of two analysed runs: what a PR changed in GPU time and Tensor Core use.
 
-Pure functions over two :class:`~tcreport.render.view.ReportView` objects (any two input formats:
+Pure functions over two :class:`~tcreport.report.Report` objects (any two input formats:
 everything here reads the canonical analysis, never the raw trace), so ``tcreport diff``, the CI gates
 and the renderers share one model.
 
@@ -20,123 +20,29 @@ run's relative spread (``2 × pooled std / mean``), never less than 1 %.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from tcreport.errors import UsageError
+from tcreport.compare import rows
+from tcreport.compare.model import (
+    NOISE_FLOOR,
+    NOISE_SIGMAS,
+    Better,
+    Diff,
+    Figure,
+    FindingChange,
+    NotComparableError,
+    RowDiff,
+    Side,
+    Unit,
+)
+from tcreport.compare.noise import Spread, judge, pooled, spread
 
 if TYPE_CHECKING:
     from tcreport.analysis.result import Analysis
-    from tcreport.render.view import ReportView
+    from tcreport.report import Report
 
-NOISE_FLOOR = 0.01  # relative (times) or absolute (shares) threshold when no spread is known
-NOISE_SIGMAS = 2.0
-
-
-class NotComparableError(UsageError):
-    """Two runs that do not measure the same thing (GPU, framework, iteration count)."""
-
-
-class Verdict(StrEnum):
-    IMPROVED = "improved"
-    REGRESSED = "regressed"
-    CHANGED = "changed"  # a real change in a figure with no better direction
-    NOISE = "noise"
-    UNCHANGED = "no change"
-    NEW = "new"
-    GONE = "gone"
-    UNKNOWN = "unknown"
-
-
-class Better(StrEnum):
-    LOWER = "lower"
-    HIGHER = "higher"
-    NEITHER = "neither"
-
-
-class Unit(StrEnum):
-    NS = "ns"
-    SHARE = "share"
-    COUNT = "count"
-
-
-@dataclass(frozen=True)
-class Side:
-    """What the diff shows about one input (whitelisted fields only)."""
-
-    path: str
-    format: str
-    gpu: str | None
-    framework: str | None
-    aggregated: int | None
-    spread: str  # where the noise estimate came from
-
-
-@dataclass(frozen=True)
-class Figure:
-    key: str
-    label: str
-    unit: Unit
-    better: Better
-    base: float | None
-    head: float | None
-    delta: float | None
-    rel: float | None  # delta / base
-    threshold: float | None  # |delta| below this is noise
-    verdict: Verdict
-
-
-@dataclass(frozen=True)
-class RowDiff:
-    """One op, op type or kernel: per-iteration GPU time, TC use and eligible-not-TC time."""
-
-    key: str
-    type: str | None
-    matched_by: str  # "name", "type" or "" (present on one side only)
-    base_ns: float | None
-    head_ns: float | None
-    delta_ns: float | None
-    rel: float | None
-    verdict: Verdict
-    base_tc: float | None  # share of the row's time on Tensor Cores (1/0 for an op or kernel)
-    head_tc: float | None
-    base_miss_ns: float | None  # eligible for TC but not using it
-    head_miss_ns: float | None
-    eligible: bool
-    base_dtype: str | None = None  # an op's data type, to show a precision change
-    head_dtype: str | None = None
-
-
-@dataclass(frozen=True)
-class FindingChange:
-    id: str
-    title: str
-    severity: str
-
-
-@dataclass(frozen=True)
-class Diff:
-    base: Side
-    head: Side
-    not_comparable: tuple[str, ...]  # reasons; non-empty only when forced
-    forced: bool
-    matching: str  # how ops were paired, in words
-    noise_rule: str
-    figures: tuple[Figure, ...]
-    ops: tuple[RowDiff, ...]
-    op_types: tuple[RowDiff, ...]
-    kernels: tuple[RowDiff, ...]
-    added: tuple[FindingChange, ...]
-    resolved: tuple[FindingChange, ...]
-    persisting: tuple[FindingChange, ...]
-    notes: tuple[str, ...]
-    op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
-
-    def figure(self, key: str) -> Figure:
-        return next(f for f in self.figures if f.key == key)
+__all__ = ["Diff", "Figure", "FindingChange", "NotComparableError", "RowDiff", "Side", "Unit"]
 
 
 # -- comparability ------------------------------------------------------------------------------
@@ -162,66 +68,6 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-# -- noise ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Spread:
-    std: float | None  # per-iteration kernel time
-    share_std: float | None  # per-iteration TC share
-    cv: float | None  # relative spread (std / mean)
-    source: str
-
-
-def _stats(values: list[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return mean, math.sqrt(var)
-
-
-def spread(a: Analysis) -> _Spread:
-    rows = [r for r in a.iterations if r.aggregated]
-    if len(rows) >= 2:
-        kt = [float(r.tc_ns + r.non_tc_ns) for r in rows]
-        mean, std = _stats(kt)
-        shares = [r.tc_ns / (r.tc_ns + r.non_tc_ns) for r in rows if r.tc_ns + r.non_tc_ns > 0]
-        share_std = _stats(shares)[1] if len(shares) >= 2 else None
-        return _Spread(std, share_std, std / mean if mean > 0 else None, f"{len(rows)} iterations")
-    info = a.selection.info
-    if (info.aggregated or 0) >= 2 and info.std_ns is not None and info.mean_ns:
-        return _Spread(None, None, info.std_ns / info.mean_ns, "iteration duration spread")
-    return _Spread(None, None, None, "none (1 % rule)")
-
-
-def _pooled(a: float | None, b: float | None) -> float | None:
-    if a is None and b is None:
-        return None
-    x, y = a if a is not None else b, b if b is not None else a
-    assert x is not None and y is not None
-    return math.sqrt((x * x + y * y) / 2)
-
-
-def judge(
-    base: float | None, head: float | None, threshold: float | None, better: Better
-) -> tuple[float | None, float | None, Verdict]:
-    if base is None and head is None:
-        return None, None, Verdict.UNKNOWN
-    if base is None:
-        return None, None, Verdict.NEW
-    if head is None:
-        return None, None, Verdict.GONE
-    delta = head - base
-    rel = delta / base if base else None
-    if delta == 0:
-        return delta, rel, Verdict.UNCHANGED
-    if threshold is not None and abs(delta) < threshold:
-        return delta, rel, Verdict.NOISE
-    if better is Better.NEITHER:
-        return delta, rel, Verdict.CHANGED
-    good = delta < 0 if better is Better.LOWER else delta > 0
-    return delta, rel, Verdict.IMPROVED if good else Verdict.REGRESSED
-
-
 # -- figures --------------------------------------------------------------------------------------
 
 
@@ -233,9 +79,9 @@ def _per_iter(value: int | float | None, a: Analysis) -> float | None:
 
 def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
     sb, sh = spread(base), spread(head)
-    time_std = _pooled(sb.std, sh.std)
-    cv = _pooled(sb.cv, sh.cv)
-    share_std = _pooled(sb.share_std, sh.share_std)
+    time_std = pooled(sb.std, sh.std)
+    cv = pooled(sb.cv, sh.cv)
+    share_std = pooled(sb.share_std, sh.share_std)
 
     def time_threshold(b: float | None, own_std: float | None) -> float | None:
         if b is None:
@@ -295,7 +141,7 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
 # -- the diff -------------------------------------------------------------------------------------
 
 
-def _side(v: ReportView, s: _Spread) -> Side:
+def _side(v: Report, s: Spread) -> Side:
     a = v.analysis
     return Side(
         path=v.source_path,
@@ -307,7 +153,7 @@ def _side(v: ReportView, s: _Spread) -> Side:
     )
 
 
-def diff(base: ReportView, head: ReportView, *, force: bool = False) -> Diff:
+def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     """Compare ``head`` against ``base``; raises :class:`NotComparableError` unless ``force``."""
     ba, ha = base.analysis, head.analysis
     reasons = comparability(ba, ha)
@@ -316,9 +162,8 @@ def diff(base: ReportView, head: ReportView, *, force: bool = False) -> Diff:
             "not comparable: " + "; ".join(reasons) + " (pass --force to compare anyway)"
         )
     sb, sh = spread(ba), spread(ha)
-    cv = _pooled(sb.cv, sh.cv)
+    cv = pooled(sb.cv, sh.cv)
     rel_thr = max(NOISE_SIGMAS * cv, NOISE_FLOOR) if cv is not None else NOISE_FLOOR
-    from tcreport import compare_rows as rows  # the row and finding matching; imports this module
 
     ops, matching = rows.ops(ba, ha, rel_thr)
     notes: list[str] = []

@@ -1,6 +1,6 @@
 """``tcreport batch --executor dask``: the same per-trace work on a Dask cluster (extra ``[cluster]``).
 
-Workers run :func:`tcreport.batch_work.process` and send back the outcome (Arrow tables and the
+Workers run :func:`tcreport.batch.work.process` and send back the outcome (Arrow tables and the
 report text); the coordinating process writes the dataset exactly as with the local process pool,
 so both executors give the same files. Workers need tcreport installed and the traces at the same
 paths (a shared filesystem), which is how archives on a cluster are usually mounted.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tcreport.batch_work import Outcome, Task, process
+from tcreport.batch.work import Outcome, Task, process
 from tcreport.errors import UsageError
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.ingest import _kineto_columns as col
+from tcreport.ingest.kineto import columns as col
 
 # Event categories, current spelling and the 2021 legacy one.
 KERNEL, RUNTIME, MEMCPY, MEMSET, OP, ANNOTATION, MODULE = range(7)

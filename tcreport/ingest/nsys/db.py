@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 import pyarrow as pa
 
 from tcreport.errors import InputError
-from tcreport.ingest import _sqlite
+from tcreport.ingest.common import sqlite as _sqlite
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ cross threads and so never nest. Conventions understood:
 * TensorFlow's ``TF_ENABLE_NVTX_RANGES`` (NVIDIA's builds): ``MatMul: dense/MatMul`` push/pop
   ranges in the ``tensorflow-core`` domain (ops only there), or detailed records ``{"op":
   "MatMul", "name": ..., "args": [..], "attrs": {..}}``; container ops (``_XlaRun``,
-  ``StatefulPartitionedCall``) are scope, not ops (:mod:`tcreport.ingest._nvtx_text`). Formats
+  ``StatefulPartitionedCall``) are scope, not ops (:mod:`tcreport.ingest.nsys.nvtx_text`). Formats
   from TensorFlow's sources, not checked against a real export.
 
 Exports hold tens of millions of ranges, most of them inside an op (``aten::empty`` in
@@ -39,34 +39,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import int64s as _np
-from tcreport.ingest._nsys_db import release_free_memory
-from tcreport.ingest._nsys_tables import (
+from tcreport.ingest.nsys.db import release_free_memory
+from tcreport.ingest.nsys.nvtx_nesting import (
+    Nesting,
+    find_open,
+    inside_op,
+    thread_codes,
+    time_order,
+)
+from tcreport.ingest.nsys.nvtx_scan import Ranges
+from tcreport.ingest.nsys.nvtx_text import DLPROF_MARKER, OTHER, Parsed, is_op
+from tcreport.ingest.nsys.tables import (
+    Launches,
     op_id_column,
     op_ids,
     ops_columns,
     ops_names,
     ranges_table,
 )
-from tcreport.ingest._nvtx_nesting import Nesting, find_open, inside_op, thread_codes, time_order
-from tcreport.ingest._nvtx_scan import Ranges
-from tcreport.ingest._nvtx_text import DLPROF_MARKER, OTHER, Parsed, is_op
 
 _NONE = np.zeros(0, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class Launches:
-    """The CPU side of activity rows (kernels or copies): the thread and time of the runtime call
-    that launched each, ``found`` False where no call matched."""
-
-    gtid: np.ndarray
-    time: np.ndarray
-    found: np.ndarray
-    duration: np.ndarray
-    device: np.ndarray | None
-
-    def time_or_null(self) -> pa.Array:
-        return pa.array(self.time, mask=~self.found)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport.errors import InputError
-from tcreport.ingest._text import read_text
+from tcreport.ingest.common.text import read_text
 from tcreport.kernel_names import short_name
 from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
 from tcreport.schema import TableKind, conform

@@ -8,6 +8,7 @@ the strings would (distinct values, in order of first appearance) without one st
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,11 +16,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import int64s as _np
-from tcreport.ingest._nvtx_text import Parsed
+from tcreport.ingest.nsys.nvtx_text import Parsed
 
 if TYPE_CHECKING:
-    from tcreport.ingest._nvtx_scan import Ranges
-    from tcreport.ingest.nsys_nvtx import Launches
+    from tcreport.ingest.nsys.nvtx_scan import Ranges
+
+
+@dataclass(frozen=True)
+class Launches:
+    """The CPU side of activity rows (kernels or copies): the thread and time of the runtime call
+    that launched each, ``found`` False where no call matched."""
+
+    gtid: np.ndarray
+    time: np.ndarray
+    found: np.ndarray
+    duration: np.ndarray
+    device: np.ndarray | None
+
+    def time_or_null(self) -> pa.Array:
+        return pa.array(self.time, mask=~self.found)
 
 
 def pid_of(gtid: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

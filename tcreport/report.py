@@ -14,7 +14,7 @@ from tcreport.rules.base import Finding
 
 
 @dataclass(frozen=True)
-class ReportView:
+class Report:
     analysis: Analysis
     findings: tuple[Finding, ...]
     source_path: str  # as given on the command line

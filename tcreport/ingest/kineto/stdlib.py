@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tcreport.errors import InputError
-from tcreport.ingest import _kineto_columns as col
-from tcreport.ingest import _kineto_events as ev
+from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto import events as ev
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: How much (decompressed) text sniff looks at: the `traceEvents` key comes after `metadata`,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcreport.batch_work import TABLES
+from tcreport.batch.work import TABLES
 from tcreport.errors import InputError, UsageError
 
 

@@ -1,4 +1,4 @@
-"""Row and finding matching for :mod:`tcreport.compare`: ops, op types, kernels, findings.
+"""Row and finding matching for :mod:`tcreport.compare.diff`: ops, op types, kernels, findings.
 
 Ops are paired by name; ops whose names appear on one side only are pooled by op type and paired
 that way, because two readers of one run may name an op differently (a DLProf scope path against
@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tcreport.compare import Better, FindingChange, RowDiff, Verdict, judge
+from tcreport.compare.model import Better, Change, FindingChange, RowDiff
+from tcreport.compare.noise import judge
 
 if TYPE_CHECKING:
     from tcreport.analysis.result import Analysis
@@ -44,7 +45,7 @@ def _row(
     thr = rel_thr * abs(base_ref) if base_ref is not None else None
     delta, rel, verdict = judge(bn, hn, thr, Better.LOWER)
     if (b is None) != (h is None):
-        verdict = Verdict.NEW if b is None else Verdict.GONE
+        verdict = Change.NEW if b is None else Change.GONE
     return RowDiff(
         key=key,
         type=b.type if b is not None else h.type if h is not None else None,

@@ -1,5 +1,5 @@
 """What an NVTX range's text says: an op (and of which type, dtype, shapes), a DLProf module
-marker, or a plain range, per the conventions listed in :mod:`tcreport.ingest.nsys_nvtx`.
+marker, or a plain range, per the conventions listed in :mod:`tcreport.ingest.nsys.nvtx`.
 
 Parsing runs over distinct texts only, and with Arrow kernels (RE2) rather than Python per text:
 autograd-nvtx exports number every range (``op_id = 993403``), so a long run has millions of

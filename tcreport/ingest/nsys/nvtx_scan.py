@@ -3,7 +3,7 @@
 An export holds tens of millions of ranges, most of them inside an op (``aten::empty`` in
 ``aten::linear``) where nothing is read from them: each chunk parses its distinct texts, marks the
 ranges inside an op of the same chunk and drops them before they cost memory; :func:`merge_ranges`
-joins the chunks for the nesting that follows (:mod:`tcreport.ingest.nsys_nvtx`).
+joins the chunks for the nesting that follows (:mod:`tcreport.ingest.nsys.nvtx`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
-from tcreport.ingest._nsys_db import NsysDb, Scan, int64, string
-from tcreport.ingest._nvtx_nesting import inside_op, thread_codes, time_order
-from tcreport.ingest._nvtx_text import OTHER, Parsed, is_op, parse
+from tcreport.ingest.nsys.db import NsysDb, Scan, int64, string
+from tcreport.ingest.nsys.nvtx_nesting import inside_op, thread_codes, time_order
+from tcreport.ingest.nsys.nvtx_text import OTHER, Parsed, is_op, parse
 
 TABLE = "NVTX_EVENTS"
 PUSH_POP, START_END, DOMAIN_CREATE = 59, 60, 75

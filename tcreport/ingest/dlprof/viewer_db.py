@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.errors import InputError, SchemaError
-from tcreport.ingest import _sqlite
+from tcreport.ingest.common import sqlite as _sqlite
 from tcreport.model import (
     Gpu,
     Granularity,

@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from tcreport import schema
 from tcreport.errors import InputError
-from tcreport.ingest import _xplane_notes as notes_mod
-from tcreport.ingest._xplane_space import SpaceFacts, collect, main_dtype
-from tcreport.ingest._xplane_tools import INSTALL, ToolTables, convert
+from tcreport.ingest.xplane import notes as notes_mod
+from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
+from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
 from tcreport.model import Granularity, IterationInfo, ReportedFigures, Run, RunMeta, SourceFormat
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def _parse(files: list[Path]) -> list[Any]:
         decode_error: type[Exception] = importlib.import_module(
             "google.protobuf.message"
         ).DecodeError
-        from tcreport.ingest._xplane_proto import parse_xspace
+        from tcreport.ingest.xplane.proto import parse_xspace
     except ImportError as exc:
         raise InputError(f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0]) from exc
     spaces = []

@@ -41,15 +41,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.ingest import _kineto_columns as col
-from tcreport.ingest import _kineto_events as ev
-from tcreport.ingest import _kineto_links as links
-from tcreport.ingest import _kineto_stdlib as stdlib
+from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto import events as ev
+from tcreport.ingest.kineto import links, stdlib
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
-    from tcreport.ingest import _kineto_fast as fast
+    from tcreport.ingest.kineto import fast
 except ModuleNotFoundError as exc:  # msgspec comes with the [fast] extra
     if exc.name != "msgspec":
         raise
