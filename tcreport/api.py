@@ -11,14 +11,10 @@ half-written report behind.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tcreport._fs import current_umask
-from tcreport.errors import OutputError
+from tcreport._fs import write_atomic
 
 if TYPE_CHECKING:
     from tcreport.model import Run, SourceFormat
@@ -90,39 +86,27 @@ def render_markdown(view: Report) -> str:
     return markdown.render(view)
 
 
-def ingest(run: Run, out_dir: str | Path) -> Path:
-    """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing."""
+def ingest(run: Run, out_dir: str | Path, *, force: bool = False) -> Path:
+    """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing.
+
+    ``out_dir`` must not exist, or (with ``force``) be an ingest folder tcreport wrote.
+    """
     from tcreport.ingest.parquet import reader as parquet
 
-    return parquet.write(run, Path(out_dir))
+    return parquet.write(run, Path(out_dir), force=force)
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
-    return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
-
-
-def _write_atomic(
-    path: Path, writer: Callable[[tempfile._TemporaryFileWrapper[bytes]], object]
+def write_text_atomic(
+    path: str | Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
 ) -> Path:
-    target = path.resolve()
-    if target.is_dir():
-        raise OutputError("is a directory; give a file name", path)
-    if not target.parent.is_dir():
-        raise OutputError("parent directory does not exist", path)
-    try:
-        with tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
-        ) as fh:
-            tmp = Path(fh.name)
-            try:
-                writer(fh)
-            except BaseException:
-                fh.close()
-                tmp.unlink(missing_ok=True)
-                raise
-        os.chmod(tmp, 0o666 & ~current_umask())  # tempfile makes 0600; a report is for sharing
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path) from exc
-    return target
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename.
+
+    A replaced file keeps its mode; a symbolic link or a read-only file is refused unless the
+    matching flag says to write it (``tcreport._fs.write_atomic``).
+    """
+    return write_atomic(
+        Path(path),
+        lambda fh: fh.write(text.encode("utf-8")),
+        follow_link=follow_link,
+        replace_read_only=replace_read_only,
+    )

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import api
+from tcreport import _fs, api
 from tcreport.batch.work import TABLES, Outcome, Task, failed, process
 from tcreport.errors import InputError, OutputError, UsageError
 
@@ -52,6 +52,8 @@ TRACE_SUFFIXES = (
 )
 HASH_CHUNK = 1 << 20
 STAGING = ".staging"
+#: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
+OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
 
 
 class Executor(StrEnum):
@@ -266,10 +268,8 @@ def run_batch(
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create: {exc.strerror}", out) from exc
+    _fs.refuse_inputs(out, [root], nested_ok=True)
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
     found = discover(root, exclude=out.resolve())
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())

@@ -31,6 +31,20 @@ IterStart = Annotated[
 IterStop = Annotated[
     int | None, typer.Option("--iter-stop", min=0, help="Last iteration to aggregate (inclusive).")
 ]
+FollowLink = Annotated[
+    bool,
+    typer.Option(
+        "--follow-link",
+        help="When -o is a symbolic link, write the file it points to (default: refuse).",
+    ),
+]
+ReplaceReadOnly = Annotated[
+    bool,
+    typer.Option(
+        "--replace-read-only",
+        help="Replace a read-only -o file (it stays read-only; default: refuse).",
+    ),
+]
 
 
 @contextmanager

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tcreport.cli._common import (
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
+    ReplaceReadOnly,
     err_console,
     load_and_analyze,
     user_errors,
@@ -60,6 +62,8 @@ def diff(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
@@ -68,6 +72,13 @@ def diff(
 
         if fmt is DiffFormat.HTML and output is None:
             raise UsageError("--format html needs --output FILE")
+        if output is not None:
+            from tcreport import _fs
+
+            _fs.refuse_inputs(output, [base, head])
+            _fs.check_file_target(
+                output, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         b = load_and_analyze(base, key_node, iter_start, iter_stop)
         h = load_and_analyze(head, key_node, iter_start, iter_stop)
         d = compare.diff(b, h, force=force)
@@ -92,7 +103,9 @@ def diff(
         if output is None:
             typer.echo(text, nl=False)
         else:
-            target = api.write_text_atomic(output, text)
+            target = api.write_text_atomic(
+                output, text, follow_link=follow_link, replace_read_only=replace_read_only
+            )
             err_console.print(f"tcreport: wrote {target}", markup=False)
 
 

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tcreport.cli._common import (
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
+    ReplaceReadOnly,
     err_console,
     load_and_analyze,
     status,
     user_errors,
 )
 from tcreport.cli.app import app
-from tcreport.errors import UsageError
+from tcreport.errors import OutputError
 
 if TYPE_CHECKING:
     pass
@@ -57,14 +60,20 @@ def report(
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
     counters: Counters = None,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
+        _fs.refuse_inputs(output, [path, counters])
+        _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
         view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
         text = api.render_markdown(view) if markdown else api.render_html(view)
-        target = api.write_text_atomic(output, text)
+        target = api.write_text_atomic(
+            output, text, follow_link=follow_link, replace_read_only=replace_read_only
+        )
         err_console.print(f"tcreport: wrote {target}", markup=False)
 
 
@@ -100,19 +109,24 @@ def ingest(
         typer.Option("--output", "-o", help="Folder to write the canonical Parquet tables to."),
     ],
     force: Annotated[
-        bool, typer.Option("--force", help="Replace the folder if it exists.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the folder if it is one 'tcreport ingest' wrote (never another).",
+        ),
     ] = False,
     counters: Counters = None,
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
-        if output.exists() and not force:
-            raise UsageError("already exists; pass --force to replace it", output)
+        if os.path.lexists(output) and not force:
+            raise OutputError("already exists; pass --force to replace it", output)
+        _fs.refuse_inputs(output, [path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)
             if counters is not None:
                 run = api.attach_counters(run, counters)
-        target = api.ingest(run, output)
+        target = api.ingest(run, output, force=force)
         err_console.print(f"tcreport: wrote {target}", markup=False)

@@ -115,6 +115,10 @@ def profile(
         if (delay is not None or duration is not None) and backend not in ("auto", "dlprof"):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
         out = output_dir if output_dir is not None else default_output_dir(script)
+        from tcreport import _fs
+
+        for name in ("report.html", "summary.json"):
+            _fs.refuse_inputs(out / name, [script])
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
