@@ -6,13 +6,19 @@ from tcreport import schema
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
+#: A PR-comment injection (issue 14): a lone CR ends a line in CommonMark, so this would make a
+#: heading, a mention, an issue link and two autolinks, and break the table it sits in.
+MARKDOWN_HOSTILE = "x\r## All Tensor Cores OK - approve\r@maintainer https://evil.example #123 www.evil.example |`a`| <b>b</b> &#64;x"
+#: A terminal injection: retitle the window (OSC), clear the screen (CSI), ring the bell, move back.
+TERMINAL_HOSTILE = "op\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x08\x9b2J[bold]b[/bold]"
 
 
-def hostile_run() -> Run:
-    """A tiny run whose kernel, op and GPU names try to break out of HTML/JSON/Markdown."""
+def hostile_run(name: str = HOSTILE) -> Run:
+    """A tiny run whose kernel, op, type, GPU and profiler names and a note carry ``name``,
+    trying to break out of HTML/JSON/Markdown/the terminal."""
     kernels = schema.conform(
         {
-            "name": [HOSTILE, "volta_sgemm_128x64_nn", HOSTILE],
+            "name": [name, "volta_sgemm_128x64_nn", name],
             "duration_ns": [5000, 3000, 2000],
             "calls": [1, 1, 1],
             "start_ns": [100, 6000, 9500],
@@ -25,8 +31,8 @@ def hostile_run() -> Run:
     ops = schema.conform(
         {
             "op_id": ["op1", "op2"],
-            "name": [f"/model/{HOSTILE}/linear", "/model/conv2d"],
-            "type": ["linear", "conv2d"],
+            "name": [f"/model/{name}/linear", "/model/conv2d"],
+            "type": ["linear" if name == HOSTILE else f"linear{name}", "conv2d"],
             "dtype": ["float32", "float32"],
             "calls": [1, 1],
             "cpu_ns": [6000, 4000],
@@ -37,9 +43,10 @@ def hostile_run() -> Run:
     )
     meta = RunMeta(
         format=SourceFormat.NSYS_SQLITE,
-        path=f"/tmp/{HOSTILE}.sqlite",
-        profiler=f"Nsight Systems {HOSTILE}",
-        gpus=(Gpu(device_id=0, name=HOSTILE, compute_capability="7.0"),),
+        path=f"/tmp/{name}.sqlite",
+        profiler=f"Nsight Systems {name}",
+        gpus=(Gpu(device_id=0, name=name, compute_capability="7.0"),),
+        notes=() if name == HOSTILE else (f"note {name}",),
         iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH,

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from tcreport.errors import TcreportError, UsageError
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,13 +48,19 @@ ReplaceReadOnly = Annotated[
 ]
 
 
+def say(message: str) -> None:
+    """One line on stderr; file names and trace strings in it have their control characters
+    shown (``\x1b``), never sent raw to the terminal."""
+    err_console.print(plain(message), markup=False, soft_wrap=True, highlight=False)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn tcreport's errors into one line on stderr and the error's exit code; never a traceback."""
     try:
         yield
     except TcreportError as exc:
-        err_console.print(f"tcreport: error: {exc}", markup=False, soft_wrap=True)
+        say(f"tcreport: error: {exc}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("tcreport: interrupted", markup=False)

@@ -14,12 +14,13 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
-    err_console,
     load_and_analyze,
+    say,
     user_errors,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     pass
@@ -83,10 +84,8 @@ def diff(
         h = load_and_analyze(head, key_node, iter_start, iter_stop)
         d = compare.diff(b, h, force=force)
         if d.forced:
-            err_console.print(
+            say(
                 "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-                markup=False,
-                soft_wrap=True,
             )
         if fmt is DiffFormat.HTML:
             from tcreport.render import diff_html
@@ -106,7 +105,7 @@ def diff(
             target = api.write_text_atomic(
                 output, text, follow_link=follow_link, replace_read_only=replace_read_only
             )
-            err_console.print(f"tcreport: wrote {target}", markup=False)
+            say(f"tcreport: wrote {target}")
 
 
 @app.command()
@@ -167,5 +166,5 @@ def check(
             typer.echo(f"tcreport check: OK: {len(result.results)} gates passed{forced}")
             return
         for r in result.failures:
-            typer.echo(f"tcreport check: FAIL {r.name}: {r.message}{forced}")
+            typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
         raise typer.Exit(1)

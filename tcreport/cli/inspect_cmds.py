@@ -14,8 +14,8 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
-    err_console,
     load_and_analyze,
+    say,
     status,
     user_errors,
 )
@@ -74,7 +74,7 @@ def report(
         target = api.write_text_atomic(
             output, text, follow_link=follow_link, replace_read_only=replace_read_only
         )
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        say(f"tcreport: wrote {target}")
 
 
 @app.command()
@@ -129,4 +129,4 @@ def ingest(
             if counters is not None:
                 run = api.attach_counters(run, counters)
         target = api.ingest(run, output, force=force)
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        say(f"tcreport: wrote {target}")

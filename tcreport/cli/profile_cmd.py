@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli._common import IterStart, IterStop, KeyNode, say, status, user_errors
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
@@ -144,17 +144,13 @@ def profile(
             )
         html = api.write_text_atomic(out / "report.html", api.render_html(view))
         api.write_text_atomic(out / "summary.json", api.render_json(view))
-        err_console.print(
+        say(
             f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
             f"{result.trace_path}",
-            markup=False,
-            soft_wrap=True,
         )
         if result.script_exit_code != 0:
-            err_console.print(
+            say(
                 f"tcreport: error: the script exited with code {result.script_exit_code}; "
                 "the report is partial",
-                markup=False,
-                soft_wrap=True,
             )
             raise typer.Exit(result.script_exit_code)

@@ -1,4 +1,8 @@
-"""The terminal summary: the verdict first, then the few tables worth reading in a shell."""
+"""The terminal summary: the verdict first, then the few tables worth reading in a shell.
+
+Every trace string passes ``_cell`` (rich markup) or ``render.escape.terminal`` (plain prints): a
+GPU or op name holding ESC/OSC/CSI sequences is shown as ``\x1b...``, never sent to the terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from tcreport.render import fmt
+from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
+
+
+def _cell(text: str) -> str:
+    """A trace string for a place rich reads as markup: controls made visible, ``[`` escaped."""
+    return escape(plain(text))
 
 
 def render(view: Report, console: Console | None = None) -> None:
@@ -18,7 +28,8 @@ def render(view: Report, console: Console | None = None) -> None:
     m = a.meta
     gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
     out.print(
-        f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
+        f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
+        f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",
         soft_wrap=True,
     )
     head = Table(show_header=False, box=None, pad_edge=False)
@@ -38,7 +49,8 @@ def render(view: Report, console: Console | None = None) -> None:
     it = a.selection.info
     head.add_row(
         "Iterations",
-        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
+        f"({_cell(it.method or 'as reported')})",
     )
     out.print(head)
 
@@ -50,8 +62,8 @@ def render(view: Report, console: Console | None = None) -> None:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for o in a.ops[:TOP]:
             t.add_row(
-                fmt.tail(o.name, name_w),
-                o.type or "",
+                _cell(fmt.tail(o.name, name_w)),
+                _cell(o.type or ""),
                 fmt.count(o.calls),
                 fmt.ns(o.gpu_ns),
                 fmt.pct(o.share),
@@ -66,12 +78,12 @@ def render(view: Report, console: Console | None = None) -> None:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for k in a.kernels[:TOP]:
             t.add_row(
-                fmt.tail(k.name, name_w),
+                _cell(fmt.tail(k.name, name_w)),
                 str(k.calls),
                 fmt.ns(k.gpu_ns),
                 fmt.pct(k.share),
                 fmt.yes_no(k.uses_tc),
-                k.tc_rule or "",
+                _cell(k.tc_rule or ""),
             )
         out.print(t)
     if view.findings:
@@ -79,11 +91,13 @@ def render(view: Report, console: Console | None = None) -> None:
         for f in view.findings:
             saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
             out.print(
-                f"  [{f.severity.value}] {f.id}: {f.title}{saving}", markup=False, soft_wrap=True
+                plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
+                markup=False,
+                soft_wrap=True,
             )
             if f.fix:
-                out.print(f"      fix: {f.fix}", markup=False, soft_wrap=True)
+                out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
     if m.notes:
         out.print("[bold]Notes[/bold]", markup=True)
         for note in m.notes:
-            out.print(f"  - {note}", markup=False, soft_wrap=True)
+            out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
