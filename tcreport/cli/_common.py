@@ -60,7 +60,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        say(f"tcreport: error: {exc}")
+        reason = " ".join(ln.strip() for ln in exc.reason.splitlines() if ln.strip())
+        say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("tcreport: interrupted", markup=False)

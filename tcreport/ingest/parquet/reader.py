@@ -116,7 +116,7 @@ def read(path: Path) -> Run:
             raise InputError(f"{name}.parquet: {exc}", path) from exc
         try:
             schema.validate(table, kind)
-        except SchemaError as exc:
-            raise InputError(f"{name}.parquet: {exc}", path) from exc
+        except SchemaError as exc:  # a damaged or hand-edited folder: the schema exit code, 3
+            raise SchemaError(f"{name}.parquet: {exc}", path) from exc
         tables[name] = table
     return Run(meta=meta, **tables)
