@@ -250,6 +250,7 @@ def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
     if not os.path.lexists(target):
         os.replace(tmp, target)
         return
+    os.chmod(tmp, stat.S_IMODE(os.lstat(target).st_mode))  # a replaced folder keeps its mode
     old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
     os.rmdir(old)
     os.replace(target, old)

@@ -86,6 +86,21 @@ def test_ingest_force_replaces_only_its_own_folder_and_only_its_files(work: Path
     assert snapshot(work) == before
 
 
+def test_ingest_force_keeps_the_folder_mode(work: Path) -> None:
+    assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "ing"]).exit_code == 0
+    (work / "ing").chmod(0o700)
+    assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "ing", "--force"]).exit_code == 0
+    assert stat.S_IMODE((work / "ing").stat().st_mode) == 0o700
+
+
+def test_profile_never_writes_over_its_script(work: Path) -> None:
+    script = work / "report.html"  # the script's name is what profile would write
+    script.write_text("print('train')\n")
+    before = snapshot(work)
+    fails_cleanly(["profile", "report.html", "--output-dir", "."], 4, "is the input")
+    assert snapshot(work) == before
+
+
 def test_ingest_force_never_follows_a_symlink(work: Path) -> None:
     assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "ing"]).exit_code == 0
     os.symlink(work / "ing", work / "link")

@@ -72,7 +72,9 @@ def user_errors() -> Iterator[None]:
 def status(message: str) -> Iterator[None]:
     """A spinner on stderr for work that may take more than a second (silent when not a TTY)."""
     if sys.stderr.isatty():
-        with err_console.status(message):
+        from rich.markup import escape
+
+        with err_console.status(escape(plain(message))):  # it names the user's file
             yield
     else:
         yield

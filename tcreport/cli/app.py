@@ -98,6 +98,14 @@ def _main(
 ) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_plain_record)
+
+
+def _plain_record(record: logging.LogRecord) -> bool:
+    """Log lines name files and trace strings too: their control characters are shown, not sent."""
+    record.msg, record.args = plain(record.getMessage()), None
+    return True
 
 
 # Register the commands (import for side effects, after ``app`` exists), in the order --help
