@@ -73,3 +73,15 @@ def test_a_damaged_ingest_folder_is_a_schema_error_exit_3(tmp_path: Path) -> Non
     pq.write_table(bad.drop_columns(["calls"]), folder / "kernels.parquet")
     line = one_line(["summary", str(folder)], 3)
     assert "kernels.parquet" in line and "'calls'" in line and "duration_ns" in line
+
+
+def test_an_unknown_table_in_an_ingest_manifest_is_one_line_exit_2(tmp_path: Path) -> None:
+    import json
+
+    folder = tmp_path / "run"
+    api.ingest(hostile_run(), folder)
+    manifest = folder / "tcreport-run.json"
+    data = json.loads(manifest.read_text())
+    data["tables"].append("bogus")
+    manifest.write_text(json.dumps(data))
+    assert "unknown table 'bogus'" in one_line(["summary", str(folder)], 2)
