@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -23,11 +24,10 @@ from tcreport.errors import OutputError
 #: presence is what lets ``--force`` replace an ingest folder and a batch add to an existing OUT.
 MARKER = ".tcreport-output"
 
-#: A tcreport output file announces itself in its first bytes (HTML generator meta, the Markdown
-#: heading, the JSON schema id); such a file may be replaced even inside an input folder, where a
-#: second ``tcreport report .`` finds the first one's ``tcreport.html``.
-_OWN_FILE_SIGNS = (b'<meta name="generator" content="tcreport ', b"### tcreport", b'"tcreport.')
-_SNIFF = 65536
+#: A tcreport output file announces itself at its start (the HTML page's generator meta, the
+#: Markdown heading, the JSON schema id); such a file may be replaced even inside an input folder,
+#: where a second ``tcreport report .`` finds the first one's ``tcreport.html``.
+_SNIFF = 4096
 
 
 def current_umask() -> int:
@@ -57,9 +57,15 @@ def is_tcreport_file(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
             head = fh.read(_SNIFF)
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - _SNIFF))
+            tail = fh.read(_SNIFF)  # JSON keys are sorted: "schema" comes near the end
     except OSError:
         return False
-    return any(sign in head for sign in _OWN_FILE_SIGNS)
+    if head.startswith(b"<!DOCTYPE html>"):
+        return b'<meta name="generator" content="tcreport ' in head
+    if head.startswith(b"{"):
+        return re.search(rb'\n  "schema": "tcreport\.[a-z]+/\d+",\n', tail) is not None
+    return head.startswith(b"### tcreport")
 
 
 def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: bool = False) -> None:

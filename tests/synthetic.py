@@ -8,7 +8,7 @@ from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, Source
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 #: A PR-comment injection (issue 14): a lone CR ends a line in CommonMark, so this would make a
 #: heading, a mention, an issue link and two autolinks, and break the table it sits in.
-MARKDOWN_HOSTILE = "x\r## All Tensor Cores OK - approve\r@maintainer https://evil.example #123 www.evil.example |`a`| <b>b</b> &#64;x"
+MARKDOWN_HOSTILE = "x\r## All Tensor Cores OK - approve\r@maintainer https://evil.example #123 GH-7 www.evil.example |`a`| <b>b</b> &#64;x"
 #: A terminal injection: retitle the window (OSC), clear the screen (CSI), ring the bell, move back.
 TERMINAL_HOSTILE = "op\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x08\x9b2J[bold]b[/bold]"
 

@@ -146,9 +146,13 @@ def test_report_never_writes_over_a_file_of_the_input_folder(
     assert snapshot(folder) == before
     # A report written into the folder is a new file, and the next run may replace it.
     for _ in range(2):
-        result = runner.invoke(app, ["report", str(folder), "-o", str(folder / "tcreport.html")])
-        assert result.exit_code == 0, result.stderr
-    assert {k: v for k, v in snapshot(folder).items() if k != "tcreport.html"} == before
+        for name, extra in (("tcreport.html", []), ("pr.md", ["--markdown"])):
+            result = runner.invoke(app, ["report", str(folder), "-o", str(folder / name), *extra])
+            assert result.exit_code == 0, result.stderr
+        diff = ["diff", str(folder), str(folder), "-f", "json", "-o", str(folder / "d.json")]
+        assert runner.invoke(app, diff).exit_code == 0
+    ours = {"tcreport.html", "pr.md", "d.json"}
+    assert {k: v for k, v in snapshot(folder).items() if k not in ours} == before
 
 
 def test_replacing_keeps_the_mode_and_refuses_read_only(work: Path) -> None:

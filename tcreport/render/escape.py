@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-#: A zero-width space, as an entity so the Markdown source shows it: GitHub links ``@name`` and
-#: ``#123`` in rendered text (after Markdown escapes are gone), and cmark-gfm autolinks
-#: ``https://`` and ``www.``; a zero-width space right after ``@``, ``#``, the scheme's ``:`` and
-#: ``www`` breaks each pattern and reads the same (the trick Renovate uses in its PR bodies).
+#: A zero-width space, as an entity so the Markdown source shows it: GitHub links ``@name``,
+#: ``#123`` and ``GH-123`` in rendered text (after Markdown escapes are gone), and cmark-gfm
+#: autolinks ``https://`` and ``www.``; a zero-width space right after ``@``, ``#``, ``GH``, the
+#: scheme's ``:`` and ``www`` breaks each pattern and reads the same (as Renovate's PR bodies do).
 _ZWSP = "&#8203;"
 
 _MD_PUNCT = frozenset("\\|`*_[]~")
@@ -20,7 +20,7 @@ _MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 #: Line endings in CommonMark are LF, CR and CRLF; every other control character (and the Unicode
 #: line/paragraph separators) is invisible or odd in a comment: all become one space.
 _CONTROL = "\x00-\x1f\x7f-\x9f\u2028\u2029"
-_MD = re.compile(rf"[\\|`*_\[\]~<>&@#]|://|(?i:www)\.|[{_CONTROL}]")
+_MD = re.compile(rf"[\\|`*_\[\]~<>&@#]|://|(?i:www)\.|(?i:\bgh)-(?=\d)|[{_CONTROL}]")
 
 
 def _md_one(m: re.Match[str]) -> str:
@@ -35,6 +35,8 @@ def _md_one(m: re.Match[str]) -> str:
         return ":" + _ZWSP + "//"
     if len(s) == 4:  # www.
         return s[:3] + _ZWSP + "."
+    if len(s) == 3:  # GH-123, GitHub's other issue reference
+        return s[:2] + _ZWSP + "-"
     return " "
 
 
