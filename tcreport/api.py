@@ -96,6 +96,14 @@ def ingest(run: Run, out_dir: str | Path, *, force: bool = False) -> Path:
     return parquet.write(run, Path(out_dir), force=force)
 
 
+def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
+    """Refuse an ``ingest`` target before any parsing: one tcreport did not write, or without
+    ``force`` one that exists (``ingest`` re-checks when it writes)."""
+    from tcreport.ingest.parquet import reader as parquet
+
+    parquet.check_target(Path(out_dir), force=force)
+
+
 def write_text_atomic(
     path: str | Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
 ) -> Path:

@@ -64,13 +64,21 @@ def fails_cleanly(args: list[str], code: int, needle: str) -> str:
 def test_ingest_force_never_deletes_a_folder_tcreport_did_not_write(work: Path) -> None:
     before = snapshot(work)
     fails_cleanly(["ingest", "run.json.gz", "-o", "important", "--force"], 4, "not written by")
+    line = fails_cleanly(["ingest", "run.json.gz", "-o", "important"], 4, "not written by")
+    assert "--force" not in line  # never suggested for a folder it would not replace
     assert snapshot(work) == before
 
 
 def test_ingest_force_into_the_working_directory_is_refused(work: Path) -> None:
+    # A folder that passes for an old ingest folder (only a manifest-named file) but whose
+    # "manifest" is the input itself: the input check still refuses it.
+    (work / "looks-ingested").mkdir()
+    shutil.copy(work / "run.json.gz", work / "looks-ingested" / "tcreport-run.json")
     before = snapshot(work)
-    fails_cleanly(["ingest", "run.json.gz", "-o", ".", "--force"], 4, "contains the input")
-    fails_cleanly(["ingest", str(work / "run.json.gz"), "-o", "..", "--force"], 4, "input")
+    fails_cleanly(["ingest", "run.json.gz", "-o", ".", "--force"], 4, "refusing to replace")
+    fails_cleanly(["ingest", str(work / "run.json.gz"), "-o", "..", "--force"], 4, "refusing")
+    trace = "looks-ingested/tcreport-run.json"
+    fails_cleanly(["ingest", trace, "-o", "looks-ingested", "--force"], 4, "contains the input")
     assert snapshot(work) == before
 
 

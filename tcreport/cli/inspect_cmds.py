@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,7 +19,6 @@ from tcreport.cli._common import (
     user_errors,
 )
 from tcreport.cli.app import app
-from tcreport.errors import OutputError
 
 if TYPE_CHECKING:
     pass
@@ -121,8 +119,7 @@ def ingest(
     with user_errors():
         from tcreport import _fs, api
 
-        if os.path.lexists(output) and not force:
-            raise OutputError("already exists; pass --force to replace it", output)
+        api.check_ingest_output(output, force=force)
         _fs.refuse_inputs(output, [path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)

@@ -35,18 +35,27 @@ def sniff(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
+def check_target(out_dir: Path, *, force: bool) -> list[str]:
+    """The entries an existing ``out_dir`` holds, once it is known that it may be replaced.
+
+    A folder tcreport did not write is refused whatever ``force`` says (so the message never
+    suggests ``--force`` for it); one it did write needs ``force``.
+    """
+    if not os.path.lexists(out_dir):
+        return []
+    entries = _fs.check_replaceable(out_dir, _OWN_NAMES, legacy=MANIFEST)
+    if not force:
+        raise OutputError("already exists; pass --force to replace it", out_dir)
+    return entries
+
+
 def write(run: Run, out_dir: Path, *, force: bool = False) -> Path:
     """Write the folder under a temporary name, then swap it in.
 
     An existing ``out_dir`` is replaced only with ``force`` and only when tcreport made it (see
     ``tcreport._fs.check_replaceable``); it never resolves onto the trace it was read from.
     """
-    if os.path.lexists(out_dir):
-        if not force:
-            raise OutputError("already exists; pass --force to replace it", out_dir)
-        old_entries = _fs.check_replaceable(out_dir, _OWN_NAMES, legacy=MANIFEST)
-    else:
-        old_entries = []
+    old_entries = check_target(out_dir, force=force)
     _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
     target = Path(os.path.abspath(out_dir))
     parent = target.parent
