@@ -106,6 +106,9 @@ def test_profile_never_writes_over_its_script(work: Path) -> None:
     script.write_text("print('train')\n")
     before = snapshot(work)
     fails_cleanly(["profile", "report.html", "--output-dir", "."], 4, "is the input")
+    os.symlink(work / "important" / "thesis.tex", work / "important" / "summary.json")
+    before = snapshot(work)
+    fails_cleanly(["profile", "train.py", "--output-dir", "important"], 4, "symbolic link")
     assert snapshot(work) == before
 
 

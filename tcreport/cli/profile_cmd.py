@@ -117,8 +117,10 @@ def profile(
         out = output_dir if output_dir is not None else default_output_dir(script)
         from tcreport import _fs
 
-        for name in ("report.html", "summary.json"):
+        for name in ("report.html", "summary.json"):  # refused now, not after the training run
             _fs.refuse_inputs(out / name, [script])
+            if out.is_dir():
+                _fs.check_file_target(out / name)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
