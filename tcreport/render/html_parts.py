@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import quote
 
+from tcreport import fmt
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis, IterationRow
 from tcreport.analysis.why_not import WhyNot
-from tcreport.render import fmt
 from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind, Finding
 

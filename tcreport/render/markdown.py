@@ -5,7 +5,7 @@ Names are escaped so a kernel called ``|</details>`` cannot break the table or t
 
 from __future__ import annotations
 
-from tcreport.render import fmt
+from tcreport import fmt
 from tcreport.report import Report
 
 TOP = 10
