@@ -196,8 +196,8 @@ def compute(
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
-) -> tuple[Analysis, Run]:
-    """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
+) -> Analysis:
+    """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
 
     classified = _classify(run)
@@ -217,7 +217,7 @@ def compute(
         else (sliced, selection)
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
-    analysis = Analysis(
+    return Analysis(
         meta=sliced.meta,
         selection=selection,
         time=time,
@@ -239,4 +239,3 @@ def compute(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
     )
-    return analysis, sliced
