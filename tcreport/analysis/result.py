@@ -48,7 +48,6 @@ class Analysis:
     kernel_agreement: Agreement | None
     has_kernels: bool
     has_ops: bool
-    # Added for the findings engine; defaults keep older constructors working.
     timeline: TimelineFigures | None = None  # None without per-launch kernel timestamps
     data_loader_names: tuple[str, ...] = ()  # host ranges/ops that name a data loader
     data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
