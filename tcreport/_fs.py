@@ -128,6 +128,22 @@ def check_file_target(
     return target
 
 
+def write_text_atomic(
+    path: str | Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
+) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename.
+
+    A replaced file keeps its mode; a symbolic link or a read-only file is refused unless the
+    matching flag says to write it (:func:`write_atomic`).
+    """
+    return write_atomic(
+        Path(path),
+        lambda fh: fh.write(text.encode("utf-8")),
+        follow_link=follow_link,
+        replace_read_only=replace_read_only,
+    )
+
+
 def write_atomic(
     path: Path,
     writer: Callable[[IO[bytes]], object],

@@ -5,8 +5,8 @@
 >>> view = api.analyze(run, source_path="dlprof_results/")
 >>> html = api.render_html(view)
 
-Output files are written atomically (temporary name, then rename) so a failure never leaves a
-half-written report behind.
+Output files are written atomically (:func:`write_text_atomic`: temporary name, then rename) so a
+failure never leaves a half-written report behind.
 """
 
 from __future__ import annotations
@@ -14,11 +14,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tcreport._fs import write_atomic
+from tcreport._fs import write_text_atomic
 
 if TYPE_CHECKING:
     from tcreport.model import Run, SourceFormat
     from tcreport.report import Report
+
+__all__ = [
+    "analyze",
+    "attach_counters",
+    "check_ingest_output",
+    "ingest",
+    "load",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "write_text_atomic",
+]
 
 
 def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
@@ -54,17 +66,15 @@ def analyze(
     timestamp: str | None = None,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
-    from tcreport import rules
-    from tcreport.analysis import result
-    from tcreport.report import Report
+    from tcreport import report
 
-    analysis, _ = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
-    findings = rules.evaluate(analysis)
-    return Report(
-        analysis=analysis,
-        findings=findings,
-        source_path=source_path if source_path is not None else run.meta.path,
-        generated_at=timestamp,
+    return report.build(
+        run,
+        source_path=source_path,
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        timestamp=timestamp,
     )
 
 
@@ -102,19 +112,3 @@ def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
     from tcreport.ingest.parquet import reader as parquet
 
     parquet.check_target(Path(out_dir), force=force)
-
-
-def write_text_atomic(
-    path: str | Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
-) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename.
-
-    A replaced file keeps its mode; a symbolic link or a read-only file is refused unless the
-    matching flag says to write it (``tcreport._fs.write_atomic``).
-    """
-    return write_atomic(
-        Path(path),
-        lambda fh: fh.write(text.encode("utf-8")),
-        follow_link=follow_link,
-        replace_read_only=replace_read_only,
-    )

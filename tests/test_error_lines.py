@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from synthetic import hostile_run
+from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
 from tcreport import api
 from tcreport.cli import app
-from tests.conftest import SAMPLES
 
 runner = CliRunner()
 KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"

@@ -10,12 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
 from tcreport.batch import runner as batch
 from tcreport.cli.app import app
-from tests.conftest import SAMPLES
 
 pytest.importorskip("duckdb")
 runner = CliRunner()

@@ -12,11 +12,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
 from tcreport.cli import app
-from tests.conftest import SAMPLES
 
 runner = CliRunner()
 KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"

@@ -34,7 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import _fs, api
+from tcreport import _fs
+from tcreport._fs import write_text_atomic
 from tcreport.batch.work import TABLES, Outcome, Task, failed, process
 from tcreport.errors import InputError, OutputError, UsageError
 
@@ -181,7 +182,7 @@ def _write_run(out: Path, o: Outcome) -> None:
             old.unlink()  # --force on a run whose partition moved
         if o.report_html is not None:
             (out / "reports").mkdir(exist_ok=True)
-            api.write_text_atomic(out / "reports" / f"{o.run_id}.html", o.report_html)
+            write_text_atomic(out / "reports" / f"{o.run_id}.html", o.report_html)
         for name in (*(n for n in TABLES if n != "runs"), "runs"):
             target = out / "dataset" / name / part / f"{o.run_id}.parquet"
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -21,9 +21,6 @@ from tcreport.cli._common import (
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 from tcreport.render.escape import terminal as plain
-
-if TYPE_CHECKING:
-    pass
 
 
 class DiffFormat(StrEnum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,9 +19,6 @@ from tcreport.cli._common import (
     user_errors,
 )
 from tcreport.cli.app import app
-
-if TYPE_CHECKING:
-    pass
 
 Counters = Annotated[
     Path | None,

@@ -7,8 +7,8 @@ is) and escaped so a hostile kernel name cannot break the table or the comment.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.compare.model import Change, Diff, Figure, RowDiff, Unit
-from tcreport.render import fmt
 from tcreport.render.escape import markdown as esc
 
 GITHUB_LIMIT = 65_536

@@ -7,7 +7,7 @@ comment, start a heading, ping anyone or become a link.
 
 from __future__ import annotations
 
-from tcreport.render import fmt
+from tcreport import fmt
 from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tcreport.render import fmt
+from tcreport import fmt
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
