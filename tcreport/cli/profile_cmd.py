@@ -61,6 +61,17 @@ def _with_notes(run: Run, result: CaptureResult) -> Run:
     return run.replace(meta=dataclasses.replace(run.meta, notes=tuple(notes)))
 
 
+def _check_outputs(out: Path, script: Path) -> None:
+    """Refuse now, not after the training run, a report.html/summary.json that is the script,
+    a symbolic link or a read-only file."""
+    from tcreport import _fs
+
+    for name in ("report.html", "summary.json"):
+        _fs.refuse_inputs(out / name, [script])
+        if out.is_dir():
+            _fs.check_file_target(out / name)
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
@@ -115,12 +126,7 @@ def profile(
         if (delay is not None or duration is not None) and backend not in ("auto", "dlprof"):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
         out = output_dir if output_dir is not None else default_output_dir(script)
-        from tcreport import _fs
-
-        for name in ("report.html", "summary.json"):  # refused now, not after the training run
-            _fs.refuse_inputs(out / name, [script])
-            if out.is_dir():
-                _fs.check_file_target(out / name)
+        _check_outputs(out, script)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
