@@ -38,6 +38,9 @@ class TcFigures:
     eligible_not_using_op_count: int | None
     eligible_gpu_ns: int | None
     eligible_not_using_gpu_ns: int | None
+    #: of the using ops, those that missed Tensor Cores in some calls (so they are counted in
+    #: both ``using_op_count`` and ``eligible_not_using_op_count``)
+    partly_using_op_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -405,6 +408,7 @@ def tc_figures(
         missing_n: int | None = len(missing)
         elig_ns: int | None = sum(o.gpu_ns or 0 for o in eligible)
         missing_ns: int | None = sum(o.missed_ns for o in missing)
+        partly_n: int | None = sum(1 for o in eligible if o.partly_missed)
     else:
         elig_n, using_n, missing_n = (
             rep.eligible_op_count,
@@ -412,6 +416,7 @@ def tc_figures(
             rep.eligible_not_using_op_count,
         )
         missing_ns = rep.eligible_not_using_gpu_ns
+        partly_n = None
         elig_ns = (
             None
             if missing_ns is None or rep.using_gpu_ns is None
@@ -425,4 +430,5 @@ def tc_figures(
         eligible_not_using_op_count=missing_n,
         eligible_gpu_ns=elig_ns,
         eligible_not_using_gpu_ns=missing_ns,
+        partly_using_op_count=partly_n,
     )

@@ -48,6 +48,10 @@ class Analysis:
     # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
     busy: GpuBusy | None = None  # GPU busy share of the aggregated range (derived.gpu_busy)
+    # whether any op row carries a data type / input shapes: an export whose ranges hold none
+    # says so instead of showing empty columns
+    ops_have_dtype: bool = False
+    ops_have_shapes: bool = False
 
 
 def _classify(run: Run) -> Run:
@@ -185,5 +189,7 @@ def compute(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
         busy=derived.gpu_busy(sliced.meta, time, tl),
+        ops_have_dtype=any(o.dtype for o in ops),
+        ops_have_shapes=any(o.input_shapes for o in ops),
     )
     return analysis, sliced

@@ -29,14 +29,13 @@ from tcreport.render.html_parts import (
     bars,
     capped,
     cards,
-    eligibility,
     evidence_targets,
     findings,
     iter_chart,
-    run_header,
     stack,
     tc_miss,
 )
+from tcreport.render.html_tables import eligibility, run_header
 from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind
 

@@ -29,7 +29,8 @@ def check(analysis: Analysis) -> list[Finding]:
         return []
     info = analysis.selection.info
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
-    whole = info.method == "whole run" or (info.key_node is None and (info.aggregated or 1) < 2)
+    marked = info.key_node is not None or "ProfilerStep" in (info.method or "")
+    whole = info.method == "whole run" or (not marked and (info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
