@@ -52,6 +52,7 @@ class Analysis:
     # says so instead of showing empty columns
     ops_have_dtype: bool = False
     ops_have_shapes: bool = False
+    scopes: tuple[OpTypeRow, ...] = ()  # time by layer/module, when scopes cover most of it
 
 
 def _classify(run: Run) -> Run:
@@ -191,5 +192,6 @@ def compute(
         busy=derived.gpu_busy(sliced.meta, time, tl),
         ops_have_dtype=any(o.dtype for o in ops),
         ops_have_shapes=any(o.input_shapes for o in ops),
+        scopes=tuple(figures.scope_rows(ops, time.gpu_kernel_ns)),
     )
     return analysis, sliced

@@ -86,7 +86,7 @@ def render(view: Report) -> str:
         EvidenceKind.ITERATION: {str(r.row.iteration): r.id for r in iter_rows},
     }
     types = list(a.op_types)
-    scopes = parts.scopes(a, a.time.gpu_kernel_ns or sum(o.gpu_ns or 0 for o in a.ops))
+    scopes = list(a.scopes)
     precision, precision_bar = parts.precision(a)
     t = a.time  # the kernel mix is the headline's: TC, unknown, and the rest
     k_tc, k_unk = t.tc_kernel_ns or 0, t.unknown_kernel_ns or 0

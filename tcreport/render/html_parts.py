@@ -205,16 +205,6 @@ def tc_miss(o: OpRow) -> tuple[int, int]:
     return o.tc_ns, o.missed_ns
 
 
-def scopes(a: Analysis, total: int) -> list[OpGroup]:
-    """Time per layer/module (the op's scope), only where scopes cover most of the op time: a
-    table that is 99 % "(unknown)" would say nothing."""
-    rows = group_ops(a.ops, lambda o: o.scope, total)
-    known = sum(g.gpu_ns for g in rows if g.name != "(unknown)")
-    if len(rows) < 2 or known * 2 < sum(g.gpu_ns for g in rows):
-        return []
-    return rows
-
-
 def stack(parts: Sequence[tuple[str, int, str]]) -> tuple[Segment, ...]:
     """A 100 %-stacked bar from (css, ns, label) parts, in SVG units of CHART_W."""
     total = sum(p[1] for p in parts)
@@ -347,8 +337,8 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             else fmt.ns(per_iter) + (" / iteration" if n_it > 1 and miss is not None else ""),
             "eligible GPU time not on Tensor Cores",
             (
-                f"{fmt.pct(miss / t.gpu_kernel_ns)} of kernel time; "
-                if miss is not None and t.gpu_kernel_ns
+                f"{fmt.pct(tc.eligible_not_using_share)} of kernel time; "
+                if tc.eligible_not_using_share is not None
                 else ""
             )
             + f"{fmt.count(tc.eligible_not_using_op_count)} of {fmt.count(tc.eligible_op_count)} eligible ops",
