@@ -56,6 +56,11 @@ def device_rows(run: Run) -> list[DeviceRow]:
         # no memory rows, only the profiler's total (a DLProf CSV folder): one GPU had it all
         mem[g.column("device_id")[0].as_py()] = run.meta.reported.memory_ns
     names = {gpu.device_id: gpu.name for gpu in run.meta.gpus}
+    found = {r["device_id"]: r for r in g.to_pylist()}
+    # a GPU that only copied (device 1 of the TF multi-worker capture) is a row too, so the
+    # rows' memory time sums to the run's
+    for dev in mem.keys() - found.keys():
+        found[dev] = {"device_id": dev, "calls_sum": 0, "dur_sum": 0, "tc_sum": 0}
     rows = [
         DeviceRow(
             device_id=r["device_id"],
@@ -66,6 +71,6 @@ def device_rows(run: Run) -> list[DeviceRow]:
             memory_ns=mem.get(r["device_id"], 0),
             tc_share=_share(int(r["tc_sum"]), int(r["dur_sum"])),
         )
-        for r in g.to_pylist()
+        for r in found.values()
     ]
     return sorted(rows, key=lambda d: (d.device_id is None, d.device_id or 0))

@@ -43,6 +43,9 @@ class TcFigures:
     partly_using_op_count: int | None = None
     #: eligible GPU time not on Tensor Cores as a share of GPU kernel time (the CI gate's figure)
     eligible_not_using_share: float | None = None
+    #: kernel time no op claims (launched outside every op range): ``None`` without ops or
+    #: kernel time; the ops' own kernel time plus this is the kernel time
+    unattributed_kernel_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -446,4 +449,9 @@ def tc_figures(
         eligible_not_using_gpu_ns=missing_ns,
         partly_using_op_count=partly_n,
         eligible_not_using_share=_share(missing_ns, time.gpu_kernel_ns),
+        unattributed_kernel_ns=(
+            max(0, time.gpu_kernel_ns - sum(o.gpu_ns or 0 for o in ops))
+            if run.ops is not None and time.gpu_kernel_ns is not None
+            else None
+        ),
     )
