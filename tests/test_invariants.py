@@ -24,7 +24,7 @@ from tcreport.model import Run, RunMeta, SourceFormat
 from tcreport.render import html, markdown, summary_json, terminal
 from tcreport.report import Report
 from tcreport.schema import TableKind, conform
-from tests.conftest import REALTRACES, SAMPLES
+from tests.conftest import REALTRACES, ROOT, SAMPLES
 
 
 def _traces() -> list[Path]:
@@ -33,6 +33,7 @@ def _traces() -> list[Path]:
         for pattern in ("*/*/*.json.gz", "*/*/*.sqlite", "*/*/*.pb"):
             found += sorted(REALTRACES.glob(pattern))
         found += sorted(p for p in REALTRACES.glob("dlprof/*") if p.is_dir())
+    found += sorted((ROOT / "tests" / "fixtures").glob("dlprof*synthetic*/*detailed.csv"))
     return found
 
 

@@ -53,6 +53,10 @@ class Analysis:
     ops_have_dtype: bool = False
     ops_have_shapes: bool = False
     scopes: tuple[OpTypeRow, ...] = ()  # time by layer/module, when scopes cover most of it
+    # tcreport's own op verdicts against the profiler's TC Eligible / Using TC (which decide):
+    # None where the input states neither
+    op_eligibility_agreement: Agreement | None = None
+    op_tc_agreement: Agreement | None = None
 
 
 def _classify(run: Run) -> Run:
@@ -69,6 +73,26 @@ def _agreement(kernels: pa.Table | None) -> Agreement | None:
     if kernels is None or kernels.column("profiler_uses_tc").null_count == kernels.num_rows:
         return None
     return tc_kernels.tc_agreement(kernels)
+
+
+def _op_agreements(
+    ops: pa.Table | None, kernels: pa.Table | None
+) -> tuple[Agreement | None, Agreement | None]:
+    from tcreport.analysis import eligibility
+
+    if ops is None or ops.num_rows == 0:
+        return None, None
+    elig = (
+        eligibility.eligibility_agreement(ops, kernels)
+        if ops.column("profiler_tc_eligible").null_count < ops.num_rows
+        else None
+    )
+    uses = (
+        eligibility.op_tc_agreement(ops, kernels)
+        if ops.column("profiler_uses_tc").null_count < ops.num_rows
+        else None
+    )
+    return elig, uses
 
 
 def _why_not(run: Run) -> tuple[WhyNot, ...]:
@@ -167,6 +191,7 @@ def compute(
         else (sliced, selection)
     )
     tl = timeline.kernel_timeline(sliced.kernels)
+    op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     analysis = Analysis(
         meta=sliced.meta,
@@ -193,5 +218,7 @@ def compute(
         ops_have_dtype=any(o.dtype for o in ops),
         ops_have_shapes=any(o.input_shapes for o in ops),
         scopes=tuple(figures.scope_rows(ops, time.gpu_kernel_ns)),
+        op_eligibility_agreement=op_elig,
+        op_tc_agreement=op_uses,
     )
     return analysis, sliced
