@@ -17,7 +17,8 @@ from tcreport.analysis import _codes, derived, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import GpuBusy, IterationRow
 from tcreport.analysis.devices import DeviceRow, device_rows
-from tcreport.analysis.figures import KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
+from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
@@ -199,7 +200,7 @@ def compute(
         time=time,
         tc=tc,
         ops=tuple(ops),
-        op_types=tuple(figures.op_type_rows(ops, time.gpu_kernel_ns)),
+        op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
         iterations=derived.iteration_rows(all_iters, selection),
         why_not=_why_not(sliced),
@@ -217,7 +218,7 @@ def compute(
         busy=derived.gpu_busy(sliced.meta, time, tl),
         ops_have_dtype=any(o.dtype for o in ops),
         ops_have_shapes=any(o.input_shapes for o in ops),
-        scopes=tuple(figures.scope_rows(ops, time.gpu_kernel_ns)),
+        scopes=tuple(scope_rows(ops, time.gpu_kernel_ns)),
         op_eligibility_agreement=op_elig,
         op_tc_agreement=op_uses,
     )

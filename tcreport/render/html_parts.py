@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from tcreport import fmt
 from tcreport.analysis.derived import IterationRow
-from tcreport.analysis.figures import OpGroup, OpRow, group_ops
+from tcreport.analysis.figures import OpRow
+from tcreport.analysis.groups import OpGroup, group_ops
 from tcreport.analysis.result import Analysis
 from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind, Finding

@@ -181,12 +181,9 @@ class _Reader:
                 raise InputError(f"{kind.value} rows without {col} (dangling ids?)", self.path)
         if "duration_ns" in raw.column_names and raw.num_rows:
             ok = pc.fill_null(pc.greater_equal(raw.column("duration_ns"), 0), False)
-            bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
-            if bad:  # summed, they would make negative totals; the Kineto reader drops them too
+            if bad := raw.num_rows - (pc.sum(ok).as_py() or 0):  # else negative totals
                 raw = raw.filter(ok)
-                self.notes.append(
-                    f"dropped {bad:,} {kind.value} rows whose end lies before their start"
-                )
+                self.notes.append(f"dropped {bad:,} {kind.value} rows that end before they start")
         try:
             return conform(raw, kind)
         except SchemaError as exc:
