@@ -68,6 +68,11 @@ def test_synthetic_nvtx_null_end_and_shared_correlation_id(tmp_path: Path) -> No
     assert run.kernels.num_rows == base.kernels.num_rows
     assert pc.sum(run.kernels["duration_ns"]) == pc.sum(base.kernels["duration_ns"])
     assert run.ops is not None and run.ops.num_rows > 0
+    with sqlite3.connect(path) as con:
+        (open_ranges,) = con.execute(
+            'SELECT COUNT(*) FROM NVTX_EVENTS WHERE "end" IS NULL'
+        ).fetchone()
+    assert any(f"dropped {open_ranges:,} NVTX range rows" in n for n in run.meta.notes)
     res = CliRunner().invoke(app, ["summary", str(path), "--json"])
     assert res.exit_code == 0, res.output
 

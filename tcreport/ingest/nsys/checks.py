@@ -27,13 +27,14 @@ def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
     return (raw.filter(ok), bad) if bad else (raw, 0)
 
 
-def dropped_note(kernels: int, memory: int) -> list[str]:
-    parts = [f"{n:,} {what}" for n, what in ((kernels, "kernel"), (memory, "memcpy/memset")) if n]
+def dropped_note(kernels: int, memory: int, nvtx: int = 0) -> list[str]:
+    what = ((kernels, "kernel"), (memory, "memcpy/memset"), (nvtx, "NVTX range"))
+    parts = [f"{n:,} {name}" for n, name in what if n]
     if not parts:
         return []
     return [
         f"dropped {' and '.join(parts)} rows whose end lies before their start (or that have "
-        "no time): they are left out of every figure"
+        "no end): they are left out of every figure"
     ]
 
 

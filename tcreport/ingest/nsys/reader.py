@@ -116,7 +116,10 @@ def _read(db: NsysDb) -> Run:
     # The NVTX side (nesting, op outlines) and the kernel side (launch joins) do not meet until
     # attribution: each gets a thread, and numpy and Arrow let them run on two cores at once.
     with ThreadPoolExecutor(1) as pool:
-        nvtx = pool.submit(_outline, done.pop(NVTX_TABLE))
+        nvtx_chunks = done.pop(NVTX_TABLE)
+        nvtx_bad = sum(c.dropped for c in nvtx_chunks)
+        nvtx = pool.submit(_outline, nvtx_chunks)
+        del nvtx_chunks
         runtime = _table(done.pop(RUNTIME_TABLE), ("key", "start", "gtid"))
         kernels, k_bad = timed(_table(done.pop(KERNEL_TABLE), _kernel_columns(db)), "duration")
         kernels = _kernels(db, kernels, sid_ids, sid_values)
@@ -144,7 +147,7 @@ def _read(db: NsysDb) -> Run:
     if ops is not None:
         ops = ops.append_column("iteration", [np.zeros(ops.num_rows, dtype=np.int32)])
     notes = (
-        dropped_note(k_bad, m_bad)
+        dropped_note(k_bad, m_bad, nvtx_bad)
         + unnamed_note(kernels)
         + no_ops_note(ops, att.ranges, _has_rows(db, NVTX_TABLE))
     )
