@@ -23,6 +23,9 @@ from tcreport.model import Run, RunMeta
 OUTLIER_FACTOR = 1.5
 #: Fewer iterations than this have no meaningful median.
 OUTLIER_MIN_ITERATIONS = 4
+#: Tensor Core share of kernel time the report calls good (most GEMM/conv time on TC) or low.
+TC_SHARE_GOOD = 0.5
+TC_SHARE_LOW = 0.2
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import jinja2
 
 from tcreport import fmt
+from tcreport.analysis.derived import OUTLIER_FACTOR
 from tcreport.render import html_parts as parts
 from tcreport.render import page, summary_json
 from tcreport.render.html_parts import (
@@ -131,4 +132,5 @@ def render(view: Report) -> str:
         precision=precision,
         precision_bar=precision_bar,
         max_rows=MAX_ROWS,
+        outlier_factor=f"{OUTLIER_FACTOR:g}",
     )

@@ -17,11 +17,12 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from tcreport import fmt
-from tcreport.analysis.derived import IterationRow
+from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.groups import OpGroup, group_ops
 from tcreport.analysis.result import Analysis
 from tcreport.report import Report
+from tcreport.rules import thresholds
 from tcreport.rules.base import EvidenceKind, Finding
 
 MAX_ROWS = 200  # longer tables are capped; the full data is in `tcreport ingest` Parquet
@@ -325,7 +326,9 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             fmt.pct(share),
             "of GPU kernel time on Tensor Cores",
             f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}",
-            "" if share is None else ("good" if share >= 0.5 else "bad" if share < 0.2 else ""),
+            ""
+            if share is None
+            else ("good" if share >= TC_SHARE_GOOD else "bad" if share < TC_SHARE_LOW else ""),
         )
     ]
     miss = tc.eligible_not_using_gpu_ns
@@ -348,7 +351,14 @@ def cards(a: Analysis) -> tuple[Card, ...]:
     )
     busy = a.busy.share if a.busy is not None else None
     if a.busy is not None and busy is not None:
-        cards.append(Card(fmt.pct(busy), "GPU busy", a.busy.source, "bad" if busy < 0.5 else ""))
+        cards.append(
+            Card(
+                fmt.pct(busy),
+                "GPU busy",
+                a.busy.source,
+                "bad" if busy < thresholds.LOW_UTILISATION else "",
+            )
+        )
     if it.mean_ns is not None:
         n = f"{fmt.count(it.aggregated)} iteration{'s' if it.aggregated != 1 else ''} aggregated"
         if it.std_ns is not None and (it.aggregated or 0) > 1:
@@ -362,7 +372,7 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             fmt.pct(cl),
             "of kernel time with a known verdict",
             f"{fmt.count(t.unique_kernels)} distinct kernels, {fmt.count(t.kernel_launches)} launches",
-            "" if cl is None else ("bad" if cl < 0.9 else ""),
+            "" if cl is None else ("bad" if cl < thresholds.MIN_CLASSIFIED_SHARE else ""),
         )
     )
     return tuple(cards)
