@@ -56,7 +56,7 @@ EXPECTED_MARKDOWN = """\
 | Tensor Core share | 0.0 % | 92.3 % | +92.3 pt | **improved** |
 | Eligible GPU time not on TC | 150.0 µs | 0 ns | -150.0 µs (-100.0%) | **improved** |
 | Memory (memcpy + memset) | 0 ns | 0 ns | 0 ns | no change |
-| Wall time | n/a | n/a | n/a | unknown |
+| Wall time | 304.0 µs | 304.0 µs | 0 ns | no change |
 | TC-eligible ops | 2 | 2 | 0 | no change |
 | Eligible ops not on TC | 2 | 0 | -2 | **improved** |
 

@@ -13,25 +13,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, figures, iterations, timeline
+from tcreport.analysis import _codes, derived, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
-from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.derived import GpuBusy, IterationRow
+from tcreport.analysis.devices import DeviceRow, device_rows
+from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
+from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
-
-
-@dataclass(frozen=True)
-class IterationRow:
-    iteration: int
-    duration_ns: int
-    tc_ns: int
-    non_tc_ns: int
-    memory_ns: int
-    kernel_count: int
-    aggregated: bool
 
 
 @dataclass(frozen=True)
@@ -55,6 +47,16 @@ class Analysis:
     devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
     # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
+    busy: GpuBusy | None = None  # GPU busy share of the aggregated range (derived.gpu_busy)
+    # whether any op row carries a data type / input shapes: an export whose ranges hold none
+    # says so instead of showing empty columns
+    ops_have_dtype: bool = False
+    ops_have_shapes: bool = False
+    scopes: tuple[OpTypeRow, ...] = ()  # time by layer/module, when scopes cover most of it
+    # tcreport's own op verdicts against the profiler's TC Eligible / Using TC (which decide):
+    # None where the input states neither
+    op_eligibility_agreement: Agreement | None = None
+    op_tc_agreement: Agreement | None = None
 
 
 def _classify(run: Run) -> Run:
@@ -73,59 +75,32 @@ def _agreement(kernels: pa.Table | None) -> Agreement | None:
     return tc_kernels.tc_agreement(kernels)
 
 
+def _op_agreements(
+    ops: pa.Table | None, kernels: pa.Table | None
+) -> tuple[Agreement | None, Agreement | None]:
+    from tcreport.analysis import eligibility
+
+    if ops is None or ops.num_rows == 0:
+        return None, None
+    elig = (
+        eligibility.eligibility_agreement(ops, kernels)
+        if ops.column("profiler_tc_eligible").null_count < ops.num_rows
+        else None
+    )
+    uses = (
+        eligibility.op_tc_agreement(ops, kernels)
+        if ops.column("profiler_uses_tc").null_count < ops.num_rows
+        else None
+    )
+    return elig, uses
+
+
 def _why_not(run: Run) -> tuple[WhyNot, ...]:
     from tcreport.analysis import why_not
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
     return tuple(why_not.explain(run.ops, run.meta.framework, run.meta.gpus))
-
-
-def _iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
-    """Per-iteration stacks (TC / non-TC / memory) from rows that carry an iteration number."""
-    it = run.iterations
-    if it is None or it.num_rows == 0 or run.kernels is None:
-        return ()
-    k = run.kernels
-    kt = pa.table(
-        {
-            "iteration": k.column("iteration"),
-            "tc": pc.if_else(pc.fill_null(k.column("uses_tc"), False), k.column("duration_ns"), 0),
-            "all": k.column("duration_ns"),
-            "calls": k.column("calls"),
-        }
-    ).filter(pc.is_valid(k.column("iteration")))
-    kg = {
-        r["iteration"]: r
-        for r in kt.group_by("iteration")
-        .aggregate([("tc", "sum"), ("all", "sum"), ("calls", "sum")])
-        .to_pylist()
-    }
-    mg: dict[int, int] = {}
-    if run.memory is not None and run.memory.num_rows:
-        m = run.memory.filter(pc.is_valid(run.memory.column("iteration")))
-        mg = {
-            r["iteration"]: r["duration_ns_sum"]
-            for r in m.group_by("iteration").aggregate([("duration_ns", "sum")]).to_pylist()
-        }
-    lo, hi = sel.info.start or 0, sel.info.stop if sel.info.stop is not None else it.num_rows - 1
-    rows: list[IterationRow] = []
-    for r in it.sort_by("iteration").to_pylist():  # one per iteration: small
-        i = r["iteration"]
-        kr = kg.get(i, {})
-        tc = int(kr.get("tc_sum") or 0)
-        rows.append(
-            IterationRow(
-                iteration=i,
-                duration_ns=int(r["end_ns"] - r["start_ns"]),
-                tc_ns=tc,
-                non_tc_ns=int(kr.get("all_sum") or 0) - tc,
-                memory_ns=int(mg.get(i, 0)),
-                kernel_count=int(kr.get("calls_sum") or 0),
-                aggregated=lo <= i <= hi,
-            )
-        )
-    return tuple(rows)
 
 
 #: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of
@@ -215,6 +190,8 @@ def compute(
         if selection.info.total
         else (sliced, selection)
     )
+    tl = timeline.kernel_timeline(sliced.kernels)
+    op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     return Analysis(
         meta=sliced.meta,
@@ -222,19 +199,25 @@ def compute(
         time=time,
         tc=tc,
         ops=tuple(ops),
-        op_types=tuple(figures.op_type_rows(ops, time.gpu_kernel_ns)),
+        op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=_iteration_rows(all_iters, selection),
+        iterations=derived.iteration_rows(all_iters, selection),
         why_not=_why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
-        timeline=timeline.kernel_timeline(sliced.kernels),
+        timeline=tl,
         data_loader_names=markers.data_loader_names,
         data_loader_ns=markers.data_loader_ns,
         autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
-        devices=tuple(figures.device_rows(sliced)),
+        devices=tuple(device_rows(sliced)),
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
+        busy=derived.gpu_busy(sliced.meta, time, tl),
+        ops_have_dtype=any(o.dtype for o in ops),
+        ops_have_shapes=any(o.input_shapes for o in ops),
+        scopes=tuple(scope_rows(ops, time.gpu_kernel_ns)),
+        op_eligibility_agreement=op_elig,
+        op_tc_agreement=op_uses,
     )

@@ -90,6 +90,9 @@ class RowDiff:
     eligible: bool
     base_dtype: str | None = None  # an op's data type, to show a precision change
     head_dtype: str | None = None
+    #: the report's own verdict (OpRow/KernelRow.uses_tc), so the diff says what the report says
+    base_uses_tc: bool | None = None
+    head_uses_tc: bool | None = None
 
 
 @dataclass(frozen=True)

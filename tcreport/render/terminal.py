@@ -43,7 +43,12 @@ def render(view: Report, console: Console | None = None) -> None:
     head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     head.add_row(
         "TC-eligible ops / using TC",
-        f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}",
+        f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}"
+        + (
+            f" ({a.tc.partly_using_op_count} in some calls only)"
+            if a.tc.partly_using_op_count
+            else ""
+        ),
     )
     head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
     it = a.selection.info

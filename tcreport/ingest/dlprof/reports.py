@@ -538,8 +538,10 @@ def build_run(files: dict[Path, list[Section]], fmt: SourceFormat, path: Path) -
         raw, memory = _split_memory(raw, path)
         notes += _per_op(raw, real_ops, tc_gpu) if real_ops else []
         kernels = _arrow(raw, schema.TableKind.KERNELS, path)
-    elif op_src is ReportKind.DETAILED and op_cols:
+    elif op_src is ReportKind.DETAILED and op_cols and tc_gpu:
         op_cols["gpu_ns"] = [tc_gpu.get(str(i)) for i in op_cols["op_id"]]
+    elif op_src is ReportKind.DETAILED and op_cols:  # DLProf 0.x: figures.op_rows shows gpu_total
+        notes.append("op GPU time is the detailed report's Total GPU Time (busy time, copies in)")
     ops = _arrow(op_cols, schema.TableKind.OPS, path) if op_cols else None
 
     device_ids = [] if kernels is None else pc.unique(kernels["device_id"].drop_null()).to_pylist()
