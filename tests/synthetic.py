@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tcreport import schema
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
@@ -40,6 +40,48 @@ def hostile_run() -> Run:
         path=f"/tmp/{HOSTILE}.sqlite",
         profiler=f"Nsight Systems {HOSTILE}",
         gpus=(Gpu(device_id=0, name=HOSTILE, compute_capability="7.0"),),
+        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        kernel_granularity=Granularity.LAUNCH,
+        op_granularity=Granularity.LAUNCH,
+    )
+    return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))
+
+
+def synthetic_vendor_run(gpu_name: str, kernel_names: list[str], op_type: str = "mm") -> Run:
+    """One eligible op per kernel, on a Kineto-like run whose device is ``gpu_name``: enough to
+    see which verdict a vendor's kernels get and whether an unjudged op is called a miss."""
+    n = len(kernel_names)
+    ids = [f"op{i}" for i in range(n)]
+    kernels = schema.conform(
+        {
+            "name": kernel_names,
+            "duration_ns": [10_000] * n,
+            "calls": [1] * n,
+            "start_ns": [i * 20_000 for i in range(n)],
+            "launch_ns": [i * 20_000 - 100 for i in range(n)],
+            "op_id": ids,
+            "device_id": [0] * n,
+        },
+        schema.TableKind.KERNELS,
+    )
+    ops = schema.conform(
+        {
+            "op_id": ids,
+            "name": [f"aten::{op_type}"] * n,
+            "type": [op_type] * n,
+            "dtype": ["bfloat16"] * n,
+            "calls": [1] * n,
+            "cpu_ns": [5_000] * n,
+            "gpu_ns": [10_000] * n,
+            "start_ns": [i * 20_000 - 200 for i in range(n)],
+        },
+        schema.TableKind.OPS,
+    )
+    meta = RunMeta(
+        format=SourceFormat.KINETO_JSON,
+        path="synthetic.json",
+        framework="PyTorch 2.5.0",
+        gpus=(Gpu(device_id=0, name=gpu_name, vendor=gpu_vendor(gpu_name)),),
         iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH,

@@ -129,13 +129,15 @@ def _kernel_evidence(ops: pa.Table, kernels: pa.Table) -> tuple[pa.Array, pa.Arr
     return pa.array(any_tc), pa.array(all_no), pa.array(has)
 
 
-def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
+def classify_ops(ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False) -> pa.Table:
     """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
 
     ``uses_tc``: True if any of the op's kernels used Tensor Cores; False if all of them are known
     not to; otherwise the profiler's own label; otherwise False for an op that launched no GPU
     work (``gpu_ns``/``kernel_calls`` of 0) and null (unknown) for the rest.
     ``profiler_tc_eligible``/``profiler_uses_tc`` are kept as the profiler wrote them.
+    ``judged``: the kernels were already classified (with the run's vendor pack), so all-unknown
+    verdicts are an answer, not a table still to classify.
     """
     schema.validate(ops, schema.TableKind.OPS)
     type_col = ops.column("type")
@@ -157,7 +159,7 @@ def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
         and kernels.num_rows
         and kernels.column("op_id").null_count < kernels.num_rows
     ):
-        if kernels.column("uses_tc").null_count == kernels.num_rows:
+        if not judged and kernels.column("uses_tc").null_count == kernels.num_rows:
             kernels = classify_kernels(kernels)
         any_tc, all_no, has = _kernel_evidence(ops, kernels)
         from_kernels = pc.if_else(

@@ -13,12 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, figures, iterations, timeline
+from tcreport.analysis import _codes, figures, iterations, timeline, vendor
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
+from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
 
@@ -56,13 +57,26 @@ class Analysis:
     devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
     # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
+    # Whose GPU ran it, and what its matrix units are called ("AMD Matrix Cores" on ROCm).
+    vendor: Vendor = Vendor.UNKNOWN
+
+    @property
+    def matrix_unit(self) -> str:
+        return vendor.MATRIX_UNIT[self.vendor]
 
 
-def _classify(run: Run) -> Run:
+def run_vendor(run: Run) -> Vendor:
+    """The run's GPU vendor (:mod:`tcreport.analysis.vendor`), from metadata, else kernel names."""
+    names = _codes.as_strings(run.kernels.column("name")) if run.kernels is not None else []
+    return vendor.detect(run.meta, (n for n in names if n))
+
+
+def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     from tcreport.analysis import eligibility, tc_kernels
 
-    kernels = tc_kernels.classify_kernels(run.kernels) if run.kernels is not None else None
-    ops = eligibility.classify_ops(run.ops, kernels) if run.ops is not None else None
+    pack = tc_kernels.pack_for(gpu_vendor.value)
+    kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
 
@@ -200,7 +214,8 @@ def compute(
     """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
     from tcreport.analysis import counters, tc_kernels
 
-    classified = _classify(run)
+    gpu_vendor = run_vendor(run)
+    classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
     time = figures.time_figures(sliced)
@@ -238,5 +253,6 @@ def compute(
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
+        vendor=gpu_vendor,
     )
     return analysis, sliced

@@ -29,7 +29,7 @@ def render(view: Report) -> str:
         "",
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
         "",
-        "| Tensor Core share | eligible not on TC | GPU kernel time | classified |",
+        f"| {a.matrix_unit} share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
         f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "

@@ -39,9 +39,12 @@ def summary_dict(view: Report) -> dict[str, Any]:
                     "device_id": g.device_id,
                     "name": g.name,
                     "compute_capability": g.compute_capability,
+                    "vendor": g.vendor,
                 }
                 for g in m.gpus
-            ]
+            ],
+            "vendor": a.vendor.value,
+            "matrix_unit": a.matrix_unit,
         },
         "iterations": {
             "key_node": it.key_node,

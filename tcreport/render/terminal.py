@@ -24,7 +24,7 @@ def render(view: Report, console: Console | None = None) -> None:
     head = Table(show_header=False, box=None, pad_edge=False)
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("Tensor Core share of kernel time", fmt.pct(a.tc.kernel_time_share))
+    head.add_row(f"{a.matrix_unit} share of kernel time", fmt.pct(a.tc.kernel_time_share))
     head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
     head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
     head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
