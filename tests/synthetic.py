@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tcreport import schema
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
 
@@ -87,3 +89,86 @@ def synthetic_vendor_run(gpu_name: str, kernel_names: list[str], op_type: str = 
         op_granularity=Granularity.LAUNCH,
     )
     return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))
+
+
+US = 1_000
+MS = 1_000_000
+
+
+def synthetic_run(
+    kernels: list[dict[str, Any]] | None = None,
+    ops: list[dict[str, Any]] | None = None,
+    ranges: list[dict[str, Any]] | None = None,
+    framework: str | None = "PyTorch 2.3.0",
+    cc: str | None = "7.0",
+    fmt: SourceFormat = SourceFormat.NSYS_SQLITE,
+    gpus: tuple[Gpu, ...] | None = None,
+) -> Run:
+    """A run from row dicts; kernels default to one launch each, on device 0."""
+
+    def table(rows: list[dict[str, Any]] | None, kind: schema.TableKind) -> Any:
+        if rows is None:
+            return None
+        if not rows:
+            return schema.empty(kind)
+        cols = sorted({k for r in rows for k in r})
+        return schema.conform({c: [r.get(c) for r in rows] for c in cols}, kind)
+
+    if kernels is not None:
+        kernels = [{"calls": 1, "device_id": 0, **k} for k in kernels]
+    if ops is not None:
+        ops = [{"calls": 1, **o} for o in ops]
+    meta = RunMeta(
+        format=fmt,
+        path="synthetic",
+        framework=framework,
+        gpus=gpus
+        if gpus is not None
+        else (Gpu(device_id=0, name="synthetic", compute_capability=cc),),
+        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        kernel_granularity=Granularity.LAUNCH,
+        op_granularity=Granularity.LAUNCH,
+    )
+    return Run(
+        meta=meta,
+        kernels=table(kernels, schema.TableKind.KERNELS),
+        ops=table(ops, schema.TableKind.OPS),
+        ranges=table(ranges, schema.TableKind.RANGES),
+        memory=schema.empty(schema.TableKind.MEMORY),
+    )
+
+
+def kernel_row(
+    name: str, op_id: str | None, start: int, dur: int, device: int = 0
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "op_id": op_id,
+        "start_ns": start,
+        "launch_ns": start - 1,
+        "duration_ns": dur,
+        "device_id": device,
+    }
+
+
+def op_row(
+    op_id: str,
+    type_: str,
+    dtype: str | None,
+    gpu_ns: int,
+    shapes: str | None = None,
+    start: int = 0,
+) -> dict[str, Any]:
+    return {
+        "op_id": op_id,
+        "name": f"/model/{op_id}/{type_}",
+        "type": type_,
+        "dtype": dtype,
+        "gpu_ns": gpu_ns,
+        "cpu_ns": 10 * US,
+        "start_ns": start,
+    }
+
+
+def range_row(name: str, start: int, end: int, depth: int = 0) -> dict[str, Any]:
+    return {"name": name, "start_ns": start, "end_ns": end, "depth": depth, "thread_id": 1}

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, figures, iterations, timeline, vendor
+from tcreport.analysis import _codes, compilation, figures, iterations, timeline, vendor
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
@@ -59,6 +59,9 @@ class Analysis:
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
     # Whose GPU ran it, and what its matrix units are called ("AMD Matrix Cores" on ROCm).
     vendor: Vendor = Vendor.UNKNOWN
+    # XLA / torch.compile compilation inside the aggregated range (analysis.compilation)
+    compile_names: tuple[str, ...] = ()
+    compile_ns: int | None = None
 
     @property
     def matrix_unit(self) -> str:
@@ -93,7 +96,10 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
-    return tuple(why_not.explain(run.ops, run.meta.framework, run.meta.gpus))
+    from tcreport.analysis.kernel_evidence import fp32_kernel_per_op
+
+    ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
+    return tuple(why_not.explain(ops, run.meta.framework, run.meta.gpus))
 
 
 def _iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
@@ -232,6 +238,7 @@ def compute(
         else (sliced, selection)
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
+    compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     analysis = Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -254,5 +261,7 @@ def compute(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
         vendor=gpu_vendor,
+        compile_names=compiling.names,
+        compile_ns=compiling.ns,
     )
     return analysis, sliced

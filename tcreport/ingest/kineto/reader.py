@@ -329,10 +329,15 @@ class _Builder:
             notes=tuple(self.notes),
         )
 
-    def _torch_version(self) -> str | None:
-        """Only the one named field some capture tools write (``metadata.system.torch_env_info``)."""
+    def _torch_version(self) -> str:
+        """Only the one named field some capture tools write (``metadata.system.torch_env_info``),
+        else plain "PyTorch"."""
         node = self.header.torch_version
-        return f"PyTorch {node}" if isinstance(node, str) and _VERSION.fullmatch(node) else None
+        if isinstance(node, str) and _VERSION.fullmatch(node):
+            return f"PyTorch {node}"
+        # Kineto is torch.profiler's tracer: the trace is PyTorch's even when no version is
+        # recorded, and saying so lets fixes use PyTorch's API and diff check comparability.
+        return "PyTorch"
 
     def _cuda_version(self) -> str | None:
         v = self.header.cuda_runtime_version  # 12040 -> "12.4", CUDA's own encoding

@@ -1,0 +1,120 @@
+"""Findings that name the cause and the framework's own fix (issue 15): TF32 off from the kernel
+names when the trace records no dtype, compilation inside the range, float16 where bfloat16 would
+need no loss scaler, float32 ops outside autocast. The A100 sample is real; the rest synthetic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import SAMPLES
+from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
+
+from tcreport import api
+from tcreport.model import SourceFormat
+
+A100 = next((SAMPLES / "kineto-a100-tf32-alexnet").glob("*.json.gz"))
+ALIGNED = "[[64, 512], [512, 512]]"
+
+
+def _ids(run: object) -> list[str]:
+    return [f.id for f in api.analyze(run).findings]  # type: ignore[arg-type]
+
+
+def test_a100_sample_top_finding_is_tf32_off_with_the_pytorch_fix() -> None:
+    view = api.analyze(api.load(A100))
+    top = view.findings[0]
+    assert top.id == "TC001" and "TF32" in top.title
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in (top.fix or "")
+    assert 'torch.set_float32_matmul_precision("high")' in (top.fix or "")
+    assert "torch.backends.cudnn.allow_tf32" in (top.fix or "")
+    assert "ampere_sgemm_32x32_sliced1x4_tn" in top.detail
+    assert top.estimated_saving_ns and top.estimated_saving_ns > 1 * MS
+    assert "why: unknown" not in " ".join(f.detail for f in view.findings)
+    assert view.analysis.meta.framework == "PyTorch"  # Kineto is torch.profiler's tracer
+
+
+def test_tf32_off_from_kernel_names_in_tensorflow_words_synthetic() -> None:
+    run = synthetic_run(
+        kernels=[kernel_row("ampere_sgemm_128x64_nn", "mm", 1000, 800 * US)],
+        ops=[op_row("mm", "MatMul", None, 800 * US)],
+        framework="TensorFlow 2.15",
+        cc="8.0",
+    )
+    (f,) = [f for f in api.analyze(run).findings if f.id == "TC001"]
+    assert "enable_tensor_float_32_execution(True)" in (f.fix or "")
+
+
+def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
+    run = synthetic_run(
+        kernels=[kernel_row("volta_sgemm_128x64_nn", "mm", 1000, 800 * US)],
+        ops=[op_row("mm", "linear", None, 800 * US)],
+        cc="7.0",
+    )
+    (f,) = [f for f in api.analyze(run).findings if f.id == "TC001"]
+    assert "TF32 is off" not in f.title and "no TF32" in (f.fix or "")
+
+
+def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
+    run = synthetic_run(
+        kernels=[
+            kernel_row("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
+            kernel_row("volta_sgemm_128x64_nn", "b", 200 * US, 300 * US),
+        ],
+        ops=[
+            op_row("a", "linear", "float16", 100 * US, ALIGNED),
+            op_row("b", "linear", "float32", 300 * US, ALIGNED),
+        ],
+    )
+    (f,) = [f for f in api.analyze(run).findings if f.id == "TC004"]
+    assert f.title == "1 eligible op run in float32 outside autocast"
+
+
+def _compile_run(name: str, compile_ms: float) -> object:
+    return synthetic_run(
+        kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 50 * MS, 10 * MS)],
+        ranges=[
+            range_row(name, 0, int(compile_ms * MS)),
+            range_row("train_step", 0, 100 * MS),
+        ],
+        fmt=SourceFormat.KINETO_JSON,
+    )
+
+
+def test_it005_names_xla_and_torch_compile_compilation_synthetic() -> None:
+    xla = api.analyze(_compile_run("_XlaCompile", 40))  # type: ignore[arg-type]
+    (f,) = [f for f in xla.findings if f.id == "IT005"]
+    assert f.title.startswith("XLA compilation") and "drop_remainder" in (f.fix or "")
+    dyn = api.analyze(_compile_run("TorchDynamo", 40))  # type: ignore[arg-type]
+    (g,) = [f for f in dyn.findings if f.id == "IT005"]
+    assert g.title.startswith("torch.compile") and "mark_dynamic" in (g.fix or "")
+
+
+def test_it005_silent_on_per_step_guards_synthetic() -> None:
+    assert "IT005" not in _ids(_compile_run("TorchDynamo Cache Lookup", 40))
+    assert "IT005" not in _ids(_compile_run("Torch-Compiled Region", 40))
+    assert "IT005" not in _ids(_compile_run("_XlaCompile", 0.1))  # 1 % of the range
+
+
+def _fp16_scaler_run(cc: str) -> object:
+    return synthetic_run(
+        kernels=[
+            kernel_row("ampere_fp16_s16816gemm_fp16_128x128", "mm", 1000, 5 * MS),
+            kernel_row("amp_update_scale_cuda_kernel", None, 6 * MS, 20 * US),
+        ],
+        ops=[op_row("mm", "linear", "float16", 5 * MS, ALIGNED)],
+        cc=cc,
+    )
+
+
+def test_pr001_suggests_bf16_instead_of_loss_scaling_on_ampere_synthetic() -> None:
+    view = api.analyze(_fp16_scaler_run("8.0"))  # type: ignore[arg-type]
+    (f,) = [f for f in view.findings if f.id == "PR001"]
+    assert "torch.bfloat16" in (f.fix or "") and "GradScaler" in (f.fix or "")
+    assert f.estimated_saving_ns == 20 * US
+    assert "PR001" not in _ids(_fp16_scaler_run("7.0"))  # Volta has no bf16
+
+
+def test_findings_doc_lists_the_new_rules() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "findings.md").read_text("utf-8")
+    for rule_id in ("PR001", "IT005"):
+        assert f"### {rule_id}" in doc
