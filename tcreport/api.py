@@ -69,6 +69,7 @@ def analyze(
         findings=findings,
         source_path=source_path if source_path is not None else run.meta.path,
         generated_at=timestamp,
+        fix_first=rules.fix_first(findings),
     )
 
 

@@ -22,6 +22,7 @@ class Report:
     generated_at: str | None = (
         None  # only when the user asks (--timestamp): reports stay byte-stable
     )
+    fix_first: Finding | None = None  # rules.fix_first(findings): the headline's "fix first"
 
     @property
     def title(self) -> str:

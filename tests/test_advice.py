@@ -4,13 +4,17 @@ need no loss scaler, float32 ops outside autocast. The A100 sample is real; the 
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 from conftest import SAMPLES
+from rich.console import Console
 from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
 
 from tcreport import api
 from tcreport.model import SourceFormat
+from tcreport.render import terminal
 
 A100 = next((SAMPLES / "kineto-a100-tf32-alexnet").glob("*.json.gz"))
 ALIGNED = "[[64, 512], [512, 512]]"
@@ -116,5 +120,58 @@ def test_pr001_suggests_bf16_instead_of_loss_scaling_on_ampere_synthetic() -> No
 
 def test_findings_doc_lists_the_new_rules() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "findings.md").read_text("utf-8")
-    for rule_id in ("PR001", "IT005"):
+    for rule_id in ("PR001", "IT005", "CM001"):
         assert f"### {rule_id}" in doc
+
+
+# --- fix first and communication ----------------------------------------------------------------
+
+H100 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+
+
+def test_h100_sample_reports_nccl_and_fix_first_is_actionable() -> None:
+    view = api.analyze(api.load(H100))
+    comm = view.analysis.communication
+    assert comm is not None and comm.names == ("ncclDevKernel_SendRecv",)
+    assert comm.kernel_ns == 33_742_101 and round(comm.kernel_share or 0, 3) == 0.069
+    assert round(comm.max_device_share or 0, 3) == 0.094  # GPU 1
+    ff = view.fix_first
+    assert ff is not None and ff.id == "CM001" and ff.severity in ("high", "medium")
+    assert "AllToAll4D" in ff.detail and (ff.estimated_saving_ns or 0) > 0
+    assert "IT001" in [f.id for f in view.findings]  # the note is there, but not first
+    summary = json.loads(api.render_json(view))
+    assert summary["fix_first"]["id"] == "CM001"
+    assert summary["communication"]["kernel_ns"] == 33_742_101
+    assert "**Fix first:** `CM001`" in api.render_markdown(view)
+    html = api.render_html(view)
+    assert 'id="fix-first"' in html and "Fix first:" in html
+
+
+def test_fix_first_on_the_a100_sample_is_the_tf32_finding() -> None:
+    view = api.analyze(api.load(A100))
+    assert view.fix_first is view.findings[0] and view.fix_first.id == "TC001"
+    out = io.StringIO()
+    terminal.render(view, Console(file=out, width=200))
+    assert out.getvalue().splitlines()[1].startswith("Fix first: TC001: TF32 is off")
+
+
+def test_notes_never_take_the_fix_first_place_synthetic() -> None:
+    run = synthetic_run(kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 1000, 10 * US)])
+    view = api.analyze(run)
+    assert [f.id for f in view.findings] == ["IT001"]
+    assert view.fix_first is None
+    assert json.loads(api.render_json(view))["fix_first"] is None
+    assert "Fix first:** no actionable finding" in api.render_markdown(view)
+
+
+def test_small_communication_is_no_finding_synthetic() -> None:
+    run = synthetic_run(
+        kernels=[
+            kernel_row("volta_h884gemm_128x128_nn", None, 1000, 100 * US),
+            kernel_row("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", None, 200 * US, 2 * US),
+        ]
+    )
+    view = api.analyze(run)
+    assert view.analysis.communication is not None
+    assert view.analysis.communication.kernel_ns == 2 * US
+    assert "CM001" not in [f.id for f in view.findings]

@@ -43,7 +43,7 @@ def test_real_mi250_is_amd_with_no_nvidia_claim(mi250: Report) -> None:
     assert summary["system"]["matrix_unit"] == "AMD Matrix Cores"
     html = api.render_html(mi250)
     assert "(sm 9.0)" not in html and "AMD Matrix Cores" in html
-    assert "AMD Matrix Cores share" in api.render_markdown(mi250)
+    assert "AMD Matrix Core share" in api.render_markdown(mi250)
 
 
 def test_real_mi250_tensile_mfma_gemms_are_matrix_core_time(mi250: Report) -> None:

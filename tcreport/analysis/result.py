@@ -13,7 +13,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, compilation, figures, iterations, timeline, vendor
+from tcreport.analysis import (
+    _codes,
+    communication,
+    compilation,
+    figures,
+    iterations,
+    timeline,
+    vendor,
+)
+from tcreport.analysis.communication import Communication
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
@@ -62,10 +71,17 @@ class Analysis:
     # XLA / torch.compile compilation inside the aggregated range (analysis.compilation)
     compile_names: tuple[str, ...] = ()
     compile_ns: int | None = None
+    # NCCL/collective kernel time and its exposed part (analysis.communication); None: no kernels
+    communication: Communication | None = None
 
     @property
     def matrix_unit(self) -> str:
         return vendor.MATRIX_UNIT[self.vendor]
+
+    @property
+    def matrix_unit_one(self) -> str:
+        """As an adjective: "Tensor Core share", "AMD Matrix Core share"."""
+        return self.matrix_unit.removesuffix("s")
 
 
 def run_vendor(run: Run) -> Vendor:
@@ -263,5 +279,6 @@ def compute(
         vendor=gpu_vendor,
         compile_names=compiling.names,
         compile_ns=compiling.ns,
+        communication=communication.communication(sliced.kernels),
     )
     return analysis, sliced

@@ -19,6 +19,14 @@ def _esc(text: str) -> str:
     return out
 
 
+def _fix_first(view: Report) -> str:
+    ff = view.fix_first
+    if ff is None:
+        return "**Fix first:** no actionable finding"
+    saving = f" — saves ~{fmt.ns(ff.estimated_saving_ns)}" if ff.estimated_saving_ns else ""
+    return f"**Fix first:** `{ff.id}` {_esc(ff.title)}{saving}"
+
+
 def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
@@ -29,7 +37,9 @@ def render(view: Report) -> str:
         "",
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
         "",
-        f"| {a.matrix_unit} share | eligible not on TC | GPU kernel time | classified |",
+        _fix_first(view),
+        "",
+        f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
         f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "

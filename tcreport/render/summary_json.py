@@ -107,6 +107,23 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for f in view.findings
         ],
+        "communication": None
+        if a.communication is None
+        else {
+            "kernel_ns": a.communication.kernel_ns,
+            "kernel_share": a.communication.kernel_share,
+            "exposed_ns": a.communication.exposed_ns,
+            "max_device_share": a.communication.max_device_share,
+            "wall_share": a.communication.wall_share(a.time.wall_ns),
+        },
+        "fix_first": None
+        if view.fix_first is None
+        else {
+            "id": view.fix_first.id,
+            "title": view.fix_first.title,
+            "fix": view.fix_first.fix,
+            "estimated_saving_ns": view.fix_first.estimated_saving_ns,
+        },
         "counter_disagreements": [
             {
                 "name": c.name,

@@ -21,14 +21,25 @@ def render(view: Report, console: Console | None = None) -> None:
         f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
         soft_wrap=True,
     )
+    ff = view.fix_first
+    if ff is not None:
+        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+        out.print(f"Fix first: {ff.id}: {ff.title}{saving}", markup=False, soft_wrap=True)
+    else:
+        out.print("Fix first: no actionable finding", markup=False)
     head = Table(show_header=False, box=None, pad_edge=False)
     head.add_column(style="bold")
     head.add_column()
-    head.add_row(f"{a.matrix_unit} share of kernel time", fmt.pct(a.tc.kernel_time_share))
+    head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
     head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
     head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
     head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
     head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
+    if a.communication is not None and a.communication.kernel_ns:
+        head.add_row(
+            "Collective communication",
+            f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
+        )
     head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     head.add_row(
         "TC-eligible ops / using TC",

@@ -12,6 +12,7 @@ import dataclasses
 
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    cm001_communication,
     cv001_cudnn_benchmark_off,
     cv002_slow_half_wgrad,
     dlprof_feedback,
@@ -33,12 +34,13 @@ from tcreport.rules import (
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
-__all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate"]
+__all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate", "fix_first"]
 
 #: rule id -> rule, sorted by id. ``DLPROF`` emits DLProf's own findings as ``dlprof:<detector>``.
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
+            "CM001": cm001_communication.check,
             "CV001": cv001_cudnn_benchmark_off.check,
             "CV002": cv002_slow_half_wgrad.check,
             "DLPROF": dlprof_feedback.check,
@@ -96,3 +98,25 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
         key=lambda f: (-(f.estimated_saving_ns or 0), SEVERITY_ORDER[f.severity], f.id, f.title)
     )
     return tuple(found)
+
+
+#: Findings about the measurement or the input (where to aggregate, what the names cannot tell),
+#: not about a change to the model: they never take the "fix first" place.
+NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002"})
+
+
+def fix_first(findings: tuple[Finding, ...]) -> Finding | None:
+    """The one change a reviewer should make first: the largest estimated saving among findings a
+    user can act on (high or medium severity, a fix, a saving, not a measurement note). Findings
+    arrive ranked by saving (:func:`evaluate`), so it is the first that qualifies. Computed here,
+    once; every renderer shows this one."""
+    for f in findings:
+        if (
+            f.severity in (Severity.HIGH, Severity.MEDIUM)
+            and f.fix
+            and (f.estimated_saving_ns or 0) > 0
+            and f.id not in NOT_A_FIX
+            and f.source == "tcreport"
+        ):
+            return f
+    return None
