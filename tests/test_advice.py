@@ -175,3 +175,57 @@ def test_small_communication_is_no_finding_synthetic() -> None:
     assert view.analysis.communication is not None
     assert view.analysis.communication.kernel_ns == 2 * US
     assert "CM001" not in [f.id for f in view.findings]
+
+
+# --- key-node suggestions ---------------------------------------------------------------------------
+
+
+def test_h100_and_a100_samples_suggest_no_per_layer_op_as_key_node() -> None:
+    for path, bad in ((H100, {"aten::linear", "aten::to", "aten::mul"}), (A100, set())):
+        view = api.analyze(api.load(path))
+        sel = view.analysis.selection
+        assert sel.candidates == ()  # nothing in these traces repeats once per step
+        (it001,) = [f for f in view.findings if f.id == "IT001"]
+        assert "none is suggested" in it001.detail
+        for name in bad | {"_has_compatible_shallow_copy_type", "empty_strided"}:
+            assert name not in it001.detail.replace("such as aten::linear", "")
+        assert "record_function('train_step')" in (it001.fix or "")
+
+
+def _steps_with_noise(marker: str, kind: str, n: int = 6) -> object:
+    """Synthetic: n steps of 10 ms, a step marker (an op or a range) in each, and per-layer ops
+    at irregular times that repeat far more often than the marker."""
+    kernels, ops, ranges = [], [], []
+    for i in range(n):
+        t0 = i * 10 * MS
+        kernels.append(kernel_row("volta_h884gemm_128x128_nn", f"l{i}", t0 + 100, 2 * MS))
+        for j, dt in enumerate((0, 1, 5, 6, 9)):  # layers: bursts, not a steady period
+            ops.append({**op_row(f"l{i}-{j}", "linear", "float16", 0, start=t0 + dt * 100 * US)})
+            ops[-1]["name"] = "aten::linear"
+        if kind == "op":
+            ops.append({**op_row(f"s{i}", marker, None, 0, start=t0 + 9 * MS)})
+            ops[-1]["name"] = marker
+        else:
+            ranges.append(range_row(marker, t0, t0 + 10 * MS - 1))
+    return synthetic_run(kernels=kernels, ops=ops, ranges=ranges or None, cc="8.0")
+
+
+def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
+    for marker, kind in (
+        ("Optimizer.step#SGD.step", "op"),
+        ("AssignAddVariableOp", "op"),
+        ("train_step", "range"),
+    ):
+        run = _steps_with_noise(marker, kind)
+        if kind == "range":  # a repeating outer range is used directly; ask as a fallback would
+            from tcreport.analysis import key_nodes
+
+            (cand,) = key_nodes.validated_candidates(run)  # type: ignore[arg-type]
+        else:
+            view = api.analyze(run)  # type: ignore[arg-type]
+            cand = view.analysis.selection.suggestions[0]
+            (it001,) = [f for f in view.findings if f.id == "IT001"]
+            assert f"--key-node {marker!r}" in (it001.fix or "")
+            assert "aten::linear" not in view.analysis.selection.candidates
+        assert cand.name == marker and cand.occurrences == 6
+        assert cand.confidence in ("high", "medium") and (cand.period_cv or 0) < 0.05

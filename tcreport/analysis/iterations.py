@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,9 @@ from tcreport.analysis import _codes
 from tcreport.errors import UsageError
 from tcreport.model import IterationInfo, Run, RunMeta
 
+if TYPE_CHECKING:
+    from tcreport.analysis.key_nodes import KeyNodeCandidate
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -32,8 +36,10 @@ class Selection:
 
     info: IterationInfo
     key_node_found: bool  # False when the user named a key node that never occurs
-    candidates: tuple[str, ...] = ()  # frequent op/range names, offered when no key node worked
+    candidates: tuple[str, ...] = ()  # validated key-node names, offered when no key node worked
     sliced: bool = False  # True when rows were filtered to [start, stop]
+    # the same candidates with their evidence and confidence (analysis.key_nodes)
+    suggestions: tuple[KeyNodeCandidate, ...] = ()
 
 
 def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -195,6 +201,19 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
     return tuple(name for name, _ in ranked[:limit])
 
 
+def _no_split(run: Run, info: IterationInfo, found: bool) -> Selection:
+    """The selection of a run that could not be split, with the key nodes it could be split by."""
+    from tcreport.analysis.key_nodes import validated_candidates
+
+    sugg = validated_candidates(run)
+    return Selection(
+        info=info,
+        key_node_found=found,
+        candidates=tuple(c.name for c in sugg),
+        suggestions=sugg,
+    )
+
+
 def _last_event_ns(run: Run) -> int | None:
     ends: list[int] = []
     for table in (run.kernels, run.memory):
@@ -305,9 +324,8 @@ def select(
             std_ns=run.meta.iterations.std_ns,
             method="whole run",
         )
-        cands = candidate_key_nodes(run)
-        return run.replace(meta=_with_iterations(run, info)), Selection(
-            info=info, key_node_found=found and key_node is None, candidates=cands
+        return run.replace(meta=_with_iterations(run, info)), _no_split(
+            run, info, found and key_node is None
         )
 
     total = int(starts.size)
@@ -354,7 +372,7 @@ def _keep_reported(
     info = run.meta.iterations
     if key_node is not None:
         # Re-slicing needs timestamps the input does not have.
-        return run, Selection(info=info, key_node_found=False, candidates=candidate_key_nodes(run))
+        return run, _no_split(run, info, False)
     if iter_start is None and iter_stop is None:
         return run, Selection(info=info, key_node_found=True)
     lo = info.start if iter_start is None else iter_start
