@@ -11,8 +11,10 @@ from pathlib import Path
 from conftest import SAMPLES
 from rich.console import Console
 from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
+from typer.testing import CliRunner
 
 from tcreport import api
+from tcreport.cli import app
 from tcreport.model import SourceFormat
 from tcreport.render import terminal
 
@@ -229,3 +231,36 @@ def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
             assert "aten::linear" not in view.analysis.selection.candidates
         assert cand.name == marker and cand.occurrences == 6
         assert cand.confidence in ("high", "medium") and (cand.period_cv or 0) < 0.05
+
+
+# --- iteration options that would do nothing ---------------------------------------------------------
+
+runner = CliRunner()
+
+
+def test_iter_start_past_a_one_iteration_trace_is_exit_2() -> None:
+    result = runner.invoke(app, ["summary", str(A100), "--iter-start", "5"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--iter-start 5 is past the last iteration" in lines[0]
+    assert "the run has 1 (0 to 0" in lines[0]
+    ok = runner.invoke(app, ["summary", str(A100), "--iter-start", "5", "--allow-empty"])
+    assert ok.exit_code == 0
+
+
+def test_unknown_key_node_is_exit_2_with_the_candidates() -> None:
+    result = runner.invoke(app, ["summary", "--json", str(H100), "--key-node", "aten::nope"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "'aten::nope' never occurs" in result.stderr
+    assert "repeat once per iteration here: none found" in result.stderr
+    ok = runner.invoke(app, ["summary", "--json", str(H100), "--key-node", "x", "--allow-empty"])
+    assert ok.exit_code == 0
+    assert any(f["id"] == "IT001" for f in json.loads(ok.stdout)["findings"])
+
+
+def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
+    from tcreport.analysis import key_nodes
+
+    view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")  # type: ignore[arg-type]
+    msg = key_nodes.ineffective_options(view.analysis.selection, "nope", None)
+    assert msg is not None and "'Optimizer.step#SGD.step'" in msg

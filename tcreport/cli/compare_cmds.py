@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tcreport.cli._common import (
+    AllowEmpty,
     IterStart,
     IterStop,
     KeyNode,
@@ -60,6 +61,7 @@ def diff(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
@@ -68,8 +70,8 @@ def diff(
 
         if fmt is DiffFormat.HTML and output is None:
             raise UsageError("--format html needs --output FILE")
-        b = load_and_analyze(base, key_node, iter_start, iter_stop)
-        h = load_and_analyze(head, key_node, iter_start, iter_stop)
+        b = load_and_analyze(base, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+        h = load_and_analyze(head, key_node, iter_start, iter_stop, allow_empty=allow_empty)
         d = compare.diff(b, h, force=force)
         if d.forced:
             err_console.print(
@@ -132,6 +134,7 @@ def check(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
@@ -146,8 +149,12 @@ def check(
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
-        view = load_and_analyze(path, key_node, iter_start, iter_stop)
-        base = load_and_analyze(baseline, key_node, iter_start, iter_stop) if baseline else None
+        view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+        base = (
+            load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+            if baseline
+            else None
+        )
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:

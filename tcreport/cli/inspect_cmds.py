@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from tcreport.cli._common import (
+    AllowEmpty,
     IterStart,
     IterStop,
     KeyNode,
@@ -57,12 +58,15 @@ def report(
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
     counters: Counters = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
         from tcreport import api
 
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
+        view = load_and_analyze(
+            path, key_node, iter_start, iter_stop, timestamp, counters, allow_empty=allow_empty
+        )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(output, text)
         err_console.print(f"tcreport: wrote {target}", markup=False)
@@ -78,12 +82,15 @@ def summary(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     counters: Counters = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
         from tcreport import api
 
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, counters=counters)
+        view = load_and_analyze(
+            path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
+        )
         if json_out:
             typer.echo(api.render_json(view), nl=False)
         else:
