@@ -8,6 +8,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from conftest import SAMPLES
 from rich.console import Console
 from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
@@ -264,3 +265,57 @@ def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
     view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")  # type: ignore[arg-type]
     msg = key_nodes.ineffective_options(view.analysis.selection, "nope", None)
     assert msg is not None and "'Optimizer.step#SGD.step'" in msg
+
+
+# --- CPU-only runs -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cpu_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real TensorFlow profiler capture of examples/mnist_keras.py on this machine's CPU."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("xprof")
+    import tcreport.cli.profile_cmd  # noqa: F401  (registers the command)
+
+    out = tmp_path_factory.mktemp("cpu") / "out"
+    example = Path(__file__).resolve().parent.parent / "examples" / "mnist_keras.py"
+    result = runner.invoke(
+        app, ["profile", str(example), "--backend", "tf", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_cpu_only_tf_capture_has_no_tc_verdict_and_host_time_columns(cpu_capture: Path) -> None:
+    summary = json.loads((cpu_capture / "summary.json").read_text())
+    assert summary["cpu_only"] is True
+    assert not [f for f in summary["findings"] if f["id"].startswith(("TC", "PR", "CV", "OP"))]
+    host = summary["host"]
+    assert host["ops"] and host["op_types"]
+    assert (
+        abs(sum(r["share"] for r in host["op_types"]) - 1.0) < 1e-9 or len(host["op_types"]) == 20
+    )
+    assert all(r["cpu_ns"] > 0 for r in host["ops"])
+    xplane = next(cpu_capture.rglob("*.xplane.pb"))
+    text = runner.invoke(app, ["summary", str(xplane)]).stdout
+    assert text.splitlines()[1].startswith("CPU-only run: no GPU kernels")
+    assert "Top ops by host time" in text and "Op types by host time" in text
+    assert "No GPU time of its own" not in text and "TC004" not in text
+    html = (cpu_capture / "report.html").read_text()
+    assert "CPU-only run: no GPU kernels." in html and "Host time (CPU-only run)" in html
+    md = runner.invoke(app, ["report", str(xplane), "--markdown", "-o", str(cpu_capture / "r.md")])
+    assert md.exit_code == 0
+    assert "**CPU-only run: no GPU kernels**" in (cpu_capture / "r.md").read_text()
+
+
+def test_batch_index_shows_no_tc_finding_for_a_cpu_run(cpu_capture: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "batch"
+    result = runner.invoke(app, ["batch", str(cpu_capture / "plugins"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    runs = pq.read_table(out / "dataset" / "runs").to_pylist()
+    assert len(runs) == 1
+    top = runs[0]["top_finding_id"]
+    assert top is None or not top.startswith(("TC", "PR", "CV", "OP", "GP"))
+    assert "TC004" not in (out / "index.html").read_text()

@@ -25,6 +25,7 @@ from tcreport.analysis import (
 from tcreport.analysis.communication import Communication
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
@@ -73,6 +74,10 @@ class Analysis:
     compile_ns: int | None = None
     # NCCL/collective kernel time and its exposed part (analysis.communication); None: no kernels
     communication: Communication | None = None
+    # CPU-only capture (analysis.host_time.is_cpu_only): no Tensor Core verdict, host-time rows
+    cpu_only: bool = False
+    host_ops: tuple[HostRow, ...] = ()
+    host_op_types: tuple[HostRow, ...] = ()
 
     @property
     def matrix_unit(self) -> str:
@@ -254,6 +259,8 @@ def compute(
         else (sliced, selection)
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
+    cpu_only = is_cpu_only(sliced.meta, time, ops)
+    host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     analysis = Analysis(
         meta=sliced.meta,
@@ -264,7 +271,7 @@ def compute(
         op_types=tuple(figures.op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
         iterations=_iteration_rows(all_iters, selection),
-        why_not=_why_not(sliced),
+        why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
@@ -280,5 +287,8 @@ def compute(
         compile_names=compiling.names,
         compile_ns=compiling.ns,
         communication=communication.communication(sliced.kernels),
+        cpu_only=cpu_only,
+        host_ops=host_ops,
+        host_op_types=host_types,
     )
     return analysis, sliced

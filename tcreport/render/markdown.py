@@ -19,6 +19,21 @@ def _esc(text: str) -> str:
     return out
 
 
+def _host_tables(view: Report) -> list[str]:
+    a = view.analysis
+    lines = ["| op | type | host time | share |", "|---|---|---:|---:|"]
+    lines += [
+        f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
+        for r in a.host_ops[:TOP]
+    ]
+    lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
+        for r in a.host_op_types[:TOP]
+    ]
+    return [*lines, ""]
+
+
 def _fix_first(view: Report) -> str:
     ff = view.fix_first
     if ff is None:
@@ -37,6 +52,11 @@ def render(view: Report) -> str:
         "",
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
         "",
+        *(
+            ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]
+            if a.cpu_only
+            else []
+        ),
         _fix_first(view),
         "",
         f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
@@ -54,7 +74,9 @@ def render(view: Report) -> str:
             if f.fix:
                 lines.append(f"  - fix: {_esc(f.fix)}")
         lines.append("")
-    if a.ops:
+    if a.cpu_only:
+        lines += _host_tables(view)
+    elif a.ops:
         lines += [
             "| op | type | GPU time | share | eligible | uses TC |",
             "|---|---|---:|---:|:-:|:-:|",

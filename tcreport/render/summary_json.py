@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tcreport.analysis.host_time import HostRow
 from tcreport.report import Report
 
 SCHEMA = "tcreport.summary/1"
@@ -17,6 +18,10 @@ TOP_N = 20
 
 def _int(x: float | int | None) -> int | None:
     return None if x is None else int(round(x))
+
+
+def _host(r: HostRow) -> dict[str, Any]:
+    return {"name": r.name, "ops": r.ops, "calls": r.calls, "cpu_ns": r.cpu_ns, "share": r.share}
 
 
 def summary_dict(view: Report) -> dict[str, Any]:
@@ -107,6 +112,11 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for f in view.findings
         ],
+        "cpu_only": a.cpu_only,
+        "host": {
+            "ops": [_host(r) for r in a.host_ops[:TOP_N]],
+            "op_types": [_host(r) for r in a.host_op_types[:TOP_N]],
+        },
         "communication": None
         if a.communication is None
         else {

@@ -91,9 +91,17 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
     )
 
 
+#: Rule families that judge GPU work (Tensor Cores, precision on them, convolutions, heavy
+#: non-TC ops, GPU utilisation, communication): meaningless on a CPU-only run.
+GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
+
+
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
-    found = [_normalise(f, analysis, bound) for rule in REGISTRY.values() for f in rule(analysis)]
+    rules = list(REGISTRY.items())
+    if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
+        rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
+    found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     found.sort(
         key=lambda f: (-(f.estimated_saving_ns or 0), SEVERITY_ORDER[f.severity], f.id, f.title)
     )
