@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from conftest import REALTRACES, SAMPLES
 from rich.console import Console
 from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
 from typer.testing import CliRunner
@@ -319,3 +320,85 @@ def test_batch_index_shows_no_tc_finding_for_a_cpu_run(cpu_capture: Path, tmp_pa
     top = runs[0]["top_finding_id"]
     assert top is None or not top.startswith(("TC", "PR", "CV", "OP", "GP"))
     assert "TC004" not in (out / "index.html").read_text()
+
+
+# --- the diff guard ----------------------------------------------------------------------------------
+
+V100 = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
+
+
+def test_diff_of_the_two_bundled_samples_refuses_in_one_line() -> None:
+    import tcreport.cli.compare_cmds  # noqa: F401  (registers diff/check)
+
+    result = runner.invoke(app, ["diff", str(A100), str(H100)])
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "cannot verify comparability: head GPU unknown" in lines[0]
+    assert "--force" in lines[0]
+    gate = runner.invoke(app, ["check", str(H100), "--baseline", str(A100)])
+    assert gate.exit_code == 2 and "cannot verify comparability" in gate.stderr
+    forced = runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-f", "json"])
+    assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
+
+
+def test_a_run_against_itself_compares_with_a_verdict_line() -> None:
+    import tcreport.cli.compare_cmds  # noqa: F401
+
+    result = runner.invoke(app, ["diff", str(A100), str(A100)])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[2] == "**Verdict: no change beyond noise**"
+    data = json.loads(runner.invoke(app, ["diff", str(A100), str(A100), "-f", "json"]).stdout)
+    assert data["verdict"] == "no change beyond noise" and data["not_comparable"] == []
+
+
+def test_three_and_four_iterations_of_the_same_model_compare() -> None:
+    from tcreport.compare import diff as compare
+
+    if not V100.exists():
+        pytest.skip("real trace not available")
+    run = api.load(V100)
+    three = api.analyze(run, iter_start=1, iter_stop=3)
+    four = api.analyze(run, iter_start=2, iter_stop=5)
+    assert (three.analysis.selection.info.aggregated, four.analysis.selection.info.aggregated) == (
+        3,
+        4,
+    )
+    d = compare.diff(three, four)
+    assert not d.forced and d.not_comparable == ()
+    assert d.verdict.split(":")[0] in ("better", "worse", "mixed", "no change beyond noise")
+
+
+def test_guard_reasons_synthetic() -> None:
+    import dataclasses
+
+    from tcreport.compare import diff as compare
+    from tcreport.model import Gpu
+
+    base = api.analyze(
+        synthetic_run(
+            kernels=[kernel_row("ampere_sgemm_128x64_tn", "mm", 1000, 100 * US)],
+            ops=[op_row("mm", "linear", "float32", 100 * US)],
+            gpus=(Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"),),
+        )
+    )
+    a = base.analysis
+
+    def variant(**meta: object) -> object:
+        return dataclasses.replace(
+            base, analysis=dataclasses.replace(a, meta=dataclasses.replace(a.meta, **meta))
+        )
+
+    two = (Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"), Gpu(1, "NVIDIA A100-SXM4-80GB", "8.0"))
+    cases = {
+        "different GPU count (1 vs 2)": variant(gpus=two),
+        "cannot verify comparability: head framework unknown": variant(framework=None),
+        "cannot verify comparability: head GPU unknown": variant(gpus=(Gpu(0),)),
+        "different framework (PyTorch 2.3.0 vs TensorFlow 2.15)": variant(
+            framework="TensorFlow 2.15"
+        ),
+    }
+    for reason, head in cases.items():
+        with pytest.raises(compare.NotComparableError, match=re.escape(reason)):
+            compare.diff(base, head)  # type: ignore[arg-type]
+    assert compare.diff(base, variant(framework="PyTorch")).not_comparable == ()  # no version
