@@ -402,3 +402,33 @@ def test_guard_reasons_synthetic() -> None:
         with pytest.raises(compare.NotComparableError, match=re.escape(reason)):
             compare.diff(base, head)  # type: ignore[arg-type]
     assert compare.diff(base, variant(framework="PyTorch")).not_comparable == ()  # no version
+
+
+# --- profile: a script that fails before its first step ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "shown"),
+    [
+        ("raise ValueError('bad data path')\n", 1, "ValueError: bad data path"),
+        ("import sys\nsys.exit(7)\n", 7, "exit code 7"),
+    ],
+)
+def test_profile_of_a_script_that_fails_before_its_first_step(
+    tmp_path: Path, body: str, code: int, shown: str
+) -> None:
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("xprof")
+    import tcreport.cli.profile_cmd  # noqa: F401
+
+    script = tmp_path / "crash.py"
+    script.write_text("import tensorflow as tf\n" + body)
+    result = runner.invoke(
+        app, ["profile", str(script), "--backend", "tf", "--output-dir", str(tmp_path / "o")]
+    )
+    assert result.exit_code == code
+    last = [ln for ln in result.stderr.splitlines() if ln.startswith("tcreport:")]
+    assert len(last) == 1 and "crash.py failed before its first step" in last[0]
+    assert shown in last[0] and "--key-node" not in last[0]
+    if code == 1:
+        assert "crash.py:2: ValueError: bad data path" in last[0]
