@@ -105,6 +105,42 @@ def _profiles(out_dir: Path) -> list[Path]:
     return sorted((out_dir / "plugins" / "profile").glob("*/*.xplane.pb"))
 
 
+def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, error: str) -> None:
+    """Refuse a capture with nothing in it, naming the cause: the script's own failure first
+    (exit with its code), then no step seen, then a window past the last step."""
+    if code != 0 and steps.profiled == 0:
+        # The script crashed before anything was captured: its failure is the news, not a
+        # missing key node. Exit as the script did, with its error.
+        when = (
+            "before its first step"
+            if steps.steps_seen == 0
+            else (
+                f"after {steps.steps_seen} steps, before step {start} where profiling was to start"
+            )
+        )
+        raise ScriptFailedError(
+            f"{req.script.name} failed {when} (exit code {code})"
+            + (f": {error}" if error else "")
+            + "; nothing was captured",
+            code,
+        )
+    if steps.owner is None:
+        hint = (
+            f"no call of a tf.function named {req.key_node!r}, "
+            if req.key_node
+            else "pass --key-node with the name of the tf.function that runs one step, "
+        )
+        raise CaptureError(
+            "no training steps seen: the script called no Keras Model.fit and marked no "
+            f"tf.profiler.experimental.Trace(step_num=...) steps ({hint.rstrip(', ')})"
+        )
+    if steps.profiled == 0:
+        raise UsageError(
+            f"--iter-start {start} is past the last step; the script ran {steps.steps_seen} "
+            f"(0 to {steps.steps_seen - 1})"
+        )
+
+
 def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     tf = _import_tf()
     start, stop = window(req.iter_start, req.iter_stop)
@@ -139,37 +175,7 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     if failures:
         raise failures[0]
     notes: list[str] = []
-    if code != 0 and steps.profiled == 0:
-        # The script crashed before anything was captured: its failure is the news, not a
-        # missing key node. Exit as the script did, with its error.
-        when = (
-            "before its first step"
-            if steps.steps_seen == 0
-            else (
-                f"after {steps.steps_seen} steps, before step {start} where profiling was to start"
-            )
-        )
-        raise ScriptFailedError(
-            f"{req.script.name} failed {when} (exit code {code})"
-            + (f": {error}" if error else "")
-            + "; nothing was captured",
-            code,
-        )
-    if steps.owner is None:
-        hint = (
-            f"no call of a tf.function named {req.key_node!r}, "
-            if req.key_node
-            else "pass --key-node with the name of the tf.function that runs one step, "
-        )
-        raise CaptureError(
-            "no training steps seen: the script called no Keras Model.fit and marked no "
-            f"tf.profiler.experimental.Trace(step_num=...) steps ({hint.rstrip(', ')})"
-        )
-    if steps.profiled == 0:
-        raise UsageError(
-            f"--iter-start {start} is past the last step; the script ran {steps.steps_seen} "
-            f"(0 to {steps.steps_seen - 1})"
-        )
+    _check_steps(req, steps, start, code, error)
     new = [p for p in _profiles(req.out_dir) if p not in before]
     if not new:
         raise CaptureError("the TensorFlow profiler wrote no .xplane.pb", req.out_dir)

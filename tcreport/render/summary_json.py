@@ -24,6 +24,35 @@ def _host(r: HostRow) -> dict[str, Any]:
     return {"name": r.name, "ops": r.ops, "calls": r.calls, "cpu_ns": r.cpu_ns, "share": r.share}
 
 
+def _advice(view: Report) -> dict[str, Any]:
+    """Fields added for issue 15: CPU-only host time, communication, the fix-first finding."""
+    a = view.analysis
+    return {
+        "cpu_only": a.cpu_only,
+        "host": {
+            "ops": [_host(r) for r in a.host_ops[:TOP_N]],
+            "op_types": [_host(r) for r in a.host_op_types[:TOP_N]],
+        },
+        "communication": None
+        if a.communication is None
+        else {
+            "kernel_ns": a.communication.kernel_ns,
+            "kernel_share": a.communication.kernel_share,
+            "exposed_ns": a.communication.exposed_ns,
+            "max_device_share": a.communication.max_device_share,
+            "wall_share": a.communication.wall_share(a.time.wall_ns),
+        },
+        "fix_first": None
+        if view.fix_first is None
+        else {
+            "id": view.fix_first.id,
+            "title": view.fix_first.title,
+            "fix": view.fix_first.fix,
+            "estimated_saving_ns": view.fix_first.estimated_saving_ns,
+        },
+    }
+
+
 def summary_dict(view: Report) -> dict[str, Any]:
     a = view.analysis
     m = a.meta
@@ -112,28 +141,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for f in view.findings
         ],
-        "cpu_only": a.cpu_only,
-        "host": {
-            "ops": [_host(r) for r in a.host_ops[:TOP_N]],
-            "op_types": [_host(r) for r in a.host_op_types[:TOP_N]],
-        },
-        "communication": None
-        if a.communication is None
-        else {
-            "kernel_ns": a.communication.kernel_ns,
-            "kernel_share": a.communication.kernel_share,
-            "exposed_ns": a.communication.exposed_ns,
-            "max_device_share": a.communication.max_device_share,
-            "wall_share": a.communication.wall_share(a.time.wall_ns),
-        },
-        "fix_first": None
-        if view.fix_first is None
-        else {
-            "id": view.fix_first.id,
-            "title": view.fix_first.title,
-            "fix": view.fix_first.fix,
-            "estimated_saving_ns": view.fix_first.estimated_saving_ns,
-        },
+        **_advice(view),
         "counter_disagreements": [
             {
                 "name": c.name,

@@ -21,48 +21,8 @@ def render(view: Report, console: Console | None = None) -> None:
         f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
         soft_wrap=True,
     )
-    if a.cpu_only:
-        out.print(
-            "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
-            "type below.",
-            markup=False,
-            soft_wrap=True,
-        )
-    ff = view.fix_first
-    if ff is not None:
-        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
-        out.print(f"Fix first: {ff.id}: {ff.title}{saving}", markup=False, soft_wrap=True)
-    else:
-        out.print("Fix first: no actionable finding", markup=False)
-    head = Table(show_header=False, box=None, pad_edge=False)
-    head.add_column(style="bold")
-    head.add_column()
-    if a.cpu_only:
-        head.add_row("Host time (ops)", fmt.ns(sum(r.cpu_ns for r in a.host_ops)))
-        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-    else:
-        head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
-        head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
-        head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-        head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
-        head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
-        if a.communication is not None and a.communication.kernel_ns:
-            head.add_row(
-                "Collective communication",
-                f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
-            )
-        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-        head.add_row(
-            "TC-eligible ops / using TC",
-            f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}",
-        )
-        head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
-    it = a.selection.info
-    head.add_row(
-        "Iterations",
-        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
-    )
-    out.print(head)
+    _lead(out, view)
+    out.print(_headline(view))
 
     name_w = max(24, out.width - 56)
     if a.cpu_only:
@@ -141,3 +101,54 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
                 fmt.pct(r.share),
             )
         out.print(t)
+
+
+def _lead(out: Console, view: Report) -> None:
+    """The lines a reviewer reads first: a CPU-only run says so, then the one fix to make."""
+    a = view.analysis
+    if a.cpu_only:
+        out.print(
+            "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
+            "type below.",
+            markup=False,
+            soft_wrap=True,
+        )
+    ff = view.fix_first
+    if ff is not None:
+        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+        out.print(f"Fix first: {ff.id}: {ff.title}{saving}", markup=False, soft_wrap=True)
+    else:
+        out.print("Fix first: no actionable finding", markup=False)
+
+
+def _headline(view: Report) -> Table:
+    a = view.analysis
+    head = Table(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    if a.cpu_only:
+        head.add_row("Host time (ops)", fmt.ns(sum(r.cpu_ns for r in a.host_ops)))
+        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+    else:
+        head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
+        head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
+        head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
+        head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
+        if a.communication is not None and a.communication.kernel_ns:
+            head.add_row(
+                "Collective communication",
+                f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
+            )
+        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+        head.add_row(
+            "TC-eligible ops / using TC",
+            f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}",
+        )
+        head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
+    it = a.selection.info
+    head.add_row(
+        "Iterations",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
+    )
+    return head
