@@ -432,3 +432,25 @@ def test_profile_of_a_script_that_fails_before_its_first_step(
     assert shown in last[0] and "--key-node" not in last[0]
     if code == 1:
         assert "crash.py:2: ValueError: bad data path" in last[0]
+
+
+def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
+    from synthetic import HOSTILE
+
+    markup = "[bold red]x[/bold red]"
+    run = synthetic_run(
+        kernels=[],
+        ops=[
+            {**op_row("a", HOSTILE, "float32", 0), "gpu_ns": None, "name": HOSTILE},
+            {**op_row("b", markup, "float32", 0), "gpu_ns": None, "name": markup},
+        ],
+        gpus=(),
+    )
+    view = api.analyze(run)
+    assert view.analysis.cpu_only and {r.name for r in view.analysis.host_ops} == {HOSTILE, markup}
+    html = api.render_html(view)
+    assert HOSTILE not in html and "&lt;/script&gt;&lt;img" in html
+    assert "<img" not in api.render_markdown(view)
+    out = io.StringIO()
+    terminal.render(view, Console(file=out, width=300))
+    assert HOSTILE in out.getvalue() and markup in out.getvalue()

@@ -92,9 +92,9 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
         for col in cols:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for r in rows[:TOP]:
-            lead = r.type or "" if first == "op" else str(r.ops)
+            lead = escape(r.type or "") if first == "op" else str(r.ops)
             t.add_row(
-                fmt.tail(r.name, name_w),
+                escape(fmt.tail(r.name, name_w)),
                 lead,
                 fmt.count(r.calls),
                 fmt.ns(r.cpu_ns),
