@@ -1,19 +1,12 @@
-"""Shared test fixtures: where the real traces live, and a scratch copy helper."""
+"""Shared test fixtures: the real traces (skipped where absent) and the Hypothesis profile."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+import profiles  # noqa: F401  registers and loads the Hypothesis profile
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-#: CI clones the repo with shared/ beside it; developers have it at ../shared as well.
-REALTRACES = Path(os.environ.get("TCREPORT_REALTRACES", ROOT.parent / "shared" / "realtraces"))
-SAMPLES = ROOT / "sample_traces"
-DLPROF_CNN = REALTRACES / "dlprof" / "v1.8-pytorch-cnn"
-NSYS_H100 = REALTRACES / "nsys" / "h100x2-bf16-fastvideo" / "mfu_2gpu_after.sqlite"
-NSYS_WIN2022 = REALTRACES / "nsys" / "v2022.1-windows-synthetic" / "con_kernel.sqlite"
+from trace_paths import DLPROF_CNN, NSYS_H100, NSYS_WIN2022
 
 
 def _need(path: Path) -> Path:

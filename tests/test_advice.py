@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REALTRACES, SAMPLES
 from rich.console import Console
-from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_run
+from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_rows_run
+from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
 from tcreport import api
@@ -42,7 +42,7 @@ def test_a100_sample_top_finding_is_tf32_off_with_the_pytorch_fix() -> None:
 
 
 def test_tf32_off_from_kernel_names_in_tensorflow_words_synthetic() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[kernel_row("ampere_sgemm_128x64_nn", "mm", 1000, 800 * US)],
         ops=[op_row("mm", "MatMul", None, 800 * US)],
         framework="TensorFlow 2.15",
@@ -53,7 +53,7 @@ def test_tf32_off_from_kernel_names_in_tensorflow_words_synthetic() -> None:
 
 
 def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[kernel_row("volta_sgemm_128x64_nn", "mm", 1000, 800 * US)],
         ops=[op_row("mm", "linear", None, 800 * US)],
         cc="7.0",
@@ -63,7 +63,7 @@ def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
 
 
 def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[
             kernel_row("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
             kernel_row("volta_sgemm_128x64_nn", "b", 200 * US, 300 * US),
@@ -78,7 +78,7 @@ def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
 
 
 def _compile_run(name: str, compile_ms: float) -> object:
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 50 * MS, 10 * MS)],
         ranges=[
             range_row(name, 0, int(compile_ms * MS)),
@@ -104,7 +104,7 @@ def test_it005_silent_on_per_step_guards_synthetic() -> None:
 
 
 def _fp16_scaler_run(cc: str) -> object:
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[
             kernel_row("ampere_fp16_s16816gemm_fp16_128x128", "mm", 1000, 5 * MS),
             kernel_row("amp_update_scale_cuda_kernel", None, 6 * MS, 20 * US),
@@ -160,7 +160,7 @@ def test_fix_first_on_the_a100_sample_is_the_tf32_finding() -> None:
 
 
 def test_notes_never_take_the_fix_first_place_synthetic() -> None:
-    run = synthetic_run(kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 1000, 10 * US)])
+    run = synthetic_rows_run(kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 1000, 10 * US)])
     view = api.analyze(run)
     assert [f.id for f in view.findings] == ["IT001"]
     assert view.fix_first is None
@@ -169,7 +169,7 @@ def test_notes_never_take_the_fix_first_place_synthetic() -> None:
 
 
 def test_small_communication_is_no_finding_synthetic() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[
             kernel_row("volta_h884gemm_128x128_nn", None, 1000, 100 * US),
             kernel_row("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", None, 200 * US, 2 * US),
@@ -211,7 +211,7 @@ def _steps_with_noise(marker: str, kind: str, n: int = 6) -> object:
             ops[-1]["name"] = marker
         else:
             ranges.append(range_row(marker, t0, t0 + 10 * MS - 1))
-    return synthetic_run(kernels=kernels, ops=ops, ranges=ranges or None, cc="8.0")
+    return synthetic_rows_run(kernels=kernels, ops=ops, ranges=ranges or None, cc="8.0")
 
 
 def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
@@ -227,7 +227,7 @@ def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
             (cand,) = key_nodes.validated_candidates(run)  # type: ignore[arg-type]
         else:
             view = api.analyze(run)  # type: ignore[arg-type]
-            cand = view.analysis.selection.suggestions[0]
+            cand = view.analysis.key_node_suggestions[0]
             (it001,) = [f for f in view.findings if f.id == "IT001"]
             assert f"--key-node {marker!r}" in (it001.fix or "")
             assert "aten::linear" not in view.analysis.selection.candidates
@@ -376,7 +376,7 @@ def test_guard_reasons_synthetic() -> None:
     from tcreport.model import Gpu
 
     base = api.analyze(
-        synthetic_run(
+        synthetic_rows_run(
             kernels=[kernel_row("ampere_sgemm_128x64_tn", "mm", 1000, 100 * US)],
             ops=[op_row("mm", "linear", "float32", 100 * US)],
             gpus=(Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"),),
@@ -438,7 +438,7 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
     from synthetic import HOSTILE
 
     markup = "[bold red]x[/bold red]"
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[],
         ops=[
             {**op_row("a", HOSTILE, "float32", 0), "gpu_ns": None, "name": HOSTILE},

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synthetic import HOSTILE, hostile_run
+from synthetic import HOSTILE, hostile_run, run_meta
 
 from tcreport import api, schema
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Granularity, IterationInfo, Run
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "realtraces"
 CHROMIUM_ARGS = [
@@ -361,8 +361,7 @@ def _hostile_variant(name: str) -> Run:
         {"iteration": [0, 1], "start_ns": [0, 20000], "end_ns": [20000, 40000]},
         schema.TableKind.ITERATIONS,
     )
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
+    meta = run_meta(
         path=f"/tmp/{name}.sqlite",
         profiler=f"Nsight Systems {name}",
         profiler_version=name,

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
@@ -524,7 +525,9 @@ _ARGS = [
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=budget(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_mutated_events_never_raise_anything_but_input_error(
@@ -556,7 +559,9 @@ def test_mutated_events_never_raise_anything_but_input_error(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=budget(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(cut=st.integers(0, 10_000), flip=st.integers(0, 10_000), gz=st.booleans())
 def test_damaged_bytes_never_raise_anything_but_input_error(

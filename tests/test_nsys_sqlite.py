@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from trace_paths import SAMPLES
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect, load
@@ -19,7 +20,6 @@ from tcreport.ingest.nsys import nvtx_nesting as _nvtx_nesting
 from tcreport.ingest.nsys import reader as nsys_sqlite
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
-from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.realtraces
 

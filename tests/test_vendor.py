@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REALTRACES, ROOT
 from synthetic import synthetic_vendor_run
+from trace_paths import REALTRACES, ROOT
 
 from tcreport import api
 from tcreport.analysis import tc_kernels as tk

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -26,9 +25,6 @@ from tcreport.analysis import _codes
 from tcreport.errors import UsageError
 from tcreport.model import IterationInfo, Run, RunMeta
 
-if TYPE_CHECKING:
-    from tcreport.analysis.key_nodes import KeyNodeCandidate
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -38,8 +34,6 @@ class Selection:
     key_node_found: bool  # False when the user named a key node that never occurs
     candidates: tuple[str, ...] = ()  # validated key-node names, offered when no key node worked
     sliced: bool = False  # True when rows were filtered to [start, stop]
-    # the same candidates with their evidence and confidence (analysis.key_nodes)
-    suggestions: tuple[KeyNodeCandidate, ...] = ()
 
 
 def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -202,16 +196,9 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
 
 
 def _no_split(run: Run, info: IterationInfo, found: bool) -> Selection:
-    """The selection of a run that could not be split, with the key nodes it could be split by."""
-    from tcreport.analysis.key_nodes import validated_candidates
-
-    sugg = validated_candidates(run)
-    return Selection(
-        info=info,
-        key_node_found=found,
-        candidates=tuple(c.name for c in sugg),
-        suggestions=sugg,
-    )
+    """The selection of a run that could not be split; :func:`tcreport.analysis.result.compute`
+    adds the validated key-node candidates (analysis.key_nodes)."""
+    return Selection(info=info, key_node_found=found)
 
 
 def _last_event_ns(run: Run) -> int | None:

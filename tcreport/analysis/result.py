@@ -7,6 +7,7 @@ This is the single object findings rules and renderers read. It is built once pe
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from tcreport.analysis import (
     compilation,
     figures,
     iterations,
+    key_nodes,
     timeline,
     vendor,
 )
@@ -27,6 +29,7 @@ from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.analysis.vendor import Vendor
@@ -59,7 +62,6 @@ class Analysis:
     kernel_agreement: Agreement | None
     has_kernels: bool
     has_ops: bool
-    # Added for the findings engine; defaults keep older constructors working.
     timeline: TimelineFigures | None = None  # None without per-launch kernel timestamps
     data_loader_names: tuple[str, ...] = ()  # host ranges/ops that name a data loader
     data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
@@ -78,6 +80,8 @@ class Analysis:
     cpu_only: bool = False
     host_ops: tuple[HostRow, ...] = ()
     host_op_types: tuple[HostRow, ...] = ()
+    # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
+    key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
 
     @property
     def matrix_unit(self) -> str:
@@ -237,14 +241,18 @@ def compute(
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
-) -> tuple[Analysis, Run]:
-    """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
+) -> Analysis:
+    """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
 
     gpu_vendor = run_vendor(run)
     classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
+    suggestions: tuple[KeyNodeCandidate, ...] = ()
+    if not selection.key_node_found or selection.info.method == "whole run":
+        suggestions = key_nodes.validated_candidates(classified)
+        selection = dataclasses.replace(selection, candidates=tuple(c.name for c in suggestions))
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
     classified_share = (
@@ -262,7 +270,7 @@ def compute(
     cpu_only = is_cpu_only(sliced.meta, time, ops)
     host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
-    analysis = Analysis(
+    return Analysis(
         meta=sliced.meta,
         selection=selection,
         time=time,
@@ -290,5 +298,5 @@ def compute(
         cpu_only=cpu_only,
         host_ops=host_ops,
         host_op_types=host_types,
+        key_node_suggestions=suggestions,
     )
-    return analysis, sliced

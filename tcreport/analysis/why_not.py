@@ -233,14 +233,6 @@ def _cc(gpus: Sequence[Gpu], device_id: int | None) -> float | None:
     return min((c for _, c in known), default=None)
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 # --- explain --------------------------------------------------------------------------------------
 
 
@@ -288,6 +280,15 @@ def _first_of_each(missed: pa.Table) -> np.ndarray:
     return _codes.first_rows(_codes.combine(*keys))
 
 
+def _kernel_dtype(row: dict[str, object], dtype: str | None, label: str) -> tuple[str | None, str]:
+    """Without a recorded dtype, the op's own float32 CUDA-core GEMM/convolution kernel
+    (analysis.kernel_evidence) says it ran in float32, and the message names that kernel."""
+    kernel = row.get("fp32_kernel")
+    if dtype is None and isinstance(kernel, str):
+        return "fp32", f"{label} (launched {kernel[:60]}, a float32 CUDA-core kernel)"
+    return dtype, label
+
+
 def _one(
     row: dict[str, object],
     flavour: str,
@@ -312,10 +313,7 @@ def _one(
         return WhyNot(op_id, name, reason, message, fix, pad)
 
     target = "bf16" if cc is not None and cc >= 8.0 else "fp16"
-    fp32_kernel = row.get("fp32_kernel")
-    if dtype is None and isinstance(fp32_kernel, str):
-        dtype = "fp32"  # the op's own kernel is a float32 CUDA-core GEMM/convolution
-        label = f"{label} (launched {fp32_kernel[:60]}, a float32 CUDA-core kernel)"
+    dtype, label = _kernel_dtype(row, dtype, label)
     if dtype == "fp64":
         return why(
             Reason.FP64,

@@ -34,7 +34,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import api
+from tcreport import _fs
+from tcreport._fs import write_text_atomic
 from tcreport.batch.work import TABLES, Outcome, Task, failed, process
 from tcreport.errors import InputError, OutputError, UsageError
 
@@ -52,6 +53,8 @@ TRACE_SUFFIXES = (
 )
 HASH_CHUNK = 1 << 20
 STAGING = ".staging"
+#: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
+OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
 
 
 class Executor(StrEnum):
@@ -179,7 +182,7 @@ def _write_run(out: Path, o: Outcome) -> None:
             old.unlink()  # --force on a run whose partition moved
         if o.report_html is not None:
             (out / "reports").mkdir(exist_ok=True)
-            api.write_text_atomic(out / "reports" / f"{o.run_id}.html", o.report_html)
+            write_text_atomic(out / "reports" / f"{o.run_id}.html", o.report_html)
         for name in (*(n for n in TABLES if n != "runs"), "runs"):
             target = out / "dataset" / name / part / f"{o.run_id}.parquet"
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -266,10 +269,8 @@ def run_batch(
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create: {exc.strerror}", out) from exc
+    _fs.refuse_inputs(out, [root], nested_ok=True)
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
     found = discover(root, exclude=out.resolve())
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())

@@ -13,10 +13,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 
-from tcreport import __version__, api
+from tcreport import __version__, ingest, report
 from tcreport.errors import TcreportError
 
 RUNS = pa.schema(
@@ -171,9 +172,11 @@ def process(task: Task) -> Outcome:
     if task.error is not None or task.format is None:
         return _failed(task, date, task.error or "format not detected", started)
     try:
-        run = api.load(task.path)
-        view = api.analyze(run, source_path=task.source)
-        html = api.render_html(view)
+        from tcreport.render.html import render as render_html
+
+        run = ingest.load(Path(task.path))
+        view = report.build(run, source_path=task.source)
+        html = render_html(view)
     except TcreportError as exc:
         return _failed(task, date, exc.reason, started)
     except Exception as exc:  # a reader bug on one trace must not stop the batch; it is recorded

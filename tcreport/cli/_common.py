@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from tcreport.errors import TcreportError, UsageError
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,6 +40,26 @@ AllowEmpty = Annotated[
         "(the whole run is aggregated) instead of stopping with exit 2.",
     ),
 ]
+FollowLink = Annotated[
+    bool,
+    typer.Option(
+        "--follow-link",
+        help="When -o is a symbolic link, write the file it points to (default: refuse).",
+    ),
+]
+ReplaceReadOnly = Annotated[
+    bool,
+    typer.Option(
+        "--replace-read-only",
+        help="Replace a read-only -o file (it stays read-only; default: refuse).",
+    ),
+]
+
+
+def say(message: str) -> None:
+    """One line on stderr; file names and trace strings in it have their control characters
+    shown (``\x1b``), never sent raw to the terminal."""
+    err_console.print(plain(message), markup=False, soft_wrap=True, highlight=False)
 
 
 @contextmanager
@@ -47,7 +68,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        err_console.print(f"tcreport: error: {exc}", markup=False, soft_wrap=True)
+        reason = " ".join(ln.strip() for ln in exc.reason.splitlines() if ln.strip())
+        say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("tcreport: interrupted", markup=False)
@@ -58,7 +80,9 @@ def user_errors() -> Iterator[None]:
 def status(message: str) -> Iterator[None]:
     """A spinner on stderr for work that may take more than a second (silent when not a TTY)."""
     if sys.stderr.isatty():
-        with err_console.status(message):
+        from rich.markup import escape
+
+        with err_console.status(escape(plain(message))):  # it names the user's file
             yield
     else:
         yield

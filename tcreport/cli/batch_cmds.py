@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import err_console, user_errors
+from tcreport.cli._common import err_console, say, user_errors
 from tcreport.cli.app import app
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -82,18 +83,21 @@ def batch(
                 on_done=done,
             )
         for source, error in result.failed:
-            err_console.print(f"tcreport: failed: {source}: {error}", markup=False, soft_wrap=True)
+            say(f"tcreport: failed: {source}: {error}")
         summary = (
             f"tcreport: {result.processed} processed, {result.skipped} already in the dataset, "
             f"{len(result.failed)} failed in {result.seconds:.1f} s; wrote {result.index}"
         )
-        err_console.print(summary, markup=False, soft_wrap=True)
+        say(summary)
         if result.failed:
             raise typer.Exit(1)
 
 
 def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
-    progress.update(task, advance=1, last=("" if o.ok else "failed: ") + o.source)
+    from rich.markup import escape
+
+    last = escape(plain(("" if o.ok else "failed: ") + o.source))  # the column reads markup
+    progress.update(task, advance=1, last=last)
 
 
 @app.command()
@@ -121,11 +125,13 @@ def query(
         else:
             from rich.console import Console
             from rich.table import Table
+            from rich.text import Text
 
             t = Table(show_lines=False)
             for name in table.column_names:
-                t.add_column(name, overflow="fold")
+                t.add_column(Text(plain(name)), overflow="fold")
             for row in table.to_pylist():  # a query result a person reads: small
-                t.add_row(*("" if v is None else str(v) for v in row.values()))
+                # Text, not str: a value is data, never rich markup; controls shown, not sent
+                t.add_row(*(Text("" if v is None else plain(str(v))) for v in row.values()))
             Console(highlight=False).print(t)
             err_console.print(f"{table.num_rows} rows", markup=False)

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from tcreport.cli._common import (
     AllowEmpty,
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
-    err_console,
+    ReplaceReadOnly,
     load_and_analyze,
+    say,
     user_errors,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
+from tcreport.render.escape import terminal as plain
 
 
 class DiffFormat(StrEnum):
@@ -62,6 +62,8 @@ def diff(
     iter_stop: IterStop = None,
     force: Force = False,
     allow_empty: AllowEmpty = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
@@ -70,14 +72,19 @@ def diff(
 
         if fmt is DiffFormat.HTML and output is None:
             raise UsageError("--format html needs --output FILE")
+        if output is not None:
+            from tcreport import _fs
+
+            _fs.refuse_inputs(output, [base, head])
+            _fs.check_file_target(
+                output, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         b = load_and_analyze(base, key_node, iter_start, iter_stop, allow_empty=allow_empty)
         h = load_and_analyze(head, key_node, iter_start, iter_stop, allow_empty=allow_empty)
         d = compare.diff(b, h, force=force)
         if d.forced:
-            err_console.print(
+            say(
                 "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-                markup=False,
-                soft_wrap=True,
             )
         if fmt is DiffFormat.HTML:
             from tcreport.render import diff_html
@@ -94,8 +101,10 @@ def diff(
         if output is None:
             typer.echo(text, nl=False)
         else:
-            target = api.write_text_atomic(output, text)
-            err_console.print(f"tcreport: wrote {target}", markup=False)
+            target = api.write_text_atomic(
+                output, text, follow_link=follow_link, replace_read_only=replace_read_only
+            )
+            say(f"tcreport: wrote {target}")
 
 
 @app.command()
@@ -161,5 +170,5 @@ def check(
             typer.echo(f"tcreport check: OK: {len(result.results)} gates passed{forced}")
             return
         for r in result.failures:
-            typer.echo(f"tcreport check: FAIL {r.name}: {r.message}{forced}")
+            typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
         raise typer.Exit(1)

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from tcreport.cli._common import (
     AllowEmpty,
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
-    err_console,
+    ReplaceReadOnly,
     load_and_analyze,
+    say,
     status,
     user_errors,
 )
 from tcreport.cli.app import app
-from tcreport.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
 
 Counters = Annotated[
     Path | None,
@@ -59,17 +57,23 @@ def report(
     ] = False,
     counters: Counters = None,
     allow_empty: AllowEmpty = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
+        _fs.refuse_inputs(output, [path, counters])
+        _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
         view = load_and_analyze(
             path, key_node, iter_start, iter_stop, timestamp, counters, allow_empty=allow_empty
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
-        target = api.write_text_atomic(output, text)
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        target = api.write_text_atomic(
+            output, text, follow_link=follow_link, replace_read_only=replace_read_only
+        )
+        say(f"tcreport: wrote {target}")
 
 
 @app.command()
@@ -107,19 +111,23 @@ def ingest(
         typer.Option("--output", "-o", help="Folder to write the canonical Parquet tables to."),
     ],
     force: Annotated[
-        bool, typer.Option("--force", help="Replace the folder if it exists.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the folder if it is one 'tcreport ingest' wrote (never another).",
+        ),
     ] = False,
     counters: Counters = None,
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
-        if output.exists() and not force:
-            raise UsageError("already exists; pass --force to replace it", output)
+        api.check_ingest_output(output, force=force)
+        _fs.refuse_inputs(output, [path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)
             if counters is not None:
                 run = api.attach_counters(run, counters)
-        target = api.ingest(run, output)
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        target = api.ingest(run, output, force=force)
+        say(f"tcreport: wrote {target}")

@@ -111,7 +111,7 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
 
 def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) -> str:
     """One line that says whether head is better, worse or mixed, by how much, per iteration."""
-    from tcreport.rules._common import dur
+    from tcreport.fmt import ns as dur
 
     moved = [f for f in figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
     better = [f for f in moved if f.verdict is Change.IMPROVED]

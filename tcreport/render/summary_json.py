@@ -1,4 +1,4 @@
-"""``tcreport summary --json``: the ``tcreport.summary/1`` contract of shared/SUMMARY-JSON.md.
+"""``tcreport summary --json``: the ``tcreport.summary/1`` contract of docs/summary-json.md.
 
 A public contract: fields may be added, never renamed or changed in meaning without a new schema
 version. Times are integer ns, shares fractions in [0, 1], unknown figures ``null``, keys sorted.
@@ -53,6 +53,21 @@ def _advice(view: Report) -> dict[str, Any]:
     }
 
 
+def _system(view: Report) -> dict[str, Any]:
+    """The GPUs (whitelisted fields), the run's vendor and what its matrix units are called."""
+    a = view.analysis
+    gpus = [
+        {
+            "device_id": g.device_id,
+            "name": g.name,
+            "compute_capability": g.compute_capability,
+            "vendor": g.vendor,
+        }
+        for g in a.meta.gpus
+    ]
+    return {"gpus": gpus, "vendor": a.vendor.value, "matrix_unit": a.matrix_unit}
+
+
 def summary_dict(view: Report) -> dict[str, Any]:
     a = view.analysis
     m = a.meta
@@ -67,19 +82,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             "profiler_version": m.profiler_version,
             "framework": m.framework,
         },
-        "system": {
-            "gpus": [
-                {
-                    "device_id": g.device_id,
-                    "name": g.name,
-                    "compute_capability": g.compute_capability,
-                    "vendor": g.vendor,
-                }
-                for g in m.gpus
-            ],
-            "vendor": a.vendor.value,
-            "matrix_unit": a.matrix_unit,
-        },
+        "system": _system(view),
         "iterations": {
             "key_node": it.key_node,
             "total": it.total,

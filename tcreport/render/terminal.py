@@ -1,4 +1,8 @@
-"""The terminal summary: the verdict first, then the few tables worth reading in a shell."""
+"""The terminal summary: the verdict first, then the few tables worth reading in a shell.
+
+Every trace string passes ``_cell`` (rich markup) or ``render.escape.terminal`` (plain prints): a
+GPU or op name holding ESC/OSC/CSI sequences is shown as ``\x1b...``, never sent to the terminal.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tcreport.render import fmt
+from tcreport import fmt
+from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
+
+
+def _cell(text: str) -> str:
+    """A trace string for a place rich reads as markup: controls made visible, ``[`` escaped."""
+    return escape(plain(text))
 
 
 def render(view: Report, console: Console | None = None) -> None:
@@ -18,7 +28,8 @@ def render(view: Report, console: Console | None = None) -> None:
     m = a.meta
     gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
     out.print(
-        f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
+        f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
+        f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",
         soft_wrap=True,
     )
     _lead(out, view)
@@ -34,8 +45,8 @@ def render(view: Report, console: Console | None = None) -> None:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for o in a.ops[:TOP]:
             t.add_row(
-                fmt.tail(o.name, name_w),
-                o.type or "",
+                _cell(fmt.tail(o.name, name_w)),
+                _cell(o.type or ""),
                 fmt.count(o.calls),
                 fmt.ns(o.gpu_ns),
                 fmt.pct(o.share),
@@ -50,12 +61,12 @@ def render(view: Report, console: Console | None = None) -> None:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for k in a.kernels[:TOP]:
             t.add_row(
-                fmt.tail(k.name, name_w),
+                _cell(fmt.tail(k.name, name_w)),
                 str(k.calls),
                 fmt.ns(k.gpu_ns),
                 fmt.pct(k.share),
                 fmt.yes_no(k.uses_tc),
-                k.tc_rule or "",
+                _cell(k.tc_rule or ""),
             )
         out.print(t)
     if view.findings:
@@ -63,14 +74,16 @@ def render(view: Report, console: Console | None = None) -> None:
         for f in view.findings:
             saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
             out.print(
-                f"  [{f.severity.value}] {f.id}: {f.title}{saving}", markup=False, soft_wrap=True
+                plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
+                markup=False,
+                soft_wrap=True,
             )
             if f.fix:
-                out.print(f"      fix: {f.fix}", markup=False, soft_wrap=True)
+                out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
     if m.notes:
         out.print("[bold]Notes[/bold]", markup=True)
         for note in m.notes:
-            out.print(f"  - {note}", markup=False, soft_wrap=True)
+            out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
 
 
 def _host_tables(out: Console, view: Report, name_w: int) -> None:
@@ -92,9 +105,9 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
         for col in cols:
             t.add_column(col, no_wrap=True, min_width=len(col))
         for r in rows[:TOP]:
-            lead = escape(r.type or "") if first == "op" else str(r.ops)
+            lead = _cell(r.type or "") if first == "op" else str(r.ops)
             t.add_row(
-                escape(fmt.tail(r.name, name_w)),
+                _cell(fmt.tail(r.name, name_w)),
                 lead,
                 fmt.count(r.calls),
                 fmt.ns(r.cpu_ns),
@@ -116,7 +129,7 @@ def _lead(out: Console, view: Report) -> None:
     ff = view.fix_first
     if ff is not None:
         saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
-        out.print(f"Fix first: {ff.id}: {ff.title}{saving}", markup=False, soft_wrap=True)
+        out.print(plain(f"Fix first: {ff.id}: {ff.title}{saving}"), markup=False, soft_wrap=True)
     else:
         out.print("Fix first: no actionable finding", markup=False)
 
@@ -149,6 +162,7 @@ def _headline(view: Report) -> Table:
     it = a.selection.info
     head.add_row(
         "Iterations",
-        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
+        f"({_cell(it.method or 'as reported')})",
     )
     return head

@@ -18,11 +18,11 @@ def check(analysis: Analysis) -> list[Finding]:
     else:
         title = "No iteration marker found; the whole run was aggregated"
     detail = "Warm-up, autotuning and compilation are averaged into the figures. "
-    if sel.suggestions:
-        best = sel.suggestions[0]
+    if analysis.key_node_suggestions:
+        best = analysis.key_node_suggestions[0]
         detail += (
             "Names that repeat with a steady period over most of the run: "
-            + "; ".join(s.describe() for s in sel.suggestions)
+            + "; ".join(s.describe() for s in analysis.key_node_suggestions)
             + "."
         )
         fix = f"Pass --key-node {best.name!r} and --iter-start 1 (or later) to skip warm-up" + (
