@@ -146,7 +146,7 @@ def _headline(view: Report) -> Table:
         head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
         head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-        head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row(f"{a.matrix_unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
         head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
         if a.communication is not None and a.communication.kernel_ns:
             head.add_row(
