@@ -39,6 +39,8 @@ def synthetic_view(precision: str, op_prefix: str = "model") -> Report:
 EXPECTED_MARKDOWN = """\
 ### tcreport diff
 
+**Verdict: better: GPU kernel time per iteration -58.1% (155.0 µs → 65.0 µs); Tensor Core share +92.3 pt; Eligible GPU time not on TC per iteration -100.0% (150.0 µs → 0 ns) (precision changed: fp32 → bf16 mixed)**
+
 | | base | head |
 |---|---|---|
 | input | synthetic-fp32 | synthetic-bf16 |

@@ -130,7 +130,7 @@ def _kernel_evidence(ops: pa.Table, kernels: pa.Table) -> tuple[pa.Array, pa.Arr
 
 
 def own_verdicts(
-    ops: pa.Table, kernels: pa.Table | None
+    ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False
 ) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
     """tcreport's own (eligible, uses TC) per op row, from op types and the op's kernels; the
     profiler's labels only fill what this cannot decide (an op with no kernel rows).
@@ -138,6 +138,8 @@ def own_verdicts(
     ``uses``: True if any of the op's kernels used Tensor Cores; False if all of them are known
     not to; otherwise the profiler's own label; otherwise False for an op that launched no GPU
     work (``gpu_ns``/``kernel_calls`` of 0) and null (unknown) for the rest.
+    ``judged``: the kernels were already classified (with the run's vendor pack), so all-unknown
+    verdicts are an answer, not a table still to classify.
     """
     type_col = ops.column("type")
     by_type = pc.or_(
@@ -158,7 +160,7 @@ def own_verdicts(
         and kernels.num_rows
         and kernels.column("op_id").null_count < kernels.num_rows
     ):
-        if kernels.column("uses_tc").null_count == kernels.num_rows:
+        if not judged and kernels.column("uses_tc").null_count == kernels.num_rows:
             kernels = classify_kernels(kernels)
         any_tc, all_no, has = _kernel_evidence(ops, kernels)
         from_kernels = pc.if_else(
@@ -177,7 +179,7 @@ def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     return col.cast(pa.bool_())
 
 
-def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
+def classify_ops(ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False) -> pa.Table:
     """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
 
     Where the profiler states them (DLProf's ``TC Eligible`` / ``Using TC``, any version) its
@@ -188,7 +190,7 @@ def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
     Tensor Cores is eligible, whoever said so. ``profiler_*`` columns stay as written.
     """
     schema.validate(ops, schema.TableKind.OPS)
-    own_elig, own_uses = own_verdicts(ops, kernels)
+    own_elig, own_uses = own_verdicts(ops, kernels, judged=judged)
     uses = pc.coalesce(ops.column("profiler_uses_tc"), own_uses)
     eligible = pc.or_(
         pc.fill_null(pc.coalesce(ops.column("profiler_tc_eligible"), own_elig), False),

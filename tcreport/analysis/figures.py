@@ -61,6 +61,9 @@ class OpRow:
     cpu_ns: int | None = None
     # compute-kernel time of the eligible calls that used no Tensor Core kernel (None: not counted)
     missed_gpu_ns: int | None = None
+    # False when no call has a known verdict (all its kernels unknown, e.g. on an unknown vendor):
+    # such an op is not a miss, it is unjudged.
+    tc_known: bool = True
     # time of the op's own Tensor Core kernels (None: no op/kernel link; see :attr:`tc_ns`)
     tc_gpu_ns: int | None = None
     scope: str | None = None  # the layer/module the op ran in, as the reader found it
@@ -90,7 +93,7 @@ class OpRow:
     @property
     def missed_tc(self) -> bool:
         """An eligible op that never used Tensor Cores in any call."""
-        return self.counts_as_eligible and not self.uses_tc
+        return self.counts_as_eligible and not self.uses_tc and self.tc_known
 
     @property
     def partly_missed(self) -> bool:
@@ -236,10 +239,11 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "cpu_ns": ops.column("cpu_ns"),
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
+            "known": pc.is_valid(ops.column("uses_tc")),
         }
     )
-    # per call: eligible and no Tensor Core kernel, so its time counts as missed
-    call_missed = pc.and_(t.column("elig"), pc.invert(t.column("uses")))
+    # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
+    call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
     g = t.group_by("name", use_threads=False).aggregate(
         [
@@ -256,6 +260,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             ("cpu_ns", "count"),
             ("elig", "any"),
             ("uses", "any"),
+            ("known", "any"),
             ("missed", "sum"),
         ]
     )
@@ -287,6 +292,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
                 missed_gpu_ns=int(r["missed_sum"]) if gpu is not None else None,
                 tc_gpu_ns=int(r["tc_sum"]) if r["tc_count"] else None,
                 scope=op_scope,
+                tc_known=bool(r["known_any"]),
             )
         )
     return rows

@@ -7,21 +7,36 @@ This is the single object findings rules and renderers read. It is built once pe
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, derived, figures, iterations, timeline
+from tcreport.analysis import (
+    _codes,
+    communication,
+    compilation,
+    derived,
+    figures,
+    iterations,
+    key_nodes,
+    timeline,
+    vendor,
+)
+from tcreport.analysis.communication import Communication
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import GpuBusy, IterationRow
 from tcreport.analysis.devices import DeviceRow, device_rows
 from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
 from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
+from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
+from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
 
@@ -57,13 +72,42 @@ class Analysis:
     # None where the input states neither
     op_eligibility_agreement: Agreement | None = None
     op_tc_agreement: Agreement | None = None
+    # Whose GPU ran it, and what its matrix units are called ("AMD Matrix Cores" on ROCm).
+    vendor: Vendor = Vendor.UNKNOWN
+    # XLA / torch.compile compilation inside the aggregated range (analysis.compilation)
+    compile_names: tuple[str, ...] = ()
+    compile_ns: int | None = None
+    # NCCL/collective kernel time and its exposed part (analysis.communication); None: no kernels
+    communication: Communication | None = None
+    # CPU-only capture (analysis.host_time.is_cpu_only): no Tensor Core verdict, host-time rows
+    cpu_only: bool = False
+    host_ops: tuple[HostRow, ...] = ()
+    host_op_types: tuple[HostRow, ...] = ()
+    # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
+    key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
+
+    @property
+    def matrix_unit(self) -> str:
+        return vendor.MATRIX_UNIT[self.vendor]
+
+    @property
+    def matrix_unit_one(self) -> str:
+        """As an adjective: "Tensor Core share", "AMD Matrix Core share"."""
+        return self.matrix_unit.removesuffix("s")
 
 
-def _classify(run: Run) -> Run:
+def run_vendor(run: Run) -> Vendor:
+    """The run's GPU vendor (:mod:`tcreport.analysis.vendor`), from metadata, else kernel names."""
+    names = _codes.as_strings(run.kernels.column("name")) if run.kernels is not None else []
+    return vendor.detect(run.meta, (n for n in names if n))
+
+
+def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     from tcreport.analysis import eligibility, tc_kernels
 
-    kernels = tc_kernels.classify_kernels(run.kernels) if run.kernels is not None else None
-    ops = eligibility.classify_ops(run.ops, kernels) if run.ops is not None else None
+    pack = tc_kernels.pack_for(gpu_vendor.value)
+    kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
 
@@ -100,7 +144,10 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
-    return tuple(why_not.explain(run.ops, run.meta.framework, run.meta.gpus))
+    from tcreport.analysis.kernel_evidence import fp32_kernel_per_op
+
+    ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
+    return tuple(why_not.explain(ops, run.meta.framework, run.meta.gpus))
 
 
 #: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of
@@ -174,9 +221,14 @@ def compute(
     """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
 
-    classified = _classify(run)
+    gpu_vendor = run_vendor(run)
+    classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
+    suggestions: tuple[KeyNodeCandidate, ...] = ()
+    if not selection.key_node_found or selection.info.method == "whole run":
+        suggestions = key_nodes.validated_candidates(classified)
+        selection = dataclasses.replace(selection, candidates=tuple(c.name for c in suggestions))
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
     classified_share = (
@@ -193,6 +245,9 @@ def compute(
     tl = timeline.kernel_timeline(sliced.kernels)
     op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
+    cpu_only = is_cpu_only(sliced.meta, time, ops)
+    host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
+    compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     return Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -202,7 +257,7 @@ def compute(
         op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
         iterations=derived.iteration_rows(all_iters, selection),
-        why_not=_why_not(sliced),
+        why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
@@ -220,4 +275,12 @@ def compute(
         scopes=tuple(scope_rows(ops, time.gpu_kernel_ns)),
         op_eligibility_agreement=op_elig,
         op_tc_agreement=op_uses,
+        vendor=gpu_vendor,
+        compile_names=compiling.names,
+        compile_ns=compiling.ns,
+        communication=communication.communication(sliced.kernels),
+        cpu_only=cpu_only,
+        host_ops=host_ops,
+        host_op_types=host_types,
+        key_node_suggestions=suggestions,
     )

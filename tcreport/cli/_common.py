@@ -32,6 +32,14 @@ IterStart = Annotated[
 IterStop = Annotated[
     int | None, typer.Option("--iter-stop", min=0, help="Last iteration to aggregate (inclusive).")
 ]
+AllowEmpty = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Go on when --key-node never occurs or --iter-start is past the last iteration "
+        "(the whole run is aggregated) instead of stopping with exit 2.",
+    ),
+]
 FollowLink = Annotated[
     bool,
     typer.Option(
@@ -87,6 +95,7 @@ def load_and_analyze(
     iter_stop: int | None,
     timestamp: bool = False,
     counters: Path | None = None,
+    allow_empty: bool = False,
 ) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
@@ -101,7 +110,7 @@ def load_and_analyze(
             run = api.attach_counters(run, counters)
     with status("Analysing"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        return api.analyze(
+        view = api.analyze(
             run,
             source_path=str(path),
             key_node=key_node,
@@ -109,3 +118,10 @@ def load_and_analyze(
             iter_stop=iter_stop,
             timestamp=stamp,
         )
+    if not allow_empty:
+        from tcreport.analysis.key_nodes import ineffective_options
+
+        problem = ineffective_options(view.analysis.selection, key_node, iter_start)
+        if problem is not None:
+            raise UsageError(f"{path}: {problem}")
+    return view

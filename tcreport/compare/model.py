@@ -119,6 +119,7 @@ class Diff:
     persisting: tuple[FindingChange, ...]
     notes: tuple[str, ...]
     op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
+    verdict: str = ""  # one line: better / worse / mixed / no change, by how much, per iteration
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)

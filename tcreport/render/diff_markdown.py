@@ -110,6 +110,8 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     lines = [
         "### tcreport diff",
         "",
+        f"**Verdict: {esc(d.verdict)}**",
+        "",
         "| | base | head |",
         "|---|---|---|",
         f"| input | {esc(b.path)} | {esc(h.path)} |",

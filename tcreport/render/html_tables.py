@@ -85,6 +85,10 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         ("Profiler", profiler),
         ("Software", ", ".join(x for x in (m.framework, versions) if x)),
         (f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
+        (
+            "Matrix units",
+            "" if view.analysis.matrix_unit == "Tensor Cores" else view.analysis.matrix_unit,
+        ),
         ("Iterations", rng),
     ]
     return tuple((k, v) for k, v in items if v)
