@@ -45,3 +45,24 @@ def fp32_kernel_per_op(ops: pa.Table, kernels: pa.Table | None) -> pa.Array:
     best[j.other[rows]] = names.codes[rows]
     per_op = np.where(j.ops >= 0, best[np.maximum(j.ops, 0)], -1)
     return pa.array(names.take(per_op), pa.string())
+
+
+_CONV_KERNEL = r"(?i)conv|fprop|dgrad|wgrad|cudnn"
+
+
+def tf32_families(kernels: pa.Table | None) -> frozenset[str]:
+    """Which library families ran TF32 Tensor Core kernels in this run: ``"conv"`` (cuDNN) and/or
+    ``"gemm"`` (cuBLAS). PyTorch has one switch each (``torch.backends.cudnn.allow_tf32``, on by
+    default, and ``torch.backends.cuda.matmul.allow_tf32``, off by default since 1.12), so TF32
+    convolutions prove nothing about matmuls: a float32 matmul that missed is still "TF32 off"."""
+    if kernels is None or kernels.num_rows == 0:
+        return frozenset()
+    used = pc.fill_null(kernels.column("uses_tc"), False)
+    names = kernels.column("name").filter(used)
+    if len(names) == 0:
+        return frozenset()
+    distinct = pc.unique(pc.cast(names, pa.string())).drop_null()
+    tf32 = distinct.filter(pc.match_substring(distinct, "tf32", ignore_case=True))
+    conv = pc.match_substring_regex(tf32, _CONV_KERNEL)
+    found = {"conv" if c else "gemm" for c in conv.to_pylist()}
+    return frozenset(found)

@@ -144,10 +144,14 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
-    from tcreport.analysis.kernel_evidence import fp32_kernel_per_op
+    from tcreport.analysis.kernel_evidence import fp32_kernel_per_op, tf32_families
 
     ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
-    return tuple(why_not.explain(ops, run.meta.framework, run.meta.gpus))
+    return tuple(
+        why_not.explain(
+            ops, run.meta.framework, run.meta.gpus, tf32_seen_in=tf32_families(run.kernels)
+        )
+    )
 
 
 #: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of

@@ -38,6 +38,8 @@ class Reason(StrEnum):
     DTYPE_UNSUPPORTED = "dtype-unsupported"  # fp8 below cc 8.9, integer types, ...
     UNALIGNED = "unaligned-dims"
     TINY = "tiny-problem"
+    # float32 CUDA-core kernel chosen while the same library ran TF32 Tensor Core kernels elsewhere
+    LIBRARY_CHOICE = "library-choice"
     UNKNOWN = "unknown"
 
 
@@ -236,8 +238,17 @@ def _cc(gpus: Sequence[Gpu], device_id: int | None) -> float | None:
 # --- explain --------------------------------------------------------------------------------------
 
 
-def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list[WhyNot]:
-    """One :class:`WhyNot` per eligible op whose ``uses_tc`` is False, in table order."""
+def explain(
+    ops: pa.Table,
+    framework: str | None,
+    gpus: tuple[Gpu, ...],
+    tf32_seen_in: frozenset[str] = frozenset(),
+) -> list[WhyNot]:
+    """One :class:`WhyNot` per eligible op whose ``uses_tc`` is False, in table order.
+
+    ``tf32_seen_in``: library families ("conv", "gemm") whose TF32 Tensor Core kernels ran in this
+    run (:func:`tcreport.analysis.kernel_evidence.tf32_families`): a float32 miss of that family is
+    not "TF32 off"."""
     if ops.num_rows == 0:
         return []
     if ops.column("tc_eligible").null_count == ops.num_rows:
@@ -256,7 +267,16 @@ def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list
         cols.append("fp32_kernel")
     distinct = missed.take(pa.array(_first_of_each(missed))).select(cols)
     tf32_on = _tf32_seen(ops)
-    return [_one(r, flavour, gpus, run_uses_half, tf32_on) for r in distinct.to_pylist()]
+    return [
+        _one(r, flavour, gpus, run_uses_half, tf32_on or _family(r) in tf32_seen_in)
+        for r in distinct.to_pylist()
+    ]
+
+
+def _family(row: dict[str, object]) -> str:
+    """The library an op's kernels come from: cuDNN for convolutions, cuBLAS for the rest."""
+    text = f"{row.get('type') or ''} {row.get('name') or ''}".lower()
+    return "conv" if "conv" in text else "gemm"
 
 
 def _tf32_seen(ops: pa.Table) -> bool:
@@ -385,6 +405,24 @@ def _one(
             Reason.TINY,
             f"{label} is tiny ({problem.macs} multiply-adds): the library picked a CUDA-core kernel",
             "batch more work per call (larger batch, fuse small GEMMs, torch.bmm over many)",
+            precision,
+        )
+    kernel = row.get("fp32_kernel")
+    if dtype == "tf32" and problem is None and isinstance(kernel, str):
+        library = "cuDNN" if _family(row) == "conv" else "cuBLAS"
+        fix = (
+            "record shapes (torch.profiler record_shapes=True) to see which calls; set "
+            "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; pad "
+            "channels to a multiple of 4 (a first convolution with 3 input channels is the usual case)"
+            if library == "cuDNN"
+            else "record shapes to see which calls; pad M/N/K to multiples of 4 for TF32"
+        )
+        return why(
+            Reason.LIBRARY_CHOICE,
+            f"{label}: {library} picked a float32 CUDA-core kernel ({kernel[:60]}) for these calls "
+            f"although TF32 Tensor Core kernels of {library} ran elsewhere in this run, so TF32 is "
+            "on: the calls' shapes made the library choose it",
+            fix,
             precision,
         )
     return why(

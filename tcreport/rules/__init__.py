@@ -102,8 +102,16 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
         rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
     found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
+    # high and medium findings first, each group by saving: a low-severity finding (a library's
+    # own choice, a note) never sits above one a reviewer should act on, whatever its bound
     found.sort(
-        key=lambda f: (-(f.estimated_saving_ns or 0), SEVERITY_ORDER[f.severity], f.id, f.title)
+        key=lambda f: (
+            f.severity in (Severity.LOW, Severity.INFO),
+            -(f.estimated_saving_ns or 0),
+            SEVERITY_ORDER[f.severity],
+            f.id,
+            f.title,
+        )
     )
     return tuple(found)
 

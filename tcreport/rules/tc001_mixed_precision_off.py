@@ -74,8 +74,8 @@ def check(analysis: Analysis) -> list[Finding]:
     if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
         detail += "".join(f" {w.message[:1].upper()}{w.message[1:]}." for _, w in rows[:3])
         title = (
-            f"TF32 is off: {c.plural(len(ops), 'eligible op')} run float32 GEMMs/convolutions "
-            "on CUDA cores"
+            f"TF32 is off: {c.plural(len(ops), 'eligible op')} "
+            f"{'runs' if len(ops) == 1 else 'run'} float32 GEMMs/convolutions on CUDA cores"
         )
         fix = f"Turn TF32 on: {rows[0][1].fix}."
     else:

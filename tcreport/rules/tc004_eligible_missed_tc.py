@@ -2,7 +2,9 @@
 
 TC001 owns "the op ran in fp32/fp64" and TC003 "its dimensions are misaligned"; what is left here is
 an fp32 op inside an otherwise fp16/bf16 run (outside autocast), a problem too small for Tensor
-Core kernels, a dtype with no Tensor Core path, or no explanation at all. Each op belongs to exactly
+Core kernels, a dtype with no Tensor Core path, a library's own choice of a CUDA-core kernel while
+its TF32 kernels ran elsewhere (low severity: the library judged it faster), or no explanation at
+all. Each op belongs to exactly
 one of the three rules, so their savings never count the same op twice. The saving assumes the op's
 GPU time shrinks by ``TC_SPEEDUP`` on Tensor Cores.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import tc001_mixed_precision_off, tc003_unaligned_dims, thresholds
-from tcreport.rules.base import Evidence, EvidenceKind, Finding
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "TC004"
 _OTHER_RULES = tc001_mixed_precision_off.REASONS | tc003_unaligned_dims.REASONS
@@ -52,7 +54,8 @@ def check(analysis: Analysis) -> list[Finding]:
     return [
         Finding(
             id=ID,
-            severity=c.tc_severity(sh),
+            # the library chose a CUDA-core kernel on purpose: worth a look, not a known win
+            severity=Severity.LOW if reasons == ["library-choice"] else c.tc_severity(sh),
             title=title,
             detail=detail + ".",
             fix=fix[:1].upper() + fix[1:] + ".",
