@@ -17,6 +17,7 @@ from tcreport.analysis import _codes, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.analysis.why_not import WhyNot
@@ -56,6 +57,8 @@ class Analysis:
     devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
     # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
+    # Step breakdown per (iteration, GPU) from per-launch timestamps (steps.py); () without them.
+    steps: tuple[StepRow, ...] = ()
 
 
 def _classify(run: Run) -> Run:
@@ -191,6 +194,15 @@ def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
     return r.filter(inside)
 
 
+def _steps(run: Run) -> tuple[StepRow, ...]:
+    """Step breakdown of every iteration (warm-up included, like the per-iteration rows)."""
+    from tcreport.analysis import activity, steps
+
+    whole_run = run.iterations is None or run.iterations.num_rows == 0
+    act = activity.collect(run.kernels, run.memory)
+    return steps.breakdown(act, run.ranges, run.ops, whole_run=whole_run)
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -238,5 +250,6 @@ def compute(
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
+        steps=_steps(all_iters),
     )
     return analysis, sliced

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tcreport.render import summary_steps
 from tcreport.report import Report
 
 SCHEMA = "tcreport.summary/1"
@@ -127,6 +128,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for d in a.devices
         ],
+        **summary_steps.keys(a),
     }
 
 

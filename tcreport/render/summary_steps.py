@@ -1,0 +1,38 @@
+"""The step-breakdown, communication and throughput keys of ``tcreport.summary/1``.
+
+Added to the contract without a new schema id (new keys only); kept in their own module so the
+summary's existing keys and these grow without touching each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tcreport.analysis.result import Analysis
+from tcreport.analysis.steps import StepRow
+
+
+def _step(r: StepRow) -> dict[str, Any]:
+    return {
+        "iteration": r.iteration,
+        "device_id": r.device_id,
+        "start_ns": r.start_ns,
+        "span_ns": r.span_ns,
+        "tc_compute_ns": r.tc_compute_ns,
+        "other_compute_ns": r.other_compute_ns,
+        "unknown_compute_ns": r.unknown_compute_ns,
+        "communication_ns": r.communication_ns,
+        "memory_ns": r.memory_ns,
+        "idle_launch_ns": r.idle_launch_ns,
+        "idle_host_ns": r.idle_host_ns,
+        "communication_total_ns": r.communication_total_ns,
+        "communication_overlap_ns": r.communication_overlap_ns,
+        "host_causes": [
+            {"kind": c.kind, "name": c.name, "idle_ns": c.idle_ns} for c in r.host_causes
+        ],
+    }
+
+
+def keys(a: Analysis) -> dict[str, Any]:
+    """The added keys; each is present on every summary (empty/null when the input lacks it)."""
+    return {"steps": [_step(r) for r in a.steps]}
