@@ -17,6 +17,7 @@ from tcreport.analysis import _codes, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
@@ -59,6 +60,8 @@ class Analysis:
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
     # Step breakdown per (iteration, GPU) from per-launch timestamps (steps.py); () without them.
     steps: tuple[StepRow, ...] = ()
+    # Collective time, its overlap with compute and its streams (overlap.py); None without any.
+    communication: CommOverlap | None = None
 
 
 def _classify(run: Run) -> Run:
@@ -203,6 +206,12 @@ def _steps(run: Run) -> tuple[StepRow, ...]:
     return steps.breakdown(act, run.ranges, run.ops, whole_run=whole_run)
 
 
+def _communication(run: Run) -> CommOverlap | None:
+    from tcreport.analysis import activity, overlap
+
+    return overlap.comm_overlap(activity.collect(run.kernels, run.memory), run.kernels)
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -251,5 +260,6 @@ def compute(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
         steps=_steps(all_iters),
+        communication=_communication(sliced),
     )
     return analysis, sliced

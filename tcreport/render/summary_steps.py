@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.steps import StepRow
 
@@ -33,6 +34,42 @@ def _step(r: StepRow) -> dict[str, Any]:
     }
 
 
+def _communication(cm: CommOverlap | None) -> dict[str, Any] | None:
+    if cm is None:
+        return None
+    return {
+        "collective_ns": cm.collective_ns,
+        "overlap_ns": cm.overlap_ns,
+        "exposed_ns": cm.exposed_ns,
+        "overlap_share": cm.overlap_share,
+        "span_ns": cm.span_ns,
+        "kernel_names": list(cm.names),
+        "devices": [
+            {
+                "device_id": d.device_id,
+                "collective_ns": d.collective_ns,
+                "overlap_ns": d.overlap_ns,
+                "compute_stream_id": d.compute_stream_id,
+            }
+            for d in cm.devices
+        ],
+        "streams": [
+            {
+                "device_id": s.device_id,
+                "stream_id": s.stream_id,
+                "collective_ns": s.collective_ns,
+                "launches": s.launches,
+                "compute_ns": s.compute_ns,
+                "is_compute_stream": s.is_compute_stream,
+            }
+            for s in cm.streams
+        ],
+    }
+
+
 def keys(a: Analysis) -> dict[str, Any]:
     """The added keys; each is present on every summary (empty/null when the input lacks it)."""
-    return {"steps": [_step(r) for r in a.steps]}
+    return {
+        "steps": [_step(r) for r in a.steps],
+        "communication_overlap": _communication(a.communication),
+    }

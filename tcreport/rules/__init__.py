@@ -12,6 +12,7 @@ import dataclasses
 
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    cm002_comm_overlap,
     cv001_cudnn_benchmark_off,
     cv002_slow_half_wgrad,
     dlprof_feedback,
@@ -37,6 +38,7 @@ __all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evalu
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
+            "CM002": cm002_comm_overlap.check,
             "CV001": cv001_cudnn_benchmark_off.check,
             "CV002": cv002_slow_half_wgrad.check,
             "DLPROF": dlprof_feedback.check,
