@@ -20,6 +20,7 @@ from tcreport.analysis.iterations import Selection
 from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
+from tcreport.analysis.throughput import Throughput
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
@@ -62,6 +63,8 @@ class Analysis:
     steps: tuple[StepRow, ...] = ()
     # Collective time, its overlap with compute and its streams (overlap.py); None without any.
     communication: CommOverlap | None = None
+    # FLOPs from recorded shapes, TFLOP/s, % of peak, MFU (throughput.py); None without op rows.
+    throughput: Throughput | None = None
 
 
 def _classify(run: Run) -> Run:
@@ -212,6 +215,14 @@ def _communication(run: Run) -> CommOverlap | None:
     return overlap.comm_overlap(activity.collect(run.kernels, run.memory), run.kernels)
 
 
+def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
+    from tcreport.analysis import throughput
+
+    k = run.kernels
+    gpus = len(pc.unique(k.column("device_id")).drop_null()) if k is not None else 0
+    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus))
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -261,5 +272,6 @@ def compute(
         ),
         steps=_steps(all_iters),
         communication=_communication(sliced),
+        throughput=_throughput(sliced, time),
     )
     return analysis, sliced

@@ -11,6 +11,9 @@ from typing import Any
 from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.steps import StepRow
+from tcreport.analysis.throughput import Throughput
+
+TOP_N = 20
 
 
 def _step(r: StepRow) -> dict[str, Any]:
@@ -67,9 +70,56 @@ def _communication(cm: CommOverlap | None) -> dict[str, Any] | None:
     }
 
 
+def _throughput(t: Throughput | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {
+        "gpu_model": t.gpu.model if t.gpu else None,
+        "peak_source": t.gpu.source if t.gpu else None,
+        "precision": t.precision,
+        "peak_tflops": t.peak_tflops,
+        "flops": t.flops,
+        "achieved_tflops": t.tflops,
+        "wall_ns": t.wall_ns,
+        "gpus": t.gpus,
+        "mfu": t.mfu,
+        "mfu_note": t.mfu_note,
+        "counted_gpu_ns": t.counted_gpu_ns,
+        "heavy_gpu_ns": t.heavy_gpu_ns,
+        "ops_without_flops": list(t.missing),
+        "ops": [
+            {
+                "name": o.name,
+                "kind": o.kind,
+                "input_shapes": o.input_shapes,
+                "precision": o.precision,
+                "calls": o.calls,
+                "gpu_ns": o.gpu_ns,
+                "flops": o.flops,
+                "formula": o.formula,
+                "achieved_tflops": o.tflops,
+                "peak_tflops": o.peak_tflops,
+                "peak_share": o.peak_share,
+            }
+            for o in t.ops[:TOP_N]
+        ],
+        "iterations": [
+            {
+                "iteration": i.iteration,
+                "duration_ns": i.duration_ns,
+                "flops": i.flops,
+                "achieved_tflops": i.tflops(),
+                "mfu": t.iteration_mfu(i),
+            }
+            for i in t.iterations
+        ],
+    }
+
+
 def keys(a: Analysis) -> dict[str, Any]:
     """The added keys; each is present on every summary (empty/null when the input lacks it)."""
     return {
         "steps": [_step(r) for r in a.steps],
         "communication_overlap": _communication(a.communication),
+        "throughput": _throughput(a.throughput),
     }
