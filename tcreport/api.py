@@ -97,6 +97,31 @@ def ingest(run: Run, out_dir: str | Path) -> Path:
     return parquet.write(run, Path(out_dir))
 
 
+def export_perfetto(
+    run: Run,
+    out_path: str | Path,
+    *,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+) -> tuple[Path, int]:
+    """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
+    rule); returns the file and the number of kernel events."""
+    from tcreport.analysis import result
+    from tcreport.render import perfetto
+
+    _, classified = result.compute(
+        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
+    )
+    count = 0
+
+    def writer(fh: tempfile._TemporaryFileWrapper[bytes]) -> None:
+        nonlocal count
+        count = perfetto.write(classified, fh)
+
+    return _write_atomic(Path(out_path), writer), count
+
+
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
     return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
