@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from tcreport.analysis import _codes, figures, iterations, timeline
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.steps import StepRow
@@ -65,6 +66,9 @@ class Analysis:
     communication: CommOverlap | None = None
     # FLOPs from recorded shapes, TFLOP/s, % of peak, MFU (throughput.py); None without op rows.
     throughput: Throughput | None = None
+    # One representative iteration as drawable blocks (iteration_timeline.py); None without
+    # per-launch timestamps.
+    iteration_timeline: IterationTimeline | None = None
 
 
 def _classify(run: Run) -> Run:
@@ -200,13 +204,33 @@ def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
     return r.filter(inside)
 
 
-def _steps(run: Run) -> tuple[StepRow, ...]:
-    """Step breakdown of every iteration (warm-up included, like the per-iteration rows)."""
-    from tcreport.analysis import activity, steps
+def _steps(
+    run: Run, rows: tuple[IterationRow, ...], timeline_iter: int | None
+) -> tuple[tuple[StepRow, ...], IterationTimeline | None]:
+    """Step breakdown of every iteration (warm-up included, like the per-iteration rows), and the
+    timeline of the requested iteration, else of the median aggregated one."""
+    from tcreport.analysis import activity, iteration_timeline, steps
 
     whole_run = run.iterations is None or run.iterations.num_rows == 0
     act = activity.collect(run.kernels, run.memory)
-    return steps.breakdown(act, run.ranges, run.ops, whole_run=whole_run)
+    breakdown = steps.breakdown(act, run.ranges, run.ops, whole_run=whole_run)
+    if act is None:
+        return breakdown, None
+    if whole_run:
+        pick: tuple[int, str] | None = (0, "whole run")
+    else:
+        active = set(np.unique(act.iteration).tolist())
+        pool = [r for r in rows if r.iteration in active]
+        steady = [r for r in pool if r.aggregated] or pool
+        pick = iteration_timeline.choose(
+            {r.iteration: r.duration_ns for r in steady}
+            | ({r.iteration: r.duration_ns for r in pool if r.iteration == timeline_iter}),
+            timeline_iter,
+        )
+    if pick is None:
+        return breakdown, None
+    tl = iteration_timeline.build(act, run.kernels, run.ranges, run.ops, *pick)
+    return breakdown, tl
 
 
 def _communication(run: Run) -> CommOverlap | None:
@@ -228,6 +252,7 @@ def compute(
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
+    timeline_iter: int | None = None,
 ) -> tuple[Analysis, Run]:
     """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
     from tcreport.analysis import counters, tc_kernels
@@ -249,6 +274,8 @@ def compute(
         else (sliced, selection)
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
+    iteration_rows = _iteration_rows(all_iters, selection)
+    step_rows, step_timeline = _steps(all_iters, iteration_rows, timeline_iter)
     analysis = Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -257,7 +284,7 @@ def compute(
         ops=tuple(ops),
         op_types=tuple(figures.op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=_iteration_rows(all_iters, selection),
+        iterations=iteration_rows,
         why_not=_why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
@@ -270,7 +297,8 @@ def compute(
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
-        steps=_steps(all_iters),
+        steps=step_rows,
+        iteration_timeline=step_timeline,
         communication=_communication(sliced),
         throughput=_throughput(sliced, time),
     )

@@ -94,7 +94,7 @@ def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class _Host:
+class HostIntervals:
     start: np.ndarray
     end: np.ndarray
     process: np.ndarray
@@ -102,7 +102,7 @@ class _Host:
     names: list[str | None]
 
 
-def _host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> _Host | None:
+def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostIntervals | None:
     """Timed host ranges and ops (iteration markers left out), names in one code space."""
     starts, ends, procs, codes = [], [], [], []
     names: list[str | None] = []
@@ -127,13 +127,13 @@ def _host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> _Host | No
         names.extend(c.values.to_pylist())
     if not starts:
         return None
-    return _Host(
+    return HostIntervals(
         np.concatenate(starts), np.concatenate(ends), np.concatenate(procs),
         np.concatenate(codes), names,
     )  # fmt: skip
 
 
-def _enclosing(host: _Host, keep: np.ndarray, points: np.ndarray) -> np.ndarray:
+def enclosing(host: HostIntervals, keep: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Per point, the name code of a kept host interval containing it (-1: none).
 
     The latest-starting interval before the point, when it still runs, is the innermost; else the
@@ -158,7 +158,7 @@ def _enclosing(host: _Host, keep: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cause_kind(name: str | None) -> str:
+def cause_kind(name: str | None) -> str:
     if name is None:
         return "no host range recorded"
     if DATA_LOADER.search(name):
@@ -170,7 +170,7 @@ def _cause_kind(name: str | None) -> str:
 
 def _host_causes(
     seg: Segments, gaps: np.ndarray, act: Activity, inside: np.ndarray, uniq: np.ndarray,
-    host: _Host | None,
+    host: HostIntervals | None,
 ) -> dict[int, tuple[IdleCause, ...]]:  # fmt: skip
     """Top causes of the host-bound gaps of each group (gaps: mask over ``seg``)."""
     g, length = seg.group[gaps], seg.length[gaps]
@@ -186,7 +186,7 @@ def _host_causes(
             if not keep.any() or (procs < 0).all():
                 keep = np.ones(host.start.size, bool)
             sel = dev_of_gap == dev
-            code[sel] = _enclosing(host, keep, mid[sel])
+            code[sel] = enclosing(host, keep, mid[sel])
     names = host.names if host is not None else []
     key = g * (len(names) + 1) + (code + 1)
     uk, inv = np.unique(key, return_inverse=True)
@@ -197,7 +197,7 @@ def _host_causes(
         name = names[c - 1] if c > 0 else None
         lst = out.setdefault(grp, [])
         if len(lst) < TOP_CAUSES:
-            lst.append(IdleCause(_cause_kind(name), name, int(ns)))
+            lst.append(IdleCause(cause_kind(name), name, int(ns)))
     return {grp: tuple(v) for grp, v in out.items()}
 
 
@@ -231,7 +231,7 @@ def breakdown(
     comm_hidden = np.bincount(seg.group, weights=np.where(hidden, seg.length, 0), minlength=ng)
     g_start = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(g_start, group, act.start[inside])
-    host = _host_intervals(ranges, ops)
+    host = host_intervals(ranges, ops)
     causes = _host_causes(seg, idle & ~short, act, inside, uniq, host)
     ndev = int(act.device[inside].max(initial=0)) + 2
     rows = []

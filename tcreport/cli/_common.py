@@ -63,6 +63,7 @@ def load_and_analyze(
     iter_stop: int | None,
     timestamp: bool = False,
     counters: Path | None = None,
+    timeline_iter: int | None = None,
 ) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
@@ -84,4 +85,5 @@ def load_and_analyze(
             iter_start=iter_start,
             iter_stop=iter_stop,
             timestamp=stamp,
+            timeline_iter=timeline_iter,
         )

@@ -57,12 +57,22 @@ def report(
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
     counters: Counters = None,
+    timeline_iter: Annotated[
+        int | None,
+        typer.Option(
+            "--timeline-iter",
+            min=0,
+            help="Iteration the HTML timeline shows (default: the median aggregated one).",
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
         from tcreport import api
 
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
+        view = load_and_analyze(
+            path, key_node, iter_start, iter_stop, timestamp, counters, timeline_iter
+        )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(output, text)
         err_console.print(f"tcreport: wrote {target}", markup=False)

@@ -21,7 +21,7 @@ import jinja2
 
 from tcreport import fmt
 from tcreport.render import html_parts as parts
-from tcreport.render import page, summary_json
+from tcreport.render import page, summary_json, timeline_html
 from tcreport.render.html_parts import (
     CHART_W,
     MAX_ROWS,
@@ -135,4 +135,7 @@ def render(view: Report) -> str:
         precision=precision,
         precision_bar=precision_bar,
         max_rows=MAX_ROWS,
+        steps=timeline_html.section(a),
+        step_parts=timeline_html.STEP_PARTS,
+        tl_w=timeline_html.TL_W,
     )
