@@ -33,7 +33,7 @@ def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
     assert all(0 <= b.start_ns <= tl.span_ns for b in tl.blocks)
     gaps = [b for b in tl.blocks if b.cat == activity.IDLE]
     step_host_idle = sum(r.idle_host_ns for r in a.steps)
-    assert sum(b.dur_ns for b in gaps) == step_host_idle  # one iteration = the whole breakdown
+    assert sum(b.work_ns for b in gaps) == step_host_idle  # one iteration = the whole breakdown
     assert any(tl.names[b.rule] == "host range" for b in gaps)
 
 

@@ -88,6 +88,8 @@ def kernel_categories(kernels: pa.Table) -> np.ndarray:
 
 
 def _timed(table: pa.Table) -> pa.Table:
+    table = table.select(["start_ns", "duration_ns", "calls", "device_id", "stream_id",
+                          "iteration", "process_id"])  # fmt: skip
     ok = pc.and_(pc.is_valid(table.column("start_ns")), pc.equal(table.column("calls"), 1))
     return table.filter(pc.fill_null(ok, False))
 
@@ -100,7 +102,10 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
         ok = pc.and_(pc.is_valid(kernels.column("start_ns")), pc.equal(kernels.column("calls"), 1))
         keep = np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), bool)
         if keep.any():
-            k = kernels.filter(pa.array(keep))
+            cols = ["name", "uses_tc", "start_ns", "duration_ns", "device_id", "stream_id",
+                    "iteration", "process_id"]  # fmt: skip
+            k = kernels.select(cols)  # filter only what is used: kernel tables are wide
+            k = k if keep.all() else k.filter(pa.array(keep))
             parts.append((k, kernel_categories(k), rows[keep]))
     if memory is not None and memory.num_rows:
         m = _timed(memory)
@@ -140,6 +145,20 @@ class Segments:
         return result
 
 
+def order_by(groups: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Sort order by (group, time): one argsort of a packed key when it fits in int64."""
+    if times.size == 0:
+        return np.empty(0, np.int64)
+    t0, width = int(times.min()), int(times.max() - times.min()) + 1
+    g0, ngroups = int(groups.min()), int(groups.max() - groups.min()) + 1
+    if ngroups * width < (1 << 62):
+        key = (groups - g0) * width + (times - t0)
+        result: np.ndarray = np.argsort(key)
+        return result
+    fallback: np.ndarray = np.lexsort((times, groups))
+    return fallback
+
+
 def sweep(group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray) -> Segments:
     """Sweep the intervals of every group at once (events sorted by group, then time).
 
@@ -151,7 +170,7 @@ def sweep(group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray
     n = start.size
     times = np.concatenate([start, end])
     groups = np.concatenate([group, group])
-    order = np.lexsort((times, groups))
+    order = order_by(groups, times)
     times, groups = times[order], groups[order]
     cats = np.concatenate([cat, cat])[order]
     sign = np.concatenate([np.ones(n, np.int8), -np.ones(n, np.int8)])[order]

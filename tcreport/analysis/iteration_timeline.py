@@ -20,8 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes, steps
-from tcreport.analysis.activity import IDLE, Activity, sweep
-from tcreport.analysis.timeline import LAUNCH_GAP_NS
+from tcreport.analysis.activity import IDLE, Activity, Cat, order_by
 
 COLUMNS = 1600
 MAX_BLOCKS = 5000
@@ -86,39 +85,32 @@ class _Names:
         return out
 
 
-def _merge(
-    lane: np.ndarray, start: np.ndarray, dur: np.ndarray, col_ns: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices drawn alone, and per merged block (lane, column) the rows' block key."""
-    alone = dur >= col_ns
-    key = np.where(alone, -1, lane * (COLUMNS * 64) + start // col_ns)
-    return np.flatnonzero(alone), key
-
-
-def _blocks_of(
-    lane: np.ndarray, start: np.ndarray, dur: np.ndarray, cat: np.ndarray, verdict: np.ndarray,
-    name: np.ndarray, rule: np.ndarray, col_ns: int,
-) -> list[Block]:  # fmt: skip
-    alone, key = _merge(lane, start, dur, col_ns)
+def _blocks_of(ev: _Events, col_ns: int) -> list[Block]:
+    """Blocks at resolution ``col_ns``; ``ev`` sorted by (lane, start), so the (lane, column) key
+    of the merged events never decreases and blocks fall out of one pass with no further sort."""
+    alone = ev.dur >= col_ns
     out = [
-        Block(int(lane[i]), int(start[i]), int(dur[i]), int(cat[i]), str(verdict[i]),
-              int(name[i]), int(rule[i]), 1, int(dur[i]))
-        for i in alone
+        Block(int(ev.lane[i]), int(ev.start[i]), int(ev.dur[i]), int(ev.cat[i]),
+              str(ev.verdict[i]), int(ev.name[i]), int(ev.rule[i]), 1, int(ev.dur[i]))
+        for i in np.flatnonzero(alone)
     ]  # fmt: skip
-    small = np.flatnonzero(key >= 0)
-    if small.size:
-        k = key[small]
-        order = np.lexsort((-dur[small], k))  # per block, longest first
-        rows, first = small[order], np.r_[True, k[order][1:] != k[order][:-1]]
-        _, inv, counts = np.unique(k, return_inverse=True, return_counts=True)
-        work = np.bincount(inv, weights=dur[small]).astype(np.int64)
-        lead = rows[first]  # the longest event of each block names it (blocks in key order)
-        for i, n, w in zip(lead.tolist(), counts.tolist(), work.tolist(), strict=True):
-            col = int(start[i] // col_ns)  # one per block
-            out.append(
-                Block(int(lane[i]), col * col_ns, col_ns, int(cat[i]), str(verdict[i]),
-                      int(name[i]), int(rule[i]), int(n), int(w))
-            )  # fmt: skip
+    small = np.flatnonzero(~alone)
+    if small.size == 0:
+        return out
+    key = ev.lane[small] * (1 << 40) + ev.start[small] // col_ns
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    dur = ev.dur[small]
+    longest = np.maximum.reduceat(dur, first)
+    counts = np.diff(np.r_[first, small.size])
+    is_max = dur == np.repeat(longest, counts)
+    lead = small[np.minimum.reduceat(np.where(is_max, np.arange(small.size), small.size), first)]
+    work = np.add.reduceat(dur, first)
+    for i, n, w in zip(lead.tolist(), counts.tolist(), work.tolist(), strict=True):
+        col = int(ev.start[i] // col_ns)  # one per block: at most MAX_BLOCKS
+        out.append(
+            Block(int(ev.lane[i]), col * col_ns, col_ns, int(ev.cat[i]), str(ev.verdict[i]),
+                  int(ev.name[i]), int(ev.rule[i]), int(n), int(w))
+        )  # fmt: skip
     return out
 
 
@@ -152,9 +144,11 @@ def build(
     ops: pa.Table | None,
     iteration: int,
     chosen: str,
+    gaps: steps.HostGaps | None = None,
 ) -> IterationTimeline | None:
     """The drawable timeline of ``iteration`` (every interval counts when ``chosen`` is
-    "whole run")."""
+    "whole run", when the breakdown numbered the whole run 0); ``gaps``: the breakdown's
+    host-bound gaps, drawn on each GPU's idle lane."""
     if act is None:
         return None
     sel = (
@@ -167,32 +161,30 @@ def build(
     lane, lanes, dropped, devs = _gpu_lanes(act, sel)
     names = _Names()
     kname, krule, verdict = _kernel_labels(kernels, act.kernel_row[sel], names)
-    host = _host(ranges, ops, t0, t1, len(lanes), names)
-    col = max(1, span // COLUMNS)
+    hl = _host(ranges, ops, t0, t1, len(lanes), names)
     idle_lane = {devs[i]: i for i, lane_ in enumerate(lanes) if lane_.kind == "idle"}
-    gaps = _gaps(act, sel, ranges, ops, idle_lane, t0, names)
     keep = lane >= 0
-    while True:
-        blocks = _blocks_of(
-            lane[keep], act.start[sel][keep] - t0, (act.end - act.start)[sel][keep],
-            act.cat[sel][keep], verdict[keep], kname[keep], krule[keep], col,
-        )  # fmt: skip
-        hb = host.blocks(col)
-        if len(blocks) + len(gaps) + len(hb) <= MAX_BLOCKS or col >= span:
-            break
-        col *= 2
-    all_lanes = [*lanes, *host.lanes]
+    gpu = _Events(lane[keep], act.start[sel][keep] - t0, (act.end - act.start)[sel][keep],
+                  act.cat[sel][keep], verdict[keep], kname[keep], krule[keep])  # fmt: skip
+    host_ev = _Events(hl.lane, hl.start, hl.dur, np.full(hl.lane.size, HOST, np.int8),
+                      np.full(hl.lane.size, "", object), hl.name, np.full(hl.lane.size, -1, np.int64))  # fmt: skip
+    gap_iter = 0 if chosen == "whole run" else iteration
+    ev = _cat([gpu, _gaps(gaps, gap_iter, idle_lane, t0, names), host_ev])
+    order = order_by(ev.lane, ev.start)
+    ev = _Events(*(getattr(ev, f)[order] for f in _Events.__dataclass_fields__))
+    col = _resolution(ev, span)
+    blocks = _blocks_of(ev, col)
     return IterationTimeline(
         iteration=iteration,
         chosen=chosen,
         start_ns=t0,
         span_ns=span,
-        lanes=tuple(all_lanes),
-        blocks=tuple(sorted([*gaps, *blocks, *hb], key=lambda b: (b.lane, b.start_ns))),
+        lanes=(*lanes, *hl.lanes),
+        blocks=tuple(sorted(blocks, key=lambda b: (b.lane, b.start_ns))),
         names=tuple(names.index),
-        events=int(sel.size),
-        merged_events=sum(b.merged for b in blocks if b.merged > 1),
-        dropped_lanes=dropped + host.dropped,
+        events=int(gpu.lane.size),
+        merged_events=sum(b.merged for b in blocks if b.merged > 1 and b.cat <= Cat.MEMORY),
+        dropped_lanes=dropped + hl.dropped,
         column_ns=col,
     )
 
@@ -215,34 +207,71 @@ def _kernel_labels(
     return kname, krule, verdict
 
 
+@dataclass(frozen=True)
+class _Events:
+    """Drawable events of one kind, as arrays (times from the window start)."""
+
+    lane: np.ndarray
+    start: np.ndarray
+    dur: np.ndarray
+    cat: np.ndarray
+    verdict: np.ndarray
+    name: np.ndarray
+    rule: np.ndarray
+
+
+def _cat(parts: list[_Events]) -> _Events:
+    return _Events(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in _Events.__dataclass_fields__)
+    )
+
+
 def _gaps(
-    act: Activity, sel: np.ndarray, ranges: pa.Table | None, ops: pa.Table | None,
-    idle_lane: dict[int, int], t0: int, names: _Names,
-) -> list[Block]:  # fmt: skip
-    """Host-bound gaps of each drawn GPU, named by the host range around them."""
-    dev = act.device[sel]
-    seg = sweep(dev, act.start[sel], act.end[sel], act.cat[sel])
-    gap = (seg.state == 0) & (seg.length >= LAUNCH_GAP_NS)
-    host = steps.host_intervals(ranges, ops)
-    out: list[Block] = []
-    for d, lane in idle_lane.items():  # one per drawn GPU
-        g = gap & (seg.group == d)
-        if not g.any():
-            continue
-        s, n = seg.start[g], seg.length[g]
-        code = (
-            steps.enclosing(host, np.ones(host.start.size, bool), s + n // 2)
-            if host is not None
-            else np.full(s.size, -1, np.int64)
+    gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int], t0: int,
+    names: _Names,
+) -> _Events:  # fmt: skip
+    """The breakdown's host-bound gaps of this iteration on each drawn GPU, with their causes."""
+    empty = np.empty(0, np.int64)
+    if gaps is None or not idle_lane:
+        return _Events(
+            empty, empty, empty, empty.astype(np.int8), empty.astype(object), empty, empty
         )
-        label = [host.names[c] if host is not None and c >= 0 else None for c in code.tolist()]
-        kinds = names.add([steps.cause_kind(x) for x in label])
-        idx = names.add(label)
-        out.extend(
-            Block(lane, int(a - t0), int(b), IDLE, "", int(i), int(k), 1, int(b))
-            for a, b, i, k in zip(s.tolist(), n.tolist(), idx.tolist(), kinds.tolist(), strict=True)
-        )  # gaps >= 100 µs in one iteration: few
-    return out
+    devs = np.array(sorted(idle_lane), np.int64)
+    m = (gaps.iteration == iteration) & np.isin(gaps.device, devs)
+    s, n, code = gaps.start[m], gaps.length[m], gaps.code[m]
+    lane = np.array([idle_lane[int(d)] for d in devs], np.int64)[
+        np.searchsorted(devs, gaps.device[m])
+    ]
+    used = np.unique(code)  # distinct causes: few
+    labels = [gaps.names[c] if c >= 0 else None for c in used.tolist()]
+    at = np.searchsorted(used, code)
+    idx = names.add(labels)[at]
+    kinds = names.add([steps.cause_kind(x) for x in labels])[at]
+    return _Events(lane, s - t0, n, np.full(s.size, IDLE, np.int8),
+                   np.full(s.size, "", object), idx, kinds)  # fmt: skip
+
+
+def _distinct_blocks(ev: _Events, col: int) -> int:
+    """How many blocks :func:`_blocks_of` would make at resolution ``col`` (``ev`` sorted by
+    (lane, start)): alone events plus distinct (lane, column) of the rest. O(n), no sort."""
+    small = ev.dur < col
+    key = ev.lane[small] * (1 << 40) + ev.start[small] // col
+    merged = 1 + int(np.count_nonzero(key[1:] != key[:-1])) if key.size else 0
+    return int(small.size - key.size) + merged
+
+
+def _resolution(ev: _Events, span: int) -> int:
+    """The finest column (at least span / COLUMNS) that keeps the blocks within MAX_BLOCKS."""
+    lo = max(1, span // COLUMNS)
+    if _distinct_blocks(ev, lo) <= MAX_BLOCKS:
+        return lo
+    hi = lo
+    while hi < span and _distinct_blocks(ev, hi) > MAX_BLOCKS:
+        lo, hi = hi, hi * 4
+    while hi > lo * 1.2:  # a few O(n) counts
+        mid = int((lo * hi) ** 0.5)
+        lo, hi = (lo, mid) if _distinct_blocks(ev, mid) <= MAX_BLOCKS else (mid, hi)
+    return hi
 
 
 @dataclass(frozen=True)
@@ -253,13 +282,6 @@ class _HostLanes:
     dur: np.ndarray
     name: np.ndarray
     dropped: int
-
-    def blocks(self, col: int) -> list[Block]:
-        n = self.lane.size
-        return _blocks_of(
-            self.lane, self.start, self.dur, np.full(n, HOST, np.int8), np.full(n, "", object),
-            self.name, np.full(n, -1, np.int64), col,
-        )  # fmt: skip
 
 
 def _host(

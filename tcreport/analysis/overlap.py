@@ -10,16 +10,19 @@ collectives, whether that stream is the GPU's compute stream (the one with the m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
 
 from tcreport.analysis import _codes
 from tcreport.analysis.activity import COMPUTE_MASK, Activity, Cat, sweep
+from tcreport.analysis.steps import StepRow
 
 #: Collective kernel names kept as evidence, by time.
 TOP_NAMES = 5
+_FIELDS = tuple(f.name for f in fields(Activity))
 
 
 @dataclass(frozen=True)
@@ -159,3 +162,34 @@ def comm_overlap(act: Activity | None, kernels: pa.Table | None = None) -> CommO
         )
     )
     return CommOverlap(devices, streams, _top_names(kernels, act), int(span.sum()))
+
+
+def from_steps(
+    act: Activity | None,
+    kernels: pa.Table | None,
+    rows: Sequence[StepRow],
+    iterations: tuple[int, int] | None,
+) -> CommOverlap | None:
+    """The same figures from the step breakdown's per-(iteration, GPU) sweep, summed over the
+    aggregated iterations (``iterations`` = first, last; ``None``: every row), so a large trace
+    is swept once. Collectives spanning an iteration boundary count in each iteration."""
+    if act is None or not (act.cat == Cat.COMM).any():
+        return None
+    lo, hi = iterations if iterations is not None else (-(1 << 31), 1 << 31)
+    kept = [r for r in rows if lo <= r.iteration <= hi]
+    per: dict[int | None, list[int]] = {}
+    for r in kept:  # one per (iteration, GPU): small
+        acc = per.setdefault(r.device_id, [0, 0])
+        acc[0] += r.communication_total_ns
+        acc[1] += r.communication_overlap_ns
+    if not any(v[0] for v in per.values()):
+        return None
+    mask = (act.iteration >= lo) & (act.iteration <= hi) if iterations is not None else None
+    sub = act if mask is None else Activity(*(getattr(act, f)[mask] for f in _FIELDS))
+    streams, busiest = _stream_table(sub)
+    devices = tuple(
+        DeviceComm(d, v[0], v[1], busiest.get(d if d is not None else -1))
+        for d, v in sorted(per.items(), key=lambda p: p[0] if p[0] is not None else -1)
+        if v[0] > 0
+    )
+    return CommOverlap(devices, streams, _top_names(kernels, sub), sum(r.span_ns for r in kept))

@@ -204,18 +204,31 @@ def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
     return r.filter(inside)
 
 
+@dataclass(frozen=True)
+class _StepParts:
+    steps: tuple[StepRow, ...]
+    timeline: IterationTimeline | None
+    communication: CommOverlap | None
+
+
 def _steps(
-    run: Run, rows: tuple[IterationRow, ...], timeline_iter: int | None
-) -> tuple[tuple[StepRow, ...], IterationTimeline | None]:
-    """Step breakdown of every iteration (warm-up included, like the per-iteration rows), and the
-    timeline of the requested iteration, else of the median aggregated one."""
-    from tcreport.analysis import activity, iteration_timeline, steps
+    run: Run, rows: tuple[IterationRow, ...], sel: Selection, timeline_iter: int | None
+) -> _StepParts:
+    """Step breakdown of every iteration (warm-up included, like the per-iteration rows), the
+    communication overlap of the aggregated ones, and the timeline of the requested iteration,
+    else of the median aggregated one: one activity collection, one host-range index and one
+    sweep shared by the three, which is what keeps a multi-million-launch trace fast."""
+    from tcreport.analysis import activity, iteration_timeline, overlap, steps
 
     whole_run = run.iterations is None or run.iterations.num_rows == 0
     act = activity.collect(run.kernels, run.memory)
-    breakdown = steps.breakdown(act, run.ranges, run.ops, whole_run=whole_run)
     if act is None:
-        return breakdown, None
+        return _StepParts((), None, None)
+    host = steps.host_intervals(run.ranges, run.ops)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, host)
+    info = sel.info
+    span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
+    comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
     if whole_run:
         pick: tuple[int, str] | None = (0, "whole run")
     else:
@@ -227,16 +240,12 @@ def _steps(
             | ({r.iteration: r.duration_ns for r in pool if r.iteration == timeline_iter}),
             timeline_iter,
         )
-    if pick is None:
-        return breakdown, None
-    tl = iteration_timeline.build(act, run.kernels, run.ranges, run.ops, *pick)
-    return breakdown, tl
-
-
-def _communication(run: Run) -> CommOverlap | None:
-    from tcreport.analysis import activity, overlap
-
-    return overlap.comm_overlap(activity.collect(run.kernels, run.memory), run.kernels)
+    tl = (
+        iteration_timeline.build(act, run.kernels, run.ranges, run.ops, *pick, gaps=gaps)
+        if pick is not None
+        else None
+    )
+    return _StepParts(breakdown, tl, comm)
 
 
 def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
@@ -275,7 +284,7 @@ def compute(
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = _iteration_rows(all_iters, selection)
-    step_rows, step_timeline = _steps(all_iters, iteration_rows, timeline_iter)
+    parts = _steps(all_iters, iteration_rows, selection, timeline_iter)
     analysis = Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -297,9 +306,9 @@ def compute(
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
-        steps=step_rows,
-        iteration_timeline=step_timeline,
-        communication=_communication(sliced),
+        steps=parts.steps,
+        iteration_timeline=parts.timeline,
+        communication=parts.communication,
         throughput=_throughput(sliced, time),
     )
     return analysis, sliced

@@ -95,6 +95,8 @@ def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class HostIntervals:
+    """Host ranges and ops sorted by start."""
+
     start: np.ndarray
     end: np.ndarray
     process: np.ndarray
@@ -106,11 +108,16 @@ def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostInterva
     """Timed host ranges and ops (iteration markers left out), names in one code space."""
     starts, ends, procs, codes = [], [], [], []
     names: list[str | None] = []
+    end_col = {"end": "end_ns", "cpu": "cpu_ns"}
     for table, end_of in ((ranges, "end"), (ops, "cpu")):
         if table is None or table.num_rows == 0:
             continue
-        t = table.filter(pc.is_valid(table.column("start_ns")))
-        t = t.filter(pc.invert(_codes.matches(t.column("name"), ITERATION_MARK)))
+        t = table.select(["name", "start_ns", end_col[end_of], "process_id"])
+        if t.column("start_ns").null_count:
+            t = t.filter(pc.is_valid(t.column("start_ns")))
+        marks = _codes.matches(t.column("name"), ITERATION_MARK)
+        if pc.any(marks).as_py():
+            t = t.filter(pc.invert(marks))
         if t.num_rows == 0:
             continue
         s = t.column("start_ns").to_numpy().astype(np.int64)
@@ -127,24 +134,27 @@ def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostInterva
         names.extend(c.values.to_pylist())
     if not starts:
         return None
+    start = np.concatenate(starts)
+    order = np.argsort(start, kind="stable")  # once: every lookup below relies on start order
     return HostIntervals(
-        np.concatenate(starts), np.concatenate(ends), np.concatenate(procs),
-        np.concatenate(codes), names,
+        start[order], np.concatenate(ends)[order], np.concatenate(procs)[order],
+        np.concatenate(codes)[order], names,
     )  # fmt: skip
 
 
-def enclosing(host: HostIntervals, keep: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Per point, the name code of a kept host interval containing it (-1: none).
+def enclosing(host: HostIntervals, keep: np.ndarray | None, points: np.ndarray) -> np.ndarray:
+    """Per point, the name code of a kept (``None``: any) host interval containing it (-1: none).
 
     The latest-starting interval before the point, when it still runs, is the innermost; else the
     one reaching furthest among those started before (an outer range), when it reaches the point.
     """
-    s, e, c = host.start[keep], host.end[keep], host.code[keep]
+    if keep is None:
+        s, e, c = host.start, host.end, host.code
+    else:
+        s, e, c = host.start[keep], host.end[keep], host.code[keep]
     out = np.full(points.size, -1, np.int64)
     if s.size == 0 or points.size == 0:
         return out
-    order = np.argsort(s, kind="stable")
-    s, e, c = s[order], e[order], c[order]
     reach = np.maximum.accumulate(e)
     idx = np.arange(s.size)
     reach_at = np.maximum.accumulate(np.where(e == reach, idx, 0))
@@ -168,11 +178,12 @@ def cause_kind(name: str | None) -> str:
     return "host range"
 
 
-def _host_causes(
+def _gap_codes(
     seg: Segments, gaps: np.ndarray, act: Activity, inside: np.ndarray, uniq: np.ndarray,
     host: HostIntervals | None,
-) -> dict[int, tuple[IdleCause, ...]]:  # fmt: skip
-    """Top causes of the host-bound gaps of each group (gaps: mask over ``seg``)."""
+) -> np.ndarray:  # fmt: skip
+    """Per host-bound gap (``gaps``: mask over ``seg``), the name code of its enclosing host
+    range on the GPU's launching process (-1: none)."""
     g, length = seg.group[gaps], seg.length[gaps]
     mid = seg.start[gaps] + length // 2
     code = np.full(g.size, -1, np.int64)
@@ -180,13 +191,24 @@ def _host_causes(
         ndev = int(act.device[inside].max(initial=0)) + 2
         gdev = uniq % ndev - 1
         dev_of_gap = gdev[g]
+        single = np.unique(host.process).size <= 1
         for dev in np.unique(dev_of_gap):  # one pass per GPU, not per gap
             procs = np.unique(act.process[inside & (act.device == dev)])
-            keep = np.isin(host.process, procs[procs >= 0]) | (host.process < 0)
-            if not keep.any() or (procs < 0).all():
-                keep = np.ones(host.start.size, bool)
+            keep: np.ndarray | None = None
+            if not single and (procs >= 0).any():
+                keep = np.isin(host.process, procs[procs >= 0]) | (host.process < 0)
+                if not keep.any():
+                    keep = None
             sel = dev_of_gap == dev
             code[sel] = enclosing(host, keep, mid[sel])
+    return code
+
+
+def _host_causes(
+    seg: Segments, gaps: np.ndarray, code: np.ndarray, host: HostIntervals | None
+) -> dict[int, tuple[IdleCause, ...]]:
+    """Top causes of the host-bound gaps of each group (gaps: mask over ``seg``)."""
+    g, length = seg.group[gaps], seg.length[gaps]
     names = host.names if host is not None else []
     key = g * (len(names) + 1) + (code + 1)
     uk, inv = np.unique(key, return_inverse=True)
@@ -201,21 +223,46 @@ def _host_causes(
     return {grp: tuple(v) for grp, v in out.items()}
 
 
+@dataclass(frozen=True)
+class HostGaps:
+    """Every host-bound gap of the breakdown, with its enclosing host range (for the timeline)."""
+
+    iteration: np.ndarray
+    device: np.ndarray  # -1: unknown
+    start: np.ndarray  # absolute ns
+    length: np.ndarray
+    code: np.ndarray  # into names, -1: none
+    names: list[str | None]
+
+
 def breakdown(
     act: Activity | None,
     ranges: pa.Table | None = None,
     ops: pa.Table | None = None,
     whole_run: bool = False,
+    host: HostIntervals | None = None,
 ) -> tuple[StepRow, ...]:
+    """:func:`breakdown_with_gaps` without the gaps."""
+    return breakdown_with_gaps(act, ranges, ops, whole_run, host)[0]
+
+
+def breakdown_with_gaps(
+    act: Activity | None,
+    ranges: pa.Table | None = None,
+    ops: pa.Table | None = None,
+    whole_run: bool = False,
+    host: HostIntervals | None = None,
+) -> tuple[tuple[StepRow, ...], HostGaps | None]:
     """The step breakdown of every (iteration, GPU) with timed activity; () without timestamps.
 
     ``whole_run``: the run has no iterations table, so its whole span counts as iteration 0
-    (otherwise rows outside every iteration are left out, as everywhere else).
+    (otherwise rows outside every iteration are left out, as everywhere else). ``host``: the
+    index of ``ranges`` and ``ops`` when the caller already built it.
     """
     if act is not None and whole_run:
         act = dataclasses.replace(act, iteration=np.zeros_like(act.iteration))
     if act is None or not (act.iteration >= 0).any():
-        return ()
+        return (), None
     inside, group, uniq = _group_keys(act)
     seg = sweep(group, act.start[inside], act.end[inside], act.cat[inside])
     ng = uniq.size
@@ -231,9 +278,17 @@ def breakdown(
     comm_hidden = np.bincount(seg.group, weights=np.where(hidden, seg.length, 0), minlength=ng)
     g_start = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(g_start, group, act.start[inside])
-    host = host_intervals(ranges, ops)
-    causes = _host_causes(seg, idle & ~short, act, inside, uniq, host)
+    if host is None:
+        host = host_intervals(ranges, ops)
+    gap_mask = idle & ~short
+    code = _gap_codes(seg, gap_mask, act, inside, uniq, host)
+    causes = _host_causes(seg, gap_mask, code, host)
     ndev = int(act.device[inside].max(initial=0)) + 2
+    gg = seg.group[gap_mask]
+    gaps = HostGaps(
+        iteration=uniq[gg] // ndev, device=uniq[gg] % ndev - 1, start=seg.start[gap_mask],
+        length=seg.length[gap_mask], code=code, names=host.names if host is not None else [],
+    )  # fmt: skip
     rows = []
     for g in range(ng):  # one per (iteration, GPU): small
         it, dev = divmod(int(uniq[g]), ndev)
@@ -256,4 +311,5 @@ def breakdown(
                 host_causes=causes.get(g, ()),
             )
         )
-    return tuple(sorted(rows, key=lambda r: (r.iteration, r.device_id is None, r.device_id or 0)))
+    ordered = sorted(rows, key=lambda r: (r.iteration, r.device_id is None, r.device_id or 0))
+    return tuple(ordered), gaps
