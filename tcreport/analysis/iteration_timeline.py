@@ -293,7 +293,9 @@ def _host(
     for table, is_range in ((ranges, True), (ops, False)):
         if table is None or table.num_rows == 0:
             continue
-        t = table.filter(pc.is_valid(table.column("start_ns")))
+        t = table.select(["name", "start_ns", "end_ns" if is_range else "cpu_ns", "thread_id"])
+        if t.column("start_ns").null_count:
+            t = t.filter(pc.is_valid(t.column("start_ns")))
         s = t.column("start_ns").to_numpy().astype(np.int64)
         e = (
             t.column("end_ns").to_numpy().astype(np.int64)
@@ -303,7 +305,7 @@ def _host(
         inside = (e > t0) & (s < t1)
         if not inside.any():
             continue
-        t = t.filter(pa.array(inside))
+        t = t if inside.all() else t.filter(pa.array(inside))
         tid = np.asarray(pc.fill_null(t.column("thread_id"), -1).to_numpy(), np.int64)
         parts.append((s[inside], e[inside], tid, _labels(_codes.codes(t.column("name")), names)))
     empty = np.empty(0, np.int64)
