@@ -12,9 +12,9 @@ failure never leaves a half-written report behind.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from tcreport._fs import write_text_atomic
+from tcreport._fs import write_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     from tcreport.model import Run, SourceFormat
@@ -64,6 +64,7 @@ def analyze(
     iter_start: int | None = None,
     iter_stop: int | None = None,
     timestamp: str | None = None,
+    timeline_iter: int | None = None,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
     from tcreport import report
@@ -75,6 +76,7 @@ def analyze(
         iter_start=iter_start,
         iter_stop=iter_stop,
         timestamp=timestamp,
+        timeline_iter=timeline_iter,
     )
 
 
@@ -112,3 +114,28 @@ def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
     from tcreport.ingest.parquet import reader as parquet
 
     parquet.check_target(Path(out_dir), force=force)
+
+
+def export_perfetto(
+    run: Run,
+    out_path: str | Path,
+    *,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+) -> tuple[Path, int]:
+    """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
+    rule); returns the file and the number of kernel events."""
+    from tcreport.analysis import result
+    from tcreport.render import perfetto
+
+    classified = result.classified_run(
+        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
+    )
+    count = 0
+
+    def writer(fh: IO[bytes]) -> None:
+        nonlocal count
+        count = perfetto.write(classified, fh)
+
+    return write_atomic(Path(out_path), writer), count

@@ -39,12 +39,19 @@ def build(
     iter_start: int | None = None,
     iter_stop: int | None = None,
     timestamp: str | None = None,
+    timeline_iter: int | None = None,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings: the one way a Report is made."""
     from tcreport import rules
     from tcreport.analysis import result
 
-    analysis = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
+    analysis = result.compute(
+        run,
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        timeline_iter=timeline_iter,
+    )
     findings = rules.evaluate(analysis)
     return Report(
         analysis=analysis,

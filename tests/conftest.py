@@ -6,25 +6,19 @@ from pathlib import Path
 
 import profiles  # noqa: F401  registers and loads the Hypothesis profile
 import pytest
-from trace_paths import DLPROF_CNN, NSYS_H100, NSYS_WIN2022
-
-
-def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"real trace not available: {path}")
-    return path
+from trace_paths import DLPROF_CNN, NSYS_H100, NSYS_WIN2022, need
 
 
 @pytest.fixture
 def dlprof_cnn() -> Path:
-    return _need(DLPROF_CNN)
+    return need(DLPROF_CNN)
 
 
 @pytest.fixture
 def nsys_h100() -> Path:
-    return _need(NSYS_H100)
+    return need(NSYS_H100)
 
 
 @pytest.fixture
 def nsys_win2022() -> Path:
-    return _need(NSYS_WIN2022)
+    return need(NSYS_WIN2022)

@@ -52,7 +52,7 @@ GPU = {
 _runs: dict[Path, Run] = {}
 
 
-def _need(path: Path) -> Path:
+def need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"real trace not available: {path}")
     return path
@@ -60,12 +60,12 @@ def _need(path: Path) -> Path:
 
 def _read(path: Path) -> Run:
     if path not in _runs:
-        _runs[path] = kineto_json.read(_need(path))
+        _runs[path] = kineto_json.read(need(path))
     return _runs[path]
 
 
 def _raw(path: Path) -> dict[str, Any]:
-    with gzip.open(_need(path), "rt", encoding="utf-8") as fh:
+    with gzip.open(need(path), "rt", encoding="utf-8") as fh:
         doc: dict[str, Any] = json.load(fh)
     return doc
 
@@ -83,7 +83,7 @@ REAL = [pytest.param(p, id=p.parent.name) for p in (H100, A100, V100)]
 @pytest.mark.realtraces
 @pytest.mark.parametrize("path", REAL)
 def test_real_trace_is_sniffed_and_detected(path: Path) -> None:
-    assert kineto_json.sniff(_need(path))
+    assert kineto_json.sniff(need(path))
     assert detect(path) is SourceFormat.KINETO_JSON
 
 
@@ -185,7 +185,7 @@ def test_h100_modern_trace() -> None:
 
 @pytest.mark.realtraces
 def test_h100_token_in_metadata_never_reaches_the_run() -> None:
-    with gzip.open(_need(H100), "rb") as fh:
+    with gzip.open(need(H100), "rb") as fh:
         assert b"hf_REDACTED" in fh.read()  # the environment is in the trace...
     run = _read(H100)
     assert "hf_REDACTED" not in run.meta.to_json()  # ...and nowhere in what tcreport keeps
@@ -313,7 +313,7 @@ def _same_outcome(path: Path) -> None:
 @pytest.mark.realtraces
 @pytest.mark.parametrize("path", REAL)
 def test_parsers_agree_on_real_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert kineto_json.fast.parse(_need(path)).parser == "msgspec"  # no fallback to json
+    assert kineto_json.fast.parse(need(path)).parser == "msgspec"  # no fallback to json
     slow = kineto_json.read_with(path, use_msgspec=False)
     _same(kineto_json.read_with(path, use_msgspec=True), slow)
     if path.stat().st_size < 1 << 20:  # and cut into many pieces (V100 makes 17 by itself)
@@ -432,7 +432,7 @@ def test_directory_is_not_sniffed(tmp_path: Path) -> None:
 
 @pytest.mark.realtraces
 def test_truncated_gzip(tmp_path: Path) -> None:
-    data = _need(H100).read_bytes()
+    data = need(H100).read_bytes()
     err = _expect_input_error(_bad(tmp_path, "cut.json.gz", data[: len(data) // 2]), sniffed=True)
     assert "truncated" in err.reason
 

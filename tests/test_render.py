@@ -228,6 +228,7 @@ def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations
 
 @pytest.mark.slow
 def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
+    from tcreport.analysis import iteration_timeline
     from tcreport.render import html_parts as html_mod
 
     view = api.analyze(_huge_run(), source_path="huge.sqlite")
@@ -237,7 +238,12 @@ def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
     assert size <= 2 * 1024 * 1024, f"{size} bytes"
     _assert_structurally_sound(html)
     assert html.count('<tr id="kernel-') <= html_mod.MAX_ROWS + html_mod.MAX_LINKS
-    assert html.count("<rect ") < 4 * html_mod.MAX_ITER_BARS + 200  # iterations bucketed
+    iters_section = html[html.index('<section id="iterations"') : html.index('id="step-time"')]
+    assert iters_section.count("<rect ") < 4 * html_mod.MAX_ITER_BARS + 200  # iterations bucketed
+    # the step-time section is bounded too: capped step rows, capped timeline blocks and lanes
+    assert html.count("<rect ") < (
+        4 * html_mod.MAX_ITER_BARS + 200 + 8 * 48 + iteration_timeline.MAX_BLOCKS + 64
+    )
     assert "<img src=x" not in html
     assert '<tr id="iter-7" class="flag">' in html  # the slow iteration is called out
 

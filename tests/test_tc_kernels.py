@@ -234,7 +234,7 @@ def test_classify_never_raises_and_shares_are_fractions(
 # --- real traces ------------------------------------------------------------------------------------
 
 
-def _need(p: Path) -> Path:
+def need(p: Path) -> Path:
     if not p.exists():
         pytest.skip(f"real trace not available: {p}")
     return p
@@ -251,7 +251,7 @@ def nsys_kernels(path: Path) -> pa.Table:
 
 
 def kineto_kernels(folder: str) -> pa.Table:
-    path = next(_need(REALTRACES / "kineto" / folder).glob("*.json.gz"))
+    path = next(need(REALTRACES / "kineto" / folder).glob("*.json.gz"))
     with gzip.open(path, "rt", encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     ks = [e for e in events if e.get("cat") in ("kernel", "Kernel") and e.get("ph") == "X"]
@@ -259,7 +259,7 @@ def kineto_kernels(folder: str) -> pa.Table:
 
 
 def dlprof_kernels() -> pa.Table:
-    with (_need(DLPROF_CNN) / "dlprof_kernel.csv").open(newline="") as f:
+    with (need(DLPROF_CNN) / "dlprof_kernel.csv").open(newline="") as f:
         rows = list(csv.reader(f))[1:]
     recs = [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
     return kernels([r["Kernel Name"] for r in recs], op_id=[r["Op ID"] for r in recs],
@@ -273,7 +273,7 @@ def _verdicts(t: pa.Table) -> dict[str, bool | None]:
 
 @pytest.mark.realtraces
 def test_h100_nsys_nvjet_and_flash_are_tc() -> None:
-    out = tk.classify_kernels(nsys_kernels(_need(NSYS_H100)))
+    out = tk.classify_kernels(nsys_kernels(need(NSYS_H100)))
     v = _verdicts(out)
     assert all(v[n] for n in v if n.startswith("nvjet_")) and v["flash_fwd_kernel"] is True
     for n in ("elementwise_kernel", "vectorized_elementwise_kernel", "reduce_kernel", "ncclDevKernel_SendRecv",

@@ -43,6 +43,28 @@ def _input_of(folder: Path) -> Path:
     return files[0] if len(files) == 1 else folder
 
 
+def _step_time(browser: object, html: Path, out: Path) -> None:
+    """The "Where the step time goes" section, hovering its widest Tensor Core block."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(html.as_uri())
+    section = page.locator("#step-time")
+    if section.count() == 0:
+        page.close()
+        return
+    blocks = page.locator("#tl-lanes rect.t-tc")
+    if blocks.count():
+        widest = page.evaluate(
+            "() => { const rs = [...document.querySelectorAll('#tl-lanes rect.t-tc')]; let b = 0;"
+            " rs.forEach((r, i) => { if (+r.getAttribute('width') > +rs[b].getAttribute('width'))"
+            " b = i; }); return b; }"
+        )
+        blocks.nth(widest).scroll_into_view_if_needed()
+        blocks.nth(widest).hover(force=True)
+    section.screenshot(path=str(out))
+    page.close()
+    print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from tcreport import api
@@ -63,6 +85,7 @@ def main() -> int:
                 page.screenshot(path=str(out), full_page=full)
                 page.close()
                 print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
+            _step_time(browser, html, OUT / f"{folder.name}-step-time.png")
         browser.close()
     return 0
 

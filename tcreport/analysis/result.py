@@ -32,9 +32,13 @@ from tcreport.analysis.devices import DeviceRow, device_rows
 from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
 from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
 from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
+from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
+from tcreport.analysis.overlap import CommOverlap
+from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
+from tcreport.analysis.throughput import Throughput
 from tcreport.analysis.timeline import TimelineFigures
 from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
@@ -85,6 +89,15 @@ class Analysis:
     host_op_types: tuple[HostRow, ...] = ()
     # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
     key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
+    # Step breakdown per (iteration, GPU) from per-launch timestamps (steps.py); () without them.
+    steps: tuple[StepRow, ...] = ()
+    # Collective time, its overlap with compute and its streams (overlap.py); None without any.
+    comm_overlap: CommOverlap | None = None
+    # FLOPs from recorded shapes, TFLOP/s, % of peak, MFU (throughput.py); None without op rows.
+    throughput: Throughput | None = None
+    # One representative iteration as drawable blocks (iteration_timeline.py); None without
+    # per-launch timestamps.
+    iteration_timeline: IterationTimeline | None = None
 
     @property
     def matrix_unit(self) -> str:
@@ -216,11 +229,64 @@ def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
     return r.filter(inside)
 
 
+@dataclass(frozen=True)
+class _StepParts:
+    steps: tuple[StepRow, ...]
+    timeline: IterationTimeline | None
+    communication: CommOverlap | None
+
+
+def _steps(
+    run: Run, rows: tuple[IterationRow, ...], sel: Selection, timeline_iter: int | None
+) -> _StepParts:
+    """Step breakdown of every iteration (warm-up included, like the per-iteration rows), the
+    communication overlap of the aggregated ones, and the timeline of the requested iteration,
+    else of the median aggregated one: one activity collection, one host-range index and one
+    sweep shared by the three, which is what keeps a multi-million-launch trace fast."""
+    from tcreport.analysis import activity, iteration_timeline, overlap, steps
+
+    whole_run = run.iterations is None or run.iterations.num_rows == 0
+    act = activity.collect(run.kernels, run.memory)
+    if act is None:
+        return _StepParts((), None, None)
+    host = steps.host_intervals(run.ranges, run.ops)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, host)
+    info = sel.info
+    span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
+    comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
+    if whole_run:
+        pick: tuple[int, str] | None = (0, "whole run")
+    else:
+        active = set(np.unique(act.iteration).tolist())
+        pool = [r for r in rows if r.iteration in active]
+        steady = [r for r in pool if r.aggregated] or pool
+        pick = iteration_timeline.choose(
+            {r.iteration: r.duration_ns for r in steady}
+            | ({r.iteration: r.duration_ns for r in pool if r.iteration == timeline_iter}),
+            timeline_iter,
+        )
+    tl = (
+        iteration_timeline.build(act, run.kernels, run.ranges, run.ops, *pick, gaps=gaps)
+        if pick is not None
+        else None
+    )
+    return _StepParts(breakdown, tl, comm)
+
+
+def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
+    from tcreport.analysis import throughput
+
+    k = run.kernels
+    gpus = len(pc.unique(k.column("device_id")).drop_null()) if k is not None else 0
+    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus))
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
+    timeline_iter: int | None = None,
 ) -> Analysis:
     """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
@@ -252,6 +318,8 @@ def compute(
     cpu_only = is_cpu_only(sliced.meta, time, ops)
     host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
+    iteration_rows = derived.iteration_rows(all_iters, selection)
+    parts = _steps(all_iters, iteration_rows, selection, timeline_iter)
     return Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -260,7 +328,7 @@ def compute(
         ops=tuple(ops),
         op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=derived.iteration_rows(all_iters, selection),
+        iterations=iteration_rows,
         why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
@@ -287,4 +355,20 @@ def compute(
         host_ops=host_ops,
         host_op_types=host_types,
         key_node_suggestions=suggestions,
+        steps=parts.steps,
+        iteration_timeline=parts.timeline,
+        comm_overlap=parts.communication,
+        throughput=_throughput(sliced, time),
     )
+
+
+def classified_run(
+    run: Run,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+) -> Run:
+    """The run with every kernel's verdict, sliced to the aggregated iterations: the bulk rows an
+    export writes (the :class:`Analysis` keeps only per-name rows)."""
+    sliced, _ = iterations.select(_classify(run, run_vendor(run)), key_node, iter_start, iter_stop)
+    return sliced

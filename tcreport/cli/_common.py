@@ -96,6 +96,7 @@ def load_and_analyze(
     timestamp: bool = False,
     counters: Path | None = None,
     allow_empty: bool = False,
+    timeline_iter: int | None = None,
 ) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
@@ -117,6 +118,7 @@ def load_and_analyze(
             iter_start=iter_start,
             iter_stop=iter_stop,
             timestamp=stamp,
+            timeline_iter=timeline_iter,
         )
     if not allow_empty:
         from tcreport.analysis.key_nodes import ineffective_options

@@ -110,5 +110,5 @@ def _plain_record(record: logging.LogRecord) -> bool:
 
 # Register the commands (import for side effects, after ``app`` exists), in the order --help
 # lists them: the everyday ones first.
-for _module in ("inspect_cmds", "profile_cmd", "compare_cmds", "batch_cmds"):
+for _module in ("inspect_cmds", "profile_cmd", "compare_cmds", "batch_cmds", "export_cmd"):
     importlib.import_module(f"tcreport.cli.{_module}")

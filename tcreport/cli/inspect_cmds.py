@@ -59,6 +59,14 @@ def report(
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
+    timeline_iter: Annotated[
+        int | None,
+        typer.Option(
+            "--timeline-iter",
+            min=0,
+            help="Iteration the HTML timeline shows (default: the median aggregated one).",
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
@@ -67,7 +75,14 @@ def report(
         _fs.refuse_inputs(output, [path, counters])
         _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
         view = load_and_analyze(
-            path, key_node, iter_start, iter_stop, timestamp, counters, allow_empty=allow_empty
+            path,
+            key_node,
+            iter_start,
+            iter_stop,
+            timestamp,
+            counters,
+            allow_empty=allow_empty,
+            timeline_iter=timeline_iter,
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(

@@ -22,7 +22,7 @@ import jinja2
 from tcreport import fmt
 from tcreport.analysis.derived import OUTLIER_FACTOR
 from tcreport.render import html_parts as parts
-from tcreport.render import page, summary_json
+from tcreport.render import page, summary_json, timeline_html
 from tcreport.render.html_parts import (
     CHART_W,
     MAX_ROWS,
@@ -133,4 +133,7 @@ def render(view: Report) -> str:
         precision_bar=precision_bar,
         max_rows=MAX_ROWS,
         outlier_factor=f"{OUTLIER_FACTOR:g}",
+        steps=timeline_html.section(a),
+        step_parts=timeline_html.STEP_PARTS,
+        tl_w=timeline_html.TL_W,
     )

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from tcreport.analysis.host_time import HostRow
+from tcreport.render import summary_steps
 from tcreport.report import Report
 
 SCHEMA = "tcreport.summary/1"
@@ -168,6 +169,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for d in a.devices
         ],
+        **summary_steps.keys(a),
     }
 
 

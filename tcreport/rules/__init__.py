@@ -13,6 +13,7 @@ import dataclasses
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
     cm001_communication,
+    cm002_comm_overlap,
     cv001_cudnn_benchmark_off,
     cv002_slow_half_wgrad,
     dlprof_feedback,
@@ -41,6 +42,7 @@ REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
             "CM001": cm001_communication.check,
+            "CM002": cm002_comm_overlap.check,
             "CV001": cv001_cudnn_benchmark_off.check,
             "CV002": cv002_slow_half_wgrad.check,
             "DLPROF": dlprof_feedback.check,

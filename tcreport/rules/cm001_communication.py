@@ -12,7 +12,7 @@ from __future__ import annotations
 from tcreport.analysis import communication
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
-from tcreport.rules import thresholds
+from tcreport.rules import cm002_comm_overlap, thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "CM001"
@@ -42,6 +42,8 @@ def _fix(fl: c.Flavour) -> str:
 def check(analysis: Analysis) -> list[Finding]:
     comm = analysis.communication
     if comm is None or not comm.kernel_ns or comm.kernel_share is None:
+        return []
+    if cm002_comm_overlap.check(analysis):  # the timeline shows the cause: CM002 says it once
         return []
     if comm.kernel_share < thresholds.COMMUNICATION_SHARE:
         return []

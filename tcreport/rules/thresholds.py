@@ -97,3 +97,22 @@ LAUNCH_BOUND_MIN_LAUNCHES = 50
 #: Share of launch-gap idle time assumed recoverable with CUDA graphs / compilation: graph replay
 #: removes the CPU's per-launch cost, but not the GPU's own inter-kernel time or uncapturable work.
 LAUNCH_GAP_RECOVERABLE = 0.5
+
+# --- communication (CM002) ------------------------------------------------------------------------
+
+#: Collectives below this share of the kernel span are not worth a finding: a final all-reduce of a
+#: few hundred microseconds in a second-long step is noise.
+COMM_MIN_SHARE = 0.01
+
+#: Below this share of collective time hidden under compute, overlap is low. DDP and FSDP are
+#: designed to hide most gradient communication behind backward compute; under half means the
+#: collectives mostly serialise with it.
+COMM_LOW_OVERLAP = 0.5
+
+#: Share of exposed collective time assumed recoverable by moving collectives to their own stream
+#: and prefetching: compute must exist to hide them under, and some (the last bucket, the first
+#: gather) stays exposed.
+COMM_RECOVERABLE = 0.5
+
+#: Exposed collective time at or above this share of the kernel span is high severity.
+COMM_HIGH_SHARE = 0.05

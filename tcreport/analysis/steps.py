@@ -1,0 +1,315 @@
+"""Where the step time goes: per iteration and per GPU, what the GPU was doing, and why it waited.
+
+A Tensor Core share answers "were the matrix units used"; a user's next question is how much of
+the step was matrix work at all. Each (iteration, GPU) span, from the first GPU activity of the
+iteration on that GPU to its last, is cut into parts that sum to the span exactly:
+
+* Tensor Core compute, other compute (verdict no), compute of unknown verdict,
+* communication (collectives, by kernel name), memory copies/sets,
+* idle, split into launch-bound (gaps shorter than :data:`timeline.LAUNCH_GAP_NS`: the CPU issuing
+  the next of many small kernels) and host-bound (longer gaps: nothing was queued because the host
+  was busy or waiting).
+
+Overlapped time is counted once, by priority (compute before communication before memory), so a
+collective hidden under a GEMM costs nothing here; :mod:`tcreport.analysis.overlap` reports how
+much was hidden. Host-bound gaps are named by the host range or op that encloses their midpoint on
+the launching process (a data loader, ``aten::item`` / a synchronize, an NVTX range) when the
+tables carry one; otherwise the cause is "no host range recorded", never a guess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.analysis import _codes
+from tcreport.analysis.activity import COMPUTE_MASK, IDLE, Activity, Cat, Segments, sweep
+from tcreport.analysis.timeline import DATA_LOADER, LAUNCH_GAP_NS
+
+#: Host ranges and ops that wait for the GPU: explicit synchronisation, or reading a GPU value on
+#: the host (``.item()`` is ``aten::item`` / ``aten::_local_scalar_dense``).
+SYNC = re.compile(
+    r"synchroni[sz]e|aten::item|_local_scalar_dense|\.item\(|cudaMemcpy(?!Async)|aten::nonzero",
+    re.IGNORECASE,
+)
+#: Ranges that mark a whole iteration say nothing about a gap inside it.
+ITERATION_MARK = r"^ProfilerStep#|^Iteration \d|^train_step$"
+#: Causes kept per (iteration, GPU), longest first.
+TOP_CAUSES = 3
+
+
+@dataclass(frozen=True)
+class IdleCause:
+    """Host-bound idle time of one (iteration, GPU) under one host range name."""
+
+    kind: str  # "data loading" | "synchronisation" | "host range" | "no host range recorded"
+    name: str | None  # the range/op name; None when nothing on the host covered the gap
+    idle_ns: int
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One iteration on one GPU; the seven ``*_ns`` parts sum to ``span_ns``."""
+
+    iteration: int
+    device_id: int | None
+    start_ns: int
+    span_ns: int
+    tc_compute_ns: int
+    other_compute_ns: int
+    unknown_compute_ns: int
+    communication_ns: int  # collective time not hidden under compute
+    memory_ns: int  # copies/sets not hidden under compute or communication
+    idle_launch_ns: int
+    idle_host_ns: int
+    communication_total_ns: int  # union of collective intervals, hidden or not
+    communication_overlap_ns: int  # of which compute ran at the same time on this GPU
+    host_causes: tuple[IdleCause, ...]  # longest first, at most TOP_CAUSES
+
+    @property
+    def parts(self) -> tuple[int, ...]:
+        return (
+            self.tc_compute_ns,
+            self.other_compute_ns,
+            self.unknown_compute_ns,
+            self.communication_ns,
+            self.memory_ns,
+            self.idle_launch_ns,
+            self.idle_host_ns,
+        )
+
+
+def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row mask of intervals inside an iteration, their group code, and (iteration, device) per group."""
+    inside = act.iteration >= 0
+    it, dev = act.iteration[inside], act.device[inside]
+    packed = it * (int(dev.max(initial=0)) + 2) + (dev + 1)
+    uniq, group = np.unique(packed, return_inverse=True)
+    return inside, group.astype(np.int64), uniq
+
+
+@dataclass(frozen=True)
+class HostIntervals:
+    """Host ranges and ops sorted by start."""
+
+    start: np.ndarray
+    end: np.ndarray
+    process: np.ndarray
+    code: np.ndarray  # into names
+    names: list[str | None]
+
+
+def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostIntervals | None:
+    """Timed host ranges and ops (iteration markers left out), names in one code space."""
+    starts, ends, procs, codes = [], [], [], []
+    names: list[str | None] = []
+    end_col = {"end": "end_ns", "cpu": "cpu_ns"}
+    for table, end_of in ((ranges, "end"), (ops, "cpu")):
+        if table is None or table.num_rows == 0:
+            continue
+        t = table.select(["name", "start_ns", end_col[end_of], "process_id"])
+        if t.column("start_ns").null_count:
+            t = t.filter(pc.is_valid(t.column("start_ns")))
+        marks = _codes.matches(t.column("name"), ITERATION_MARK)
+        if pc.any(marks).as_py():
+            t = t.filter(pc.invert(marks))
+        if t.num_rows == 0:
+            continue
+        s = t.column("start_ns").to_numpy().astype(np.int64)
+        e = (
+            t.column("end_ns").to_numpy().astype(np.int64)
+            if end_of == "end"
+            else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
+        )
+        c = _codes.codes(t.column("name"))
+        starts.append(s)
+        ends.append(e)
+        procs.append(np.asarray(pc.fill_null(t.column("process_id"), -1).to_numpy(), np.int64))
+        codes.append(np.where(c.codes >= 0, c.codes + len(names), -1))
+        names.extend(c.values.to_pylist())
+    if not starts:
+        return None
+    start = np.concatenate(starts)
+    order = np.argsort(start, kind="stable")  # once: every lookup below relies on start order
+    return HostIntervals(
+        start[order], np.concatenate(ends)[order], np.concatenate(procs)[order],
+        np.concatenate(codes)[order], names,
+    )  # fmt: skip
+
+
+def enclosing(host: HostIntervals, keep: np.ndarray | None, points: np.ndarray) -> np.ndarray:
+    """Per point, the name code of a kept (``None``: any) host interval containing it (-1: none).
+
+    The latest-starting interval before the point, when it still runs, is the innermost; else the
+    one reaching furthest among those started before (an outer range), when it reaches the point.
+    """
+    if keep is None:
+        s, e, c = host.start, host.end, host.code
+    else:
+        s, e, c = host.start[keep], host.end[keep], host.code[keep]
+    out = np.full(points.size, -1, np.int64)
+    if s.size == 0 or points.size == 0:
+        return out
+    reach = np.maximum.accumulate(e)
+    idx = np.arange(s.size)
+    reach_at = np.maximum.accumulate(np.where(e == reach, idx, 0))
+    i = np.searchsorted(s, points, side="right") - 1
+    ok = i >= 0
+    j = np.maximum(i, 0)
+    inner = ok & (e[j] > points)
+    outer = ok & ~inner & (reach[j] > points)
+    out[inner] = c[j[inner]]
+    out[outer] = c[reach_at[j[outer]]]
+    return out
+
+
+def cause_kind(name: str | None) -> str:
+    if name is None:
+        return "no host range recorded"
+    if DATA_LOADER.search(name):
+        return "data loading"
+    if SYNC.search(name):
+        return "synchronisation"
+    return "host range"
+
+
+def _gap_codes(
+    seg: Segments, gaps: np.ndarray, act: Activity, inside: np.ndarray, uniq: np.ndarray,
+    host: HostIntervals | None,
+) -> np.ndarray:  # fmt: skip
+    """Per host-bound gap (``gaps``: mask over ``seg``), the name code of its enclosing host
+    range on the GPU's launching process (-1: none)."""
+    g, length = seg.group[gaps], seg.length[gaps]
+    mid = seg.start[gaps] + length // 2
+    code = np.full(g.size, -1, np.int64)
+    if host is not None and g.size:
+        ndev = int(act.device[inside].max(initial=0)) + 2
+        gdev = uniq % ndev - 1
+        dev_of_gap = gdev[g]
+        single = np.unique(host.process).size <= 1
+        for dev in np.unique(dev_of_gap):  # one pass per GPU, not per gap
+            procs = np.unique(act.process[inside & (act.device == dev)])
+            keep: np.ndarray | None = None
+            if not single and (procs >= 0).any():
+                keep = np.isin(host.process, procs[procs >= 0]) | (host.process < 0)
+                if not keep.any():
+                    keep = None
+            sel = dev_of_gap == dev
+            code[sel] = enclosing(host, keep, mid[sel])
+    return code
+
+
+def _host_causes(
+    seg: Segments, gaps: np.ndarray, code: np.ndarray, host: HostIntervals | None
+) -> dict[int, tuple[IdleCause, ...]]:
+    """Top causes of the host-bound gaps of each group (gaps: mask over ``seg``)."""
+    g, length = seg.group[gaps], seg.length[gaps]
+    names = host.names if host is not None else []
+    key = g * (len(names) + 1) + (code + 1)
+    uk, inv = np.unique(key, return_inverse=True)
+    total = np.bincount(inv, weights=length).astype(np.int64)
+    out: dict[int, list[IdleCause]] = {}
+    for k, ns in sorted(zip(uk.tolist(), total.tolist(), strict=True), key=lambda p: -p[1]):
+        grp, c = divmod(k, len(names) + 1)  # one per (group, distinct cause): small
+        name = names[c - 1] if c > 0 else None
+        lst = out.setdefault(grp, [])
+        if len(lst) < TOP_CAUSES:
+            lst.append(IdleCause(cause_kind(name), name, int(ns)))
+    return {grp: tuple(v) for grp, v in out.items()}
+
+
+@dataclass(frozen=True)
+class HostGaps:
+    """Every host-bound gap of the breakdown, with its enclosing host range (for the timeline)."""
+
+    iteration: np.ndarray
+    device: np.ndarray  # -1: unknown
+    start: np.ndarray  # absolute ns
+    length: np.ndarray
+    code: np.ndarray  # into names, -1: none
+    names: list[str | None]
+
+
+def breakdown(
+    act: Activity | None,
+    ranges: pa.Table | None = None,
+    ops: pa.Table | None = None,
+    whole_run: bool = False,
+    host: HostIntervals | None = None,
+) -> tuple[StepRow, ...]:
+    """:func:`breakdown_with_gaps` without the gaps."""
+    return breakdown_with_gaps(act, ranges, ops, whole_run, host)[0]
+
+
+def breakdown_with_gaps(
+    act: Activity | None,
+    ranges: pa.Table | None = None,
+    ops: pa.Table | None = None,
+    whole_run: bool = False,
+    host: HostIntervals | None = None,
+) -> tuple[tuple[StepRow, ...], HostGaps | None]:
+    """The step breakdown of every (iteration, GPU) with timed activity; () without timestamps.
+
+    ``whole_run``: the run has no iterations table, so its whole span counts as iteration 0
+    (otherwise rows outside every iteration are left out, as everywhere else). ``host``: the
+    index of ``ranges`` and ``ops`` when the caller already built it.
+    """
+    if act is not None and whole_run:
+        act = dataclasses.replace(act, iteration=np.zeros_like(act.iteration))
+    if act is None or not (act.iteration >= 0).any():
+        return (), None
+    inside, group, uniq = _group_keys(act)
+    seg = sweep(group, act.start[inside], act.end[inside], act.cat[inside])
+    ng = uniq.size
+    win = seg.winner().astype(np.int64)
+    idle = win == IDLE
+    short = idle & (seg.length < LAUNCH_GAP_NS)
+    win = np.where(idle & ~short, IDLE + 1, win)  # IDLE = launch-bound, IDLE + 1 = host-bound
+    per = np.bincount(seg.group * (IDLE + 2) + win, weights=seg.length, minlength=ng * (IDLE + 2))
+    per = per.reshape(ng, IDLE + 2).astype(np.int64)
+    comm_on = (seg.state >> Cat.COMM) & 1 == 1
+    comm_total = np.bincount(seg.group, weights=np.where(comm_on, seg.length, 0), minlength=ng)
+    hidden = comm_on & ((seg.state & COMPUTE_MASK) != 0)
+    comm_hidden = np.bincount(seg.group, weights=np.where(hidden, seg.length, 0), minlength=ng)
+    g_start = np.full(ng, np.iinfo(np.int64).max)
+    np.minimum.at(g_start, group, act.start[inside])
+    if host is None:
+        host = host_intervals(ranges, ops)
+    gap_mask = idle & ~short
+    code = _gap_codes(seg, gap_mask, act, inside, uniq, host)
+    causes = _host_causes(seg, gap_mask, code, host)
+    ndev = int(act.device[inside].max(initial=0)) + 2
+    gg = seg.group[gap_mask]
+    gaps = HostGaps(
+        iteration=uniq[gg] // ndev, device=uniq[gg] % ndev - 1, start=seg.start[gap_mask],
+        length=seg.length[gap_mask], code=code, names=host.names if host is not None else [],
+    )  # fmt: skip
+    rows = []
+    for g in range(ng):  # one per (iteration, GPU): small
+        it, dev = divmod(int(uniq[g]), ndev)
+        p = per[g]
+        rows.append(
+            StepRow(
+                iteration=it,
+                device_id=dev - 1 if dev > 0 else None,
+                start_ns=int(g_start[g]),
+                span_ns=int(p.sum()),
+                tc_compute_ns=int(p[Cat.TC]),
+                other_compute_ns=int(p[Cat.OTHER]),
+                unknown_compute_ns=int(p[Cat.UNKNOWN]),
+                communication_ns=int(p[Cat.COMM]),
+                memory_ns=int(p[Cat.MEMORY]),
+                idle_launch_ns=int(p[IDLE]),
+                idle_host_ns=int(p[IDLE + 1]),
+                communication_total_ns=int(comm_total[g]),
+                communication_overlap_ns=int(comm_hidden[g]),
+                host_causes=causes.get(g, ()),
+            )
+        )
+    ordered = sorted(rows, key=lambda r: (r.iteration, r.device_id is None, r.device_id or 0))
+    return tuple(ordered), gaps

@@ -1,0 +1,252 @@
+"""Achieved throughput: FLOPs per op from recorded shapes, TFLOP/s, % of the GPU's peak, and MFU.
+
+A Tensor Core verdict says the matrix units ran; this says how hard. Each op instance that owns GPU
+time (the op its kernels are attributed to, so a wrapper such as ``aten::linear`` over
+``aten::addmm`` is not counted twice) gets a FLOP count from :mod:`tcreport.analysis.flops`.
+Counts are computed once per distinct (type, shapes) and spread to the rows with numpy. Ops are
+then grouped by (name, shapes): achieved TFLOP/s is their FLOPs over their GPU time, and % of peak
+uses the peak of the precision they ran at (:mod:`tcreport.analysis.peaks`).
+
+Model FLOP utilisation (FLOPs of the aggregated range over its wall time × the peak × the GPUs)
+is given only when every heavy op (GEMM, convolution, attention) has a count and the ops with
+counts cover the Tensor Core kernel time; otherwise ``mfu`` is ``None`` and ``mfu_note`` says
+which ops lacked shapes. Never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.analysis import _codes, flops, peaks
+from tcreport.analysis.why_not import normalise_dtype
+from tcreport.model import Run
+
+#: Op groups kept (by GPU time); the rest are summed into the totals only.
+TOP_OPS = 50
+#: Tensor Core kernel time not under an op with a FLOP count, beyond this share, rules MFU out.
+UNCOVERED_TC_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class OpThroughput:
+    """One op name with one set of shapes, over its calls in the aggregated range."""
+
+    name: str
+    kind: str  # gemm | conv | attention | other
+    input_shapes: str | None
+    precision: str | None  # bf16 / fp16 / tf32 / fp32 / fp8, as it ran
+    calls: int
+    gpu_ns: int
+    flops: int | None  # all calls; None: no count (formula says why)
+    formula: str
+    peak_tflops: float | None
+
+    @property
+    def tflops(self) -> float | None:
+        return self.flops / self.gpu_ns / 1e3 if self.flops is not None and self.gpu_ns else None
+
+    @property
+    def peak_share(self) -> float | None:
+        t = self.tflops
+        return t / self.peak_tflops if t is not None and self.peak_tflops else None
+
+
+@dataclass(frozen=True)
+class IterationThroughput:
+    iteration: int
+    duration_ns: int
+    flops: int
+
+    def tflops(self) -> float | None:
+        return self.flops / self.duration_ns / 1e3 if self.duration_ns > 0 else None
+
+
+@dataclass(frozen=True)
+class Throughput:
+    gpu: peaks.GpuPeaks | None  # None: GPU model not in peaks.toml
+    ops: tuple[OpThroughput, ...]  # heavy op groups first by GPU time, at most TOP_OPS
+    flops: int  # counted FLOPs of the aggregated range
+    counted_gpu_ns: int  # GPU time of the ops with a count
+    heavy_gpu_ns: int  # GPU time of GEMM / conv / attention ops, counted or not
+    missing: tuple[str, ...]  # heavy op names without a count, most GPU time first
+    precision: str | None  # the precision with the most FLOPs: MFU's peak
+    wall_ns: int | None
+    gpus: int
+    iterations: tuple[IterationThroughput, ...]
+    mfu_note: str | None  # why there is no MFU, when there is none
+
+    @property
+    def peak_tflops(self) -> float | None:
+        return self.gpu.peak(self.precision) if self.gpu is not None else None
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved over the wall time of the aggregated range, all GPUs together."""
+        return self.flops / self.wall_ns / 1e3 if self.wall_ns else None
+
+    @property
+    def mfu(self) -> float | None:
+        t, p = self.tflops, self.peak_tflops
+        if self.mfu_note is not None or t is None or not p:
+            return None
+        return t / (p * max(1, self.gpus))
+
+    def iteration_mfu(self, it: IterationThroughput) -> float | None:
+        t, p = it.tflops(), self.peak_tflops
+        if self.mfu_note is not None or t is None or not p:
+            return None
+        return t / (p * max(1, self.gpus))
+
+
+def _per_distinct(ops: pa.Table) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
+    """Per row: FLOPs of one call (nan: none) and index into the distinct counts."""
+    cols = [_codes.codes(ops.column(c)) for c in ("type", "input_shapes", "output_shapes")]
+    key = _codes.combine(*(c.codes for c in cols))
+    first = _codes.first_rows(key)
+    vals = [c.take(c.codes[first]) for c in cols]
+    counts = [flops.count(*v) for v in zip(*vals, strict=True)]  # one per distinct: small
+    per_call = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
+    return per_call[key], key, counts
+
+
+def _gpu_name(run: Run) -> str | None:
+    return next((g.name for g in run.meta.gpus if peaks.for_gpu(g.name) is not None), None)
+
+
+def compute(
+    run: Run, wall_ns: int | None, tc_kernel_ns: int | None, gpus: int
+) -> Throughput | None:
+    """Throughput of the aggregated range; ``None`` when the run has no op rows with GPU time."""
+    ops = run.ops
+    if ops is None or ops.num_rows == 0:
+        return None
+    ops = ops.filter(pc.greater(pc.fill_null(ops.column("gpu_ns"), 0), 0))
+    if ops.num_rows == 0:
+        return None
+    per_call, dkey, counts = _per_distinct(ops)
+    calls = pc.fill_null(ops.column("calls"), -1).to_numpy().astype(np.int64)
+    row_flops = np.where(calls >= 0, per_call * calls, np.nan)
+    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
+    kinds = np.array([c.kind for c in counts])[dkey]
+    heavy = kinds != "other"
+    has = ~np.isnan(row_flops)
+    gpu = peaks.for_gpu(_gpu_name(run))
+    groups = _groups(ops, row_flops, dkey, counts, gpu)
+    name = _codes.codes(ops.column("name"))
+    miss = heavy & ~has
+    missing: tuple[str, ...] = ()
+    if miss.any():
+        per_name = np.bincount(name.codes[miss], weights=gpu_ns[miss])
+        order = np.argsort(-per_name, kind="stable")
+        missing = tuple(str(v) for v in name.take(order[per_name[order] > 0]) if v is not None)
+    prec = _row_precision(ops)
+    total = {p: float(row_flops[has & (prec == p)].sum()) for p in np.unique(prec[has])}
+    precision = max(total, key=lambda p: total[p]) if total else None
+    counted = int(gpu_ns[has].sum())
+    note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()))
+    iters = _iterations(run, ops, row_flops)
+    if wall_ns is None and iters:  # one iteration: no reported wall, but its own span
+        wall_ns = sum(i.duration_ns for i in iters)
+    return Throughput(
+        gpu=gpu,
+        ops=groups,
+        flops=int(row_flops[has].sum()),
+        counted_gpu_ns=counted,
+        heavy_gpu_ns=int(gpu_ns[heavy].sum()),
+        missing=missing,
+        precision=str(precision) if precision else None,
+        wall_ns=wall_ns,
+        gpus=gpus,
+        iterations=iters,
+        mfu_note=note,
+    )
+
+
+def _mfu_note(
+    missing: tuple[str, ...], counted: int, tc_ns: int | None, gpu: peaks.GpuPeaks | None,
+    precision: str | None, any_count: bool,
+) -> str | None:  # fmt: skip
+    if not any_count:
+        return "no GEMM, convolution or attention op has recorded shapes"
+    if missing:
+        return f"{len(missing)} heavy op(s) have no FLOP count (shapes absent or incomplete): " + (
+            ", ".join(missing[:3])
+        )
+    if tc_ns and tc_ns - counted > UNCOVERED_TC_SHARE * tc_ns:
+        return "Tensor Core kernels ran outside the ops with recorded shapes"
+    if gpu is None:
+        return "GPU model not in the peaks table"
+    if gpu.peak(precision) is None:
+        return f"no {precision} peak for {gpu.model} in the peaks table"
+    return None
+
+
+def _row_precision(ops: pa.Table) -> np.ndarray:
+    d = _codes.codes(ops.column("dtype"))
+    norm = np.array([normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""], dtype=object)
+    dt = norm[np.where(d.codes >= 0, d.codes, len(norm) - 1)]
+    tc = np.asarray(pc.fill_null(ops.column("uses_tc"), False).to_numpy(zero_copy_only=False))
+    return np.where(dt == "fp32", np.where(tc, "tf32", "fp32"), dt).astype(str)
+
+
+def _groups(
+    ops: pa.Table, row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
+    gpu: peaks.GpuPeaks | None,
+) -> tuple[OpThroughput, ...]:  # fmt: skip
+    """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
+    name = _codes.codes(ops.column("name"))
+    prec = _row_precision(ops)
+    key = _codes.combine(name.codes, dkey)
+    n = int(key.max()) + 1
+    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
+    calls = pc.fill_null(ops.column("calls"), 1).to_numpy().astype(np.int64)
+    g_ns = np.bincount(key, weights=gpu_ns, minlength=n)
+    g_calls = np.bincount(key, weights=calls, minlength=n)
+    nan_rows = np.isnan(row_flops)
+    g_flops = np.bincount(key, weights=np.where(nan_rows, 0, row_flops), minlength=n)
+    g_nan = np.bincount(key, weights=nan_rows, minlength=n) > 0
+    first = _codes.first_rows(key)
+    heavy = np.array([counts[d].kind != "other" for d in dkey[first]])
+    order = np.lexsort((-g_ns, ~heavy))[:TOP_OPS]
+    names = name.take(name.codes[first[order]])
+    shapes = _codes.codes(ops.column("input_shapes"))
+    shape_text = shapes.take(shapes.codes[first[order]])
+    out = []
+    for i, g in enumerate(order):  # at most TOP_OPS
+        c = counts[dkey[first[g]]]
+        p = str(prec[first[g]]) or None
+        out.append(
+            OpThroughput(
+                name=str(names[i]),
+                kind=c.kind,
+                input_shapes=shape_text[i],
+                precision=p,
+                calls=int(g_calls[g]),
+                gpu_ns=int(g_ns[g]),
+                flops=None if g_nan[g] else int(g_flops[g]),
+                formula=c.formula,
+                peak_tflops=gpu.peak(p) if gpu is not None else None,
+            )
+        )
+    return tuple(out)
+
+
+def _iterations(run: Run, ops: pa.Table, row_flops: np.ndarray) -> tuple[IterationThroughput, ...]:
+    it = run.iterations
+    if it is None or it.num_rows == 0:
+        return ()
+    itc = pc.fill_null(ops.column("iteration"), -1).to_numpy().astype(np.int64)
+    ok = (itc >= 0) & ~np.isnan(row_flops)
+    if not ok.any():
+        return ()
+    per = np.bincount(itc[ok], weights=row_flops[ok])
+    rows = []
+    for r in it.sort_by("iteration").to_pylist():  # one per iteration
+        i = int(r["iteration"])
+        if i < per.size:
+            rows.append(IterationThroughput(i, int(r["end_ns"] - r["start_ns"]), int(per[i])))
+    return tuple(rows)

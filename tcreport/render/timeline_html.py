@@ -1,0 +1,259 @@
+"""The "Step time" section of the HTML report: stacked step bars, communication, throughput and
+the timeline of one iteration, as precomputed coordinates for ``templates/_timeline.html.j2``.
+
+Every figure comes from the analysis (steps, overlap, throughput, iteration_timeline); this module
+only scales it to SVG user units and formats it, so the report stays one self-contained file with
+no client-side layout: the one script only zooms, pans and shows the hover card.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from tcreport import fmt
+from tcreport.analysis.activity import IDLE, Cat
+from tcreport.analysis.iteration_timeline import HOST
+from tcreport.analysis.result import Analysis
+
+STEP_W = 1000  # user units of the step chart
+STEP_LABEL = 110
+MAX_STEP_ROWS = 48
+TL_W = 1200  # user units of the timeline's time axis
+LANE_H = 18
+LANE_GAP = 4
+MAX_NAME = 240  # characters of a name kept for the hover card
+TOP_OPS = 15
+
+#: (css suffix, legend) of the step parts, in StepRow.parts order
+STEP_PARTS = (
+    ("tc", "Tensor Core compute"),
+    ("other", "other compute"),
+    ("unk", "compute, verdict unknown"),
+    ("comm", "communication (not hidden)"),
+    ("mem", "memory copies/sets"),
+    ("launch", "idle: launch-bound (gaps < 100 µs)"),
+    ("host", "idle: host-bound"),
+)
+_BLOCK_CSS = {Cat.TC: "tc", Cat.OTHER: "other", Cat.UNKNOWN: "unk", Cat.COMM: "comm",
+              Cat.MEMORY: "mem", IDLE: "idle", HOST: "hostr"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepBar:
+    label: str
+    y: int
+    segments: tuple[tuple[str, float, float, str], ...]  # css, x, width, title
+    total: str
+    causes: str
+
+
+@dataclass(frozen=True)
+class LaneView:
+    label: str
+    kind: str
+    y: int
+
+
+@dataclass(frozen=True)
+class BlockView:
+    css: str
+    x: str
+    w: str
+    y: int
+    k: int  # name index
+    r: int  # rule / cause-kind index
+    v: str  # verdict letter: y / n / u, or "" for gaps and host ranges
+    d: int  # duration ns
+    s: int  # start ns from the window start
+    m: int  # merged events
+    work: int  # summed duration of the merged events
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    title: str
+    note: str
+    height: int
+    lanes: tuple[LaneView, ...]
+    blocks: tuple[BlockView, ...]
+    span_ns: int
+    names_json: str  # plain JSON for an attribute: the template's autoescape escapes it
+
+
+@dataclass(frozen=True)
+class ThroughputRow:
+    name: str
+    shapes: str
+    precision: str
+    calls: int
+    gpu_ns: int
+    flops: str
+    tflops: str
+    peak: str
+    formula: str
+
+
+@dataclass(frozen=True)
+class StepSection:
+    bars: tuple[StepBar, ...]
+    bars_height: int
+    bars_note: str
+    comm: str | None
+    throughput: tuple[ThroughputRow, ...]
+    throughput_note: str | None
+    timeline: TimelineView | None
+
+
+def _flops(v: int | None) -> str:
+    if v is None:
+        return "—"
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if v >= scale:
+            return f"{v / scale:.2f} {unit}"
+    return f"{v} FLOP"
+
+
+def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
+    rows = a.steps[:MAX_STEP_ROWS]
+    if not rows:
+        return (), 0, ""
+    top = max(r.span_ns for r in rows) or 1
+    scale = (STEP_W - STEP_LABEL - 90) / top
+    bars = []
+    for i, r in enumerate(rows):
+        x, segs = float(STEP_LABEL), []
+        for (css, legend), v in zip(STEP_PARTS, r.parts, strict=True):
+            w = v * scale
+            if w > 0:
+                segs.append(
+                    (
+                        css,
+                        round(x, 2),
+                        round(w, 2),
+                        f"{legend}: {fmt.ns(v)} ({fmt.pct(v / r.span_ns if r.span_ns else None)})",
+                    )
+                )
+            x += w
+        causes = "; ".join(
+            f"{c.kind}{': ' + fmt.tail(c.name, 50) if c.name else ''} {fmt.ns(c.idle_ns)}"
+            for c in r.host_causes
+        )
+        gpu = "?" if r.device_id is None else str(r.device_id)
+        bars.append(
+            StepBar(
+                f"iter {r.iteration} · GPU {gpu}",
+                4 + i * 22,
+                tuple(segs),
+                fmt.ns(r.span_ns),
+                causes,
+            )
+        )
+    note = (
+        f"{len(rows)} of {len(a.steps)} (iteration, GPU) rows" if len(a.steps) > len(rows) else ""
+    )
+    return tuple(bars), 8 + len(rows) * 22, note
+
+
+def _comm(a: Analysis) -> str | None:
+    cm = a.comm_overlap
+    if cm is None:
+        return None
+    on = cm.on_compute_stream
+    where = (
+        "on the compute stream ("
+        + ", ".join(f"GPU {s.device_id} stream {s.stream_id}" for s in on)
+        + ")"
+        if on
+        else "on their own streams"
+    )
+    return (
+        f"Collectives ({', '.join(cm.names[:3])}) ran {fmt.ns(cm.collective_ns)} summed over GPUs, "
+        f"{fmt.pct(cm.overlap_share)} of it hidden under compute, {where}; "
+        f"{fmt.ns(cm.exposed_ns)} exposed."
+    )
+
+
+def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
+    t = a.throughput
+    if t is None:
+        return (), None
+    rows = tuple(
+        ThroughputRow(
+            name=o.name, shapes=o.input_shapes or "", precision=o.precision or "—", calls=o.calls,
+            gpu_ns=o.gpu_ns, flops=_flops(o.flops),
+            tflops="—" if o.tflops is None else f"{o.tflops:.2f}",
+            peak="—" if o.peak_share is None else fmt.pct(o.peak_share),
+            formula=o.formula,
+        )
+        for o in t.ops[:TOP_OPS]
+        if o.kind != "other"
+    )  # fmt: skip
+    peak = (
+        f"Peak: {t.gpu.model} {t.precision} {t.peak_tflops} TFLOP/s dense ({t.gpu.source})."
+        if t.gpu is not None and t.peak_tflops
+        else f"Peak: {t.gpu.model} ({t.gpu.source}); no % of peak without counted FLOPs."
+        if t.gpu is not None
+        else "Peak: the trace does not name a GPU model in the peaks table, so no % of peak."
+    )
+    mfu = (
+        f"Model FLOP utilisation {fmt.pct(t.mfu, 2)}: {_flops(t.flops)} in {fmt.ns(t.wall_ns)} on "
+        f"{t.gpus} GPU(s), {t.tflops:.2f} TFLOP/s achieved."
+        if t.mfu is not None and t.tflops is not None
+        else f"No model FLOP utilisation: {t.mfu_note}."
+    )
+    return rows, f"{mfu} {peak}"
+
+
+def _timeline(a: Analysis) -> TimelineView | None:
+    tl = a.iteration_timeline
+    if tl is None:
+        return None
+    ys = [i * (LANE_H + LANE_GAP) for i in range(len(tl.lanes))]
+    y = len(tl.lanes) * (LANE_H + LANE_GAP)
+    scale = TL_W / tl.span_ns
+    blocks = tuple(
+        BlockView(
+            css=_BLOCK_CSS.get(b.cat, "other") + ("" if b.merged == 1 else " merged"),
+            x=f"{b.start_ns * scale:.2f}",
+            w=f"{max(b.dur_ns * scale, 0.3):.2f}",
+            y=ys[b.lane],
+            k=b.name, r=b.rule, v={"yes": "y", "no": "n", "unknown": "u"}.get(b.verdict, ""),
+            d=b.dur_ns, s=b.start_ns, m=b.merged, work=b.work_ns,
+        )
+        for b in tl.blocks
+    )  # fmt: skip
+    which = {"median": "the median aggregated iteration", "requested": "the requested iteration",
+             "whole run": "the whole run (no iteration markers)"}[tl.chosen]  # fmt: skip
+    title = (
+        f"Iteration {tl.iteration}, {which}" if tl.chosen != "whole run" else which.capitalize()
+    ) + f": {fmt.ns(tl.span_ns)} of GPU activity"
+    merged = (
+        f"{fmt.count(tl.merged_events)} of {fmt.count(tl.events)} GPU events shorter than "
+        f"{fmt.ns(tl.column_ns)} are merged into per-pixel blocks (hover names the longest)"
+        if tl.merged_events
+        else f"all {fmt.count(tl.events)} GPU events drawn"
+    )
+    dropped = f"; {tl.dropped_lanes} more streams/threads not drawn" if tl.dropped_lanes else ""
+    names = [n if len(n) <= MAX_NAME else n[: MAX_NAME - 1] + "…" for n in tl.names]
+    return TimelineView(
+        title=title,
+        note=merged + dropped + ". Launch-bound gaps under 100 µs are not marked.",
+        height=max(y, LANE_H),
+        lanes=tuple(
+            LaneView(lane.label, lane.kind, yy) for lane, yy in zip(tl.lanes, ys, strict=True)
+        ),
+        blocks=blocks,
+        span_ns=tl.span_ns,
+        names_json=json.dumps(names, ensure_ascii=False, separators=(",", ":")),
+    )
+
+
+def section(a: Analysis) -> StepSection | None:
+    """The section's view-model; ``None`` when the run has nothing to show here."""
+    bars, height, note = _step_bars(a)
+    rows, tnote = _throughput(a)
+    view = StepSection(bars, height, note, _comm(a), rows, tnote, _timeline(a))
+    if not (bars or view.comm or rows or tnote or view.timeline):
+        return None
+    return view

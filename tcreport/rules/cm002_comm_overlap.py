@@ -1,0 +1,100 @@
+"""CM002: collectives on the compute stream, or little of their time hidden under compute.
+
+NCCL kernels queued on the same stream as the model's kernels cannot overlap them: every
+all-gather and reduce-scatter adds its full time to the step. DDP's bucketed all-reduce and FSDP's
+prefetching exist to run collectives on a side stream while compute continues; when a trace shows
+them on the compute stream, or shows little of their time under compute, that design is not
+working. Needs per-launch timestamps (analysis.overlap).
+"""
+
+from __future__ import annotations
+
+from tcreport.analysis import communication
+from tcreport.analysis.overlap import CommOverlap
+from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
+from tcreport.rules import thresholds
+from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+ID = "CM002"
+
+
+def _fix(fl: c.Flavour) -> str:
+    return {
+        c.Flavour.TORCH: "Issue collectives asynchronously on their own stream (dist.all_reduce(..., "
+        "async_op=True) or a torch.cuda.Stream, waiting on the handle only where the result is "
+        "used); with FSDP enable prefetching (backward_prefetch=BackwardPrefetch.BACKWARD_PRE, "
+        "forward_prefetch=True) and avoid synchronising calls between layers; with DDP let the "
+        "gradient buckets all-reduce during backward instead of reducing after it.",
+        c.Flavour.TF: "Let the distribution strategy overlap gradient all-reduce with backward "
+        "compute (MultiWorkerMirroredStrategy with communication packing, or XLA's async "
+        "collectives) instead of reducing after the step.",
+        c.Flavour.ANY: "Run collectives on a dedicated stream and overlap them with independent "
+        "compute (prefetch the next layer's parameters, all-reduce gradients per bucket during "
+        "backward).",
+    }[fl]
+
+
+def _detail(cm: CommOverlap, share: float | None) -> str:
+    per_dev = "; ".join(
+        f"GPU {d.device_id}: {c.dur(d.collective_ns)} of collectives, "
+        f"{c.pct(d.overlap_share or 0.0)} under compute"
+        for d in cm.devices
+    )
+    on = cm.on_compute_stream
+    where = (
+        "they run on the compute stream ("
+        + ", ".join(f"GPU {s.device_id} stream {s.stream_id}" for s in on)
+        + "), so they serialise with the model's kernels"
+        if on
+        else "they run on their own streams but little compute runs beside them"
+    )
+    return (
+        f"Collectives ({', '.join(cm.names) or 'by kernel name'}) take {c.dur(cm.collective_ns)} "
+        f"summed over GPUs, {c.pct(share or 0.0)} of the kernel span, and {c.pct(cm.overlap_share or 0.0)} "
+        f"of that time is hidden under compute; {where}. {per_dev}."
+    )
+
+
+def check(analysis: Analysis) -> list[Finding]:
+    cm = analysis.comm_overlap
+    if cm is None or cm.span_ns <= 0 or cm.collective_ns <= 0:
+        return []
+    share = cm.collective_ns / cm.span_ns
+    low = (cm.overlap_share or 0.0) < thresholds.COMM_LOW_OVERLAP
+    on = cm.on_compute_stream
+    if share < thresholds.COMM_MIN_SHARE or not (low or on):
+        return []
+    exposed_share = cm.exposed_ns / cm.span_ns
+    ndev = max(1, len(cm.devices))
+    title = (
+        "Collectives run on the compute stream and are not overlapped"
+        if on and low
+        else "Collectives run on the compute stream"
+        if on
+        else "Little collective time is hidden under compute"
+    )
+    return [
+        Finding(
+            id=ID,
+            severity=Severity.HIGH
+            if exposed_share >= thresholds.COMM_HIGH_SHARE
+            else Severity.MEDIUM,
+            title=f"{title}: {c.dur(cm.exposed_ns // ndev)} exposed per GPU",
+            detail=_detail(cm, share) + _collective_op(analysis),
+            fix=_fix(c.flavour(analysis)),
+            estimated_saving_ns=int(cm.exposed_ns / ndev * thresholds.COMM_RECOVERABLE),
+            assumptions=f"overlapping collectives with compute hides "
+            f"{thresholds.COMM_RECOVERABLE:.0%} of their exposed time (per GPU)",
+            evidence=tuple(Evidence(EvidenceKind.KERNEL, n) for n in cm.names),
+        )
+    ]
+
+
+def _collective_op(analysis: Analysis) -> str:
+    """The framework op around the collectives (e.g. ``AllToAll4D``), whose time includes its
+    layout copies: where in the model to look."""
+    op = communication.collective_op(analysis.ops)
+    if op is None:
+        return ""
+    return f" The collective op {c.short_op(op.name, 50)} takes {c.pct(op.share)} of GPU time."

@@ -1,0 +1,120 @@
+"""``tcreport export --perfetto``: Chrome/Perfetto trace JSON with every kernel's verdict and rule.
+
+The ``perfetto`` package's trace processor downloads its binary on first use, which an offline
+machine cannot do; so the output is checked against the Chrome trace event format here (the
+fields and types the format and Perfetto's JSON importer require), and additionally loaded with
+the trace processor when the package and its binary are available."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pytest
+from typer.testing import CliRunner
+
+from tcreport import api, schema
+from tcreport.analysis import result
+from tcreport.cli import app
+from tcreport.render import perfetto
+from tests.synthetic import HOSTILE, hostile_run
+
+ROOT = Path(__file__).resolve().parent.parent
+H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+METADATA = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
+
+
+def _check_chrome_format(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Object Format of the Trace Event Format: traceEvents of complete (X) and metadata
+    (M) events with the fields the format requires, numbers where it wants numbers."""
+    assert isinstance(doc["traceEvents"], list)
+    assert doc["displayTimeUnit"] in ("ms", "ns")
+    for e in doc["traceEvents"]:
+        assert e["ph"] in ("X", "M")
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int)
+        if e["ph"] == "M":
+            assert e["name"] in METADATA and isinstance(e["args"], dict)
+        else:
+            assert isinstance(e["tid"], int)
+            assert isinstance(e["ts"], int | float) and e["ts"] >= 0
+            assert isinstance(e["dur"], int | float) and e["dur"] >= 0
+            assert isinstance(e.get("args", {}), dict)
+    return [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+
+
+def test_h100x2_export_keeps_every_kernel_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "trace.json"
+    res = CliRunner().invoke(app, ["export", str(H100X2), "--perfetto", str(out)])
+    assert res.exit_code == 0, res.output
+    kernels = _check_chrome_format(json.loads(out.read_text(encoding="utf-8")))
+    classified = result.classified_run(api.load(H100X2))
+    k = classified.kernels
+    assert k is not None and len(kernels) == k.num_rows == 3587
+    verdict = pc.if_else(
+        pc.is_null(k.column("uses_tc")),
+        "unknown",
+        pc.if_else(pc.fill_null(k.column("uses_tc"), False), "yes", "no"),
+    )
+    expected = collections.Counter(
+        zip(
+            pc.cast(k.column("name"), "string").to_pylist(),
+            verdict.to_pylist(),
+            pc.cast(k.column("tc_rule"), "string").to_pylist(),
+            strict=True,
+        )
+    )
+    got = collections.Counter(
+        (e["name"], e["args"]["tensor_core"], e["args"]["rule"]) for e in kernels
+    )
+    assert got == expected
+    # one track per GPU stream; NCCL marked as a collective on the compute stream
+    tracks = {(e["pid"] - perfetto.GPU_PID, e["tid"]) for e in kernels}
+    assert tracks == {(0, 7), (1, 15)}
+    nccl = [e for e in kernels if e["name"].startswith("ncclDevKernel")]
+    assert nccl and all(e["args"]["category"] == "collective" for e in nccl)
+    assert any(e["args"]["tensor_core"] == "yes" and e["cname"] == "good" for e in kernels)
+
+
+def test_h100x2_export_loads_in_perfetto_trace_processor(tmp_path: Path) -> None:
+    tp_mod = pytest.importorskip("perfetto.trace_processor")
+    out = tmp_path / "trace.json"
+    api.export_perfetto(api.load(H100X2), out)
+    try:
+        tp = tp_mod.TraceProcessor(trace=str(out))
+    except Exception as exc:  # the binary download needs the network
+        pytest.skip(f"trace processor unavailable offline: {exc}")
+    rows = tp.query(
+        "select count(*) as n from slice where category = 'kernel'"
+    ).as_pandas_dataframe()
+    assert int(rows["n"][0]) == 3587
+
+
+def test_synthetic_hostile_names_stay_json_and_aggregated_kernels_get_a_track() -> None:
+    run = hostile_run()
+    classified = result.classified_run(run)
+    buf = io.BytesIO()
+    perfetto.write(classified, buf)
+    kernels = _check_chrome_format(json.loads(buf.getvalue()))
+    assert sum(e["name"] == HOSTILE for e in kernels) == 2
+    # the same kernels without launch timestamps: laid end to end on their own track
+    assert classified.kernels is not None
+    untimed = classified.kernels.set_column(
+        classified.kernels.schema.get_field_index("start_ns"),
+        schema.KERNELS.field("start_ns"),
+        pc.cast(pc.if_else(True, None, classified.kernels.column("start_ns")), "int64"),
+    )
+    buf = io.BytesIO()
+    perfetto.write(dataclasses.replace(classified, kernels=untimed), buf)
+    kernels = _check_chrome_format(json.loads(buf.getvalue()))
+    assert {e["pid"] for e in kernels} == {perfetto.AGGREGATED_PID}
+    assert [e["ts"] for e in kernels] == [0.0, 5.0, 8.0]  # durations 5, 3, 2 µs end to end
+
+
+def test_export_without_a_target_is_a_one_line_error() -> None:
+    res = CliRunner().invoke(app, ["export", str(H100X2)])
+    assert res.exit_code != 0 and "--perfetto" in res.output and "Traceback" not in res.output

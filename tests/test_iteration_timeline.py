@@ -1,0 +1,88 @@
+"""The report's one-iteration timeline: which iteration, what is merged, what the HTML carries.
+Real traces first; a synthetic run for the merge arithmetic and hostile names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from trace_paths import REALTRACES, need
+
+from tcreport import api, schema
+from tcreport.analysis import activity, iteration_timeline, result
+from tcreport.analysis.activity import Cat
+from tests.synthetic import HOSTILE, hostile_run
+
+ROOT = Path(__file__).resolve().parent.parent
+H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+
+
+def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
+    a = result.compute(api.load(H100X2))
+    tl = a.iteration_timeline
+    assert tl is not None and tl.iteration == 0 and tl.chosen == "median"
+    assert [lane.label for lane in tl.lanes if lane.kind == "gpu"] == [
+        "GPU 0 · stream 7",
+        "GPU 1 · stream 15",
+    ]
+    assert len(tl.blocks) <= iteration_timeline.MAX_BLOCKS
+    gpu_blocks = [b for b in tl.blocks if b.cat <= Cat.MEMORY]
+    assert sum(b.merged for b in gpu_blocks) == tl.events  # nothing lost, only merged
+    assert tl.merged_events == sum(b.merged for b in gpu_blocks if b.merged > 1)
+    assert all(0 <= b.start_ns <= tl.span_ns for b in tl.blocks)
+    gaps = [b for b in tl.blocks if b.cat == activity.IDLE]
+    step_host_idle = sum(r.idle_host_ns for r in a.steps)
+    assert sum(b.work_ns for b in gaps) == step_host_idle  # one iteration = the whole breakdown
+    assert any(tl.names[b.rule] == "host range" for b in gaps)
+
+
+def test_resnet50_median_and_requested_iteration() -> None:
+    path = need(REALTRACES / "kineto" / "v100-legacy-resnet50")
+    run = api.load(next(path.glob("*.json.gz")))
+    a = result.compute(run)
+    durations = {r.iteration: r.duration_ns for r in a.iterations}
+    ordered = sorted(durations, key=lambda i: (durations[i], i))
+    assert a.iteration_timeline is not None
+    assert a.iteration_timeline.iteration == ordered[(len(ordered) - 1) // 2]
+    b = result.compute(run, timeline_iter=1)
+    assert b.iteration_timeline is not None
+    assert (b.iteration_timeline.iteration, b.iteration_timeline.chosen) == (1, "requested")
+    # the data loader shows up as the cause of a host-bound gap in a steady iteration
+    tl = b.iteration_timeline
+    assert any(b.cat == activity.IDLE and tl.names[b.rule] == "data loading" for b in tl.blocks)
+
+
+def test_synthetic_sub_pixel_kernels_merge_into_one_block() -> None:
+    n = 10_000
+    start = np.arange(n, dtype=np.int64) * 100  # 10 000 kernels of 50 ns, 1 ms in all
+    k = schema.conform(
+        {
+            "name": ["tiny"] * (n - 1) + ["big"],
+            "start_ns": pa.array(start),
+            "duration_ns": pa.array(np.r_[np.full(n - 1, 50), 500_000]),
+            "uses_tc": pa.array([False] * (n - 1) + [True]),
+            "device_id": pa.array(np.zeros(n, np.int32)),
+            "stream_id": pa.array(np.full(n, 7)),
+            "iteration": pa.array(np.zeros(n, np.int32)),
+            "calls": pa.array(np.ones(n, np.int64)),
+        },
+        schema.TableKind.KERNELS,
+    )
+    tl = iteration_timeline.build(activity.collect(k, None), k, None, None, 0, "median")
+    assert tl is not None
+    big = [b for b in tl.blocks if b.merged == 1 and b.cat == Cat.TC]
+    assert len(big) == 1 and tl.names[big[0].name] == "big" and big[0].verdict == "yes"
+    tiny = [b for b in tl.blocks if tl.names[b.name] == "tiny"]
+    assert sum(b.merged for b in tiny) == n - 1  # every tiny kernel is in some block
+    assert len(tiny) <= tl.span_ns // tl.column_ns + 1  # at most one block per column
+    assert tl.merged_events >= n - 1 - len(tiny)  # a column holding one kernel is not "merged"
+    assert len(tl.blocks) <= iteration_timeline.COLUMNS + 2
+
+
+def test_synthetic_hostile_names_stay_escaped_in_the_timeline() -> None:
+    html = api.render_html(api.analyze(hostile_run()))
+    start = html.index('<svg class="tl-lanes"')
+    lanes = html[start : html.index("</svg>", start)]
+    assert HOSTILE not in lanes and "&lt;/script&gt;&lt;img" in lanes
+    assert html.count("<script") == 2  # the summary JSON and report.js, nothing more
