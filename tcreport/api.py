@@ -65,6 +65,7 @@ def analyze(
     iter_stop: int | None = None,
     timestamp: str | None = None,
     timeline_iter: int | None = None,
+    with_timeline: bool = False,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
     from tcreport import report
@@ -77,6 +78,7 @@ def analyze(
         iter_stop=iter_stop,
         timestamp=timestamp,
         timeline_iter=timeline_iter,
+        with_timeline=with_timeline,
     )
 
 

@@ -40,6 +40,7 @@ def build(
     iter_stop: int | None = None,
     timestamp: str | None = None,
     timeline_iter: int | None = None,
+    with_timeline: bool = False,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings: the one way a Report is made."""
     from tcreport import rules
@@ -51,6 +52,7 @@ def build(
         iter_start=iter_start,
         iter_stop=iter_stop,
         timeline_iter=timeline_iter,
+        with_timeline=with_timeline,
     )
     findings = rules.evaluate(analysis)
     return Report(

@@ -35,7 +35,9 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[s
             pytest.fail("TCREPORT_REQUIRE_BROWSER=1 but no chromium executable was found")
         pytest.skip("no chromium executable")
     out = tmp_path_factory.mktemp("timeline") / "report.html"
-    view = api.analyze(api.load(H100X2), source_path="sample_traces/nsys-h100x2-bf16")
+    view = api.analyze(
+        api.load(H100X2), source_path="sample_traces/nsys-h100x2-bf16", with_timeline=True
+    )
     out.write_text(api.render_html(view), encoding="utf-8")
     url = out.resolve().as_uri()
     requests: list[str] = []

@@ -19,7 +19,7 @@ H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 
 def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
-    a = result.compute(api.load(H100X2))
+    a = result.compute(api.load(H100X2), with_timeline=True)
     tl = a.iteration_timeline
     assert tl is not None and tl.iteration == 0 and tl.chosen == "median"
     assert [lane.label for lane in tl.lanes if lane.kind == "gpu"] == [
@@ -40,12 +40,12 @@ def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
 def test_resnet50_median_and_requested_iteration() -> None:
     path = need(REALTRACES / "kineto" / "v100-legacy-resnet50")
     run = api.load(next(path.glob("*.json.gz")))
-    a = result.compute(run)
+    a = result.compute(run, with_timeline=True)
     durations = {r.iteration: r.duration_ns for r in a.iterations}
     ordered = sorted(durations, key=lambda i: (durations[i], i))
     assert a.iteration_timeline is not None
     assert a.iteration_timeline.iteration == ordered[(len(ordered) - 1) // 2]
-    b = result.compute(run, timeline_iter=1)
+    b = result.compute(run, timeline_iter=1, with_timeline=True)
     assert b.iteration_timeline is not None
     assert (b.iteration_timeline.iteration, b.iteration_timeline.chosen) == (1, "requested")
     # the data loader shows up as the cause of a host-bound gap in a steady iteration
@@ -81,7 +81,7 @@ def test_synthetic_sub_pixel_kernels_merge_into_one_block() -> None:
 
 
 def test_synthetic_hostile_names_stay_escaped_in_the_timeline() -> None:
-    html = api.render_html(api.analyze(hostile_run()))
+    html = api.render_html(api.analyze(hostile_run(), with_timeline=True))
     start = html.index('<svg class="tl-lanes"')
     lanes = html[start : html.index("</svg>", start)]
     assert HOSTILE not in lanes and "&lt;/script&gt;&lt;img" in lanes

@@ -231,7 +231,7 @@ def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
     from tcreport.analysis import iteration_timeline
     from tcreport.render import html_parts as html_mod
 
-    view = api.analyze(_huge_run(), source_path="huge.sqlite")
+    view = api.analyze(_huge_run(), source_path="huge.sqlite", with_timeline=True)
     assert len(view.analysis.kernels) == 200_000
     html = api.render_html(view)
     size = len(html.encode("utf-8"))

@@ -237,7 +237,11 @@ class _StepParts:
 
 
 def _steps(
-    run: Run, rows: tuple[IterationRow, ...], sel: Selection, timeline_iter: int | None
+    run: Run,
+    rows: tuple[IterationRow, ...],
+    sel: Selection,
+    timeline_iter: int | None,
+    with_timeline: bool,
 ) -> _StepParts:
     """Step breakdown of every iteration (warm-up included, like the per-iteration rows), the
     communication overlap of the aggregated ones, and the timeline of the requested iteration,
@@ -254,8 +258,10 @@ def _steps(
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
-    if whole_run:
-        pick: tuple[int, str] | None = (0, "whole run")
+    if not with_timeline:  # only the HTML report draws it; it is the costly part on big traces
+        pick: tuple[int, str] | None = None
+    elif whole_run:
+        pick = (0, "whole run")
     else:
         active = set(np.unique(act.iteration).tolist())
         pool = [r for r in rows if r.iteration in active]
@@ -287,8 +293,13 @@ def compute(
     iter_start: int | None = None,
     iter_stop: int | None = None,
     timeline_iter: int | None = None,
+    with_timeline: bool = False,
 ) -> Analysis:
-    """Analyse ``run``: classify, slice the iterations, compute every figure."""
+    """Analyse ``run``: classify, slice the iterations, compute every figure.
+
+    ``with_timeline``: also lay out one iteration for the HTML report's timeline
+    (:attr:`Analysis.iteration_timeline`); the other outputs do not draw it, and on a
+    multi-million-launch trace it costs more than the rest of the step analysis."""
     from tcreport.analysis import counters, tc_kernels
 
     gpu_vendor = run_vendor(run)
@@ -319,7 +330,7 @@ def compute(
     host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = derived.iteration_rows(all_iters, selection)
-    parts = _steps(all_iters, iteration_rows, selection, timeline_iter)
+    parts = _steps(all_iters, iteration_rows, selection, timeline_iter, with_timeline)
     return Analysis(
         meta=sliced.meta,
         selection=selection,

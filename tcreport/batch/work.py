@@ -175,7 +175,7 @@ def process(task: Task) -> Outcome:
         from tcreport.render.html import render as render_html
 
         run = ingest.load(Path(task.path))
-        view = report.build(run, source_path=task.source)
+        view = report.build(run, source_path=task.source, with_timeline=True)
         html = render_html(view)
     except TcreportError as exc:
         return _failed(task, date, exc.reason, started)

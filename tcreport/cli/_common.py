@@ -97,6 +97,7 @@ def load_and_analyze(
     counters: Path | None = None,
     allow_empty: bool = False,
     timeline_iter: int | None = None,
+    with_timeline: bool = False,
 ) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
@@ -119,6 +120,7 @@ def load_and_analyze(
             iter_stop=iter_stop,
             timestamp=stamp,
             timeline_iter=timeline_iter,
+            with_timeline=with_timeline,
         )
     if not allow_empty:
         from tcreport.analysis.key_nodes import ineffective_options

@@ -83,6 +83,7 @@ def report(
             counters,
             allow_empty=allow_empty,
             timeline_iter=timeline_iter,
+            with_timeline=not markdown,
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(

@@ -149,6 +149,7 @@ def profile(
                 key_node=None if sliced else key_node,
                 iter_start=None if sliced else iter_start,
                 iter_stop=None if sliced else iter_stop,
+                with_timeline=True,
             )
         html = api.write_text_atomic(out / "report.html", api.render_html(view))
         api.write_text_atomic(out / "summary.json", api.render_json(view))
