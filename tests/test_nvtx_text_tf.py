@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tcreport.analysis.why_not import normalise_dtype, parse_shapes
+from tcreport.analysis.shapes import normalise_dtype, parse_shapes
 from tcreport.ingest.nsys import nvtx_text as K
 from tcreport.ingest.nsys.nvtx_text import parse
 

@@ -10,6 +10,7 @@ from profiles import budget
 from trace_paths import ROOT
 
 from tcreport import schema
+from tcreport.analysis import shapes
 from tcreport.analysis import why_not as wn
 from tcreport.analysis.why_not import Reason
 from tcreport.model import Gpu
@@ -56,11 +57,11 @@ def one(
     ],
 )
 def test_parse_shapes(text: str | None, dims: list[tuple[int, ...]]) -> None:
-    assert [s.dims for s in wn.parse_shapes(text)] == dims
+    assert [s.dims for s in shapes.parse_shapes(text)] == dims
 
 
 def test_dlprof_labels_are_kept() -> None:
-    x, w = wn.parse_shapes("<N:32, C:3, H:32, W:32>; <K:6, C:3, R:3, S:3>")
+    x, w = shapes.parse_shapes("<N:32, C:3, H:32, W:32>; <K:6, C:3, R:3, S:3>")
     assert (x.get("C"), w.get("K"), w.get("Q")) == (3, 6, None)
 
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from tcreport.analysis.eligibility import normalise_op_type
-from tcreport.analysis.why_not import Shape, parse_shapes
+from tcreport.analysis.shapes import Shape, parse_shapes
 
 _GEMM = {"mm", "addmm", "addmm_", "_addmm_activation", "matmul", "bmm", "baddbmm", "baddbmm_",
          "linear", "matmul_", "dense", "matmulop"}  # fmt: skip

@@ -257,50 +257,17 @@ def select(
     Inputs without timestamps (DLProf's aggregated reports) were sliced by DLProf itself; they
     pass through with the profiler's own iteration figures.
     """
-    has_times = (
-        run.kernels is not None
-        and run.kernels.num_rows > 0
-        and run.kernels.column("start_ns").null_count < run.kernels.num_rows
-    )
-    has_times = has_times or (
-        run.ops is not None
-        and run.ops.num_rows > 0
-        and run.ops.column("start_ns").null_count < run.ops.num_rows
-    )
     reported = run.meta.iterations
     # DLProf aggregated at profile time; the TF capture profiled only the kept steps.
     profiler_sliced = reported.method == "dlprof" or (reported.method or "").startswith(
         "TF profiler window"
     )
-    if not has_times or (key_node is None and profiler_sliced):
+    if not _has_times(run) or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
         return _keep_reported(run, key_node, iter_start, iter_stop)
-
-    starts: np.ndarray | None = None
-    ends: np.ndarray | None = None
-    method: str
-    found = True
-    if key_node is not None:
-        occ = _occurrences(run, key_node)
-        if occ is None:
-            found = False
-        else:
-            starts, ends = occ
-            method = f"key node {key_node!r}"
-    if starts is None:
-        steps = _profiler_steps(run)
-        if steps is not None and key_node is None:
-            _, starts, ends = steps
-            method = "ProfilerStep#N ranges"
-        elif key_node is None and (outer := _repeating_outer_range(run)) is not None:
-            occ = _occurrences(run, outer)
-            assert occ is not None
-            starts, ends = occ
-            key_node = outer
-            method = f"repeating range {outer!r}"
-
-    if starts is None or ends is None:
+    bounds, key_node, found = _boundaries(run, key_node)
+    if bounds is None:
         info = IterationInfo(
             key_node=key_node,
             total=run.meta.iterations.total or 1,
@@ -314,7 +281,48 @@ def select(
         return run.replace(meta=_with_iterations(run, info)), _no_split(
             run, info, found and key_node is None
         )
+    return _split(run, bounds, key_node, found, iter_start, iter_stop)
 
+
+def _has_times(run: Run) -> bool:
+    """Whether any kernel or op row carries a timestamp to split by."""
+    return any(
+        t is not None and t.num_rows > 0 and t.column("start_ns").null_count < t.num_rows
+        for t in (run.kernels, run.ops)
+    )
+
+
+def _boundaries(
+    run: Run, key_node: str | None
+) -> tuple[tuple[np.ndarray, np.ndarray, str] | None, str | None, bool]:
+    """(starts, ends, method) of the iterations, or None; the key node used (a repeating outer
+    range found on its own becomes one); whether a given key node occurred at all."""
+    if key_node is not None:
+        occ = _occurrences(run, key_node)
+        if occ is None:
+            return None, key_node, False
+        return (occ[0], occ[1], f"key node {key_node!r}"), key_node, True
+    steps = _profiler_steps(run)
+    if steps is not None:
+        return (steps[1], steps[2], "ProfilerStep#N ranges"), None, True
+    outer = _repeating_outer_range(run)
+    if outer is not None:
+        occ = _occurrences(run, outer)
+        assert occ is not None
+        return (occ[0], occ[1], f"repeating range {outer!r}"), outer, True
+    return None, None, True
+
+
+def _split(
+    run: Run,
+    bounds: tuple[np.ndarray, np.ndarray, str],
+    key_node: str | None,
+    found: bool,
+    iter_start: int | None,
+    iter_stop: int | None,
+) -> tuple[Run, Selection]:
+    """Number every row by the iteration it starts in and keep ``[iter_start, iter_stop]``."""
+    starts, ends, method = bounds
     total = int(starts.size)
     last = _last_event_ns(run)
     bounds_end = np.empty_like(starts)
@@ -340,14 +348,11 @@ def select(
         },
         schema.TableKind.ITERATIONS,
     )
-    kernels = _filter(_assign(run.kernels, starts, "launch_ns"), lo, hi)
-    memory = _filter(_assign(run.memory, starts, "start_ns"), lo, hi)
-    ops = _filter(_assign(run.ops, starts, "start_ns"), lo, hi)
     out = run.replace(
         meta=_with_iterations(run, info),
-        kernels=kernels,
-        memory=memory,
-        ops=ops,
+        kernels=_filter(_assign(run.kernels, starts, "launch_ns"), lo, hi),
+        memory=_filter(_assign(run.memory, starts, "start_ns"), lo, hi),
+        ops=_filter(_assign(run.ops, starts, "start_ns"), lo, hi),
         iterations=iterations,
     )
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))

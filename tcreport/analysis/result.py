@@ -287,6 +287,22 @@ def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
     return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus))
 
 
+def _suggestions(
+    classified: Run, selection: Selection
+) -> tuple[Selection, tuple[KeyNodeCandidate, ...]]:
+    """Key nodes worth suggesting when the run was not split (or the given one never occurred)."""
+    if selection.key_node_found and selection.info.method != "whole run":
+        return selection, ()
+    found = key_nodes.validated_candidates(classified)
+    return dataclasses.replace(selection, candidates=tuple(c.name for c in found)), found
+
+
+def _classified_share(run: Run) -> float | None:
+    from tcreport.analysis import tc_kernels
+
+    return tc_kernels.classified_share(run.kernels) if run.kernels is not None else None
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -300,22 +316,16 @@ def compute(
     ``with_timeline``: also lay out one iteration for the HTML report's timeline
     (:attr:`Analysis.iteration_timeline`); the other outputs do not draw it, and on a
     multi-million-launch trace it costs more than the rest of the step analysis."""
-    from tcreport.analysis import counters, tc_kernels
+    from tcreport.analysis import counters
 
     gpu_vendor = run_vendor(run)
     classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
-    suggestions: tuple[KeyNodeCandidate, ...] = ()
-    if not selection.key_node_found or selection.info.method == "whole run":
-        suggestions = key_nodes.validated_candidates(classified)
-        selection = dataclasses.replace(selection, candidates=tuple(c.name for c in suggestions))
+    selection, suggestions = _suggestions(classified, selection)
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
-    classified_share = (
-        tc_kernels.classified_share(sliced.kernels) if sliced.kernels is not None else None
-    )
-    tc = figures.tc_figures(sliced, time, ops, classified_share)
+    tc = figures.tc_figures(sliced, time, ops, _classified_share(sliced))
     # Per-iteration rows need every iteration (warm-up included), so they come from the unsliced
     # run with the same boundaries.
     all_iters, _ = (

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes, flops, peaks
-from tcreport.analysis.why_not import normalise_dtype
+from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Run
 
 #: Op groups kept (by GPU time); the rest are summed into the totals only.

@@ -14,9 +14,6 @@ Python, for its first instance; finding them is integer grouping on dictionary c
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +24,16 @@ import pyarrow.compute as pc
 
 from tcreport.analysis import _codes, gpu_arch
 from tcreport.analysis.eligibility import classify_ops, normalise_op_type
+from tcreport.analysis.shapes import (
+    ALIGN,
+    HALF,
+    TINY_MACS,
+    Problem,
+    normalise_dtype,
+    padding_for,
+    parse_shapes,
+    problem_of,
+)
 from tcreport.model import Gpu
 
 
@@ -51,141 +58,6 @@ class WhyNot:
     message: str
     fix: str
     padding: str | None  # "pad N 50257 → 50264" when a dimension is misaligned
-
-
-#: Alignment (elements) that cuBLAS/cuDNN need for Tensor Core kernels, per operand type.
-ALIGN = {"fp16": 8, "bf16": 8, "tf32": 4, "int8": 16, "fp8": 16}
-#: Below this many multiply-adds (64^3) libraries pick CUDA-core kernels; TC setup does not pay.
-TINY_MACS = 64**3
-_HALF = {"fp16", "bf16"}
-
-_DTYPES = {
-    "fp64": ("float64", "double", "fp64", "f64", "dt_double", "c10::double"),
-    "fp32": ("float32", "float", "fp32", "f32", "dt_float", "single"),
-    "tf32": ("tf32", "tensorfloat32"),
-    "fp16": ("float16", "half", "fp16", "f16", "dt_half", "c10::half"),
-    "bf16": ("bfloat16", "bf16", "dt_bfloat16", "c10::bfloat16"),
-    "int8": ("int8", "qint8", "i8", "dt_int8", "signed char", "quint8"),
-}
-
-
-def normalise_dtype(dtype: str | None) -> str | None:
-    """One spelling per type: ``torch.float32``, ``c10::BFloat16``, ``DT_HALF`` -> fp32/bf16/fp16."""
-    if not dtype:
-        return None
-    s = dtype.strip().lower().removeprefix("torch.").removeprefix("tf.")
-    if "float8" in s or "e4m3" in s or "e5m2" in s or s.startswith("fp8"):
-        return "fp8"
-    for norm, names in _DTYPES.items():
-        if s in names:
-            return norm
-    return s
-
-
-# --- shapes -------------------------------------------------------------------------------------
-
-_LABELLED = re.compile(r"<([^<>]*)>")
-_PAIR = re.compile(r"([A-Za-z]+)\s*:\s*(\d+)")
-
-
-@dataclass(frozen=True)
-class Shape:
-    dims: tuple[int, ...]
-    labels: tuple[str, ...] = ()  # DLProf's N,C,H,W / K,C,R,S when given
-
-    def get(self, label: str) -> int | None:
-        return self.dims[self.labels.index(label)] if label in self.labels else None
-
-
-def parse_shapes(text: str | None) -> list[Shape]:
-    """Input shapes in any of the formats readers pass through.
-
-    DLProf ``<N:32, C:3, H:32, W:32>; <K:6, C:3, R:3, S:3>``, Kineto ``Input Dims``
-    ``[[32, 128], [128, 50257], []]``, nsys autograd ``sizes = [[32, 128], [128, 50257]]``.
-    Unparseable text gives an empty list: shapes are evidence, never a reason to fail.
-    """
-    if not text:
-        return []
-    if "<" in text and ":" in text:
-        out = []
-        for body in _LABELLED.findall(text):
-            pairs = _PAIR.findall(body)
-            out.append(Shape(tuple(int(v) for _, v in pairs), tuple(k for k, _ in pairs)))
-        return out
-    start, end = text.find("["), text.rfind("]")
-    if start < 0 or end <= start:
-        return []
-    try:
-        raw = json.loads(text[start : end + 1])
-    except ValueError:
-        return []
-    if isinstance(raw, list) and raw and all(isinstance(x, int) for x in raw):
-        raw = [raw]  # a single shape
-    return (
-        [Shape(tuple(x)) for x in raw if isinstance(x, list) and all(isinstance(d, int) for d in x)]
-        if isinstance(raw, list)
-        else []
-    )
-
-
-# --- problem dimensions ---------------------------------------------------------------------------
-
-_CONV = re.compile(r"conv|convolution")
-_BIAS_FIRST = {"addmm", "addmm_", "baddbmm", "baddbmm_", "addbmm", "_addmm_activation"}
-
-
-@dataclass(frozen=True)
-class Problem:
-    kind: str  # "gemm" | "conv"
-    dims: tuple[tuple[str, int], ...]  # named dims that must be aligned
-    macs: int | None
-
-
-def problem_of(op_type: str, shapes: Sequence[Shape], tensorflow: bool) -> Problem | None:
-    """GEMM M/N/K or conv C/K from the op's input shapes; ``None`` when they do not say."""
-    t = normalise_op_type(op_type)
-    if _CONV.search(t):
-        return _conv(shapes, tensorflow)
-    mats = [s for s in shapes if len(s.dims) >= 2]
-    if t in _BIAS_FIRST and len(shapes) >= 3:
-        mats = [s for s in shapes[1:] if len(s.dims) >= 2]
-    if len(mats) < 2:
-        return None
-    a, b = mats[0].dims, mats[1].dims
-    if t == "linear":  # input [..., K], weight [N, K]
-        m, k, n = math.prod(a[:-1]), a[-1], b[0]
-    else:  # [.., M, K] x [.., K, N]; transposes only swap which dims are which
-        m, k, n = a[-2], a[-1], b[-1]
-    batch = math.prod(a[:-2]) if t != "linear" and len(a) > 2 else 1
-    return Problem("gemm", (("M", m), ("N", n), ("K", k)), batch * m * n * k)
-
-
-def _conv(shapes: Sequence[Shape], tensorflow: bool) -> Problem | None:
-    if len(shapes) < 2:
-        return None
-    x, w = shapes[0], shapes[1]
-    if x.labels and w.labels:
-        c, k = w.get("C") or x.get("C"), w.get("K")
-    elif len(w.dims) >= 3:
-        # PyTorch weights are [K, C/groups, R, S]; TensorFlow filters are [R, S, C, K]
-        c, k = (w.dims[-2], w.dims[-1]) if tensorflow else (w.dims[1], w.dims[0])
-    else:
-        return None
-    if c is None or k is None:
-        return None
-    spatial = math.prod(x.dims[2:]) if len(x.dims) > 2 else 1
-    kernel = math.prod(w.dims[2:]) if not tensorflow else math.prod(w.dims[:-2])
-    macs = (x.dims[0] if x.dims else 1) * spatial * c * k * kernel
-    return Problem("conv", (("C", c), ("K", k)), macs)
-
-
-def padding_for(problem: Problem | None, precision: str) -> str | None:
-    """ "pad N 50257 → 50264" for every dimension that breaks the alignment of ``precision``."""
-    if problem is None or precision not in ALIGN:
-        return None
-    a = ALIGN[precision]
-    bad = [f"{name} {v} → {-(-v // a) * a}" for name, v in problem.dims if v % a]
-    return "pad " + ", ".join(bad) if bad else None
 
 
 # --- framework wording ------------------------------------------------------------------------------
@@ -254,7 +126,7 @@ def explain(
     if ops.column("tc_eligible").null_count == ops.num_rows:
         ops = classify_ops(ops, None)
     dtypes = _codes.as_strings(ops.column("dtype"))
-    run_uses_half = any(normalise_dtype(d) in _HALF for d in dtypes)
+    run_uses_half = any(normalise_dtype(d) in HALF for d in dtypes)
     missed = ops.filter(
         pc.and_(
             pc.fill_null(ops.column("tc_eligible"), False),
@@ -309,6 +181,31 @@ def _kernel_dtype(row: dict[str, object], dtype: str | None, label: str) -> tupl
     return dtype, label
 
 
+@dataclass(frozen=True)
+class _Case:
+    """One distinct missed op, with what its explanation depends on."""
+
+    row: dict[str, object]
+    label: str
+    flavour: str
+    cc: float | None
+    problem: Problem | None
+
+    @property
+    def cc_text(self) -> str:
+        return f"cc {self.cc:.1f}" if self.cc is not None else "this GPU"
+
+    @property
+    def target(self) -> str:
+        return "bf16" if self.cc is not None and self.cc >= 8.0 else "fp16"
+
+    def why(self, reason: Reason, message: str, fix: str, precision: str) -> WhyNot:
+        pad = padding_for(self.problem, precision)
+        if pad and reason is not Reason.UNALIGNED:
+            fix = f"{fix}; then {pad} (multiples of {ALIGN[precision]} for {precision})"
+        return WhyNot(str(self.row["op_id"]), str(self.row["name"]), reason, message, fix, pad)
+
+
 def _one(
     row: dict[str, object],
     flavour: str,
@@ -316,30 +213,40 @@ def _one(
     run_uses_half: bool,
     tf32_on: bool = False,
 ) -> WhyNot:
-    op_id, name = str(row["op_id"]), str(row["name"])
-    op_type = str(row["type"] or name)
+    """The reason one missed op gives: its data type first, then its shapes, then its kernels."""
+    op_type = str(row["type"] or row["name"])
     dtype = normalise_dtype(row["dtype"] if isinstance(row["dtype"], str) else None)
     device = row["device_id"] if isinstance(row["device_id"], int) else None
-    cc = _cc(gpus, device)
     shapes = parse_shapes(row["input_shapes"] if isinstance(row["input_shapes"], str) else None)
-    problem = problem_of(op_type, shapes, flavour == "tf")
-    label = normalise_op_type(op_type)
-    cc_text = f"cc {cc:.1f}" if cc is not None else "this GPU"
+    dtype, label = _kernel_dtype(row, dtype, normalise_op_type(op_type))
+    case = _Case(
+        row, label, flavour, _cc(gpus, device), problem_of(op_type, shapes, flavour == "tf")
+    )
+    by_dtype = _by_dtype(case, dtype, run_uses_half)
+    if by_dtype is not None:
+        return by_dtype
+    if dtype == "fp32":  # TF32 works elsewhere in this run: judge the shapes as TF32 takes them
+        if not tf32_on:
+            return case.why(
+                Reason.FP32_TF32_OFF,
+                f"{label} runs in float32 with TF32 off: {case.cc_text} could run it as TF32 on "
+                "Tensor Cores",
+                _TF32[flavour],
+                "tf32",
+            )
+        dtype = "tf32"
+    return _by_shape(case, dtype)
 
-    def why(reason: Reason, message: str, fix: str, precision: str) -> WhyNot:
-        pad = padding_for(problem, precision)
-        if pad and reason is not Reason.UNALIGNED:
-            fix = f"{fix}; then {pad} (multiples of {ALIGN[precision]} for {precision})"
-        return WhyNot(op_id, name, reason, message, fix, pad)
 
-    target = "bf16" if cc is not None and cc >= 8.0 else "fp16"
-    dtype, label = _kernel_dtype(row, dtype, label)
+def _by_dtype(case: _Case, dtype: str | None, run_uses_half: bool) -> WhyNot | None:
+    """A data type with no Tensor Core path on this GPU, or float32 where it need not be."""
+    label, cc, flavour = case.label, case.cc, case.flavour
     if dtype == "fp64":
-        return why(
+        return case.why(
             Reason.FP64,
             f"{label} runs in float64, which the mixed-precision Tensor Cores do not take",
             f"compute in float32/TF32 or {_amp(flavour, cc)}",
-            target,
+            case.target,
         )
     if dtype == "fp32" and run_uses_half:
         fix = (
@@ -347,69 +254,66 @@ def _one(
             if flavour != "tf"
             else "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
         )
-        return why(
+        return case.why(
             Reason.OUTSIDE_AUTOCAST,
             f"{label} runs in float32 while the rest of the run uses fp16/bf16: it is outside autocast",
             fix,
-            target,
+            case.target,
         )
     if dtype == "fp32" and cc is not None and cc < 8.0:
-        return why(
+        return case.why(
             Reason.FP32_NO_TF32,
-            f"{label} runs in float32; {cc_text} has no TF32, so fp32 never reaches the Tensor Cores",
+            f"{label} runs in float32; {case.cc_text} has no TF32, so fp32 never reaches the Tensor Cores",
             _amp(flavour, cc),
             "fp16",
         )
-    if dtype == "fp32" and tf32_on:
-        dtype = "tf32"  # TF32 works elsewhere in this run: judge the shapes as TF32 takes them
-    if dtype == "fp32":
-        return why(
-            Reason.FP32_TF32_OFF,
-            f"{label} runs in float32 with TF32 off: {cc_text} could run it as TF32 on Tensor Cores",
-            _TF32[flavour],
-            "tf32",
-        )
     if dtype == "fp8" and cc is not None and cc < 8.9:
-        return why(
+        return case.why(
             Reason.DTYPE_UNSUPPORTED,
-            f"{label} uses fp8, which needs cc 8.9 or newer ({cc_text})",
+            f"{label} uses fp8, which needs cc 8.9 or newer ({case.cc_text})",
             "use bf16/fp16 on this GPU, or run on Ada/Hopper/Blackwell",
-            target,
+            case.target,
         )
-    if dtype is not None and dtype not in ALIGN:
-        return why(
+    if dtype is not None and dtype not in ALIGN and dtype != "fp32":
+        return case.why(
             Reason.DTYPE_UNSUPPORTED,
             f"{label} runs in {dtype}, which has no Tensor Core path",
             _amp(flavour, cc),
-            target,
+            case.target,
         )
-    precision = dtype or target
+    return None
+
+
+def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
+    """Misaligned or tiny dimensions, the library's own kernel choice, or no evidence at all."""
+    label, problem = case.label, case.problem
+    precision = dtype or case.target
     pad = padding_for(problem, precision)
     if pad:
         layout = (
             "; for convolutions also use channels_last (NHWC) memory format"
-            if problem is not None and problem.kind == "conv" and flavour != "tf"
+            if problem is not None and problem.kind == "conv" and case.flavour != "tf"
             else ""
         )
         what = "GEMM M/N/K" if problem is not None and problem.kind == "gemm" else "conv C/K"
         return WhyNot(
-            op_id,
-            name,
+            str(case.row["op_id"]),
+            str(case.row["name"]),
             Reason.UNALIGNED,
             f"{label}: {what} not multiples of {ALIGN[precision]} for {precision}",
             f"{pad}{layout}",
             pad,
         )
     if problem is not None and problem.macs is not None and problem.macs < TINY_MACS:
-        return why(
+        return case.why(
             Reason.TINY,
             f"{label} is tiny ({problem.macs} multiply-adds): the library picked a CUDA-core kernel",
             "batch more work per call (larger batch, fuse small GEMMs, torch.bmm over many)",
             precision,
         )
-    kernel = row.get("fp32_kernel")
+    kernel = case.row.get("fp32_kernel")
     if dtype == "tf32" and problem is None and isinstance(kernel, str):
-        library = "cuDNN" if _family(row) == "conv" else "cuBLAS"
+        library = "cuDNN" if _family(case.row) == "conv" else "cuBLAS"
         fix = (
             "record shapes (torch.profiler record_shapes=True) to see which calls; set "
             "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; pad "
@@ -417,7 +321,7 @@ def _one(
             if library == "cuDNN"
             else "record shapes to see which calls; pad M/N/K to multiples of 4 for TF32"
         )
-        return why(
+        return case.why(
             Reason.LIBRARY_CHOICE,
             f"{label}: {library} picked a float32 CUDA-core kernel ({kernel[:60]}) for these calls "
             f"although TF32 Tensor Core kernels of {library} ran elsewhere in this run, so TF32 is "
@@ -425,7 +329,7 @@ def _one(
             fix,
             precision,
         )
-    return why(
+    return case.why(
         Reason.UNKNOWN,
         f"{label} is eligible and missed Tensor Cores, but its row does not say why (dtype {dtype or 'unknown'})",
         "check dtype, shapes and the kernels it launched in the kernel table",

@@ -69,7 +69,7 @@ def _version(framework: str) -> str | None:
 def precision_mode(a: Analysis) -> str | None:
     """The run's compute precision from its ops' dtypes ("bf16 mixed", "fp16 mixed", "fp32"),
     ``None`` when no op records one."""
-    from tcreport.analysis.why_not import normalise_dtype
+    from tcreport.analysis.shapes import normalise_dtype
 
     dtypes = {normalise_dtype(o.dtype) for o in a.ops if o.dtype}
     for half in ("bf16", "fp16", "fp8"):

@@ -15,7 +15,8 @@ from tcreport import fmt
 from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
-from tcreport.analysis.why_not import WhyNot, normalise_dtype
+from tcreport.analysis.shapes import normalise_dtype
+from tcreport.analysis.why_not import WhyNot
 from tcreport.rules import thresholds
 from tcreport.rules.base import Severity
 

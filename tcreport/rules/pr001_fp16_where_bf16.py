@@ -9,7 +9,7 @@ advice; this rule names the cheaper cause in the smaller cases.
 from __future__ import annotations
 
 from tcreport.analysis.result import Analysis
-from tcreport.analysis.why_not import normalise_dtype
+from tcreport.analysis.shapes import normalise_dtype
 from tcreport.rules import _common as c
 from tcreport.rules import pr003_loss_scaling_overhead, thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity

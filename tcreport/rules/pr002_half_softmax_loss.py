@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from tcreport.analysis.result import Analysis
-from tcreport.analysis.why_not import normalise_dtype
+from tcreport.analysis.shapes import normalise_dtype
 from tcreport.rules import _common as c
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
