@@ -70,6 +70,7 @@ def _system(view: Report) -> dict[str, Any]:
 
 
 def summary_dict(view: Report) -> dict[str, Any]:
+    """The ``tcreport.summary/1`` object: the contract's keys, then the compatible additions."""
     a = view.analysis
     m = a.meta
     it = a.selection.info
@@ -108,6 +109,17 @@ def summary_dict(view: Report) -> dict[str, Any]:
             "eligible_not_using_gpu_ns": a.tc.eligible_not_using_gpu_ns,
             "classified_kernel_time_share": a.tc.classified_kernel_time_share,
         },
+        **_rows(view),
+        **_advice(view),
+        **_evidence(view),
+        **summary_steps.keys(a),
+    }
+
+
+def _rows(view: Report) -> dict[str, Any]:
+    """The top ops and kernels by GPU time, and every finding."""
+    a = view.analysis
+    return {
         "ops": [
             {
                 "name": o.name,
@@ -145,7 +157,13 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for f in view.findings
         ],
-        **_advice(view),
+    }
+
+
+def _evidence(view: Report) -> dict[str, Any]:
+    """Per-GPU figures and the kernels whose measured Tensor Core use contradicts their name."""
+    a = view.analysis
+    return {
         "counter_disagreements": [
             {
                 "name": c.name,
@@ -169,7 +187,6 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for d in a.devices
         ],
-        **summary_steps.keys(a),
     }
 
 
