@@ -7,12 +7,14 @@ never trusted because DLProf, nsys and the framework profilers all let users ren
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from tcreport.errors import InputError, UnsupportedFormatError
+from tcreport.ingest.nsys import rep as nsys_rep
 from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
@@ -55,33 +57,92 @@ def _check_readable(path: Path) -> None:
             raise InputError("file is empty", path)
 
 
-def detect(path: Path) -> SourceFormat:
-    """The format of ``path``, judged by content."""
-    _check_readable(path)
+#: Readers that recognise a directory themselves (a DLProf result folder, an ingest folder, a TF
+#: profile run); any other directory is read through the one trace file it holds.
+_DIRECTORY_FORMATS = (
+    SourceFormat.TCREPORT_PARQUET,
+    SourceFormat.DLPROF_CSV,
+    SourceFormat.DLPROF_JSON,
+    SourceFormat.TF_XPLANE,
+)
+
+
+def _sniff(path: Path, formats: tuple[SourceFormat, ...] | None = None) -> SourceFormat | None:
     for fmt, modname in _READERS:
+        if formats is not None and fmt not in formats:
+            continue
         mod = _module(modname)
         if mod is not None and mod.sniff(path):
             return fmt
+    if nsys_rep.is_report(path):
+        return SourceFormat.NSYS_SQLITE  # read through `nsys export` (see nsys/rep.py)
+    return None
+
+
+def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """The traces directly inside ``directory`` (not hidden), each with its format."""
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror}", directory) from exc
+    found = []
+    for child in children:
+        fmt = _sniff(child) if child.is_file() else None
+        if fmt is not None:
+            found.append((fmt, child))
+    return found
+
+
+def resolve(path: Path) -> tuple[SourceFormat, Path]:
+    """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
+    but holds exactly one trace file is read through that file."""
+    _check_readable(path)
+    fmt = _sniff(path, _DIRECTORY_FORMATS if path.is_dir() else None)
+    if fmt is not None:
+        return fmt, path
     if path.is_dir():
+        found = _traces_in(path)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
+            raise UnsupportedFormatError(
+                f"holds {len(found)} traces: {names}; give one of them "
+                "(`tcreport batch` reads many)",
+                path,
+            )
         raise UnsupportedFormatError(
             "no supported trace in this directory (looked for DLProf CSV/JSON reports, "
-            "dlprof_dldb.sqlite, Nsight Systems SQLite exports, PyTorch profiler (Kineto) JSON, "
-            "TensorFlow profiler xplane.pb, Nsight Compute CSV, a tcreport ingest folder)",
+            "dlprof_dldb.sqlite, Nsight Systems SQLite exports or .nsys-rep reports, PyTorch "
+            "profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight Compute CSV, a "
+            "tcreport ingest folder; `tcreport batch` reads a tree of traces)",
             path,
         )
     raise UnsupportedFormatError(
-        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite, "
-        "PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight Compute CSV)",
+        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite or "
+        ".nsys-rep, PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight "
+        "Compute CSV)",
         path,
     )
 
 
+def detect(path: Path) -> SourceFormat:
+    """The format of ``path``, judged by content."""
+    return resolve(path)[0]
+
+
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     """Read ``path`` into a :class:`Run`; ``fmt`` skips detection."""
-    fmt = fmt or detect(path)
+    if fmt is None:
+        fmt, path = resolve(path)
     modname = dict(_READERS)[fmt]
     mod = _module(modname)
     if mod is None:
         raise UnsupportedFormatError(f"no reader for {fmt.value} in this build", path)
+    if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
+        with nsys_rep.exported(path) as sqlite:
+            exported: Run = mod.read(sqlite)
+        meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
+        return exported.replace(meta=meta)
     run: Run = mod.read(path)
     return run
