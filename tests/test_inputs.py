@@ -30,7 +30,7 @@ runner = CliRunner()
     [(KINETO_DIR, SourceFormat.KINETO_JSON), (NSYS_DIR, SourceFormat.NSYS_SQLITE)],
 )
 def test_a_sample_folder_reads_its_one_trace(folder: Path, fmt: SourceFormat) -> None:
-    assert ingest.detect(folder) is fmt
+    assert ingest.resolve(folder)[0] is fmt
     res = runner.invoke(app, ["summary", str(folder), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from tcreport.errors import InputError, UnsupportedFormatError
 from tcreport.ingest.nsys import rep as nsys_rep
@@ -111,6 +111,19 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
                 "(`tcreport batch` reads many)",
                 path,
             )
+    _unsupported(path)
+
+
+def detect(path: Path) -> SourceFormat:
+    """The format of ``path`` itself, judged by content: a plain folder is not a trace even when it
+    holds one (batch discovery walks into it and finds the file; :func:`load` resolves it)."""
+    _check_readable(path)
+    fmt = _sniff(path)
+    return fmt if fmt is not None else _unsupported(path)
+
+
+def _unsupported(path: Path) -> NoReturn:
+    if path.is_dir():
         raise UnsupportedFormatError(
             "no supported trace in this directory (looked for DLProf CSV/JSON reports, "
             "dlprof_dldb.sqlite, Nsight Systems SQLite exports or .nsys-rep reports, PyTorch "
@@ -124,11 +137,6 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         "Compute CSV)",
         path,
     )
-
-
-def detect(path: Path) -> SourceFormat:
-    """The format of ``path``, judged by content."""
-    return resolve(path)[0]
 
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
