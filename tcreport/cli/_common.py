@@ -22,15 +22,42 @@ err_console = Console(stderr=True, highlight=False)
 KeyNode = Annotated[
     str | None,
     typer.Option(
-        "--key-node", help="Op or range name that marks each iteration (DLProf's key node)."
+        "--key-node",
+        metavar="NAME",
+        help="Op or range name that marks each iteration (DLProf's key node).",
     ),
 ]
 IterStart = Annotated[
-    int | None, typer.Option("--iter-start", min=0, help="First iteration to aggregate (0-based).")
+    int | None,
+    typer.Option(
+        "--iter-start", min=0, metavar="N", help="First iteration to aggregate (0-based)."
+    ),
 ]
 IterStop = Annotated[
-    int | None, typer.Option("--iter-stop", min=0, help="Last iteration to aggregate (inclusive).")
+    int | None,
+    typer.Option(
+        "--iter-stop", min=0, metavar="M", help="Last iteration to aggregate (inclusive)."
+    ),
 ]
+
+#: ``-o -`` means standard output, as for every Unix tool that writes text.
+STDOUT = "-"
+
+
+def write_text_output(output: Path, text: str) -> None:
+    """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
+    from tcreport import api
+
+    if str(output) == STDOUT:
+        typer.echo(text, nl=False)
+        return
+    target = api.write_text_atomic(output, text)
+    err_console.print(f"tcreport: wrote {target}", markup=False)
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 gate``, ``2 gates``: messages a person reads say it right."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 @contextmanager

@@ -31,24 +31,37 @@ class QueryFormat(StrEnum):
 @app.command()
 def batch(
     directory: Annotated[
-        Path, typer.Argument(help="Folder of traces (searched recursively).", show_default=False)
+        Path,
+        typer.Argument(
+            help="Folder of traces (searched recursively).", metavar="DIR", show_default=False
+        ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder for dataset/, reports/ and index.html.")
+        Path,
+        typer.Option(
+            "--output", "-o", metavar="OUT", help="Folder for dataset/, reports/ and index.html."
+        ),
     ],
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel processes.")] = 1,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Parallel processes.")
+    ] = 1,
     force: Annotated[
         bool, typer.Option("--force", help="Re-process runs the dataset already holds.")
     ] = False,
     executor: Annotated[
-        ExecutorName, typer.Option("--executor", help="Where the per-trace work runs.")
+        ExecutorName,
+        typer.Option("--executor", metavar="[process|dask]", help="Where the per-trace work runs."),
     ] = ExecutorName.PROCESS,
     scheduler: Annotated[
         str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (with --executor dask)."),
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Dask scheduler address (with --executor dask).",
+        ),
     ] = None,
 ) -> None:
-    """Every trace under DIRECTORY -> Parquet dataset, one report per run and an index."""
+    """Every trace under DIR -> Parquet dataset, one report per run and an index."""
     with user_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -99,14 +112,20 @@ def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
 @app.command()
 def query(
     output: Annotated[
-        Path, typer.Argument(help="A 'tcreport batch' output folder.", show_default=False)
+        Path,
+        typer.Argument(help="A 'tcreport batch' output folder.", metavar="OUT", show_default=False),
     ],
     sql: Annotated[
         str,
-        typer.Argument(help="SQL over the views runs, ops, kernels, findings.", show_default=False),
+        typer.Argument(
+            help="SQL over the views runs, ops, kernels, findings.",
+            metavar="SQL",
+            show_default=False,
+        ),
     ],
     fmt: Annotated[
-        QueryFormat, typer.Option("--format", "-f", help="Output format.")
+        QueryFormat,
+        typer.Option("--format", "-f", metavar="[table|csv|json]", help="Output format."),
     ] = QueryFormat.TABLE,
 ) -> None:
     """Ask the batch dataset a question in SQL (DuckDB, offline)."""

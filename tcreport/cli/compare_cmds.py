@@ -14,7 +14,9 @@ from tcreport.cli._common import (
     KeyNode,
     err_console,
     load_and_analyze,
+    plural,
     user_errors,
+    write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
@@ -29,10 +31,12 @@ class DiffFormat(StrEnum):
     JSON = "json"
 
 
+_INPUT_HELP = "Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder)."
 Input = Annotated[
     Path,
     typer.Argument(
         help="Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder).",
+        metavar="PATH",
         show_default=False,
     ),
 ]
@@ -47,14 +51,20 @@ Force = Annotated[
 
 @app.command()
 def diff(
-    base: Input,
-    head: Input,
+    base: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="BASE", show_default=False)],
+    head: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="HEAD", show_default=False)],
     fmt: Annotated[
-        DiffFormat, typer.Option("--format", "-f", help="Output format.")
+        DiffFormat,
+        typer.Option("--format", "-f", metavar="[markdown|json|html]", help="Output format."),
     ] = DiffFormat.MARKDOWN,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="File to write (default: stdout; required for html)."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="File to write; '-' or none for stdout (html needs a file).",
+        ),
     ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
@@ -63,10 +73,10 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
-        from tcreport import __version__, api
+        from tcreport import __version__
         from tcreport.compare import diff as compare
 
-        if fmt is DiffFormat.HTML and output is None:
+        if fmt is DiffFormat.HTML and (output is None or str(output) == "-"):
             raise UsageError("--format html needs --output FILE")
         b = load_and_analyze(base, key_node, iter_start, iter_stop)
         h = load_and_analyze(head, key_node, iter_start, iter_stop)
@@ -89,11 +99,7 @@ def diff(
             from tcreport.render import diff_markdown
 
             text = diff_markdown.render(d, __version__)
-        if output is None:
-            typer.echo(text, nl=False)
-        else:
-            target = api.write_text_atomic(output, text)
-            err_console.print(f"tcreport: wrote {target}", markup=False)
+        write_text_output(output if output is not None else Path("-"), text)
 
 
 @app.command()
@@ -101,12 +107,18 @@ def check(
     path: Input,
     baseline: Annotated[
         Path | None,
-        typer.Option("--baseline", help="Run to compare against for --max-regression."),
+        typer.Option(
+            "--baseline", metavar="PATH", help="Run to compare against for --max-regression."
+        ),
     ] = None,
     min_tc_share: Annotated[
         float | None,
         typer.Option(
-            "--min-tc-share", min=0.0, max=1.0, help="Fail below this Tensor Core share (0-1)."
+            "--min-tc-share",
+            min=0.0,
+            max=1.0,
+            metavar="SHARE",
+            help="Fail below this Tensor Core share (0-1).",
         ),
     ] = None,
     max_eligible_not_tc_share: Annotated[
@@ -115,6 +127,7 @@ def check(
             "--max-eligible-not-tc-share",
             min=0.0,
             max=1.0,
+            metavar="SHARE",
             help="Fail when eligible GPU time not on TC exceeds this share of kernel time (0-1).",
         ),
     ] = None,
@@ -123,6 +136,7 @@ def check(
         typer.Option(
             "--max-regression",
             min=0.0,
+            metavar="FRACTION",
             help="Fail when GPU kernel time per iteration grows by more than this fraction, or "
             "TC share drops by more than this many points/100, beyond noise (default with "
             "--baseline: 0).",
@@ -151,7 +165,8 @@ def check(
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:
-            typer.echo(f"tcreport check: OK: {len(result.results)} gates passed{forced}")
+            passed = plural(len(result.results), "gate")
+            typer.echo(f"tcreport check: OK: {passed} passed{forced}")
             return
         for r in result.failures:
             typer.echo(f"tcreport check: FAIL {r.name}: {r.message}{forced}")

@@ -15,6 +15,7 @@ from tcreport.cli._common import (
     load_and_analyze,
     status,
     user_errors,
+    write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
@@ -28,6 +29,7 @@ Counters = Annotated[
         "--counters",
         help="Nsight Compute CSV (ncu --csv) of the same workload: its tensor-pipe counters decide "
         "Tensor Core use where they exist, and disagreements with the kernel-name rules are listed.",
+        metavar="NCU_CSV",
     ),
 ]
 
@@ -35,7 +37,9 @@ TracePath = Annotated[
     Path,
     typer.Argument(
         help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
-        "a PyTorch profiler trace, or a 'tcreport ingest' folder.",
+        "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, a folder holding "
+        "one of these, or a 'tcreport ingest' folder.",
+        metavar="PATH",
         show_default=False,
     ),
 ]
@@ -44,9 +48,17 @@ TracePath = Annotated[
 @app.command()
 def report(
     path: TracePath,
-    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path(
-        "tcreport.html"
-    ),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="File to write, '-' for stdout [default: tcreport.html, tcreport.md with "
+            "--markdown].",
+            show_default=False,
+        ),
+    ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
@@ -64,8 +76,8 @@ def report(
 
         view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
         text = api.render_markdown(view) if markdown else api.render_html(view)
-        target = api.write_text_atomic(output, text)
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        default = Path("tcreport.md" if markdown else "tcreport.html")
+        write_text_output(output if output is not None else default, text)
 
 
 @app.command()
@@ -74,6 +86,16 @@ def summary(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the tcreport.summary/1 JSON on stdout.")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="With --json: write the JSON to FILE instead ('-' = stdout, the default).",
+            show_default=False,
+        ),
+    ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
@@ -83,9 +105,11 @@ def summary(
     with user_errors():
         from tcreport import api
 
+        if output is not None and not json_out:
+            raise UsageError("--output writes the JSON summary; add --json")
         view = load_and_analyze(path, key_node, iter_start, iter_stop, counters=counters)
         if json_out:
-            typer.echo(api.render_json(view), nl=False)
+            write_text_output(output if output is not None else Path("-"), api.render_json(view))
         else:
             from tcreport.render import terminal
 
@@ -97,7 +121,9 @@ def ingest(
     path: TracePath,
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Folder to write the canonical Parquet tables to."),
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Folder to write the canonical Parquet tables to."
+        ),
     ],
     force: Annotated[
         bool, typer.Option("--force", help="Replace the folder if it exists.")

@@ -9,6 +9,7 @@ a CI job.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -22,7 +23,12 @@ if TYPE_CHECKING:
     from tcreport.capture import CaptureResult
     from tcreport.model import Run
 
-_BACKENDS = ("auto", "dlprof", "nsys", "tf")
+
+class BackendName(StrEnum):
+    AUTO = "auto"
+    DLPROF = "dlprof"
+    NSYS = "nsys"
+    TF = "tf"
 
 
 def default_output_dir(script: Path) -> Path:
@@ -66,12 +72,16 @@ def _with_notes(run: Run, result: CaptureResult) -> Run:
 )
 def profile(
     script: Annotated[
-        Path, typer.Argument(help="The training script to run (a .py file).", show_default=False)
+        Path,
+        typer.Argument(
+            help="The training script to run (a .py file).", metavar="SCRIPT", show_default=False
+        ),
     ],
     script_args: Annotated[
         list[str] | None,
         typer.Argument(
             help="Arguments for the script, passed through untouched (put them after '--').",
+            metavar="SCRIPT_ARGS...",
             show_default=False,
         ),
     ] = None,
@@ -79,17 +89,19 @@ def profile(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     backend: Annotated[
-        str,
+        BackendName,
         typer.Option(
             "--backend",
+            metavar="[auto|dlprof|nsys|tf]",
             help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
             "dlprof, nsys or tf.",
         ),
-    ] = "auto",
+    ] = BackendName.AUTO,
     output_dir: Annotated[
         Path | None,
         typer.Option(
             "--output-dir",
+            metavar="DIR",
             help="Folder for the raw profile, report.html and summary.json "
             "[default: tcreport-<script>-<UTC time>].",
             show_default=False,
@@ -97,10 +109,13 @@ def profile(
     ] = None,
     delay: Annotated[
         float | None,
-        typer.Option("--delay", min=0, help="dlprof: seconds before profiling starts."),
+        typer.Option(
+            "--delay", min=0, metavar="SECONDS", help="dlprof: seconds before profiling starts."
+        ),
     ] = None,
     duration: Annotated[
-        float | None, typer.Option("--duration", min=0, help="dlprof: seconds to profile.")
+        float | None,
+        typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
     ] = None,
 ) -> None:
     """Run a training script under a profiler; write report.html and summary.json beside it."""
@@ -108,17 +123,18 @@ def profile(
         from tcreport import api
         from tcreport.capture import Backend, ProfileRequest, capture
 
-        if backend not in _BACKENDS:
-            raise UsageError(f"--backend {backend!r}: choose one of {', '.join(_BACKENDS)}")
         if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
             raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-        if (delay is not None or duration is not None) and backend not in ("auto", "dlprof"):
+        if (delay is not None or duration is not None) and backend not in (
+            BackendName.AUTO,
+            BackendName.DLPROF,
+        ):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
         out = output_dir if output_dir is not None else default_output_dir(script)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
-            backend=Backend(backend),
+            backend=Backend(backend.value),
             out_dir=out,
             key_node=key_node,
             iter_start=iter_start,

@@ -5,8 +5,13 @@ Names are escaped so a kernel called ``|</details>`` cannot break the table or t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tcreport.render import fmt
 from tcreport.report import Report
+
+if TYPE_CHECKING:
+    from tcreport.model import IterationInfo
 
 TOP = 10
 
@@ -19,6 +24,20 @@ def _esc(text: str) -> str:
     return out
 
 
+def _iterations(it: IterationInfo) -> str:
+    """``iterations 2–9 of 10`` reads naturally only for a real range; say the rest plainly."""
+    total, start, stop = it.total, it.start, it.stop
+    if not total:
+        return "whole run (no iterations found)"
+    if total == 1:
+        return "1 iteration"
+    if start is None or stop is None or (start == 0 and stop == total - 1):
+        return f"all {total} iterations"
+    if start == stop:
+        return f"iteration {start} of {total}"
+    return f"iterations {start}–{stop} of {total}"
+
+
 def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
@@ -27,7 +46,7 @@ def render(view: Report) -> str:
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",
-        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
+        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
         "",
         "| Tensor Core share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
