@@ -21,7 +21,10 @@ from tcreport._fs import current_umask
 from tcreport.errors import OutputError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tcreport.model import Run, SourceFormat
+    from tcreport.notebook import AnalysedRun
     from tcreport.report import Report
 
 
@@ -58,18 +61,66 @@ def analyze(
     timestamp: str | None = None,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
+    view, _ = analyze_run(
+        run,
+        source_path=source_path,
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        timestamp=timestamp,
+    )
+    return view
+
+
+def analyze_run(
+    run: Run,
+    *,
+    source_path: str | None = None,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    timestamp: str | None = None,
+) -> tuple[Report, Run]:
+    """:func:`analyze`, plus the classified, iteration-sliced canonical tables it was computed
+    from (what the notebook API shows row by row)."""
     from tcreport import rules
     from tcreport.analysis import result
     from tcreport.report import Report
 
-    analysis, _ = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
+    analysis, sliced = result.compute(
+        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
+    )
     findings = rules.evaluate(analysis)
-    return Report(
+    view = Report(
         analysis=analysis,
         findings=findings,
         source_path=source_path if source_path is not None else run.meta.path,
         generated_at=timestamp,
     )
+    return view, sliced
+
+
+def open(  # tcreport.open(path): the notebook entry point (shadows the builtin here only)
+    path: str | Path,
+    *,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    counters: str | Path | None = None,
+) -> AnalysedRun:
+    """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML."""
+    from tcreport.notebook import open_run
+
+    return open_run(
+        path, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop, counters=counters
+    )
+
+
+def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
+    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings) as DataFrames."""
+    from tcreport.notebook import read_dataset as read
+
+    return read(Path(out))
 
 
 def render_json(view: Report) -> str:

@@ -411,3 +411,54 @@ def test_hostile_names_run_no_script(browser: Any, outdir: Path, payload: str) -
             _assert_quiet(o)
         finally:
             page.context.close()
+
+
+# --- the notebook view (AnalysedRun._repr_html_) ----------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def _notebook_page(fragment: str, out: Path) -> Path:
+    """The fragment as a notebook shows it: inside someone else's page, with no CSP of ours."""
+    out.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>notebook</title></head>"
+        f"<body><div class='output_html'>{fragment}</div></body></html>",
+        encoding="utf-8",
+    )
+    return out
+
+
+@pytest.mark.parametrize("sample", ["kineto-a100-tf32-alexnet", "nsys-h100x2-bf16"])
+def test_notebook_view_of_each_sample_renders_quietly(
+    browser: Any, outdir: Path, sample: str
+) -> None:
+    import tcreport
+
+    run = tcreport.open(SAMPLES / sample)
+    o = _open(browser, _notebook_page(run._repr_html_(), outdir / f"nb-{sample}.html"))
+    try:
+        page = o.page
+        share = run.summary()["tensor_core"]["kernel_time_share"]
+        assert page.get_by_text(f"{share * 100:.1f} %").count() == 1
+        assert page.locator("div.tcreport tbody tr").count() == len(run.findings)
+        assert page.locator("script, style, link, img, iframe, object, embed").count() == 0
+        assert page.locator("div.tcreport").bounding_box()["height"] > 50  # drawn, not empty
+        _assert_quiet(o)
+    finally:
+        page.context.close()
+
+
+def test_notebook_view_of_hostile_names_runs_nothing(browser: Any, outdir: Path) -> None:
+    from tcreport.notebook import AnalysedRun
+
+    run = hostile_run()
+    view, sliced = api.analyze_run(run, source_path=HOSTILE)
+    frag = AnalysedRun(report=view, run=sliced)._repr_html_()
+    o = _open(browser, _notebook_page(frag, outdir / "nb-hostile.html"))
+    try:
+        page = o.page
+        assert page.get_by_text(HOSTILE, exact=False).count() > 0, "name shown as text"
+        assert page.locator("img, script").count() == 0
+        _assert_quiet(o)
+    finally:
+        page.context.close()
