@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import err_console, user_errors
+from tcreport.cli._common import err_console, plural, user_errors
 from tcreport.cli.app import app
 
 if TYPE_CHECKING:
@@ -138,13 +138,11 @@ def query(
         elif fmt is QueryFormat.JSON:
             typer.echo(query_mod.to_json(table), nl=False)
         else:
-            from rich.console import Console
-            from rich.table import Table
+            from tcreport.render import terminal
 
-            t = Table(show_lines=False)
-            for name in table.column_names:
-                t.add_column(name, overflow="fold")
-            for row in table.to_pylist():  # a query result a person reads: small
-                t.add_row(*("" if v is None else str(v) for v in row.values()))
-            Console(highlight=False).print(t)
-            err_console.print(f"{table.num_rows} rows", markup=False)
+            names = table.column_names
+            rows = [  # a query result a person reads: small
+                ["" if v is None else str(v) for v in row.values()] for row in table.to_pylist()
+            ]
+            terminal.rows_table(names, rows)
+            err_console.print(plural(table.num_rows, "row"), markup=False)
