@@ -61,8 +61,11 @@ def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str
     for source in REAL_RUNS:
         r = runs[source]
         assert r["status"] == "ok", r
-        assert (out / "reports" / f"{r['run_id']}.html").is_file()
-        assert f'href="reports/{r["run_id"]}.html"' in index
+        # reports are named after the trace (its file or folder name), not the content hash
+        stem = source.rsplit("/", 1)[-1].split(".")[0]
+        assert str(r["report"]).startswith(f"reports/{stem}"), r["report"]
+        assert (out / str(r["report"])).is_file()
+        assert f'href="{r["report"]}"' in index
         assert source in index
     dlprof = runs["dlprof/v1.8-pytorch-cnn"]
     assert dlprof["gpu_kernel_ns"] == 589147 and dlprof["format"] == "dlprof-csv"

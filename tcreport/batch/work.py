@@ -112,6 +112,7 @@ class Task:
     mtime: float  # seconds since the epoch: the run's date when the trace gives none
     format: str | None  # detected by the coordinator; None when detection failed
     error: str | None = None  # detection error: the worker only records it
+    report_name: str | None = None  # reports/<name>.html, after the trace (run_id when None)
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,22 @@ def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[obj
         content_hash=task.content_hash,
         format=task.format,
         date=date,
-        date_source="file mtime",
+        date_source=MTIME,
         tcreport_version=__version__,
     )
     row.update(values)
     return {k: [v] for k, v in row.items()}
+
+
+#: ``runs.date_source`` when the trace records no start time of its own.
+MTIME = "file mtime (the trace records no start time)"
+
+
+def _date(started_at: str | None, source: str | None, mtime: datetime) -> tuple[datetime, str]:
+    """The run's date: when the trace says it was recorded, else the file's mtime, labelled."""
+    if started_at is None:
+        return mtime, MTIME
+    return datetime.fromisoformat(started_at.replace("Z", "+00:00")), source or "trace"
 
 
 def failed(task: Task, error: str) -> Outcome:
@@ -172,6 +184,7 @@ def process(task: Task) -> Outcome:
         return _failed(task, date, task.error or "format not detected", started)
     try:
         run = api.load(task.path)
+        date, date_source = _date(run.meta.started_at, run.meta.started_at_source, date)
         view = api.analyze(run, source_path=task.source)
         html = api.render_html(view)
     except TcreportError as exc:
@@ -190,6 +203,7 @@ def process(task: Task) -> Outcome:
             task,
             date,
             status="ok",
+            date_source=date_source,
             format=a.meta.format.value,
             gpu_model=gpu,
             gpu_count=len(a.meta.gpus) or None,
@@ -212,7 +226,7 @@ def process(task: Task) -> Outcome:
             finding_count=len(view.findings),
             top_finding_id=top.id if top else None,
             top_finding_title=top.title if top else None,
-            report=f"reports/{task.run_id}.html",
+            report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -83,7 +85,7 @@ def batch(
         def done(o: Outcome) -> None:
             _advance(progress, handle[0], o)
 
-        with progress:
+        with progress, _empty_is_a_warning():
             result = batch_mod.run_batch(
                 directory,
                 output,
@@ -103,6 +105,19 @@ def batch(
         err_console.print(summary, markup=False, soft_wrap=True)
         if result.failed:
             raise typer.Exit(1)
+
+
+@contextmanager
+def _empty_is_a_warning() -> Iterator[None]:
+    """Nothing to archive is not a broken input: say so as a warning, and still exit non-zero so
+    a script that pointed batch at the wrong folder notices."""
+    from tcreport.batch.runner import EmptyInputError
+
+    try:
+        yield
+    except EmptyInputError as exc:
+        err_console.print(f"tcreport: warning: {exc}", markup=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
 
 
 def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:

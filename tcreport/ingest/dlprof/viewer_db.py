@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common import started
 from tcreport.model import (
     Gpu,
     Granularity,
@@ -109,11 +110,12 @@ def read(path: Path) -> Run:
         raise InputError("not an SQLite database (expected dlprof_dldb.sqlite)", path)
     try:
         with _sqlite.connect(path) as con:
-            return _Reader(con, path).run()
+            run = _Reader(con, path).run()
     except UnicodeDecodeError as exc:
         # CPython decodes SQLite's error messages strictly, and "malformed database schema (...)"
         # quotes the damaged bytes: the error is about corruption, not about our text decoding.
         raise InputError("corrupt SQLite database (undecodable error message)", path) from exc
+    return started.dated_by_export_beside(run, path.parent)
 
 
 def _i(expr: str) -> str:
