@@ -20,7 +20,7 @@ from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
-    from tcreport.capture import CaptureResult
+    from tcreport.capture import CaptureResult, ProfileRequest
     from tcreport.model import Run
 
 
@@ -117,11 +117,23 @@ def profile(
         float | None,
         typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Show TensorFlow's own logging (hidden by default; errors always show).",
+        ),
+    ] = False,
 ) -> None:
     """Run a training script under a profiler; write report.html and summary.json beside it."""
-    with user_errors():
-        from tcreport import api
-        from tcreport.capture import Backend, ProfileRequest, capture
+    import logging
+
+    from tcreport.capture import quiet
+
+    # `tcreport -v profile ...` asks for more logging as well as `profile --verbose`
+    verbose = verbose or logging.getLogger().getEffectiveLevel() <= logging.INFO
+    with user_errors(), quiet.framework_logs(verbose):
+        from tcreport.capture import Backend, ProfileRequest
 
         if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
             raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
@@ -130,43 +142,53 @@ def profile(
             BackendName.DLPROF,
         ):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
-        out = output_dir if output_dir is not None else default_output_dir(script)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
             backend=Backend(backend.value),
-            out_dir=out,
+            out_dir=output_dir if output_dir is not None else default_output_dir(script),
             key_node=key_node,
             iter_start=iter_start,
             iter_stop=iter_stop,
             delay_s=delay,
             duration_s=duration,
+            verbose=verbose,
         )
-        result = capture(request)
-        with status(f"Reading {result.trace_path}"):
-            run = _with_notes(api.load(result.trace_path), result)
-        sliced = result.sliced_by_profiler
-        with status("Analysing"):
-            view = api.analyze(
-                run,
-                source_path=str(result.trace_path),
-                key_node=None if sliced else key_node,
-                iter_start=None if sliced else iter_start,
-                iter_stop=None if sliced else iter_stop,
-            )
-        html = api.write_text_atomic(out / "report.html", api.render_html(view))
-        api.write_text_atomic(out / "summary.json", api.render_json(view))
+        _capture_and_report(request)
+
+
+def _capture_and_report(request: ProfileRequest) -> None:
+    """Run the script under the profiler, then read, analyse and write beside the raw profile."""
+    from tcreport import api
+    from tcreport.capture import capture
+
+    key_node, iter_start, iter_stop = request.key_node, request.iter_start, request.iter_stop
+    out = request.out_dir
+    result = capture(request)
+    with status(f"Reading {result.trace_path}"):
+        run = _with_notes(api.load(result.trace_path), result)
+    sliced = result.sliced_by_profiler
+    with status("Analysing"):
+        view = api.analyze(
+            run,
+            source_path=str(result.trace_path),
+            key_node=None if sliced else key_node,
+            iter_start=None if sliced else iter_start,
+            iter_stop=None if sliced else iter_stop,
+        )
+    html = api.write_text_atomic(out / "report.html", api.render_html(view))
+    api.write_text_atomic(out / "summary.json", api.render_json(view))
+    err_console.print(
+        f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
+        f"{result.trace_path}",
+        markup=False,
+        soft_wrap=True,
+    )
+    if result.script_exit_code != 0:
         err_console.print(
-            f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
-            f"{result.trace_path}",
+            f"tcreport: error: the script exited with code {result.script_exit_code}; "
+            "the report is partial",
             markup=False,
             soft_wrap=True,
         )
-        if result.script_exit_code != 0:
-            err_console.print(
-                f"tcreport: error: the script exited with code {result.script_exit_code}; "
-                "the report is partial",
-                markup=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(result.script_exit_code)
+        raise typer.Exit(result.script_exit_code)
