@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
 from tcreport.batch import runner as batch
 from tcreport.cli.app import app
-from tests.conftest import REALTRACES
+from tests.conftest import REALTRACES, real_or_bundled
 
 runner = CliRunner()
 #: Every run in ../shared/realtraces: a DLProf folder is one run (its .sqlite files are inside it).
@@ -137,7 +137,7 @@ def test_content_hash_of_a_folder_ignores_its_location(tmp_path: Path) -> None:
 
 
 def test_hostile_file_name_is_escaped_in_the_index(tmp_path: Path) -> None:
-    src = REALTRACES / "kineto" / "a100-tf32-alexnet"
+    src = real_or_bundled("kineto/a100-tf32-alexnet")
     if not src.exists():
         pytest.skip("real traces not available")
     inp = tmp_path / "in"

@@ -25,8 +25,8 @@ from synthetic import HOSTILE, hostile_run
 
 from tcreport import api, schema
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tests.conftest import real_or_bundled
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "realtraces"
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -184,7 +184,7 @@ def outdir() -> Iterator[Path]:
 def real_report(request: pytest.FixtureRequest, outdir: Path) -> tuple[str, Path]:
     name = request.param
     rel, reader = TRACES[name]
-    path = REAL / rel
+    path = real_or_bundled(rel)  # two of them are bundled in sample_traces/ as well
     if not path.exists():
         pytest.skip(f"{path} not present (../shared/realtraces)")
     try:

@@ -26,13 +26,16 @@ from tcreport.ingest import detect
 from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
+from tests.conftest import real_or_bundled
 
 ROOT = Path(__file__).resolve().parent.parent
 KINETO = (
     Path(os.environ.get("TCREPORT_REALTRACES", ROOT.parent / "shared" / "realtraces")) / "kineto"
 )
 H100 = KINETO / "h100-bf16-bert-small" / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
-A100 = KINETO / "a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+A100 = real_or_bundled(  # bundled in sample_traces/ too
+    "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+)
 V100 = KINETO / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
 SYNTHETIC = Path(__file__).parent / "fixtures" / "kineto_edge_cases_synthetic.json"
 

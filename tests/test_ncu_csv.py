@@ -10,7 +10,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from conftest import DLPROF_CNN, REALTRACES, ROOT
+from conftest import DLPROF_CNN, ROOT, real_or_bundled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -325,7 +325,7 @@ def test_api_analyze_on_an_ncu_only_run() -> None:
 
 
 def test_real_kineto_trace_is_not_taken_for_ncu() -> None:
-    trace = REALTRACES / "kineto" / "a100-tf32-alexnet"
+    trace = real_or_bundled("kineto/a100-tf32-alexnet")
     if not trace.exists():
         pytest.skip("real traces not available")
     for p in trace.iterdir():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import DLPROF_CNN, NSYS_H100, REALTRACES, ROOT
+from conftest import DLPROF_CNN, NSYS_H100, ROOT, real_or_bundled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -250,7 +250,7 @@ def nsys_kernels(path: Path) -> pa.Table:
 
 
 def kineto_kernels(folder: str) -> pa.Table:
-    path = next(_need(REALTRACES / "kineto" / folder).glob("*.json.gz"))
+    path = next(_need(real_or_bundled(f"kineto/{folder}")).glob("*.json.gz"))
     with gzip.open(path, "rt", encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     ks = [e for e in events if e.get("cat") in ("kernel", "Kernel") and e.get("ph") == "X"]
