@@ -136,7 +136,7 @@ class AnalysedRun:
         verdict = "n/a" if share is None else f"{share * 100:.1f} %"
         return (
             f"<tcreport run {self.report.source_path!r}: Tensor Core share {verdict}, "
-            f"{len(self.report.findings)} findings>"
+            f"{len(self.report.findings)} finding{'' if len(self.report.findings) == 1 else 's'}>"
         )
 
 

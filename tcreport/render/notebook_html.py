@@ -46,7 +46,8 @@ def _head(view: Report) -> list[str]:
         f"{_e(fmt.pct(a.tc.kernel_time_share))}</span> of GPU kernel time on Tensor Cores "
         f"({_e(fmt.ns(a.time.tc_kernel_ns))} of {_e(fmt.ns(a.time.gpu_kernel_ns))}); "
         f"eligible time not on Tensor Cores: {_e(fmt.ns(a.tc.eligible_not_using_gpu_ns))} in "
-        f"{_e(fmt.count(a.tc.eligible_not_using_op_count))} ops",
+        f"{_e(fmt.count(a.tc.eligible_not_using_op_count))} "
+        f"{'op' if a.tc.eligible_not_using_op_count == 1 else 'ops'}",
         "</div>",
     ]
 
