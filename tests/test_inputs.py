@@ -120,3 +120,15 @@ def test_a_folder_holding_one_nsys_rep_reads_it(
     res = runner.invoke(app, ["summary", str(folder), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["source"]["format"] == "nsys-sqlite"
+
+
+@pytest.mark.realtraces
+def test_a_dlprof_result_folder_is_still_one_run_from_its_csv_reports() -> None:
+    from tests.conftest import DLPROF_CNN
+
+    if not DLPROF_CNN.exists():
+        pytest.skip(f"real trace not available: {DLPROF_CNN}")
+    # CSV reports, the Viewer database and the nsys export side by side: the CSVs win, as before
+    assert ingest.resolve(DLPROF_CNN) == (SourceFormat.DLPROF_CSV, DLPROF_CNN)
+    assert ingest.detect(DLPROF_CNN) is SourceFormat.DLPROF_CSV
+    assert ingest.load(DLPROF_CNN).meta.format is SourceFormat.DLPROF_CSV
