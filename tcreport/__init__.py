@@ -7,19 +7,16 @@ reports Tensor Core use, eligibility and what to change. The import is kept ligh
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tcreport.api import open, read_dataset
+import importlib
+from typing import Any
 
 __all__ = ["__version__", "open", "read_dataset"]
 
 
 def __getattr__(name: str) -> Any:
-    """``tcreport.open`` and ``tcreport.read_dataset`` load the API (pandas, pyarrow) on first use,
-    so ``import tcreport`` and ``tcreport --help`` stay light."""
+    """``tcreport.open`` and ``tcreport.read_dataset`` (``tcreport.api``) load on first use, so
+    ``import tcreport`` and ``tcreport --help`` stay light. Looked up by name at run time: every
+    module imports this package for ``__version__``, and none of them depends on the API."""
     if name in ("open", "read_dataset"):
-        from tcreport import api
-
-        return getattr(api, name)
+        return getattr(importlib.import_module("tcreport.api"), name)
     raise AttributeError(f"module 'tcreport' has no attribute {name!r}")

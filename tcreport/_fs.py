@@ -1,8 +1,33 @@
-"""File-system helpers shared by every writer (reports, ingest folders, batch datasets)."""
+"""File-system helpers shared by every writer (reports, ingest folders, batch datasets).
+
+The user's files are sacred. Every output goes through here so that the safe behaviour is the only
+one: an output never lands on an input of the same command; a folder is replaced only when tcreport
+made it (it carries :data:`MARKER`) and only by unlinking the files tcreport put there, never by
+``rmtree`` of whatever the path resolves to; replacing a file keeps its mode; a read-only file or a
+symbolic link is written only when the caller says so.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO
+
+from tcreport.errors import OutputError
+
+#: Written into every folder tcreport creates as a whole (``ingest`` folders, ``batch`` OUT). Its
+#: presence is what lets ``--force`` replace an ingest folder and a batch add to an existing OUT.
+MARKER = ".tcreport-output"
+
+#: A tcreport output file announces itself at its start (the HTML page's generator meta, the
+#: Markdown heading, the JSON schema id); such a file may be replaced even inside an input folder,
+#: where a second ``tcreport report .`` finds the first one's ``tcreport.html``.
+_SNIFF = 4096
 
 
 def current_umask() -> int:
@@ -14,3 +39,250 @@ def current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)  # hard links and bind mounts too
+    except OSError:
+        return False
+
+
+def is_tcreport_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file tcreport wrote (report, Markdown, summary/diff JSON)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF)
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - _SNIFF))
+            tail = fh.read(_SNIFF)  # JSON keys are sorted: "schema" comes near the end
+    except OSError:
+        return False
+    if head.startswith(b"<!DOCTYPE html>"):
+        return b'<meta name="generator" content="tcreport ' in head
+    if head.startswith(b"{"):
+        return re.search(rb'\n  "schema": "tcreport\.[a-z]+/\d+",\n', tail) is not None
+    return head.startswith(b"### tcreport")
+
+
+def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: bool = False) -> None:
+    """Raise :class:`OutputError` when ``output`` would write over an input of the same command.
+
+    Symbolic links and ``..`` are resolved first. Refused: the input itself (or a hard link to it),
+    an existing file inside an input folder that tcreport did not write, and a folder that is or
+    contains an input. A new file inside an input folder is fine: it destroys nothing; with
+    ``nested_ok`` (a batch OUT inside the DIR it archives, which discovery skips) so is a folder.
+    """
+    out = _real(output)
+    for given in inputs:
+        if given is None or not os.path.lexists(given):
+            continue
+        src = _real(given)
+        if out == src or _same_file(out, src):
+            raise OutputError(f"is the input {given}; refusing to write over it", output)
+        if src.is_relative_to(out):
+            raise OutputError(f"contains the input {given}; refusing to write there", output)
+        if nested_ok:
+            continue
+        inside = src.is_dir() and out.is_relative_to(src) and os.path.lexists(out)
+        if inside and (out.is_dir() or not is_tcreport_file(out)):
+            raise OutputError(
+                f"is a file of the input folder {given}; refusing to write over it", output
+            )
+
+
+def _read_only(path: Path) -> bool:
+    """Unwritable to us, or without its owner's write bit (which root would ignore)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    return not (mode & stat.S_IWUSR) or not os.access(path, os.W_OK)
+
+
+def check_file_target(
+    path: Path, *, follow_link: bool = False, replace_read_only: bool = False
+) -> Path:
+    """The file to replace for output ``path``, after refusing what the user did not ask for.
+
+    A symbolic link is refused unless ``follow_link`` (then its target is written and the link
+    stays); a read-only file is refused unless ``replace_read_only`` (it stays read-only).
+    """
+    if path.is_symlink():
+        if not follow_link:
+            raise OutputError(
+                "is a symbolic link; pass --follow-link to write the file it points to", path
+            )
+        target = _real(path)
+    else:
+        target = Path(os.path.abspath(path))
+    if target.is_dir():
+        raise OutputError("is a directory; give a file name", path)
+    if not target.parent.is_dir():
+        raise OutputError("parent directory does not exist", path)
+    if _read_only(target) and not replace_read_only:
+        raise OutputError("is read-only; pass --replace-read-only to replace it", path)
+    return target
+
+
+def write_text_atomic(
+    path: str | Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
+) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename.
+
+    A replaced file keeps its mode; a symbolic link or a read-only file is refused unless the
+    matching flag says to write it (:func:`write_atomic`).
+    """
+    return write_atomic(
+        Path(path),
+        lambda fh: fh.write(text.encode("utf-8")),
+        follow_link=follow_link,
+        replace_read_only=replace_read_only,
+    )
+
+
+def write_atomic(
+    path: Path,
+    writer: Callable[[IO[bytes]], object],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+) -> Path:
+    """Write through ``writer`` to a temporary file beside the target, then rename it into place.
+
+    A replaced file keeps its permission bits; a new one gets what ``open`` would give it.
+    """
+    target = check_file_target(path, follow_link=follow_link, replace_read_only=replace_read_only)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~current_umask()
+    try:
+        with tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+        ) as fh:
+            tmp = Path(fh.name)
+            try:
+                writer(fh)
+            except BaseException:
+                fh.close()
+                tmp.unlink(missing_ok=True)
+                raise
+        try:
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror or exc}", path) from exc
+    return target
+
+
+def claim_folder(folder: Path, kind: str, legacy: Sequence[str] = ()) -> None:
+    """Create ``folder`` (marked), or accept it when it is empty, marked, or an unmarked tcreport
+    output from before the marker (every entry named in ``legacy``); refuse any other folder.
+
+    Writers that add to a folder (``batch`` OUT) call this first, so a typo'd ``-o`` never spills
+    datasets and reports into a user's folder.
+    """
+    if os.path.lexists(folder):
+        if not folder.is_dir():
+            raise OutputError("exists and is not a folder", folder)
+        if has_marker(folder):
+            return
+        try:
+            entries = os.listdir(folder)
+        except OSError as exc:
+            raise OutputError(f"cannot list: {exc.strerror}", folder) from exc
+        if entries and not (legacy and set(entries) <= set(legacy) and legacy[0] in entries):
+            raise OutputError(
+                f"exists and is not a 'tcreport {kind}' output; refusing to write into it "
+                "(choose a new or empty folder)",
+                folder,
+            )
+    else:
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create: {exc.strerror}", folder) from exc
+    try:
+        write_marker(folder, kind)
+    except OSError as exc:
+        raise OutputError(f"cannot write: {exc.strerror}", folder) from exc
+
+
+def write_marker(folder: Path, kind: str) -> None:
+    """Mark ``folder`` as made by tcreport (``kind``: ``ingest`` or ``batch``)."""
+    (folder / MARKER).write_text(f"tcreport {kind}\n", encoding="utf-8")
+
+
+def has_marker(folder: Path) -> bool:
+    return (folder / MARKER).is_file() and not (folder / MARKER).is_symlink()
+
+
+def check_replaceable(
+    folder: Path, own_names: Sequence[str], legacy: str | None = None
+) -> list[str]:
+    """The entries of ``folder`` that replacing it will unlink; refuse anything tcreport did not make.
+
+    ``folder`` must be a real directory (not a link) that carries :data:`MARKER` (or, made before
+    the marker existed, holds ``legacy``), and every entry must be a regular file named in
+    ``own_names``: a user file dropped in later is never deleted with it. An empty folder holds
+    nothing to lose and may be replaced.
+    """
+    if folder.is_symlink():
+        raise OutputError("is a symbolic link; refusing to replace it", folder)
+    if not folder.is_dir():
+        raise OutputError(
+            "exists and is not a folder tcreport wrote; refusing to replace it", folder
+        )
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise OutputError(f"cannot list: {exc.strerror}", folder) from exc
+    if not entries:
+        return []
+    if not has_marker(folder) and (legacy is None or legacy not in entries):
+        raise OutputError(
+            "exists and was not written by tcreport; refusing to replace it (choose a new folder)",
+            folder,
+        )
+    allowed = {*own_names, MARKER}
+    foreign = [
+        e for e in entries if e not in allowed or not stat.S_ISREG(os.lstat(folder / e).st_mode)
+    ]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise OutputError(
+            f"holds files tcreport did not write ({shown}); refusing to replace it", folder
+        )
+    return entries
+
+
+def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
+    """Swap the finished ``tmp`` folder into ``target``, then unlink the old one's ``entries``.
+
+    The old folder is renamed aside first (never ``rmtree``), so at every moment ``target`` is
+    either the old complete folder or the new one.
+    """
+    if not os.path.lexists(target):
+        os.replace(tmp, target)
+        return
+    os.chmod(tmp, stat.S_IMODE(os.lstat(target).st_mode))  # a replaced folder keeps its mode
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    os.rmdir(old)
+    os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    for name in entries:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old / name)
+    with contextlib.suppress(OSError):  # someone added a file meanwhile: keep it, and the folder
+        os.rmdir(old)

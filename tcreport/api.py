@@ -5,20 +5,16 @@
 >>> view = api.analyze(run, source_path="dlprof_results/")
 >>> html = api.render_html(view)
 
-Output files are written atomically (temporary name, then rename) so a failure never leaves a
-half-written report behind.
+Output files are written atomically (:func:`write_text_atomic`: temporary name, then rename) so a
+failure never leaves a half-written report behind.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tcreport._fs import current_umask
-from tcreport.errors import OutputError
+from tcreport._fs import write_text_atomic
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,6 +22,20 @@ if TYPE_CHECKING:
     from tcreport.model import Run, SourceFormat
     from tcreport.notebook import AnalysedRun
     from tcreport.report import Report
+
+__all__ = [
+    "analyze",
+    "attach_counters",
+    "check_ingest_output",
+    "ingest",
+    "load",
+    "open",
+    "read_dataset",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "write_text_atomic",
+]
 
 
 def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
@@ -61,7 +71,9 @@ def analyze(
     timestamp: str | None = None,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
-    view, _ = analyze_run(
+    from tcreport import report
+
+    return report.build(
         run,
         source_path=source_path,
         key_node=key_node,
@@ -69,35 +81,6 @@ def analyze(
         iter_stop=iter_stop,
         timestamp=timestamp,
     )
-    return view
-
-
-def analyze_run(
-    run: Run,
-    *,
-    source_path: str | None = None,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-    timestamp: str | None = None,
-) -> tuple[Report, Run]:
-    """:func:`analyze`, plus the classified, iteration-sliced canonical tables it was computed
-    from (what the notebook API shows row by row)."""
-    from tcreport import rules
-    from tcreport.analysis import result
-    from tcreport.report import Report
-
-    analysis, sliced = result.compute(
-        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
-    )
-    findings = rules.evaluate(analysis)
-    view = Report(
-        analysis=analysis,
-        findings=findings,
-        source_path=source_path if source_path is not None else run.meta.path,
-        generated_at=timestamp,
-    )
-    return view, sliced
 
 
 def open(  # tcreport.open(path): the notebook entry point (shadows the builtin here only)
@@ -108,12 +91,20 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     iter_stop: int | None = None,
     counters: str | Path | None = None,
 ) -> AnalysedRun:
-    """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML."""
-    from tcreport.notebook import open_run
+    """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
+    (``docs/python-api.md``); the options are those of ``tcreport report``."""
+    from tcreport.errors import UsageError
+    from tcreport.notebook import AnalysedRun
 
-    return open_run(
-        path, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop, counters=counters
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
+    run = load(path)
+    if counters is not None:
+        run = attach_counters(run, counters)
+    view = analyze(
+        run, source_path=str(path), key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
     )
+    return AnalysedRun(report=view, run=run)
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
@@ -141,39 +132,19 @@ def render_markdown(view: Report) -> str:
     return markdown.render(view)
 
 
-def ingest(run: Run, out_dir: str | Path) -> Path:
-    """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing."""
+def ingest(run: Run, out_dir: str | Path, *, force: bool = False) -> Path:
+    """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing.
+
+    ``out_dir`` must not exist, or (with ``force``) be an ingest folder tcreport wrote.
+    """
     from tcreport.ingest.parquet import reader as parquet
 
-    return parquet.write(run, Path(out_dir))
+    return parquet.write(run, Path(out_dir), force=force)
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
-    return _write_atomic(Path(path), lambda fh: fh.write(text.encode("utf-8")))
+def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
+    """Refuse an ``ingest`` target before any parsing: one tcreport did not write, or without
+    ``force`` one that exists (``ingest`` re-checks when it writes)."""
+    from tcreport.ingest.parquet import reader as parquet
 
-
-def _write_atomic(
-    path: Path, writer: Callable[[tempfile._TemporaryFileWrapper[bytes]], object]
-) -> Path:
-    target = path.resolve()
-    if target.is_dir():
-        raise OutputError("is a directory; give a file name", path)
-    if not target.parent.is_dir():
-        raise OutputError("parent directory does not exist", path)
-    try:
-        with tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
-        ) as fh:
-            tmp = Path(fh.name)
-            try:
-                writer(fh)
-            except BaseException:
-                fh.close()
-                tmp.unlink(missing_ok=True)
-                raise
-        os.chmod(tmp, 0o666 & ~current_umask())  # tempfile makes 0600; a report is for sharing
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise OutputError(f"cannot write: {exc.strerror or exc}", path) from exc
-    return target
+    parquet.check_target(Path(out_dir), force=force)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
-from tcreport import api
 from tcreport.analysis.figures import KernelRow, OpRow, OpTypeRow
 from tcreport.analysis.result import IterationRow
 from tcreport.errors import InputError
@@ -73,8 +72,9 @@ class AnalysedRun:
 
     ``kernels``, ``ops``, ``op_types``, ``iterations`` and ``findings`` are DataFrames of the rows
     the report shows (all of them, not only the top ones); ``launches`` is the canonical kernel
-    table itself, one row per launch (or per kernel where the profiler aggregated), classified and
-    sliced to the chosen iterations. Times are integer nanoseconds, shares fractions in [0, 1].
+    table itself, one row per launch (or per kernel where the profiler aggregated) of the whole run
+    (its ``iteration`` column says which), with each kernel's Tensor Core verdict. Times are
+    integer nanoseconds, shares fractions in [0, 1].
     """
 
     report: Report
@@ -108,21 +108,28 @@ class AnalysedRun:
 
     @cached_property
     def launches(self) -> pd.DataFrame:
+        from tcreport.analysis import tc_kernels
+
         k = self.run.kernels
         if k is None:
             raise InputError("this input has no kernel rows", self.report.source_path)
-        return to_pandas(k)
+        return to_pandas(tc_kernels.classify_kernels(k))
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document (schema ``tcreport.summary/1``) as a dict."""
-        parsed: dict[str, Any] = json.loads(api.render_json(self.report))
+        from tcreport.render import summary_json
+
+        parsed: dict[str, Any] = json.loads(summary_json.render(self.report))
         return parsed
 
     def to_html(self, path: str | Path | None = None) -> str:
         """The full self-contained HTML report; written atomically to ``path`` when given."""
-        html = api.render_html(self.report)
+        from tcreport._fs import write_text_atomic
+        from tcreport.render import html as html_render
+
+        html = html_render.render(self.report)
         if path is not None:
-            api.write_text_atomic(path, html)
+            write_text_atomic(path, html)
         return html
 
     def _repr_html_(self) -> str:
@@ -138,27 +145,6 @@ class AnalysedRun:
             f"<tcreport run {self.report.source_path!r}: Tensor Core share {verdict}, "
             f"{len(self.report.findings)} finding{'' if len(self.report.findings) == 1 else 's'}>"
         )
-
-
-def open_run(
-    path: str | Path,
-    *,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-    counters: str | Path | None = None,
-) -> AnalysedRun:
-    from tcreport.errors import UsageError
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
-    run = api.load(path)
-    if counters is not None:
-        run = api.attach_counters(run, counters)
-    report, sliced = api.analyze_run(
-        run, source_path=str(path), key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
-    )
-    return AnalysedRun(report=report, run=sliced)
 
 
 def read_dataset(out: Path) -> dict[str, pd.DataFrame]:

@@ -1,7 +1,8 @@
-"""The view-model every renderer reads: an analysis, its findings and provenance, nothing else.
+"""The analysed run: an analysis, its findings and provenance, nothing else.
 
-Renderers never touch Arrow tables or trace metadata; what they may show is exactly what is here,
-which is how the report keeps trace environment and secrets out by construction.
+Renderers, gates, the diff and batch read this one object. They never touch Arrow tables or trace
+metadata; what they may show is exactly what is here, which is how a report keeps the trace's
+environment and secrets out by construction.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from tcreport import __version__
 from tcreport.analysis.result import Analysis
+from tcreport.model import Run
 from tcreport.rules.base import Finding
 
 
@@ -26,3 +28,25 @@ class Report:
     @property
     def title(self) -> str:
         return self.source_path
+
+
+def build(
+    run: Run,
+    *,
+    source_path: str | None = None,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    timestamp: str | None = None,
+) -> Report:
+    """Classify, slice iterations, compute figures and findings: the one way a Report is made."""
+    from tcreport import rules
+    from tcreport.analysis import result
+
+    analysis = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
+    return Report(
+        analysis=analysis,
+        findings=rules.evaluate(analysis),
+        source_path=source_path if source_path is not None else run.meta.path,
+        generated_at=timestamp,
+    )

@@ -240,7 +240,8 @@ def validate(table: pa.Table, kind: TableKind) -> None:
     expected = schema_for(kind)
     if not table.schema.equals(expected, check_metadata=False):
         raise SchemaError(
-            f"{kind.value}: schema differs from canonical v{SCHEMA_VERSION}:\n{table.schema}"
+            f"{kind.value}: schema differs from canonical v{SCHEMA_VERSION}: "
+            + _schema_difference(table.schema, expected)
         )
     version = (table.schema.metadata or {}).get(_META_VERSION)
     if version is not None and version.decode() != SCHEMA_VERSION:
@@ -250,6 +251,27 @@ def validate(table: pa.Table, kind: TableKind) -> None:
     for field in expected:
         if not field.nullable and table.column(field.name).null_count:
             raise SchemaError(f"{kind.value}.{field.name}: nulls in a required column")
+
+
+def _schema_difference(got: pa.Schema, expected: pa.Schema, limit: int = 4) -> str:
+    """The first few differences, on one line (the error line names them; a dump of both
+    schemas ran to 30 lines)."""
+    have = {f.name: f for f in got}
+    want = {f.name: f for f in expected}
+    parts = [f"missing {n!r}" for n in want if n not in have]
+    parts += [f"unexpected {n!r}" for n in have if n not in want]
+    for name, field in want.items():
+        other = have.get(name)
+        if other is None:
+            continue
+        if other.type != field.type:
+            parts.append(f"{name!r} is {other.type}, expected {field.type}")
+        elif other.nullable != field.nullable:
+            parts.append(f"{name!r} nullable={other.nullable}, expected {field.nullable}")
+    if not parts and got.names != expected.names:
+        parts.append("columns in another order")
+    more = f" (+{len(parts) - limit} more)" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more if parts else "field metadata differs"
 
 
 def compact(table: pa.Table) -> pa.Table:

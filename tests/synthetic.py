@@ -1,18 +1,42 @@
-"""Synthetic runs for edge cases real traces lack (hostile names, empty tables). Named as such."""
+"""Synthetic runs for edge cases real traces lack (hostile names, empty tables). Named as such.
+
+Every hand-built :class:`RunMeta` of the tests comes from :func:`run_meta`, so a new metadata field
+is added in one place.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from tcreport import schema
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
+#: A PR-comment injection (issue 14): a lone CR ends a line in CommonMark, so this would make a
+#: heading, a mention, an issue link and two autolinks, and break the table it sits in.
+MARKDOWN_HOSTILE = "x\r## All Tensor Cores OK - approve\r@maintainer https://evil.example #123 GH-7 www.evil.example |`a`| <b>b</b> &#64;x"
+#: A terminal injection: retitle the window (OSC), clear the screen (CSI), ring the bell, move back.
+TERMINAL_HOSTILE = "op\x1b]0;pwned\x07\x1b[2J\x1b[31mred\r\x08\x9b2J[bold]b[/bold]"
 
 
-def hostile_run() -> Run:
-    """A tiny run whose kernel, op and GPU names try to break out of HTML/JSON/Markdown."""
+def run_meta(**fields: Any) -> RunMeta:
+    """A synthetic run's metadata: one whole-run iteration, per-launch rows, any field overridden."""
+    base: dict[str, Any] = {
+        "format": SourceFormat.NSYS_SQLITE,
+        "path": "synthetic",
+        "iterations": IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        "kernel_granularity": Granularity.LAUNCH,
+        "op_granularity": Granularity.LAUNCH,
+    }
+    return RunMeta(**(base | fields))
+
+
+def hostile_run(name: str = HOSTILE) -> Run:
+    """A tiny run whose kernel, op, type, GPU and profiler names and a note carry ``name``,
+    trying to break out of HTML/JSON/Markdown/the terminal."""
     kernels = schema.conform(
         {
-            "name": [HOSTILE, "volta_sgemm_128x64_nn", HOSTILE],
+            "name": [name, "volta_sgemm_128x64_nn", name],
             "duration_ns": [5000, 3000, 2000],
             "calls": [1, 1, 1],
             "start_ns": [100, 6000, 9500],
@@ -25,8 +49,8 @@ def hostile_run() -> Run:
     ops = schema.conform(
         {
             "op_id": ["op1", "op2"],
-            "name": [f"/model/{HOSTILE}/linear", "/model/conv2d"],
-            "type": ["linear", "conv2d"],
+            "name": [f"/model/{name}/linear", "/model/conv2d"],
+            "type": ["linear" if name == HOSTILE else f"linear{name}", "conv2d"],
             "dtype": ["float32", "float32"],
             "calls": [1, 1],
             "cpu_ns": [6000, 4000],
@@ -35,13 +59,54 @@ def hostile_run() -> Run:
         },
         schema.TableKind.OPS,
     )
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
-        path=f"/tmp/{HOSTILE}.sqlite",
-        profiler=f"Nsight Systems {HOSTILE}",
-        gpus=(Gpu(device_id=0, name=HOSTILE, compute_capability="7.0"),),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        kernel_granularity=Granularity.LAUNCH,
-        op_granularity=Granularity.LAUNCH,
+    meta = run_meta(
+        path=f"/tmp/{name}.sqlite",
+        profiler=f"Nsight Systems {name}",
+        gpus=(Gpu(device_id=0, name=name, compute_capability="7.0"),),
+        notes=() if name == HOSTILE else (f"note {name}",),
+    )
+    return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))
+
+
+def synthetic_run(precision: str, op_prefix: str = "model") -> Run:
+    """A small hand-built run (synthetic): two linear layers and a ReLU, in fp32 or bf16."""
+    bf16 = precision == "bf16"
+    gemm = (
+        "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
+        if bf16
+        else "ampere_sgemm_128x64_tn"
+    )
+    durations = [40_000, 20_000, 5_000] if bf16 else [100_000, 50_000, 5_000]
+    kernels = schema.conform(
+        {
+            "name": [gemm, gemm, "vectorized_elementwise_kernel"],
+            "duration_ns": durations,
+            "calls": [1, 1, 1],
+            "start_ns": [1_000, 200_000, 300_000],
+            "op_id": ["fc1", "fc2", "act"],
+            "device_id": [0, 0, 0],
+        },
+        schema.TableKind.KERNELS,
+    )
+    shape = "[[64, 1024], [1024, 1024]]"
+    ops = schema.conform(
+        {
+            "op_id": ["fc1", "fc2", "act"],
+            "name": [f"{op_prefix}/fc1/linear", f"{op_prefix}/fc2/linear", f"{op_prefix}/act/relu"],
+            "type": ["linear", "linear", "relu"],
+            "dtype": ["bfloat16" if bf16 else "float32"] * 3,
+            "input_shapes": [shape, shape, "[[64, 1024]]"],
+            "calls": [1, 1, 1],
+            "gpu_ns": durations,
+            "start_ns": [900, 199_000, 299_000],
+        },
+        schema.TableKind.OPS,
+    )
+    meta = run_meta(
+        format=SourceFormat.KINETO_JSON,
+        path=f"synthetic-{precision}.json",
+        profiler="synthetic",
+        framework="PyTorch 2.6.0",
+        gpus=(Gpu(device_id=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),),
     )
     return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))

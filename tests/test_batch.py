@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
+from trace_paths import REALTRACES, real_or_bundled
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
 from tcreport.batch import runner as batch
 from tcreport.cli.app import app
-from tests.conftest import REALTRACES, real_or_bundled
 
 runner = CliRunner()
 #: Every run in ../shared/realtraces: a DLProf folder is one run (its .sqlite files are inside it).
@@ -109,7 +109,7 @@ def test_second_run_does_no_work(first_run: tuple[Path, str, int], archive: Path
 
 
 def test_discovery_treats_a_detected_folder_as_one_run(tmp_path: Path) -> None:
-    from test_compare import synthetic_run
+    from synthetic import synthetic_run
 
     from tcreport import api
 

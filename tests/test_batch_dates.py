@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
+from trace_paths import REALTRACES
 from typer.testing import CliRunner
 
 from tcreport import api
 from tcreport.batch import runner as batch
 from tcreport.cli import app
-from tests.conftest import REALTRACES
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_traces"

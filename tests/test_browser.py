@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synthetic import HOSTILE, hostile_run
+from synthetic import HOSTILE, hostile_run, run_meta
+from trace_paths import real_or_bundled
 
 from tcreport import api, schema
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
-from tests.conftest import real_or_bundled
+from tcreport.model import Gpu, Granularity, IterationInfo, Run
 
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -361,8 +361,7 @@ def _hostile_variant(name: str) -> Run:
         {"iteration": [0, 1], "start_ns": [0, 20000], "end_ns": [20000, 40000]},
         schema.TableKind.ITERATIONS,
     )
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
+    meta = run_meta(
         path=f"/tmp/{name}.sqlite",
         profiler=f"Nsight Systems {name}",
         profiler_version=name,
@@ -452,8 +451,8 @@ def test_notebook_view_of_hostile_names_runs_nothing(browser: Any, outdir: Path)
     from tcreport.notebook import AnalysedRun
 
     run = hostile_run()
-    view, sliced = api.analyze_run(run, source_path=HOSTILE)
-    frag = AnalysedRun(report=view, run=sliced)._repr_html_()
+    view = api.analyze(run, source_path=HOSTILE)
+    frag = AnalysedRun(report=view, run=run)._repr_html_()
     o = _open(browser, _notebook_page(frag, outdir / "nb-hostile.html"))
     try:
         page = o.page

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DLPROF_CNN, NSYS_WIN2022
+from trace_paths import DLPROF_CNN, NSYS_WIN2022
 from typer.testing import CliRunner
 
 import tcreport.cli.profile_cmd as profile_cmd  # registers the command (until cli/app.py does)

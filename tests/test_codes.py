@@ -12,10 +12,13 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
 
 from tcreport.analysis import _codes
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=budget(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 Col = pa.Array | pa.ChunkedArray
 

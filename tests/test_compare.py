@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic import HOSTILE
+from synthetic import HOSTILE, synthetic_run
+from trace_paths import DLPROF_CNN, REALTRACES
 from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
@@ -16,10 +17,9 @@ from tcreport.analysis.result import IterationRow
 from tcreport.cli.app import app
 from tcreport.compare import diff as compare
 from tcreport.compare.model import Change
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Run
 from tcreport.render import diff_html, diff_json, diff_markdown
 from tcreport.report import Report
-from tests.conftest import DLPROF_CNN, REALTRACES
 
 runner = CliRunner()
 KINETO_H100 = (
@@ -28,55 +28,6 @@ KINETO_H100 = (
     / "h100-bf16-bert-small"
     / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
 )
-
-
-def synthetic_run(precision: str, op_prefix: str = "model") -> Run:
-    """A small hand-built run (synthetic): two linear layers and a ReLU, in fp32 or bf16."""
-    from tcreport import schema
-
-    bf16 = precision == "bf16"
-    gemm = (
-        "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn"
-        if bf16
-        else "ampere_sgemm_128x64_tn"
-    )
-    durations = [40_000, 20_000, 5_000] if bf16 else [100_000, 50_000, 5_000]
-    kernels = schema.conform(
-        {
-            "name": [gemm, gemm, "vectorized_elementwise_kernel"],
-            "duration_ns": durations,
-            "calls": [1, 1, 1],
-            "start_ns": [1_000, 200_000, 300_000],
-            "op_id": ["fc1", "fc2", "act"],
-            "device_id": [0, 0, 0],
-        },
-        schema.TableKind.KERNELS,
-    )
-    shape = "[[64, 1024], [1024, 1024]]"
-    ops = schema.conform(
-        {
-            "op_id": ["fc1", "fc2", "act"],
-            "name": [f"{op_prefix}/fc1/linear", f"{op_prefix}/fc2/linear", f"{op_prefix}/act/relu"],
-            "type": ["linear", "linear", "relu"],
-            "dtype": ["bfloat16" if bf16 else "float32"] * 3,
-            "input_shapes": [shape, shape, "[[64, 1024]]"],
-            "calls": [1, 1, 1],
-            "gpu_ns": durations,
-            "start_ns": [900, 199_000, 299_000],
-        },
-        schema.TableKind.OPS,
-    )
-    meta = RunMeta(
-        format=SourceFormat.KINETO_JSON,
-        path=f"synthetic-{precision}.json",
-        profiler="synthetic",
-        framework="PyTorch 2.6.0",
-        gpus=(Gpu(device_id=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        kernel_granularity=Granularity.LAUNCH,
-        op_granularity=Granularity.LAUNCH,
-    )
-    return Run(meta=meta, kernels=kernels, ops=ops, memory=schema.empty(schema.TableKind.MEMORY))
 
 
 def synthetic_view(precision: str, op_prefix: str = "model") -> Report:

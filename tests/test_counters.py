@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import REALTRACES, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from synthetic import run_meta
+from trace_paths import REALTRACES, ROOT
 
 from tcreport import api, schema
 from tcreport.analysis import counters
 from tcreport.analysis import tc_kernels as tk
 from tcreport.errors import InputError
 from tcreport.ingest.ncu import reader as ncu_csv
-from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Granularity, IterationInfo, Run, SourceFormat
 
 K = schema.TableKind.KERNELS
 RAW = ROOT / "tests" / "fixtures" / "ncu_synthetic" / "ncu_raw_synthetic.csv"
@@ -45,10 +47,12 @@ def table(names: list[str], **cols: list[object]) -> pa.Table:
 def run_of(
     kernels: pa.Table, granularity: Granularity = Granularity.LAUNCH, cc: str = "7.0"
 ) -> Run:
-    meta = RunMeta(
+    meta = run_meta(
         format=SourceFormat.KINETO_JSON,
         path="trace.json",
         kernel_granularity=granularity,
+        op_granularity=Granularity.NONE,
+        iterations=IterationInfo(),
         gpus=(Gpu(0, "GPU", cc),),
         files=("trace.json",),
     )
@@ -56,8 +60,14 @@ def run_of(
 
 
 def ncu_of(names: list[str], verdicts: list[bool | None], cc: str = "7.0") -> Run:
-    meta = RunMeta(
-        format=SourceFormat.NCU_CSV, path="ncu.csv", gpus=(Gpu(0, None, cc),), files=("ncu.csv",)
+    meta = run_meta(
+        format=SourceFormat.NCU_CSV,
+        path="ncu.csv",
+        gpus=(Gpu(0, None, cc),),
+        files=("ncu.csv",),
+        iterations=IterationInfo(),
+        kernel_granularity=Granularity.NONE,
+        op_granularity=Granularity.NONE,
     )
     return Run(meta=meta, kernels=table(names, counter_uses_tc=verdicts))
 
@@ -206,7 +216,7 @@ def test_chunked_trace_with_different_dictionaries() -> None:
     assert verdicts(counters.merge(run_of(t), ncu_csv.read(RAW))) == [True, None, None, True]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=budget(60), deadline=None)
 @given(
     names=st.lists(
         st.sampled_from(["a", "b", "void n::b<int>(int)", "c", "k(int)", ""]), max_size=25

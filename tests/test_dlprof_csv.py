@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-from conftest import DLPROF_CNN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import DLPROF_CNN
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
@@ -399,7 +400,7 @@ def test_bad_number_names_line_and_column(tmp_path: Path) -> None:
     assert "dlprof_summary.csv" in msg and "line 2" in msg and "Wall Clock Time" in msg
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from(REPORTS),
     edits=st.lists(

@@ -11,9 +11,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import DLPROF_CNN
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import DLPROF_CNN
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
@@ -134,7 +135,7 @@ def test_directory_without_reports(tmp_path: Path) -> None:
     assert "no DLProf JSON reports" in _error(tmp_path)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_json_reads_or_raises_input_error(json_dir: Path, data: st.DataObject) -> None:
     files = sorted(p.name for p in json_dir.iterdir())

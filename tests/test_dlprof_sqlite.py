@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from profiles import budget
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
@@ -406,7 +407,7 @@ def test_dangling_dictionary_id_is_input_error(db: Path, tmp_path: Path) -> None
 
 
 @settings(
-    max_examples=40,
+    max_examples=budget(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

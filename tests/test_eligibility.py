@@ -6,9 +6,10 @@ import csv
 
 import pyarrow as pa
 import pytest
-from conftest import DLPROF_CNN, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import DLPROF_CNN, ROOT
 
 from tcreport import schema
 from tcreport.analysis import eligibility as el
@@ -98,7 +99,7 @@ def test_without_kernels_and_empty() -> None:
     assert el.eligibility_agreement(empty).compared == 0
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=budget(40), deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.text(max_size=30), st.sampled_from(["mm", "Conv2D", "relu"])),
                           st.one_of(st.none(), st.booleans())), max_size=20))  # fmt: skip
 def test_classify_ops_never_raises(rows: list[tuple[str | None, bool | None]]) -> None:

@@ -124,7 +124,7 @@ def test_a_folder_holding_one_nsys_rep_reads_it(
 
 @pytest.mark.realtraces
 def test_a_dlprof_result_folder_is_still_one_run_from_its_csv_reports() -> None:
-    from tests.conftest import DLPROF_CNN
+    from trace_paths import DLPROF_CNN
 
     if not DLPROF_CNN.exists():
         pytest.skip(f"real trace not available: {DLPROF_CNN}")

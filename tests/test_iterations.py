@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from synthetic import run_meta
 
 from tcreport import api, schema
 from tcreport.analysis import iterations
 from tcreport.errors import UsageError
-from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Granularity, Run
 
 STEP = 1_000_000  # 1 ms per synthetic iteration
 
@@ -36,12 +37,7 @@ def synthetic_steps_run(n: int = 5, range_name: str = "train_step", warmup_facto
         },
         schema.TableKind.KERNELS,
     )
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
-        path="synthetic",
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        kernel_granularity=Granularity.LAUNCH,
-    )
+    meta = run_meta(op_granularity=Granularity.NONE)
     return Run(
         meta=meta, kernels=kernels, ranges=ranges, memory=schema.empty(schema.TableKind.MEMORY)
     )

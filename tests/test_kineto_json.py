@@ -20,13 +20,14 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import real_or_bundled
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
 from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
-from tests.conftest import real_or_bundled
 
 ROOT = Path(__file__).resolve().parent.parent
 KINETO = (
@@ -527,7 +528,9 @@ _ARGS = [
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=budget(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_mutated_events_never_raise_anything_but_input_error(
@@ -559,7 +562,9 @@ def test_mutated_events_never_raise_anything_but_input_error(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=budget(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(cut=st.integers(0, 10_000), flip=st.integers(0, 10_000), gz=st.booleans())
 def test_damaged_bytes_never_raise_anything_but_input_error(

@@ -10,9 +10,10 @@ import gzip
 from pathlib import Path
 
 import pytest
-from conftest import DLPROF_CNN, ROOT, real_or_bundled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import DLPROF_CNN, ROOT, real_or_bundled
 
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels as tk
@@ -284,7 +285,9 @@ def test_empty_id_in_details(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=budget(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_mutated_input_raises_only_tcreport_errors(tmp_path: Path, data: st.DataObject) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from trace_paths import NSYS_H100_REAL, SAMPLES
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect, load
@@ -19,7 +20,6 @@ from tcreport.ingest.nsys import nvtx_nesting as _nvtx_nesting
 from tcreport.ingest.nsys import reader as nsys_sqlite
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
-from tests.conftest import NSYS_H100_REAL, SAMPLES
 
 pytestmark = pytest.mark.realtraces
 
@@ -198,7 +198,7 @@ def _counts(table: pa.Table, col: str) -> list[dict[str, object]]:
 
 
 def test_sample_copy_is_the_same_file() -> None:
-    # the real one itself, never its bundled stand-in (conftest.real_or_bundled relies on this)
+    # the real one itself, never its bundled stand-in (trace_paths.real_or_bundled relies on this)
     if not NSYS_H100_REAL.exists():
         pytest.skip(f"real trace not available: {NSYS_H100_REAL}")
     sample = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import budget
 
 from tcreport.ingest.nsys import nvtx_text as _nvtx_text
 
@@ -29,7 +30,7 @@ def _texts(draw: st.DrawFn) -> str:
     return draw(_NAMES) + "".join(draw(st.lists(_PARTS, max_size=4)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(st.lists(st.one_of(_texts(), st.none(), st.text(max_size=12)), min_size=1, max_size=40))
 def test_fast_path_equals_the_full_expression(texts: list[str | None]) -> None:
     arr = pa.array(texts, pa.string())

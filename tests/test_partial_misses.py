@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from conftest import ROOT
+from synthetic import run_meta
+from trace_paths import ROOT
 
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.why_not import Reason
-from tcreport.model import Gpu, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Granularity, IterationInfo, Run, SourceFormat
 from tcreport.rules import thresholds
 
 A100 = (Gpu(0, "A100", "8.0"),)
@@ -48,8 +49,13 @@ def _conv_ops(
 
 
 def _view(ops: pa.Table) -> api.Report:
-    meta = RunMeta(
-        format=SourceFormat.KINETO_JSON, path="synthetic", framework="PyTorch 2.1", gpus=A100
+    meta = run_meta(
+        format=SourceFormat.KINETO_JSON,
+        framework="PyTorch 2.1",
+        gpus=A100,
+        iterations=IterationInfo(),
+        kernel_granularity=Granularity.NONE,
+        op_granularity=Granularity.NONE,
     )
     return api.analyze(Run(meta=meta, ops=ops), source_path="synthetic")
 

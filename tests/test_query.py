@@ -9,13 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from trace_paths import REALTRACES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
 from tcreport.batch import query
 from tcreport.batch import runner as batch
 from tcreport.cli.app import app
-from tests.conftest import REALTRACES
 
 pytest.importorskip("duckdb")
 runner = CliRunner()
@@ -82,7 +82,7 @@ def test_no_dataset_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_empty_tables_still_have_views(tmp_path: Path) -> None:
-    from test_compare import synthetic_run
+    from synthetic import synthetic_run
 
     from tcreport import api
 

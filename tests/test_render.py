@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from synthetic import HOSTILE, hostile_run
+from synthetic import HOSTILE, hostile_run, run_meta
 
 from tcreport import api
 from tcreport.ingest.parquet import reader as parquet
@@ -175,7 +175,7 @@ def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations
     import pyarrow as pa
 
     from tcreport import schema
-    from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+    from tcreport.model import Gpu, Granularity, IterationInfo, Run
 
     rng = np.random.default_rng(0)
     idx = np.concatenate(
@@ -215,12 +215,11 @@ def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations
         },
         schema.TableKind.ITERATIONS,
     )
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
+    meta = run_meta(
         path="huge.sqlite",
         gpus=(Gpu(device_id=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"),),
         iterations=IterationInfo(total=iterations, start=0, stop=iterations - 1),
-        kernel_granularity=Granularity.LAUNCH,
+        op_granularity=Granularity.NONE,
     )
     return Run(
         meta=meta, kernels=kernels, iterations=iters, memory=schema.empty(schema.TableKind.MEMORY)

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from synthetic import run_meta
 
 from tcreport import api, rules, schema
 from tcreport.analysis.result import Analysis
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Run
 from tcreport.rules import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,14 +47,8 @@ def synthetic_run(
         kernels = [{"calls": 1, "device_id": 0, **k} for k in kernels]
     if ops is not None:
         ops = [{"calls": 1, **o} for o in ops]
-    meta = RunMeta(
-        format=SourceFormat.NSYS_SQLITE,
-        path="synthetic",
-        framework=framework,
-        gpus=(Gpu(device_id=0, name="synthetic", compute_capability=cc),),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        kernel_granularity=Granularity.LAUNCH,
-        op_granularity=Granularity.LAUNCH,
+    meta = run_meta(
+        framework=framework, gpus=(Gpu(device_id=0, name="synthetic", compute_capability=cc),)
     )
     return Run(
         meta=meta,
@@ -481,7 +477,7 @@ _range = st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kernels=st.one_of(st.none(), st.lists(_kernel, max_size=25)),
     ops=st.one_of(st.none(), st.lists(_opd, max_size=8)),

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import DLPROF_CNN, NSYS_H100, ROOT, real_or_bundled
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import DLPROF_CNN, NSYS_H100, ROOT, real_or_bundled
 
 from tcreport import schema
 from tcreport.analysis import tc_kernels as tk
@@ -205,7 +206,7 @@ _names = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=budget(60), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(

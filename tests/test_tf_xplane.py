@@ -21,7 +21,7 @@ pytest.importorskip("google.protobuf")
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
-from conftest import DLPROF_CNN, REALTRACES  # noqa: E402
+from trace_paths import DLPROF_CNN, REALTRACES  # noqa: E402
 
 from tcreport import api  # noqa: E402
 from tcreport.errors import TcreportError  # noqa: E402

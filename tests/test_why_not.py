@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import budget
+from trace_paths import ROOT
 
 from tcreport import schema
 from tcreport.analysis import why_not as wn
@@ -146,7 +147,7 @@ def test_unclassified_ops_are_classified_first() -> None:
     assert [w.op_id for w in wn.explain(t, "PyTorch", RTX2070S)] == ["a"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=budget(60), deadline=None)
 @given(
     st.lists(
         st.tuples(

@@ -48,7 +48,6 @@ class Analysis:
     kernel_agreement: Agreement | None
     has_kernels: bool
     has_ops: bool
-    # Added for the findings engine; defaults keep older constructors working.
     timeline: TimelineFigures | None = None  # None without per-launch kernel timestamps
     data_loader_names: tuple[str, ...] = ()  # host ranges/ops that name a data loader
     data_loader_ns: int | None = None  # time those ranges cover (interval union), when timed
@@ -196,8 +195,8 @@ def compute(
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
-) -> tuple[Analysis, Run]:
-    """Analyse ``run``; returns the analysis and the classified, iteration-sliced run."""
+) -> Analysis:
+    """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
 
     classified = _classify(run)
@@ -217,7 +216,7 @@ def compute(
         else (sliced, selection)
     )
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
-    analysis = Analysis(
+    return Analysis(
         meta=sliced.meta,
         selection=selection,
         time=time,
@@ -239,4 +238,3 @@ def compute(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
     )
-    return analysis, sliced

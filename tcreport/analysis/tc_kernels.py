@@ -96,12 +96,6 @@ class RulePack:
                 return i
         return None
 
-    def rule(self, rule_id: str) -> KernelRule:
-        for r in self.rules:
-            if r.id == rule_id:
-                return r
-        raise KeyError(rule_id)
-
 
 def parse_rule_pack(text: str, origin: str = DEFAULT_PACK) -> RulePack:
     """Build a pack from TOML text; a malformed pack is bad input, named by ``origin``."""

@@ -231,14 +231,6 @@ def _cc(gpus: Sequence[Gpu], device_id: int | None) -> float | None:
     return min((c for _, c in known), default=None)
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 # --- explain --------------------------------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tcreport import __version__, api
+from tcreport import __version__
+from tcreport._fs import write_text_atomic
 from tcreport.render import index_html
 from tcreport.render.index_html import IndexRow
 
@@ -61,4 +62,4 @@ def _row(r: dict[str, Any]) -> IndexRow:
 
 def write(out: Path, runs: pa.Table) -> Path:
     html = index_html.render(rows(runs), __version__)
-    return api.write_text_atomic(out / "index.html", html)
+    return write_text_atomic(out / "index.html", html)

@@ -1,4 +1,8 @@
-"""``tcreport query OUT "SQL"``: DuckDB over a ``tcreport batch`` dataset, offline.
+"""``tcreport query OUT "SQL"``: DuckDB over a ``tcreport batch`` dataset, offline and sandboxed.
+
+A query reads the four views and nothing else: no other file, no URL, no ATTACH, no COPY, no
+extension, no writes (see :func:`connect`), so a shared OUT or a pasted query cannot read the
+user's files, forge a dataset file or reach the network.
 
 Views ``runs``, ``ops``, ``kernels`` and ``findings`` read the Parquet files with hive partitioning,
 so ``WHERE gpu = '...'`` or ``month = '2024-05'`` opens only those folders. Partition values are read
@@ -34,45 +38,104 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+#: Statement kinds a question may use: reading the views, and explaining how. Everything else
+#: (COPY, ATTACH, INSTALL/LOAD, SET, CREATE, INSERT, PRAGMA, CALL, EXPORT) is refused before it runs.
+_READING = ("SELECT", "EXPLAIN")
+
+
+def _sources(root: Path, name: str, schema: pa.Schema) -> pa.Table | Any:
+    """The table's Parquet files as one Arrow dataset (hive ``gpu``/``month`` read as text).
+
+    DuckDB scans it through Arrow, which pushes ``WHERE gpu = ...`` down to the partition folders;
+    DuckDB itself then needs no file-system access at all, so it can be switched off.
+    """
+    import pyarrow.dataset as ds
+
+    part = pa.schema([("gpu", pa.string()), ("month", pa.string())])
+    full = pa.schema([*schema, *part])
+    files = sorted(p.as_posix() for p in (root / name).glob("*/*/*.parquet"))
+    if not files:
+        return full.empty_table()
+    return ds.dataset(
+        files,
+        schema=full,
+        format="parquet",
+        partitioning=ds.partitioning(part, flavor="hive"),
+        partition_base_dir=(root / name).as_posix(),
+    )
 
 
 def connect(out: Path) -> Any:
-    """An in-memory DuckDB connection with the dataset's four views."""
+    """An in-memory DuckDB connection with the dataset's four views, and nothing else.
+
+    The views are Arrow datasets registered before the sandbox closes: then external access is
+    switched off (no file, URL, ATTACH, COPY or extension), extensions never autoload or
+    autoinstall, and the configuration is locked so a query cannot switch any of it back on.
+    """
     duckdb = _duckdb()
     root = out / "dataset"
     if not (root / "runs").is_dir():
         raise InputError("no tcreport batch dataset here (expected dataset/runs/)", out)
-    con = duckdb.connect(":memory:")
-    for name, schema in TABLES.items():
-        files = root / name
-        if any(files.glob("*/*/*.parquet")):
-            glob = (files / "*" / "*" / "*.parquet").as_posix()
-            con.execute(
-                f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_quote(glob)}, "
-                "hive_partitioning = true, union_by_name = true, "
-                "hive_types = {'gpu': VARCHAR, 'month': VARCHAR})"
-            )
-        else:
-            empty = schema.empty_table().append_column("gpu", pa.array([], pa.string()))
-            empty = empty.append_column("month", pa.array([], pa.string()))
-            con.register(f"_{name}_empty", empty)
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_empty")
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "allow_persistent_secrets": False,
+            "python_enable_replacements": False,  # no scanning of Python variables by name
+        },
+    )
+    try:
+        for name, schema in TABLES.items():
+            con.register(f"_{name}_source", _sources(root, name, schema))
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}_source")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except (duckdb.Error, OSError, pa.ArrowException) as exc:
+        con.close()
+        raise InputError(f"dataset unreadable: {_first_line(exc)}", root) from exc
     return con
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _check_reading(duckdb: Any, sql: str) -> None:
+    """Refuse anything but SELECT/EXPLAIN (one or more statements) before DuckDB runs any of it."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"query failed: {_first_line(exc)}") from exc
+    if not statements:
+        raise QueryError("query failed: no SQL statement given")
+    for st in statements:
+        if st.type.name not in _READING:
+            raise QueryError(
+                f"query refused: {st.type.name} statements are not allowed; "
+                "tcreport query only reads the views runs, ops, kernels, findings"
+            )
 
 
 def run(out: Path, sql: str) -> pa.Table:
     """Run ``sql`` against the dataset under ``out``; the result as an Arrow table."""
-    con = connect(out)
     duckdb = _duckdb()
+    _check_reading(duckdb, sql)
+    con = connect(out)
     try:
         rel = con.sql(sql)
+        if rel is None:
+            raise QueryError("query failed: the statement returned no rows")
         fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb < 1.4
         table: pa.Table = fetch()
-    except (duckdb.Error, AttributeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise QueryError(f"query failed: {first}") from exc
+    except duckdb.PermissionException as exc:
+        raise QueryError(
+            f"query refused: {_first_line(exc)} (tcreport query reads only the dataset's views)"
+        ) from exc
+    except (duckdb.Error, AttributeError, OSError, pa.ArrowException) as exc:
+        raise QueryError(f"query failed: {_first_line(exc)}") from exc
     finally:
         con.close()
     return table

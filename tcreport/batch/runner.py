@@ -36,7 +36,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import api
+from tcreport import _fs
+from tcreport._fs import write_text_atomic
 from tcreport.batch.work import TABLES, Outcome, Task, failed, process
 from tcreport.errors import InputError, OutputError, UsageError
 
@@ -54,6 +55,8 @@ TRACE_SUFFIXES = (
 )
 HASH_CHUNK = 1 << 20
 STAGING = ".staging"
+#: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
+OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
 
 
 class EmptyInputError(InputError):
@@ -186,7 +189,7 @@ def _write_run(out: Path, o: Outcome) -> None:
         if o.report_html is not None:
             (out / "reports").mkdir(exist_ok=True)
             rel = o.tables["runs"].column("report")[0].as_py() or f"reports/{o.run_id}.html"
-            api.write_text_atomic(out / rel, o.report_html)
+            write_text_atomic(out / rel, o.report_html)
         for name in (*(n for n in TABLES if n != "runs"), "runs"):
             target = out / "dataset" / name / part / f"{o.run_id}.parquet"
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -303,17 +306,15 @@ def run_batch(
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
+    _fs.refuse_inputs(out, [root], nested_ok=True)
     found = discover(root, exclude=out.resolve())
-    if not found:  # before OUT is created: an empty folder (a wrong path?) leaves nothing behind
+    if not found:  # before OUT is claimed: an empty folder (a wrong path?) leaves nothing behind
         raise EmptyInputError(
             "no traces found (looked recursively for DLProf, Nsight Systems, PyTorch, "
             "TensorFlow and Nsight Compute outputs); nothing written",
             root,
         )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create: {exc.strerror}", out) from exc
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())
     tasks, skipped = _tasks(root, found, known, force, _taken_names(runs))

@@ -13,10 +13,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 
-from tcreport import __version__, api
+from tcreport import __version__, ingest, report
 from tcreport.errors import TcreportError
 
 RUNS = pa.schema(
@@ -132,7 +133,13 @@ def _rows(schema: pa.Schema, columns: Mapping[str, Sequence[object]]) -> pa.Tabl
     return pa.table({f.name: pa.array(columns[f.name], type=f.type) for f in schema})
 
 
-def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[object]]:
+#: ``runs.date_source`` when the trace records no start time of its own.
+MTIME = "file mtime (the trace records no start time)"
+
+
+def _run_row(
+    task: Task, date: datetime, date_source: str = MTIME, **values: object
+) -> dict[str, list[object]]:
     row: dict[str, object] = dict.fromkeys(RUNS.names)
     row.update(
         run_id=task.run_id,
@@ -140,15 +147,11 @@ def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[obj
         content_hash=task.content_hash,
         format=task.format,
         date=date,
-        date_source=MTIME,
+        date_source=date_source,
         tcreport_version=__version__,
     )
     row.update(values)
     return {k: [v] for k, v in row.items()}
-
-
-#: ``runs.date_source`` when the trace records no start time of its own.
-MTIME = "file mtime (the trace records no start time)"
 
 
 def _date(started_at: str | None, source: str | None, mtime: datetime) -> tuple[datetime, str]:
@@ -183,10 +186,12 @@ def process(task: Task) -> Outcome:
     if task.error is not None or task.format is None:
         return _failed(task, date, task.error or "format not detected", started)
     try:
-        run = api.load(task.path)
+        from tcreport.render.html import render as render_html
+
+        run = ingest.load(Path(task.path))
         date, date_source = _date(run.meta.started_at, run.meta.started_at_source, date)
-        view = api.analyze(run, source_path=task.source)
-        html = api.render_html(view)
+        view = report.build(run, source_path=task.source)
+        html = render_html(view)
     except TcreportError as exc:
         return _failed(task, date, exc.reason, started)
     except Exception as exc:  # a reader bug on one trace must not stop the batch; it is recorded
@@ -202,8 +207,8 @@ def process(task: Task) -> Outcome:
         _run_row(
             task,
             date,
+            date_source,
             status="ok",
-            date_source=date_source,
             format=a.meta.format.value,
             gpu_model=gpu,
             gpu_count=len(a.meta.gpus) or None,

@@ -87,10 +87,11 @@ def run_command(argv: Sequence[str], extra_env: Mapping[str, str] | None = None)
         proc = subprocess.Popen(list(argv), stderr=subprocess.PIPE, env=env)
     except OSError as exc:
         raise CaptureError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
-    tee = _Tee(proc.stderr)
-    tee.start()
-    code = proc.wait()
-    tee.join()
+    with proc:  # closes the stderr pipe once the tee has drained it
+        tee = _Tee(proc.stderr)
+        tee.start()
+        code = proc.wait()
+        tee.join()
     sys.stderr.flush()
     return code, tee.last_line
 

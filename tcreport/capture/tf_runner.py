@@ -38,6 +38,7 @@ def _import_tf(verbose: bool) -> Any:
         raise CaptureError(
             f"the tf backend needs TensorFlow and xprof: {_INSTALL} ({exc})"
         ) from exc
+    quiet.tensorflow_python_logs(tf, verbose)
     return tf
 
 
@@ -98,7 +99,6 @@ def _profiles(out_dir: Path) -> list[Path]:
 
 def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     tf = _import_tf(req.verbose)
-    quiet.tensorflow_python_logs(tf, req.verbose)
     start, stop = window(req.iter_start, req.iter_stop)
     before = set(_profiles(req.out_dir))
     options = tf.profiler.experimental.ProfilerOptions(

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from tcreport.errors import TcreportError, UsageError
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,20 +40,49 @@ IterStop = Annotated[
         "--iter-stop", min=0, metavar="M", help="Last iteration to aggregate (inclusive)."
     ),
 ]
+FollowLink = Annotated[
+    bool,
+    typer.Option(
+        "--follow-link",
+        help="When -o is a symbolic link, write the file it points to (default: refuse).",
+    ),
+]
+ReplaceReadOnly = Annotated[
+    bool,
+    typer.Option(
+        "--replace-read-only",
+        help="Replace a read-only -o file (it stays read-only; default: refuse).",
+    ),
+]
+
+
+def say(message: str) -> None:
+    """One line on stderr; file names and trace strings in it have their control characters
+    shown (``\x1b``), never sent raw to the terminal."""
+    err_console.print(plain(message), markup=False, soft_wrap=True, highlight=False)
+
 
 #: ``-o -`` means standard output, as for every Unix tool that writes text.
 STDOUT = "-"
 
 
-def write_text_output(output: Path, text: str) -> None:
+def is_stdout(output: Path | None) -> bool:
+    return output is not None and str(output) == STDOUT
+
+
+def write_text_output(
+    output: Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
+) -> None:
     """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
     from tcreport import api
 
-    if str(output) == STDOUT:
+    if is_stdout(output):
         typer.echo(text, nl=False)
         return
-    target = api.write_text_atomic(output, text)
-    err_console.print(f"tcreport: wrote {target}", markup=False)
+    target = api.write_text_atomic(
+        output, text, follow_link=follow_link, replace_read_only=replace_read_only
+    )
+    say(f"tcreport: wrote {target}")
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -66,7 +96,8 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        err_console.print(f"tcreport: error: {exc}", markup=False, soft_wrap=True)
+        reason = " ".join(ln.strip() for ln in exc.reason.splitlines() if ln.strip())
+        say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("tcreport: interrupted", markup=False)
@@ -77,7 +108,9 @@ def user_errors() -> Iterator[None]:
 def status(message: str) -> Iterator[None]:
     """A spinner on stderr for work that may take more than a second (silent when not a TTY)."""
     if sys.stderr.isatty():
-        with err_console.status(message):
+        from rich.markup import escape
+
+        with err_console.status(escape(plain(message))):  # it names the user's file
             yield
     else:
         yield

@@ -8,13 +8,64 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Annotated
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.core
+from typer.core import TyperGroup
+
+from tcreport.render.escape import terminal as plain
+
+# Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
+_click: Any = getattr(typer.core, "_click", None) or importlib.import_module("click")
+_ClickException: type[Exception] = _click.exceptions.ClickException
+_NoArgsIsHelp: type[Exception] = getattr(_click.exceptions, "NoArgsIsHelpError", _ClickException)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class _Group(TyperGroup):
+    """Click's usage errors (a bad option value, a missing argument) as the one line every other
+    error is, ``tcreport: error: ...`` with exit 2, instead of a three-line usage block."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except _ClickException as exc:
+            if isinstance(exc, _NoArgsIsHelp) and _NoArgsIsHelp is not _ClickException:
+                exc.show()  # type: ignore[attr-defined]  # plain ``tcreport``: Click's help
+                sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+            _usage_error(exc)
+        except typer.Abort:
+            typer.echo("tcreport: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)  # an Exit(code) comes back as its code
+
+
+def _usage_error(exc: Any) -> NoReturn:
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    typer.echo(f"tcreport: error: {plain(_one_line(exc.format_message()))}{where}", err=True)
+    sys.exit(2)
+
 
 app = typer.Typer(
     name="tcreport",
+    cls=_Group,
     help="Does your model really use the Tensor Cores? Reports for DLProf, Nsight Systems and "
     "framework profiler traces, offline, in one file.",
     no_args_is_help=True,
@@ -75,6 +126,14 @@ def _main(
 ) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_plain_record)
+
+
+def _plain_record(record: logging.LogRecord) -> bool:
+    """Log lines name files and trace strings too: their control characters are shown, not sent."""
+    record.msg, record.args = plain(record.getMessage()), None
+    return True
 
 
 # Register the commands (import for side effects, after ``app`` exists), in the order --help

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import err_console, plural, user_errors
+from tcreport.cli._common import err_console, plural, say, user_errors
 from tcreport.cli.app import app
+from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -97,12 +98,12 @@ def batch(
                 on_done=done,
             )
         for source, error in result.failed:
-            err_console.print(f"tcreport: failed: {source}: {error}", markup=False, soft_wrap=True)
+            say(f"tcreport: failed: {source}: {error}")
         summary = (
             f"tcreport: {result.processed} processed, {result.skipped} already in the dataset, "
             f"{len(result.failed)} failed in {result.seconds:.1f} s; wrote {result.index}"
         )
-        err_console.print(summary, markup=False, soft_wrap=True)
+        say(summary)
         if result.failed:
             raise typer.Exit(1)
 
@@ -116,12 +117,15 @@ def _empty_is_a_warning() -> Iterator[None]:
     try:
         yield
     except EmptyInputError as exc:
-        err_console.print(f"tcreport: warning: {exc}", markup=False, soft_wrap=True)
+        say(f"tcreport: warning: {exc}")
         raise typer.Exit(exc.exit_code) from None
 
 
 def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
-    progress.update(task, advance=1, last=("" if o.ok else "failed: ") + o.source)
+    from rich.markup import escape
+
+    last = escape(plain(("" if o.ok else "failed: ") + o.source))  # the column reads markup
+    progress.update(task, advance=1, last=last)
 
 
 @app.command()

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from tcreport.cli._common import (
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
-    err_console,
+    ReplaceReadOnly,
+    is_stdout,
     load_and_analyze,
     plural,
+    say,
     user_errors,
     write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
+from tcreport.render.escape import terminal as plain
 
 
 class DiffFormat(StrEnum):
@@ -70,22 +71,29 @@ def diff(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
         from tcreport import __version__
         from tcreport.compare import diff as compare
 
-        if fmt is DiffFormat.HTML and (output is None or str(output) == "-"):
+        if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
+        if output is not None and not is_stdout(output):
+            from tcreport import _fs
+
+            _fs.refuse_inputs(output, [base, head])
+            _fs.check_file_target(
+                output, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         b = load_and_analyze(base, key_node, iter_start, iter_stop)
         h = load_and_analyze(head, key_node, iter_start, iter_stop)
         d = compare.diff(b, h, force=force)
         if d.forced:
-            err_console.print(
+            say(
                 "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-                markup=False,
-                soft_wrap=True,
             )
         if fmt is DiffFormat.HTML:
             from tcreport.render import diff_html
@@ -99,7 +107,12 @@ def diff(
             from tcreport.render import diff_markdown
 
             text = diff_markdown.render(d, __version__)
-        write_text_output(output if output is not None else Path("-"), text)
+        write_text_output(
+            output if output is not None else Path("-"),
+            text,
+            follow_link=follow_link,
+            replace_read_only=replace_read_only,
+        )
 
 
 @app.command()
@@ -169,5 +182,5 @@ def check(
             typer.echo(f"tcreport check: OK: {passed} passed{forced}")
             return
         for r in result.failures:
-            typer.echo(f"tcreport check: FAIL {r.name}: {r.message}{forced}")
+            typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
         raise typer.Exit(1)

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from tcreport.cli._common import (
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
-    err_console,
+    ReplaceReadOnly,
+    is_stdout,
     load_and_analyze,
+    say,
     status,
     user_errors,
     write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-
-if TYPE_CHECKING:
-    pass
 
 Counters = Annotated[
     Path | None,
@@ -69,15 +69,26 @@ def report(
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
     counters: Counters = None,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment)."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
+        target = (
+            output if output is not None else Path("tcreport.md" if markdown else "tcreport.html")
+        )
+        if not is_stdout(target):
+            _fs.refuse_inputs(target, [path, counters])
+            _fs.check_file_target(
+                target, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
         text = api.render_markdown(view) if markdown else api.render_html(view)
-        default = Path("tcreport.md" if markdown else "tcreport.html")
-        write_text_output(output if output is not None else default, text)
+        write_text_output(
+            target, text, follow_link=follow_link, replace_read_only=replace_read_only
+        )
 
 
 @app.command()
@@ -103,10 +114,13 @@ def summary(
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
         if output is not None and not json_out:
             raise UsageError("--output writes the JSON summary; add --json")
+        if output is not None and not is_stdout(output):
+            _fs.refuse_inputs(output, [path, counters])
+            _fs.check_file_target(output)
         view = load_and_analyze(path, key_node, iter_start, iter_stop, counters=counters)
         if json_out:
             write_text_output(output if output is not None else Path("-"), api.render_json(view))
@@ -126,19 +140,23 @@ def ingest(
         ),
     ],
     force: Annotated[
-        bool, typer.Option("--force", help="Replace the folder if it exists.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace the folder if it is one 'tcreport ingest' wrote (never another).",
+        ),
     ] = False,
     counters: Counters = None,
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
-        if output.exists() and not force:
-            raise UsageError("already exists; pass --force to replace it", output)
+        api.check_ingest_output(output, force=force)
+        _fs.refuse_inputs(output, [path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)
             if counters is not None:
                 run = api.attach_counters(run, counters)
-        target = api.ingest(run, output)
-        err_console.print(f"tcreport: wrote {target}", markup=False)
+        target = api.ingest(run, output, force=force)
+        say(f"tcreport: wrote {target}")

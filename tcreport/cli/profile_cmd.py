@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli._common import IterStart, IterStop, KeyNode, say, status, user_errors
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
@@ -65,6 +65,17 @@ def _with_notes(run: Run, result: CaptureResult) -> Run:
             "report covers only what was captured before it stopped."
         )
     return run.replace(meta=dataclasses.replace(run.meta, notes=tuple(notes)))
+
+
+def _check_outputs(out: Path, script: Path) -> None:
+    """Refuse now, not after the training run, a report.html/summary.json that is the script,
+    a symbolic link or a read-only file."""
+    from tcreport import _fs
+
+    for name in ("report.html", "summary.json"):
+        _fs.refuse_inputs(out / name, [script])
+        if out.is_dir():
+            _fs.check_file_target(out / name)
 
 
 @app.command(
@@ -142,11 +153,13 @@ def profile(
             BackendName.DLPROF,
         ):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
+        out = output_dir if output_dir is not None else default_output_dir(script)
+        _check_outputs(out, script)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
             backend=Backend(backend.value),
-            out_dir=output_dir if output_dir is not None else default_output_dir(script),
+            out_dir=out,
             key_node=key_node,
             iter_start=iter_start,
             iter_stop=iter_stop,
@@ -178,17 +191,13 @@ def _capture_and_report(request: ProfileRequest) -> None:
         )
     html = api.write_text_atomic(out / "report.html", api.render_html(view))
     api.write_text_atomic(out / "summary.json", api.render_json(view))
-    err_console.print(
+    say(
         f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
         f"{result.trace_path}",
-        markup=False,
-        soft_wrap=True,
     )
     if result.script_exit_code != 0:
-        err_console.print(
+        say(
             f"tcreport: error: the script exited with code {result.script_exit_code}; "
             "the report is partial",
-            markup=False,
-            soft_wrap=True,
         )
         raise typer.Exit(result.script_exit_code)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tcreport import fmt
 from tcreport.compare import diff as compare
 from tcreport.compare.model import Change
 from tcreport.errors import UsageError
-from tcreport.render import fmt
 
 if TYPE_CHECKING:
     from tcreport.report import Report

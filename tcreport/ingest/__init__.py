@@ -1,8 +1,11 @@
-"""Readers: one module per input format, each turning a profiler's output into a :class:`Run`.
+"""Readers: one package per input format, each turning a profiler's output into a :class:`Run`.
 
-Every reader module exposes ``sniff(path) -> bool`` (cheap, content-based, never raises for a
-readable file) and ``read(path) -> Run``. :func:`detect` asks them in a fixed order; suffixes are
-never trusted because DLProf, nsys and the framework profilers all let users rename outputs.
+Every format package (``nsys/``, ``kineto/``, ``xplane/``, ``dlprof/``, ``ncu/``, ``parquet/``) has
+reader modules that implement :class:`Reader`: ``sniff(path) -> bool`` (cheap, content-based, never
+raises for a readable file) and ``read(path) -> Run``. :func:`detect` asks them in a fixed order;
+suffixes are never trusted because DLProf, nsys and the framework profilers all let users rename
+outputs. A new format is one new package plus one line in :data:`READERS`. Readers are imported only
+when asked for, so ``tcreport --help`` stays light.
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol, cast
 
 from tcreport.errors import InputError, UnsupportedFormatError
 from tcreport.ingest.nsys import rep as nsys_rep
@@ -20,10 +22,24 @@ from tcreport.model import SourceFormat
 if TYPE_CHECKING:
     from tcreport.model import Run
 
+
+class Reader(Protocol):
+    """What every input format implements (as module-level functions of its reader module)."""
+
+    def sniff(self, path: Path) -> bool:
+        """Whether ``path`` holds this format, judged from its content; never raises for a file
+        that can be read."""
+        ...
+
+    def read(self, path: Path) -> Run:
+        """The canonical tables; a :class:`~tcreport.errors.TcreportError` for bad input."""
+        ...
+
+
 #: Sniffing order matters where a directory holds several things: a DLProf result folder has its
 #: CSV reports, JSON, the Viewer database and the raw nsys export side by side; the CSV reports are
 #: what DLProf users know, so they win.
-_READERS: tuple[tuple[SourceFormat, str], ...] = (
+READERS: tuple[tuple[SourceFormat, str], ...] = (
     (SourceFormat.TCREPORT_PARQUET, "tcreport.ingest.parquet.reader"),
     (SourceFormat.DLPROF_CSV, "tcreport.ingest.dlprof.csv_reader"),
     (SourceFormat.DLPROF_JSON, "tcreport.ingest.dlprof.json_reader"),
@@ -35,13 +51,29 @@ _READERS: tuple[tuple[SourceFormat, str], ...] = (
 )
 
 
-def _module(name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:  # reader not written yet; any other missing import is a real bug
-            return None
-        raise
+if TYPE_CHECKING:  # mypy checks every registered reader module against the protocol
+    from tcreport.ingest.dlprof import csv_reader, json_reader, viewer_db
+    from tcreport.ingest.kineto import reader as kineto_reader
+    from tcreport.ingest.ncu import reader as ncu_reader
+    from tcreport.ingest.nsys import reader as nsys_reader
+    from tcreport.ingest.parquet import reader as parquet_reader
+    from tcreport.ingest.xplane import reader as xplane_reader
+
+    _CHECKED: tuple[Reader, ...] = (
+        parquet_reader,
+        csv_reader,
+        json_reader,
+        viewer_db,
+        nsys_reader,
+        kineto_reader,
+        xplane_reader,
+        ncu_reader,
+    )
+
+
+def reader(fmt: SourceFormat) -> Reader:
+    """The reader of ``fmt``, imported on first use."""
+    return cast("Reader", importlib.import_module(dict(READERS)[fmt]))
 
 
 def _check_readable(path: Path) -> None:
@@ -68,11 +100,8 @@ _DIRECTORY_FORMATS = (
 
 
 def _sniff(path: Path, formats: tuple[SourceFormat, ...] | None = None) -> SourceFormat | None:
-    for fmt, modname in _READERS:
-        if formats is not None and fmt not in formats:
-            continue
-        mod = _module(modname)
-        if mod is not None and mod.sniff(path):
+    for fmt, _ in READERS:
+        if (formats is None or fmt in formats) and reader(fmt).sniff(path):
             return fmt
     if nsys_rep.is_report(path):
         return SourceFormat.NSYS_SQLITE  # read through `nsys export` (see nsys/rep.py)
@@ -140,17 +169,13 @@ def _unsupported(path: Path) -> NoReturn:
 
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
-    """Read ``path`` into a :class:`Run`; ``fmt`` skips detection."""
+    """Read ``path`` into a :class:`Run`; ``fmt`` skips detection. A folder holding one trace is
+    read through it; an ``.nsys-rep`` report through ``nsys export``."""
     if fmt is None:
         fmt, path = resolve(path)
-    modname = dict(_READERS)[fmt]
-    mod = _module(modname)
-    if mod is None:
-        raise UnsupportedFormatError(f"no reader for {fmt.value} in this build", path)
     if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
-            exported: Run = mod.read(sqlite)
+            exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
         return exported.replace(meta=meta)
-    run: Run = mod.read(path)
-    return run
+    return reader(fmt).read(path)

@@ -2,15 +2,16 @@
 
 The same structural safety as :mod:`tcreport.render.html`: Jinja2 autoescape, no script at all,
 the one inline stylesheet (the report's ``report.css`` plus a few diff rules) pinned by sha256 in a
-Content-Security-Policy that forbids every fetch, and no ``style=""`` attributes. The environment
-and CSP helpers here are shared with the batch index (:mod:`tcreport.render.index_html`).
+Content-Security-Policy that forbids every fetch, and no ``style=""`` attributes. The
+stylesheet is shared with the batch index (:mod:`tcreport.render.index_html`).
 """
 
 from __future__ import annotations
 
 from tcreport.compare.model import Change, Diff
 from tcreport.render import diff_markdown as md
-from tcreport.render.html import environment, sha256
+from tcreport.render import page
+from tcreport.render.html import environment
 
 MAX_ROWS = 200
 EXTRA_CSS = (
@@ -23,17 +24,7 @@ EXTRA_CSS = (
 
 
 def style() -> str:
-    return environment().get_template("report.css").render() + EXTRA_CSS
-
-
-def csp(css: str) -> str:
-    """No script, one hashed stylesheet, no fetches (as the report's CSP, without script-src)."""
-    return (
-        "default-src 'none'; script-src 'none'; "
-        f"style-src '{sha256(css)}'; img-src 'none'; font-src 'none'; connect-src 'none'; "
-        "media-src 'none'; object-src 'none'; frame-src 'none'; worker-src 'none'; "
-        "form-action 'none'; base-uri 'none'"
-    )
+    return page.asset("report.css") + EXTRA_CSS
 
 
 def render(d: Diff, tool_version: str) -> str:
@@ -43,7 +34,7 @@ def render(d: Diff, tool_version: str) -> str:
         .get_template("diff.html.j2")
         .render(
             d=d,
-            csp=csp(css),
+            csp=page.csp(css),
             style=css,
             tool_version=tool_version,
             value=md.value,

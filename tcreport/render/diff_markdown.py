@@ -7,23 +7,15 @@ is) and escaped so a hostile kernel name cannot break the table or the comment.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.compare.model import Change, Diff, Figure, RowDiff, Unit
-from tcreport.render import fmt
+from tcreport.render.escape import markdown as esc
 
 GITHUB_LIMIT = 65_536
 BUDGET = 60_000  # leave room for a bot's own header around the comment
 ROW_CAPS = (25, 10, 5, 0)
 NAME_W = 80
 MAX_FINDINGS = 30
-
-
-def esc(text: str) -> str:
-    """Escape for a GFM table cell: no pipes, no HTML, no emphasis, one line."""
-    out = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    out = out.replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ").replace("\r", " ")
-    for ch in "*_[]~":
-        out = out.replace(ch, "\\" + ch)
-    return out
 
 
 def value(x: float | None, unit: Unit) -> str:
@@ -75,7 +67,7 @@ def _figure_row(f: Figure) -> str:
 
 
 def _dtype(r: RowDiff) -> str:
-    b, h = r.base_dtype or "–", r.head_dtype or "–"
+    b, h = esc(r.base_dtype or "–"), esc(r.head_dtype or "–")
     return b if b == h else f"{b} → {h}"
 
 

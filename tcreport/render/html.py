@@ -14,17 +14,14 @@ millions of launches still gives a report of a few hundred kilobytes.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from functools import cache
-from importlib import resources
-from pathlib import Path
+from collections.abc import Callable
 
 import jinja2
 
-from tcreport.render import fmt, summary_json
+from tcreport import fmt
 from tcreport.render import html_parts as parts
+from tcreport.render import page, summary_json
 from tcreport.render.html_parts import (
     CHART_W,
     MAX_ROWS,
@@ -45,38 +42,19 @@ from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind
 
 
-def template_dir() -> Path:
-    packaged = resources.files("tcreport").joinpath("templates")
-    if packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "templates"  # source checkout
-
-
-@cache
 def environment() -> jinja2.Environment:
-    """The one Jinja2 environment of every HTML renderer: autoescape on, strict undefined."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["ns"] = fmt.ns
-    env.filters["pct"] = fmt.pct
-    env.filters["yesno"] = fmt.yes_no
-    env.filters["count"] = fmt.count
-    env.filters["tail"] = fmt.tail
-    env.filters["anchor"] = lambda key, kind: anchor(kind, str(key))
-    return env
+    """The report's Jinja2 environment (:func:`tcreport.render.page.environment` with its filters)."""
+    return page.environment(_FILTERS)
 
 
-def sha256(text: str) -> str:
-    """A CSP source expression pinning one inline script or stylesheet."""
-    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode(
-        "ascii"
-    )
+_FILTERS: tuple[tuple[str, Callable[..., str]], ...] = (
+    ("ns", fmt.ns),
+    ("pct", fmt.pct),
+    ("yesno", fmt.yes_no),
+    ("count", fmt.count),
+    ("tail", fmt.tail),
+    ("anchor", lambda key, kind: anchor(kind, str(key))),
+)
 
 
 def _json_for_script(data: object) -> str:
@@ -93,16 +71,10 @@ def _json_for_script(data: object) -> str:
 
 def render(view: Report) -> str:
     env = environment()
-    script = env.get_template("report.js").render()
-    style = env.get_template("report.css").render()
+    script = page.asset("report.js")
+    style = page.asset("report.css")
     a = view.analysis
-    csp = (
-        "default-src 'none'; "
-        f"script-src '{sha256(script)}'; style-src '{sha256(style)}'; "
-        "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
-        "object-src 'none'; frame-src 'none'; worker-src 'none'; form-action 'none'; "
-        "base-uri 'none'"
-    )  # frame-ancestors is ignored (and logged as an error) in a <meta> CSP, so it is left out
+    csp = page.csp(style, script)
     keep = evidence_targets(view)
     ops = capped(a.ops, lambda o: o.name, keep[EvidenceKind.OP])
     kernels = capped(a.kernels, lambda k: k.name, keep[EvidenceKind.KERNEL])
@@ -125,6 +97,7 @@ def render(view: Report) -> str:
     k_unk = sum(k.gpu_ns for k in a.kernels if k.uses_tc is None)
     return env.get_template("report.html.j2").render(
         view=view,
+        tool_version=view.tool_version,
         a=a,
         meta=a.meta,
         it=a.selection.info,

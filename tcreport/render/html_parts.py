@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import quote
 
+from tcreport import fmt
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis, IterationRow
 from tcreport.analysis.why_not import WhyNot
-from tcreport.render import fmt
 from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind, Finding
 
@@ -185,7 +185,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             for e in f.evidence[:MAX_LINKS]
         )
         n = view.analysis.selection.info.aggregated or 0
-        per: float | None = getattr(f, "saving_per_iteration_ns", None)  # set by newer rules
+        per: float | None = f.saving_per_iteration_ns
         if per is None and f.estimated_saving_ns and n > 1:
             per = f.estimated_saving_ns / n
         out.append(
@@ -252,7 +252,7 @@ def group(ops: Iterable[OpRow], key: Callable[[OpRow], str | None], total: int) 
 def _scope_of(o: OpRow) -> str | None:
     """The layer an op ran in: its own ``scope`` when the analysis carries one, else the parent
     of a path-like name (DLProf and TF names are scope paths: ``/model/layer1/conv2d``)."""
-    scope = getattr(o, "scope", None)
+    scope = getattr(o, "scope", None)  # OpRow carries no scope yet (issue 13 adds it)
     if isinstance(scope, str) and scope:
         return scope
     if "/" in o.name.strip("/"):
@@ -408,8 +408,7 @@ def _busy(a: Analysis) -> tuple[float | None, str]:
     reported = a.meta.reported.gpu_utilization
     if reported is not None:
         return reported, "as the profiler reported"
-    timeline = getattr(a, "timeline", None)  # newer analyses carry the kernel timeline
-    share = getattr(timeline, "busy_share", None)
+    share = a.timeline.busy_share if a.timeline is not None else None
     if isinstance(share, float):
         return share, "kernels running, first to last kernel, per GPU"
     gpus = max(1, len(a.meta.gpus))

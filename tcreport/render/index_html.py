@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tcreport.render import diff_html, html
+from tcreport.render import diff_html, html, page
 
 CHART_W = 1000
 CHART_H = 220
@@ -117,7 +117,7 @@ def render(rows: tuple[IndexRow, ...], tool_version: str) -> str:
             pad_l=PAD_L,
             pad_r=PAD_R,
             axis_y=CHART_H - PAD_B,
-            csp=diff_html.csp(css),
+            csp=page.csp(css),
             style=css,
             tool_version=tool_version,
         )

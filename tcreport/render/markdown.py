@@ -1,27 +1,22 @@
 """GitHub-flavoured Markdown for a PR comment: the verdict, findings and top rows, nothing more.
 
-Names are escaped so a kernel called ``|</details>`` cannot break the table or the comment.
+Every trace string goes through ``render.escape.markdown``, so a kernel called ``|</details>`` or
+an op named ``x\r## All OK\r@maintainer https://evil.example`` cannot break the table or the
+comment, start a heading, ping anyone or become a link.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tcreport.render import fmt
+from tcreport import fmt
+from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
 
 if TYPE_CHECKING:
     from tcreport.model import IterationInfo
 
 TOP = 10
-
-
-def _esc(text: str) -> str:
-    out = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    out = out.replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
-    for ch in "*_[]":
-        out = out.replace(ch, "\\" + ch)
-    return out
 
 
 def _iterations(it: IterationInfo) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from tcreport.render import fmt
+from tcreport import fmt
 from tcreport.report import Report
 
 _SEVERITY_COLOURS = {

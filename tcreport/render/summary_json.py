@@ -1,4 +1,4 @@
-"""``tcreport summary --json``: the ``tcreport.summary/1`` contract of shared/SUMMARY-JSON.md.
+"""``tcreport summary --json``: the ``tcreport.summary/1`` contract of docs/summary-json.md.
 
 A public contract: fields may be added, never renamed or changed in meaning without a new schema
 version. Times are integer ns, shares fractions in [0, 1], unknown figures ``null``, keys sorted.

@@ -1,12 +1,19 @@
-"""The terminal summary: the verdict first, then the few tables worth reading in a shell."""
+"""The terminal summary: the verdict first, then the few tables worth reading in a shell.
+
+Every trace string passes ``_cell`` (rich markup) or ``render.escape.terminal`` (plain prints): a
+GPU or op name holding ESC/OSC/CSI sequences is shown as ``\x1b...``, never sent to the terminal.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from tcreport.render import fmt
+from tcreport import fmt
+from tcreport.analysis.result import Analysis
+from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
@@ -39,7 +46,10 @@ def _ranked(
     out: Console,
 ) -> Table:
     """A ranked table whose small columns are always whole; the name column gets what is left of
-    the terminal and names are shortened in the middle to fit it."""
+    the terminal and names are shortened in the middle to fit it. Widths are measured on the
+    strings as shown (controls made visible); markup is escaped last."""
+    names = [plain(n) for n in names]
+    cells = [[plain(c) for c in row] for row in cells]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(heads)]
     borders = 3 * (len(heads) + 1) + 1  # heavy box: a bar and a space each side of every cell
     name_w = max(MIN_NAME, out.width - borders - sum(widths))
@@ -48,8 +58,13 @@ def _ranked(
     for h, w in zip(heads, widths, strict=True):
         t.add_column(h, no_wrap=True, min_width=w)
     for name, row in zip(names, cells, strict=True):
-        t.add_row(middle(name, name_w), *row)
+        t.add_row(escape(middle(name, name_w)), *(escape(c) for c in row))
     return t
+
+
+def _cell(text: str) -> str:
+    """A trace string for a place rich reads as markup: controls made visible, ``[`` escaped."""
+    return escape(plain(text))
 
 
 def render(view: Report, console: Console | None = None) -> None:
@@ -58,7 +73,8 @@ def render(view: Report, console: Console | None = None) -> None:
     m = a.meta
     gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
     out.print(
-        f"[bold]{escape(view.source_path)}[/bold]  ({escape(m.format.value)}; {escape(m.profiler or 'unknown profiler')}; {escape(gpus)})",
+        f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
+        f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",
         soft_wrap=True,
     )
     head = Table(show_header=False, box=None, pad_edge=False)
@@ -78,10 +94,31 @@ def render(view: Report, console: Console | None = None) -> None:
     it = a.selection.info
     head.add_row(
         "Iterations",
-        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated ({it.method or 'as reported'})",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
+        f"({_cell(it.method or 'as reported')})",
     )
     out.print(head)
 
+    _ranked_tables(a, out)
+    if view.findings:
+        out.print("[bold]Findings[/bold]", markup=True)
+        for f in view.findings:
+            saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
+            out.print(
+                plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
+                markup=False,
+                soft_wrap=True,
+            )
+            if f.fix:
+                out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+    if m.notes:
+        out.print("[bold]Notes[/bold]", markup=True)
+        for note in m.notes:
+            out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
+
+
+def _ranked_tables(a: Analysis, out: Console) -> None:
+    """The top ops and kernels by GPU time."""
     if a.ops:
         ops = a.ops[:TOP]
         # Frameworks often name an op by its type (aten::mul is of type aten::mul, a DLProf op
@@ -118,19 +155,6 @@ def render(view: Report, console: Console | None = None) -> None:
         heads = ["calls", "GPU time", "share", "TC", "rule"]
         names = [k.name for k in kernels]
         out.print(_ranked("Top kernels by GPU time", "kernel", names, heads, cells, out))
-    if view.findings:
-        out.print("[bold]Findings[/bold]", markup=True)
-        for f in view.findings:
-            saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-            out.print(
-                f"  [{f.severity.value}] {f.id}: {f.title}{saving}", markup=False, soft_wrap=True
-            )
-            if f.fix:
-                out.print(f"      fix: {f.fix}", markup=False, soft_wrap=True)
-    if m.notes:
-        out.print("[bold]Notes[/bold]", markup=True)
-        for note in m.notes:
-            out.print(f"  - {note}", markup=False, soft_wrap=True)
 
 
 #: A query column wider than this wraps inside its cell rather than pushing the table off-screen.
@@ -141,22 +165,24 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
     """A query result a person reads: a table when its columns fit the terminal (long cells
     wrapped), else one record at a time, ``name  value`` per line, like psql's ``\\x``."""
     out = console or Console(highlight=False)
+    columns = [plain(c) for c in columns]  # data, never markup; controls shown, not sent
+    rows = [[plain(v) for v in row] for row in rows]
     natural = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     needed = sum(min(w, WRAP_AT) for w in natural) + 3 * len(columns) + 1
     if needed <= out.width:
         t = Table()
         for name, w in zip(columns, natural, strict=True):
-            t.add_column(name, overflow="fold", min_width=min(w, WRAP_AT, len(name)))
+            t.add_column(Text(name), overflow="fold", min_width=min(w, WRAP_AT, len(name)))
         for row in rows:
-            t.add_row(*row)
+            t.add_row(*(Text(v) for v in row))
         out.print(t)
         return
     key_w = max(len(c) for c in columns)
     for n, row in enumerate(rows, start=1):
-        out.rule(f"row {n}", align="left", characters="─")
+        out.rule(Text(f"row {n}"), align="left", characters="─")
         t = Table(show_header=False, box=None, pad_edge=False)
         t.add_column(style="bold", no_wrap=True, min_width=key_w)
         t.add_column(overflow="fold")
         for name, value in zip(columns, row, strict=True):
-            t.add_row(name, value)
+            t.add_row(Text(name), Text(value))
         out.print(t)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
+from tcreport import fmt
 from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
@@ -144,25 +145,8 @@ def run_uses_half(analysis: Analysis) -> bool:
     return any(is_half(o.dtype) for o in analysis.ops)
 
 
-def dur(ns: float | None) -> str:
-    """Plain-text duration: 589147 -> '589.1 µs'."""
-    if ns is None:
-        return "n/a"
-    v = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(v) >= scale:
-            return f"{v / scale:.1f} {unit}"
-    return f"{v:.0f} ns"
-
-
-def pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def short_op(name: str, width: int = 60) -> str:
-    """The end of a long scope path, where the op's own name is."""
-    return name if len(name) <= width else "…" + name[-(width - 1) :]
+# The rules' text helpers are the shared ones in tcreport.fmt (rules write plain-text findings).
+dur = fmt.ns
+pct = fmt.pct_text
+plural = fmt.plural
+short_op = fmt.tail

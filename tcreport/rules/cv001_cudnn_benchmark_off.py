@@ -20,8 +20,7 @@ _CONV = ("conv", "Conv")
 
 def recorded_setting(analysis: Analysis, name: str) -> bool | None:
     """A framework setting the profiler recorded, or ``None`` (absent field, unknown value)."""
-    settings = getattr(analysis.meta, "settings", None)
-    value = getattr(settings, name, None)
+    value = getattr(analysis.meta.settings, name)
     return value if isinstance(value, bool) else None
 
 

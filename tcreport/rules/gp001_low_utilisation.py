@@ -56,7 +56,7 @@ def check(analysis: Analysis) -> list[Finding]:
     if loader and loader_ns:
         names = ", ".join(analysis.data_loader_names[:3])
         detail += f" Data loading ({names}) covers {c.dur(loader_ns)}, {c.pct(loader_share)} of it."
-        workers = getattr(getattr(analysis.meta, "settings", None), "num_workers", None)
+        workers = analysis.meta.settings.num_workers
         if workers == 0:
             detail += " The profiler recorded num_workers=0: loading runs on the training thread."
         fix = f"Overlap data loading with compute: {feed}."

@@ -34,10 +34,24 @@ def _lenient(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def read_only_uri(path: Path) -> str:
+    """A ``file:`` URI that opens ``path`` read-only, whatever characters its name holds.
+
+    Unencoded, ``#`` starts a fragment and ``?`` a query (``u/run#2.sqlite`` opened, and created,
+    ``u/run``) and ``%`` an escape, so the path is percent-encoded. ``mode=ro`` never creates or
+    writes; ``immutable=1`` also skips the locks and journal look-ups a read-only open still does,
+    so a trace on a read-only share or one being copied is never touched (profiler exports are not
+    written to while tcreport reads them).
+    """
+    from urllib.parse import quote
+
+    return f"file:{quote(path.resolve().as_posix(), safe='/')}?mode=ro&immutable=1"
+
+
 @contextmanager
 def connect(path: Path) -> Iterator[sqlite3.Connection]:
     """Open read-only (never create or modify the user's file); map corruption to InputError."""
-    uri = f"file:{path.resolve().as_posix()}?mode=ro"
+    uri = read_only_uri(path)
     try:
         con = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:

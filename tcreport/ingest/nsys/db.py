@@ -190,7 +190,7 @@ def _open_adbc(path: Path) -> Any:
     except ImportError:
         return None
     try:
-        con: Any = adbc.connect(f"file:{path.resolve().as_posix()}?mode=ro")
+        con: Any = adbc.connect(_sqlite.read_only_uri(path))
     except _adbc_errors():
         return None
     return con

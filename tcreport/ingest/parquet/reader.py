@@ -16,8 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tcreport import schema
-from tcreport._fs import current_umask
+from tcreport import _fs, schema
 from tcreport.errors import InputError, OutputError, SchemaError
 from tcreport.model import Run, RunMeta
 
@@ -29,14 +28,36 @@ _TABLES = (
     schema.TableKind.ITERATIONS,
     schema.TableKind.RANGES,
 )
+_OWN_NAMES = (MANIFEST, *(f"{k.value}.parquet" for k in _TABLES))
 
 
 def sniff(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
-def write(run: Run, out_dir: Path) -> Path:
-    target = out_dir.resolve()
+def check_target(out_dir: Path, *, force: bool) -> list[str]:
+    """The entries an existing ``out_dir`` holds, once it is known that it may be replaced.
+
+    A folder tcreport did not write is refused whatever ``force`` says (so the message never
+    suggests ``--force`` for it); one it did write needs ``force``.
+    """
+    if not os.path.lexists(out_dir):
+        return []
+    entries = _fs.check_replaceable(out_dir, _OWN_NAMES, legacy=MANIFEST)
+    if not force:
+        raise OutputError("already exists; pass --force to replace it", out_dir)
+    return entries
+
+
+def write(run: Run, out_dir: Path, *, force: bool = False) -> Path:
+    """Write the folder under a temporary name, then swap it in.
+
+    An existing ``out_dir`` is replaced only with ``force`` and only when tcreport made it (see
+    ``tcreport._fs.check_replaceable``); it never resolves onto the trace it was read from.
+    """
+    old_entries = check_target(out_dir, force=force)
+    _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
+    target = Path(os.path.abspath(out_dir))
     parent = target.parent
     if not parent.is_dir():
         raise OutputError("parent directory does not exist", out_dir)
@@ -57,19 +78,24 @@ def write(run: Run, out_dir: Path) -> Path:
         (tmp / MANIFEST).write_text(
             json.dumps(manifest, sort_keys=True, indent=2) + "\n", encoding="utf-8"
         )
+        _fs.write_marker(tmp, "ingest")
         os.chmod(
-            tmp, 0o777 & ~current_umask()
+            tmp, 0o777 & ~_fs.current_umask()
         )  # mkdtemp makes 0700; the folder is an artefact to share
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        _fs.replace_folder(tmp, target, old_entries)
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_own(tmp)
         raise OutputError(f"cannot write: {exc.strerror or exc}", out_dir) from exc
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_own(tmp)
         raise
     return target
+
+
+def _remove_own(tmp: Path) -> None:
+    """Remove the temporary folder this process made (its own files only; never follows links)."""
+    if os.path.isdir(tmp) and not os.path.islink(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def read(path: Path) -> Run:
@@ -88,7 +114,10 @@ def read(path: Path) -> Run:
         )
     tables: dict[str, pa.Table] = {}
     for name in names:
-        kind = schema.TableKind(name)
+        try:
+            kind = schema.TableKind(name)
+        except ValueError:
+            raise InputError(f"{MANIFEST}: unknown table {name!r}", path) from None
         file = path / f"{name}.parquet"
         try:
             table = pq.read_table(file)
@@ -96,7 +125,7 @@ def read(path: Path) -> Run:
             raise InputError(f"{name}.parquet: {exc}", path) from exc
         try:
             schema.validate(table, kind)
-        except SchemaError as exc:
-            raise InputError(f"{name}.parquet: {exc}", path) from exc
+        except SchemaError as exc:  # a damaged or hand-edited folder: the schema exit code, 3
+            raise SchemaError(f"{name}.parquet: {exc}", path) from exc
         tables[name] = table
     return Run(meta=meta, **tables)

@@ -1,4 +1,9 @@
-"""Number formatting shared by the text renderers (HTML, Markdown, terminal)."""
+"""Number and name formatting for everything a person reads: findings text and every renderer.
+
+Finding rules (plain text) and the renderers (HTML, Markdown, terminal, diff, gates) format durations,
+shares and names here, so one figure reads the same wherever it appears. Nothing here computes a
+figure; it only turns one into text.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,13 @@ def ns(value: int | float | None) -> str:
 
 
 def pct(value: float | None, digits: int = 1) -> str:
+    """A share in a table cell or card: 0.595 -> '59.5 %'."""
     return "n/a" if value is None else f"{value * 100:.{digits}f} %"
+
+
+def pct_text(value: float | None) -> str:
+    """A share inside a sentence (finding titles and details): 0.595 -> '59.5%'."""
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def yes_no(value: bool | None) -> str:
@@ -26,6 +37,10 @@ def count(value: int | None) -> str:
     return "n/a" if value is None else f"{value:,}"
 
 
-def tail(text: str, width: int) -> str:
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def tail(text: str, width: int = 60) -> str:
     """Keep the end of a long scope path, where the op's own name is: '…/Conv2d::forward/conv2d'."""
     return text if len(text) <= width else "…" + text[-(width - 1) :]

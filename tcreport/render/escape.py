@@ -1,0 +1,68 @@
+"""Escaping for every text output, one function per output kind; every renderer calls these.
+
+Trace strings (op, kernel and GPU names, notes, file names) come from files other people made. In a
+PR comment they must stay inert text in one table cell; on a terminal they must never reach it as
+control sequences. HTML has Jinja2's autoescape and needs nothing here.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A zero-width space, as an entity so the Markdown source shows it: GitHub links ``@name``,
+#: ``#123`` and ``GH-123`` in rendered text (after Markdown escapes are gone), and cmark-gfm
+#: autolinks ``https://`` and ``www.``; a zero-width space right after ``@``, ``#``, ``GH``, the
+#: scheme's ``:`` and ``www`` breaks each pattern and reads the same (as Renovate's PR bodies do).
+_ZWSP = "&#8203;"
+
+_MD_PUNCT = frozenset("\\|`*_[]~")
+_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+#: Line endings in CommonMark are LF, CR and CRLF; every other control character (and the Unicode
+#: line/paragraph separators) is invisible or odd in a comment: all become one space.
+_CONTROL = "\x00-\x1f\x7f-\x9f\u2028\u2029"
+_MD = re.compile(rf"[\\|`*_\[\]~<>&@#]|://|(?i:www)\.|(?i:\bgh)-(?=\d)|[{_CONTROL}]")
+
+
+def _md_one(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if s in _MD_PUNCT:
+        return "\\" + s
+    if s in _MD_ENTITIES:
+        return _MD_ENTITIES[s]
+    if s in ("@", "#"):
+        return s + _ZWSP
+    if s == "://":
+        return ":" + _ZWSP + "//"
+    if len(s) == 4:  # www.
+        return s[:3] + _ZWSP + "."
+    if len(s) == 3:  # GH-123, GitHub's other issue reference
+        return s[:2] + _ZWSP + "-"
+    return " "
+
+
+def markdown(text: str) -> str:
+    """``text`` as inert GitHub-flavoured Markdown inline text, safe inside a table cell.
+
+    One line (CR, LF and other controls become spaces); ``|`` cannot split the cell; no code span,
+    emphasis, link, image or HTML can start; no ``@mention``, ``#123`` reference or autolinked URL.
+    """
+    return _MD.sub(_md_one, text)
+
+
+#: C0 controls (ESC, CR, LF, BEL, BS, ...), DEL and C1 controls (CSI U+009B, OSC U+009D) plus the
+#: bidirectional overrides that reorder what a terminal shows (the "Trojan Source" characters).
+_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal(text: str) -> str:
+    """``text`` with every control character shown as ``\\xNN`` (``\\uNNNN``), never sent raw.
+
+    An op named ``\\x1b]0;pwned\\x07`` would retitle the window, ``\\x1b[2J`` clear the screen and
+    ``\\r`` overwrite the line; shown escaped, the name is still recognisable.
+    """
+    return _TERMINAL.sub(_visible, text)

@@ -1,0 +1,88 @@
+"""Every error is one line ``tcreport: error: ...`` with the README's exit code, Click's too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from synthetic import hostile_run
+from trace_paths import SAMPLES
+from typer.testing import CliRunner
+
+import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
+from tcreport import api
+from tcreport.cli import app
+
+runner = CliRunner()
+KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+
+
+def one_line(args: list[str], code: int) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcreport: error: "), result.stderr
+    assert "Usage:" not in result.stderr and "Traceback" not in result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["diff", str(KINETO)], "Missing argument"),
+        (["report"], "Missing argument"),
+        (["diff", str(KINETO), str(KINETO), "--format", "xml"], "'xml'"),
+        (["check", str(KINETO), "--min-tc-share", "2"], "--min-tc-share"),
+        (["summary", str(KINETO), "--iter-start", "-1"], "--iter-start"),
+        (["summary", str(KINETO), "--bogus"], "--bogus"),
+        (["nocommand"], "nocommand"),
+        (["batch", str(KINETO), "-o", "x", "--jobs", "many"], "--jobs"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args: list[str], needle: str) -> None:
+    assert needle in one_line(args, 2)
+
+
+def test_usage_error_from_the_installed_entry_point_is_one_line() -> None:
+    code = "import sys\nfrom tcreport.cli import main\nsys.argv = ['tcreport', 'report']\nmain()\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2
+    # the argument is named as the usage line writes it (PATH, its metavar)
+    assert done.stderr.strip().splitlines() == [
+        "tcreport: error: Missing argument 'PATH'. (see 'tcreport report --help')"
+    ]
+
+
+def test_help_and_version_still_exit_0() -> None:
+    assert runner.invoke(app, ["report", "--help"]).exit_code == 0
+    assert runner.invoke(app, ["--version"]).exit_code == 0
+
+
+def test_a_damaged_ingest_folder_is_a_schema_error_exit_3(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    api.ingest(hostile_run(), folder)
+    table = pq.read_table(folder / "kernels.parquet")
+    bad = table.set_column(
+        table.schema.get_field_index("duration_ns"),
+        "duration_ns",
+        pa.array([str(v) for v in table.column("duration_ns").to_pylist()]),
+    )
+    pq.write_table(bad.drop_columns(["calls"]), folder / "kernels.parquet")
+    line = one_line(["summary", str(folder)], 3)
+    assert "kernels.parquet" in line and "'calls'" in line and "duration_ns" in line
+
+
+def test_an_unknown_table_in_an_ingest_manifest_is_one_line_exit_2(tmp_path: Path) -> None:
+    import json
+
+    folder = tmp_path / "run"
+    api.ingest(hostile_run(), folder)
+    manifest = folder / "tcreport-run.json"
+    data = json.loads(manifest.read_text())
+    data["tables"].append("bogus")
+    manifest.write_text(json.dumps(data))
+    assert "unknown table 'bogus'" in one_line(["summary", str(folder)], 2)
