@@ -109,13 +109,12 @@ def read(path: Path) -> Run:
     if not _sqlite.is_sqlite(path):
         raise InputError("not an SQLite database (expected dlprof_dldb.sqlite)", path)
     try:
-        with _sqlite.connect(path) as con:
-            run = _Reader(con, path).run()
+        with _sqlite.connect(path) as con:  # dated by the nsys export DLProf left beside it
+            return started.dated_by_export_beside(_Reader(con, path).run(), path.parent)
     except UnicodeDecodeError as exc:
         # CPython decodes SQLite's error messages strictly, and "malformed database schema (...)"
         # quotes the damaged bytes: the error is about corruption, not about our text decoding.
         raise InputError("corrupt SQLite database (undecodable error message)", path) from exc
-    return started.dated_by_export_beside(run, path.parent)
 
 
 def _i(expr: str) -> str:
