@@ -52,3 +52,12 @@ class CaptureError(TcreportError):
     """A profiler could not be run, or the profiled script failed."""
 
     exit_code = 5
+
+
+class ScriptFailedError(CaptureError):
+    """The profiled script itself failed before anything could be captured: tcreport exits with
+    the script's own exit code, so ``tcreport profile`` fails the way ``python script.py`` would."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code if 0 < exit_code < 256 else 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -40,8 +41,31 @@ class Granularity(StrEnum):
 class Gpu:
     device_id: int
     name: str | None = None
-    compute_capability: str | None = None  # "7.5"
+    compute_capability: str | None = None  # "7.5"; NVIDIA only (a HIP arch number is not one)
     sm_count: int | None = None
+    vendor: str | None = None  # "nvidia", "amd", "intel"; None = not recorded
+
+
+_AMD_NAME = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{2,3}[A-Z]?\b|gfx\d", re.IGNORECASE)
+_INTEL_NAME = re.compile(
+    r"\bIntel\b|\bArc\b|Data Center GPU Max|Ponte Vecchio|Gaudi", re.IGNORECASE
+)
+_NVIDIA_NAME = re.compile(
+    r"NVIDIA|GeForce|Quadro|Tesla|TITAN|\b[ABHLTV]\d{1,3}[A-Z]?\b|\bGB?\d{3}\b|\bRTX\b",
+    re.IGNORECASE,
+)
+
+
+def gpu_vendor(name: str | None) -> str | None:
+    """The vendor a device name states ("AMD Radeon Graphics" is how ROCm names an MI250), or
+    ``None`` when the name does not say. Readers record it so nothing downstream mistakes a HIP
+    architecture number for an NVIDIA compute capability."""
+    if not name:
+        return None
+    for vendor, pattern in (("amd", _AMD_NAME), ("intel", _INTEL_NAME), ("nvidia", _NVIDIA_NAME)):
+        if pattern.search(name):
+            return vendor
+    return None
 
 
 @dataclass(frozen=True)

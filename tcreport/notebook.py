@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
-from tcreport.analysis.figures import KernelRow, OpRow, OpTypeRow
-from tcreport.analysis.result import IterationRow
+from tcreport.analysis.derived import IterationRow
+from tcreport.analysis.figures import KernelRow, OpRow
+from tcreport.analysis.groups import OpTypeRow
 from tcreport.errors import InputError
 from tcreport.rules.base import Finding
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 #: Arrow type for a dataclass field's annotation (``from __future__ import annotations`` makes
 #: them strings). Enums are written as their text value.
 _ARROW_TYPES = (("bool", pa.bool_()), ("int", pa.int64()), ("float", pa.float64()))
+
+
+#: Fields a renderer sets for itself (a colour slot), not data.
+_RENDER_ONLY = frozenset({"css"})
 
 
 def _arrow_type(annotation: str) -> pa.DataType:
@@ -48,7 +53,11 @@ def _arrow_type(annotation: str) -> pa.DataType:
 def _frame(rows: tuple[Any, ...], cls: type[Any], extra: dict[str, pa.Array] | None = None) -> Any:
     """A DataFrame of dataclass rows, one typed Arrow column per field (the rows are the report's
     aggregates, one per op/kernel/iteration/finding: small, so one pass over them is fine)."""
-    fields = [f for f in dataclasses.fields(cls) if not str(f.type).startswith("tuple")]
+    fields = [
+        f
+        for f in dataclasses.fields(cls)
+        if not str(f.type).startswith("tuple") and f.name not in _RENDER_ONLY
+    ]
     columns: dict[str, pa.Array] = {}
     for f in fields:
         typ = _arrow_type(str(f.type))
@@ -92,7 +101,7 @@ class AnalysedRun:
 
     @cached_property
     def op_types(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.op_types, OpTypeRow)
+        return _frame(self.report.analysis.op_types, OpTypeRow).rename(columns={"name": "type"})
 
     @cached_property
     def iterations(self) -> pd.DataFrame:

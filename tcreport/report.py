@@ -24,6 +24,7 @@ class Report:
     generated_at: str | None = (
         None  # only when the user asks (--timestamp): reports stay byte-stable
     )
+    fix_first: Finding | None = None  # rules.fix_first(findings): the headline's "fix first"
 
     @property
     def title(self) -> str:
@@ -44,9 +45,11 @@ def build(
     from tcreport.analysis import result
 
     analysis = result.compute(run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop)
+    findings = rules.evaluate(analysis)
     return Report(
         analysis=analysis,
-        findings=rules.evaluate(analysis),
+        findings=findings,
         source_path=source_path if source_path is not None else run.meta.path,
         generated_at=timestamp,
+        fix_first=rules.fix_first(findings),
     )

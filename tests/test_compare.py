@@ -39,6 +39,8 @@ def synthetic_view(precision: str, op_prefix: str = "model") -> Report:
 EXPECTED_MARKDOWN = """\
 ### tcreport diff
 
+**Verdict: better: GPU kernel time per iteration -58.1% (155.0 µs → 65.0 µs); Tensor Core share +92.3 pt; Eligible GPU time not on TC per iteration -100.0% (150.0 µs → 0 ns) (precision changed: fp32 → bf16 mixed)**
+
 | | base | head |
 |---|---|---|
 | input | synthetic-fp32 | synthetic-bf16 |
@@ -56,7 +58,7 @@ EXPECTED_MARKDOWN = """\
 | Tensor Core share | 0.0 % | 92.3 % | +92.3 pt | **improved** |
 | Eligible GPU time not on TC | 150.0 µs | 0 ns | -150.0 µs (-100.0%) | **improved** |
 | Memory (memcpy + memset) | 0 ns | 0 ns | 0 ns | no change |
-| Wall time | n/a | n/a | n/a | unknown |
+| Wall time | 304.0 µs | 304.0 µs | 0 ns | no change |
 | TC-eligible ops | 2 | 2 | 0 | no change |
 | Eligible ops not on TC | 2 | 0 | -2 | **improved** |
 

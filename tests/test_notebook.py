@@ -3,6 +3,7 @@ with Arrow-backed dtypes, the summary dict, the HTML report, a batch dataset, th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -15,7 +16,11 @@ from typer.testing import CliRunner
 
 import tcreport
 from tcreport import api
+from tcreport.analysis.derived import IterationRow
+from tcreport.analysis.figures import KernelRow, OpRow
+from tcreport.analysis.groups import OpTypeRow
 from tcreport.cli import app
+from tcreport.rules.base import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
@@ -24,21 +29,29 @@ NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 #: sample -> (kernels, ops, op_types, iterations, findings, launches) rows: the bundled files' own
 SHAPES = {
     KINETO: (16, 37, 36, 0, 3, 79),
-    NSYS: (11, 76, 32, 1, 1, 3587),
+    NSYS: (11, 76, 32, 1, 2, 3587),
 }
-COLUMNS = {
-    "kernels": ["name", "calls", "gpu_ns", "share", "uses_tc", "tc_rule", "profiler_uses_tc"],
-    "op_types": ["type", "ops", "calls", "gpu_ns", "share"],
-    "iterations": [
-        "iteration",
-        "duration_ns",
-        "tc_ns",
-        "non_tc_ns",
-        "memory_ns",
-        "kernel_count",
-        "aggregated",
-    ],
+#: the report's row types, field for field (tuple fields and a renderer's colour slot left out)
+ROW_TYPES = {
+    "kernels": KernelRow,
+    "ops": OpRow,
+    "op_types": OpTypeRow,
+    "iterations": IterationRow,
+    "findings": Finding,
 }
+
+
+def _columns(name: str) -> list[str]:
+    cols = [
+        f.name
+        for f in dataclasses.fields(ROW_TYPES[name])
+        if not str(f.type).startswith("tuple") and f.name != "css"
+    ]
+    extra = {"ops": ["missed_tc"], "findings": ["evidence"]}.get(name, [])
+    cols = ["type" if (name, c) == ("op_types", "name") else c for c in cols]
+    return cols + extra
+
+
 runner = CliRunner()
 
 
@@ -54,9 +67,10 @@ def test_frames_have_the_samples_shapes_and_arrow_dtypes(
     names = ("kernels", "ops", "op_types", "iterations", "findings", "launches")
     frames = {n: getattr(run, n) for n in names}
     assert tuple(len(frames[n]) for n in names) == SHAPES[path]
-    for name, cols in COLUMNS.items():
-        assert list(frames[name].columns) == cols
-    assert frames["ops"].shape[1] == 12 and frames["findings"].shape[1] == 11
+    for name in ROW_TYPES:
+        assert list(frames[name].columns) == _columns(name), name
+    assert {"name", "calls", "gpu_ns", "share", "uses_tc", "tc_rule"} <= set(frames["kernels"])
+    assert {"type", "ops", "calls", "gpu_ns", "share"} <= set(frames["op_types"])
     for name, df in frames.items():
         assert isinstance(df, pd.DataFrame)
         bad = {c: str(t) for c, t in df.dtypes.items() if not isinstance(t, pd.ArrowDtype)}

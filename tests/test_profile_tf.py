@@ -153,6 +153,9 @@ def test_diff_of_mnist_float32_vs_mixed_bfloat16_markdown(
     expected_head = [
         r"### tcreport diff",
         r"",
+        r"\*\*Verdict: (better|worse|mixed|no change beyond noise)[^*]* \(precision changed: "
+        r"fp32 → bf16 mixed\)\*\*",
+        r"",
         r"\| \| base \| head \|",
         r"\|---\|---\|---\|",
         r"\| input \| fp32 \| bf16 \|",

@@ -129,15 +129,18 @@ def _kernel_evidence(ops: pa.Table, kernels: pa.Table) -> tuple[pa.Array, pa.Arr
     return pa.array(any_tc), pa.array(all_no), pa.array(has)
 
 
-def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
-    """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
+def own_verdicts(
+    ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False
+) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """tcreport's own (eligible, uses TC) per op row, from op types and the op's kernels; the
+    profiler's labels only fill what this cannot decide (an op with no kernel rows).
 
-    ``uses_tc``: True if any of the op's kernels used Tensor Cores; False if all of them are known
+    ``uses``: True if any of the op's kernels used Tensor Cores; False if all of them are known
     not to; otherwise the profiler's own label; otherwise False for an op that launched no GPU
     work (``gpu_ns``/``kernel_calls`` of 0) and null (unknown) for the rest.
-    ``profiler_tc_eligible``/``profiler_uses_tc`` are kept as the profiler wrote them.
+    ``judged``: the kernels were already classified (with the run's vendor pack), so all-unknown
+    verdicts are an answer, not a table still to classify.
     """
-    schema.validate(ops, schema.TableKind.OPS)
     type_col = ops.column("type")
     by_type = pc.or_(
         pc.fill_null(_eligible_by_name(type_col), False),
@@ -157,7 +160,7 @@ def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
         and kernels.num_rows
         and kernels.column("op_id").null_count < kernels.num_rows
     ):
-        if kernels.column("uses_tc").null_count == kernels.num_rows:
+        if not judged and kernels.column("uses_tc").null_count == kernels.num_rows:
             kernels = classify_kernels(kernels)
         any_tc, all_no, has = _kernel_evidence(ops, kernels)
         from_kernels = pc.if_else(
@@ -167,37 +170,61 @@ def classify_ops(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
         eligible = pc.or_(by_type, any_tc)
     else:
         uses = fallback
-        eligible = pc.or_(by_type, pc.fill_null(prof, False))
+        eligible = by_type
+    return _chunked(eligible), _chunked(uses)
+
+
+def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    col = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+    return col.cast(pa.bool_())
+
+
+def classify_ops(ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False) -> pa.Table:
+    """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
+
+    Where the profiler states them (DLProf's ``TC Eligible`` / ``Using TC``, any version) its
+    labels are the verdict: it saw the op run, where tcreport only knows op types it has a rule
+    for (TF1+XLA's ``_XlaRun`` or ``PartitionedCall`` are eligible to DLProf and unknown here).
+    tcreport's own verdict (:func:`own_verdicts`) fills the rest and is compared with the
+    profiler's in :func:`eligibility_agreement` / :func:`op_tc_agreement`. An op that used
+    Tensor Cores is eligible, whoever said so. ``profiler_*`` columns stay as written.
+    """
+    schema.validate(ops, schema.TableKind.OPS)
+    own_elig, own_uses = own_verdicts(ops, kernels, judged=judged)
+    uses = pc.coalesce(ops.column("profiler_uses_tc"), own_uses)
+    eligible = pc.or_(
+        pc.fill_null(pc.coalesce(ops.column("profiler_tc_eligible"), own_elig), False),
+        pc.fill_null(uses, False),
+    )
     out = ops
     for name, values in (("tc_eligible", eligible), ("uses_tc", uses)):
         i = out.schema.get_field_index(name)
-        col = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
-        out = out.set_column(i, out.schema.field(i), col.cast(pa.bool_()))
+        out = out.set_column(i, out.schema.field(i), _chunked(values))
     schema.validate(out, schema.TableKind.OPS)
     return out
 
 
-def _classified(ops: pa.Table) -> pa.Table:
-    return (
-        ops
-        if ops.column("tc_eligible").null_count < ops.num_rows or ops.num_rows == 0
-        else classify_ops(ops, None)
-    )
-
-
-def eligibility_agreement(ops: pa.Table) -> Agreement:
-    """Our ``tc_eligible`` against the profiler's (DLProf ``TC Eligible``), disagreements by op type."""
-    t = _classified(ops)
-    key = pa.chunked_array(
+def _key(t: pa.Table) -> pa.ChunkedArray:
+    return pa.chunked_array(
         [pc.coalesce(t.column("type").cast(pa.string()), t.column("name").cast(pa.string()))]
     )
-    return compare_labels(t.append_column("key", key), "tc_eligible", "profiler_tc_eligible", "key")
 
 
-def op_tc_agreement(ops: pa.Table) -> Agreement:
-    """Our op-level ``uses_tc`` against the profiler's (DLProf ``Using TC``)."""
-    t = _classified(ops)
-    key = pa.chunked_array(
-        [pc.coalesce(t.column("type").cast(pa.string()), t.column("name").cast(pa.string()))]
-    )
-    return compare_labels(t.append_column("key", key), "uses_tc", "profiler_uses_tc", "key")
+def _own(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
+    """The ops with tcreport's own verdicts in ``tc_eligible``/``uses_tc`` (not the profiler's)."""
+    elig, uses = own_verdicts(ops, kernels)
+    t = ops.set_column(ops.schema.get_field_index("tc_eligible"), "tc_eligible", elig)
+    t = t.set_column(t.schema.get_field_index("uses_tc"), "uses_tc", uses)
+    return t.append_column("key", _key(t))
+
+
+def eligibility_agreement(ops: pa.Table, kernels: pa.Table | None = None) -> Agreement:
+    """tcreport's own eligibility against the profiler's (DLProf ``TC Eligible``), where both
+    exist; disagreements by op type."""
+    return compare_labels(_own(ops, kernels), "tc_eligible", "profiler_tc_eligible", "key")
+
+
+def op_tc_agreement(ops: pa.Table, kernels: pa.Table | None = None) -> Agreement:
+    """tcreport's own op-level TC use against the profiler's (DLProf ``Using TC``). Without
+    kernel rows the own verdict falls back on the label, so agreement there is by construction."""
+    return compare_labels(_own(ops, kernels), "uses_tc", "profiler_uses_tc", "key")

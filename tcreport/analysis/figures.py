@@ -25,6 +25,7 @@ class TimeFigures:
     memory_ns: int | None
     kernel_launches: int | None
     unique_kernels: int | None
+    unknown_kernel_ns: int | None = None  # kernel time with no Tensor Core verdict
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,14 @@ class TcFigures:
     eligible_not_using_op_count: int | None
     eligible_gpu_ns: int | None
     eligible_not_using_gpu_ns: int | None
+    #: of the using ops, those that missed Tensor Cores in some calls (so they are counted in
+    #: both ``using_op_count`` and ``eligible_not_using_op_count``)
+    partly_using_op_count: int | None = None
+    #: eligible GPU time not on Tensor Cores as a share of GPU kernel time (the CI gate's figure)
+    eligible_not_using_share: float | None = None
+    #: kernel time no op claims (launched outside every op range): ``None`` without ops or
+    #: kernel time; the ops' own kernel time plus this is the kernel time
+    unattributed_kernel_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,27 @@ class OpRow:
     cpu_ns: int | None = None
     # compute-kernel time of the eligible calls that used no Tensor Core kernel (None: not counted)
     missed_gpu_ns: int | None = None
+    # False when no call has a known verdict (all its kernels unknown, e.g. on an unknown vendor):
+    # such an op is not a miss, it is unjudged.
+    tc_known: bool = True
+    # time of the op's own Tensor Core kernels (None: no op/kernel link; see :attr:`tc_ns`)
+    tc_gpu_ns: int | None = None
+    scope: str | None = None  # the layer/module the op ran in, as the reader found it
+
+    @property
+    def tc_ns(self) -> int:
+        """GPU time on Tensor Cores: the op's TC kernels where kernels link to ops, else (a
+        profiler's per-op verdict alone) the time of the calls that did not miss."""
+        gpu = self.gpu_ns or 0
+        if self.tc_gpu_ns is not None:
+            return min(self.tc_gpu_ns, max(0, gpu - self.missed_ns))
+        return max(0, gpu - self.missed_ns) if self.uses_tc else 0
+
+    @property
+    def other_ns(self) -> int:
+        """The rest of the op's GPU time: neither on Tensor Cores nor a Tensor Core miss, so
+        ``tc_ns + missed_ns + other_ns == gpu_ns`` for every op."""
+        return max(0, (self.gpu_ns or 0) - self.tc_ns - self.missed_ns)
 
     @property
     def counts_as_eligible(self) -> bool:
@@ -63,7 +93,7 @@ class OpRow:
     @property
     def missed_tc(self) -> bool:
         """An eligible op that never used Tensor Cores in any call."""
-        return self.counts_as_eligible and not self.uses_tc
+        return self.counts_as_eligible and not self.uses_tc and self.tc_known
 
     @property
     def partly_missed(self) -> bool:
@@ -84,15 +114,6 @@ class OpRow:
         if self.missed_tc:
             return self.gpu_ns or 0
         return (self.missed_gpu_ns or 0) if self.partly_missed else 0
-
-
-@dataclass(frozen=True)
-class OpTypeRow:
-    type: str
-    ops: int
-    calls: int
-    gpu_ns: int
-    share: float | None
 
 
 @dataclass(frozen=True)
@@ -131,10 +152,14 @@ def time_figures(run: Run) -> TimeFigures:
             and rep.tc_kernel_ns is not None
         ):
             tc = rep.tc_kernel_ns  # nothing classified: the profiler's own figure is better than 0
+        unknown: int | None = _sum(k.filter(pc.is_null(k.column("uses_tc"))).column("duration_ns"))
+        if tc == rep.tc_kernel_ns and k.num_rows and k.column("uses_tc").null_count == k.num_rows:
+            unknown = max(0, (gpu or 0) - (tc or 0))
         launches: int | None = _sum(k.column("calls"))
         unique: int | None = _codes.count_distinct(k.column("name"))
     else:
         gpu, tc, launches, unique = rep.gpu_kernel_ns, rep.tc_kernel_ns, None, rep.unique_kernels
+        unknown = None
     memory = _sum(run.memory.column("duration_ns")) if run.memory is not None else rep.memory_ns
     return TimeFigures(
         wall_ns=wall_ns(run),
@@ -143,11 +168,14 @@ def time_figures(run: Run) -> TimeFigures:
         memory_ns=memory,
         kernel_launches=launches,
         unique_kernels=unique,
+        unknown_kernel_ns=unknown,
     )
 
 
 def wall_ns(run: Run) -> int | None:
-    """The aggregated range: the iterations kept, else what the profiler reported."""
+    """The aggregated range: the iterations kept (one is enough: a single ``ProfilerStep#N`` is
+    a range too), else what the profiler reported, else first to last kernel or copy (a trace
+    with no step marker is its GPU activity, the range the busy share is taken over)."""
     it = run.meta.iterations
     if (
         run.iterations is not None
@@ -164,9 +192,25 @@ def wall_ns(run: Run) -> int | None:
         if sel.num_rows:
             first = pc.min(sel.column("start_ns")).as_py()
             last = pc.max(sel.column("end_ns")).as_py()
-            if first is not None and last is not None and (it.total or 0) > 1:
+            if first is not None and last is not None:
                 return int(last - first)
-    return run.meta.reported.wall_ns
+    if run.meta.reported.wall_ns is not None:
+        return run.meta.reported.wall_ns
+    return _activity_span(run)
+
+
+def _activity_span(run: Run) -> int | None:
+    lo: list[int] = []
+    hi: list[int] = []
+    for t in (run.kernels, run.memory):
+        if t is None or t.num_rows == 0:
+            continue
+        timed = t.filter(pc.is_valid(t.column("start_ns")))
+        if timed.num_rows:
+            lo.append(pc.min(timed.column("start_ns")).as_py())
+            ends = pc.add(timed.column("start_ns"), timed.column("duration_ns"))
+            hi.append(pc.max(ends).as_py())
+    return int(max(hi) - min(lo)) if lo else None
 
 
 def _code_column(c: _codes.Codes) -> pa.Array:
@@ -179,27 +223,35 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return []
-    name, typ, dtype = (_codes.codes(ops.column(c)) for c in ("name", "type", "dtype"))
+    name, typ, dtype, scope = (
+        _codes.codes(ops.column(c)) for c in ("name", "type", "dtype", "scope")
+    )
     t = pa.table(
         {
             "name": _code_column(name),
             "type": _code_column(typ),
             "dtype": _code_column(dtype),
+            "scope": _code_column(scope),
+            "tc": _op_tc_ns(ops, run.kernels),
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
-            "gpu_ns": ops.column("gpu_ns"),
+            "gpu_ns": _op_gpu_ns(ops),
             "cpu_ns": ops.column("cpu_ns"),
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
+            "known": pc.is_valid(ops.column("uses_tc")),
         }
     )
-    # per call: eligible and no Tensor Core kernel, so its time counts as missed
-    call_missed = pc.and_(t.column("elig"), pc.invert(t.column("uses")))
+    # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
+    call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
     g = t.group_by("name", use_threads=False).aggregate(
         [
             ("type", "first"),
             ("dtype", "first"),
+            ("scope", "first"),
+            ("tc", "sum"),
+            ("tc", "count"),
             ("shapes", "first"),
             ("calls", "sum"),
             ("gpu_ns", "sum"),
@@ -208,6 +260,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             ("cpu_ns", "count"),
             ("elig", "any"),
             ("uses", "any"),
+            ("known", "any"),
             ("missed", "sum"),
         ]
     )
@@ -218,8 +271,11 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     )
     types = typ.values.take(g.column("type_first")).to_pylist()
     dtypes = dtype.values.take(g.column("dtype_first")).to_pylist()
+    scopes = scope.values.take(g.column("scope_first")).to_pylist()
     rows: list[OpRow] = []
-    for r, op_type, op_dtype in zip(g.to_pylist(), types, dtypes, strict=True):  # small
+    for r, op_type, op_dtype, op_scope in zip(
+        g.to_pylist(), types, dtypes, scopes, strict=True
+    ):  # small
         gpu = int(r["gpu_ns_sum"]) if r["gpu_ns_count"] else None
         rows.append(
             OpRow(
@@ -234,24 +290,43 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
                 input_shapes=r["shapes_first"],
                 cpu_ns=int(r["cpu_ns_sum"]) if r["cpu_ns_count"] else None,
                 missed_gpu_ns=int(r["missed_sum"]) if gpu is not None else None,
+                tc_gpu_ns=int(r["tc_sum"]) if r["tc_count"] else None,
+                scope=op_scope,
+                tc_known=bool(r["known_any"]),
             )
         )
     return rows
 
 
-def op_type_rows(ops: list[OpRow], gpu_kernel_ns: int | None) -> list[OpTypeRow]:
-    acc: dict[str, list[int]] = {}
-    for op in ops:
-        key = op.type or "(unknown)"
-        a = acc.setdefault(key, [0, 0, 0])
-        a[0] += 1
-        a[1] += op.calls or 0
-        a[2] += op.gpu_ns or 0
-    rows = [
-        OpTypeRow(type=k, ops=v[0], calls=v[1], gpu_ns=v[2], share=_share(v[2], gpu_kernel_ns))
-        for k, v in acc.items()
-    ]
-    return sorted(rows, key=lambda r: (-r.gpu_ns, r.type))
+def _op_gpu_ns(ops: pa.Table) -> pa.ChunkedArray:
+    """The ops' kernel time; where the input gives none at all but the profiler's own per-op GPU
+    time (a DLProf 0.x detailed report alone), that time: it is what the profiler reported."""
+    gpu = ops.column("gpu_ns")
+    if gpu.null_count == ops.num_rows and ops.column("gpu_total_ns").null_count < ops.num_rows:
+        return ops.column("gpu_total_ns")
+    return gpu
+
+
+def _op_tc_ns(ops: pa.Table, kernels: pa.Table | None) -> pa.Array:
+    """Per op row, the time of its Tensor Core kernels (null where no kernel links to ops):
+    an op that used Tensor Cores also launches layout and helper kernels that do not."""
+    n = ops.num_rows
+    if (
+        kernels is None
+        or kernels.num_rows == 0
+        or kernels.column("op_id").null_count == len(kernels)
+    ):
+        return pa.nulls(n, pa.int64())
+    j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
+    tc = np.asarray(pc.fill_null(kernels.column("uses_tc"), False).to_numpy(zero_copy_only=False))
+    dur = np.asarray(pc.fill_null(kernels.column("duration_ns"), 0).to_numpy(), dtype=np.int64)
+    ok = (j.other >= 0) & tc.astype(bool)
+    per = np.bincount(j.other[ok], weights=dur[ok], minlength=j.size).astype(np.int64)
+    linked = np.bincount(j.other[j.other >= 0], minlength=j.size) > 0
+    at = np.maximum(j.ops, 0)
+    has = (j.ops >= 0) & linked[at] if j.size else np.zeros(n, dtype=bool)
+    vals = per[at] if j.size else np.zeros(n, dtype=np.int64)
+    return pa.array(vals, mask=~has)
 
 
 def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
@@ -308,6 +383,7 @@ def tc_figures(
         missing_n: int | None = len(missing)
         elig_ns: int | None = sum(o.gpu_ns or 0 for o in eligible)
         missing_ns: int | None = sum(o.missed_ns for o in missing)
+        partly_n: int | None = sum(1 for o in eligible if o.partly_missed)
     else:
         elig_n, using_n, missing_n = (
             rep.eligible_op_count,
@@ -315,6 +391,7 @@ def tc_figures(
             rep.eligible_not_using_op_count,
         )
         missing_ns = rep.eligible_not_using_gpu_ns
+        partly_n = None
         elig_ns = (
             None
             if missing_ns is None or rep.using_gpu_ns is None
@@ -328,57 +405,11 @@ def tc_figures(
         eligible_not_using_op_count=missing_n,
         eligible_gpu_ns=elig_ns,
         eligible_not_using_gpu_ns=missing_ns,
+        partly_using_op_count=partly_n,
+        eligible_not_using_share=_share(missing_ns, time.gpu_kernel_ns),
+        unattributed_kernel_ns=(
+            max(0, time.gpu_kernel_ns - sum(o.gpu_ns or 0 for o in ops))
+            if run.ops is not None and time.gpu_kernel_ns is not None
+            else None
+        ),
     )
-
-
-@dataclass(frozen=True)
-class DeviceRow:
-    """Per-GPU figures: on multi-GPU runs an idle or fp32-only rank hides inside the total."""
-
-    device_id: int | None
-    name: str | None
-    launches: int
-    gpu_kernel_ns: int
-    tc_kernel_ns: int
-    memory_ns: int
-    tc_share: float | None
-
-
-def device_rows(run: Run) -> list[DeviceRow]:
-    k = run.kernels
-    if k is None or k.num_rows == 0:
-        return []
-    kt = pa.table(
-        {
-            "device_id": k.column("device_id"),
-            "dur": k.column("duration_ns"),
-            "tc": pc.if_else(pc.fill_null(k.column("uses_tc"), False), k.column("duration_ns"), 0),
-            "calls": k.column("calls"),
-        }
-    )
-    g = kt.group_by("device_id", use_threads=False).aggregate(
-        [("dur", "sum"), ("tc", "sum"), ("calls", "sum")]
-    )
-    mem: dict[int | None, int] = {}
-    if run.memory is not None and run.memory.num_rows:
-        mt = pa.table(
-            {"device_id": run.memory.column("device_id"), "dur": run.memory.column("duration_ns")}
-        )
-        for r in (
-            mt.group_by("device_id", use_threads=False).aggregate([("dur", "sum")]).to_pylist()
-        ):
-            mem[r["device_id"]] = int(r["dur_sum"])
-    names = {gpu.device_id: gpu.name for gpu in run.meta.gpus}
-    rows = [
-        DeviceRow(
-            device_id=r["device_id"],
-            name=names.get(r["device_id"]) if r["device_id"] is not None else None,
-            launches=int(r["calls_sum"]),
-            gpu_kernel_ns=int(r["dur_sum"]),
-            tc_kernel_ns=int(r["tc_sum"]),
-            memory_ns=mem.get(r["device_id"], 0),
-            tc_share=_share(int(r["tc_sum"]), int(r["dur_sum"])),
-        )
-        for r in g.to_pylist()
-    ]
-    return sorted(rows, key=lambda d: (d.device_id is None, d.device_id or 0))

@@ -23,7 +23,10 @@ _AMPERE_PLUS = re.compile(
 
 
 def compute_capability(gpu: Gpu) -> float | None:
-    """The GPU's compute capability: as recorded, else guessed from its name, else ``None``."""
+    """The GPU's compute capability: as recorded, else guessed from its name, else ``None``.
+    Only NVIDIA GPUs have one (an AMD device's HIP architecture number is not one)."""
+    if gpu.vendor not in (None, "nvidia"):
+        return None
     if gpu.compute_capability:
         try:
             return float(gpu.compute_capability)

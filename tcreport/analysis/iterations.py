@@ -32,7 +32,7 @@ class Selection:
 
     info: IterationInfo
     key_node_found: bool  # False when the user named a key node that never occurs
-    candidates: tuple[str, ...] = ()  # frequent op/range names, offered when no key node worked
+    candidates: tuple[str, ...] = ()  # validated key-node names, offered when no key node worked
     sliced: bool = False  # True when rows were filtered to [start, stop]
 
 
@@ -195,6 +195,12 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
     return tuple(name for name, _ in ranked[:limit])
 
 
+def _no_split(run: Run, info: IterationInfo, found: bool) -> Selection:
+    """The selection of a run that could not be split; :func:`tcreport.analysis.result.compute`
+    adds the validated key-node candidates (analysis.key_nodes)."""
+    return Selection(info=info, key_node_found=found)
+
+
 def _last_event_ns(run: Run) -> int | None:
     ends: list[int] = []
     for table in (run.kernels, run.memory):
@@ -305,9 +311,8 @@ def select(
             std_ns=run.meta.iterations.std_ns,
             method="whole run",
         )
-        cands = candidate_key_nodes(run)
-        return run.replace(meta=_with_iterations(run, info)), Selection(
-            info=info, key_node_found=found and key_node is None, candidates=cands
+        return run.replace(meta=_with_iterations(run, info)), _no_split(
+            run, info, found and key_node is None
         )
 
     total = int(starts.size)
@@ -354,7 +359,7 @@ def _keep_reported(
     info = run.meta.iterations
     if key_node is not None:
         # Re-slicing needs timestamps the input does not have.
-        return run, Selection(info=info, key_node_found=False, candidates=candidate_key_nodes(run))
+        return run, _no_split(run, info, False)
     if iter_start is None and iter_stop is None:
         return run, Selection(info=info, key_node_found=True)
     lo = info.start if iter_start is None else iter_start

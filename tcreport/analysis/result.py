@@ -7,31 +7,38 @@ This is the single object findings rules and renderers read. It is built once pe
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes, figures, iterations, timeline
+from tcreport.analysis import (
+    _codes,
+    communication,
+    compilation,
+    derived,
+    figures,
+    iterations,
+    key_nodes,
+    timeline,
+    vendor,
+)
+from tcreport.analysis.communication import Communication
 from tcreport.analysis.counters import CounterDisagreement
-from tcreport.analysis.figures import DeviceRow, KernelRow, OpRow, OpTypeRow, TcFigures, TimeFigures
+from tcreport.analysis.derived import GpuBusy, IterationRow
+from tcreport.analysis.devices import DeviceRow, device_rows
+from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
+from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
+from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.timeline import TimelineFigures
+from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
-
-
-@dataclass(frozen=True)
-class IterationRow:
-    iteration: int
-    duration_ns: int
-    tc_ns: int
-    non_tc_ns: int
-    memory_ns: int
-    kernel_count: int
-    aggregated: bool
 
 
 @dataclass(frozen=True)
@@ -55,13 +62,52 @@ class Analysis:
     devices: tuple[DeviceRow, ...] = ()  # per-GPU figures (empty without kernel rows)
     # Kernels whose name verdict Nsight Compute's tensor-pipe counters contradict (counters.py).
     counter_disagreements: tuple[CounterDisagreement, ...] = ()
+    busy: GpuBusy | None = None  # GPU busy share of the aggregated range (derived.gpu_busy)
+    # whether any op row carries a data type / input shapes: an export whose ranges hold none
+    # says so instead of showing empty columns
+    ops_have_dtype: bool = False
+    ops_have_shapes: bool = False
+    scopes: tuple[OpTypeRow, ...] = ()  # time by layer/module, when scopes cover most of it
+    # tcreport's own op verdicts against the profiler's TC Eligible / Using TC (which decide):
+    # None where the input states neither
+    op_eligibility_agreement: Agreement | None = None
+    op_tc_agreement: Agreement | None = None
+    # Whose GPU ran it, and what its matrix units are called ("AMD Matrix Cores" on ROCm).
+    vendor: Vendor = Vendor.UNKNOWN
+    # XLA / torch.compile compilation inside the aggregated range (analysis.compilation)
+    compile_names: tuple[str, ...] = ()
+    compile_ns: int | None = None
+    # NCCL/collective kernel time and its exposed part (analysis.communication); None: no kernels
+    communication: Communication | None = None
+    # CPU-only capture (analysis.host_time.is_cpu_only): no Tensor Core verdict, host-time rows
+    cpu_only: bool = False
+    host_ops: tuple[HostRow, ...] = ()
+    host_op_types: tuple[HostRow, ...] = ()
+    # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
+    key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
+
+    @property
+    def matrix_unit(self) -> str:
+        return vendor.MATRIX_UNIT[self.vendor]
+
+    @property
+    def matrix_unit_one(self) -> str:
+        """As an adjective: "Tensor Core share", "AMD Matrix Core share"."""
+        return self.matrix_unit.removesuffix("s")
 
 
-def _classify(run: Run) -> Run:
+def run_vendor(run: Run) -> Vendor:
+    """The run's GPU vendor (:mod:`tcreport.analysis.vendor`), from metadata, else kernel names."""
+    names = _codes.as_strings(run.kernels.column("name")) if run.kernels is not None else []
+    return vendor.detect(run.meta, (n for n in names if n))
+
+
+def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     from tcreport.analysis import eligibility, tc_kernels
 
-    kernels = tc_kernels.classify_kernels(run.kernels) if run.kernels is not None else None
-    ops = eligibility.classify_ops(run.ops, kernels) if run.ops is not None else None
+    pack = tc_kernels.pack_for(gpu_vendor.value)
+    kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
 
@@ -73,59 +119,35 @@ def _agreement(kernels: pa.Table | None) -> Agreement | None:
     return tc_kernels.tc_agreement(kernels)
 
 
+def _op_agreements(
+    ops: pa.Table | None, kernels: pa.Table | None
+) -> tuple[Agreement | None, Agreement | None]:
+    from tcreport.analysis import eligibility
+
+    if ops is None or ops.num_rows == 0:
+        return None, None
+    elig = (
+        eligibility.eligibility_agreement(ops, kernels)
+        if ops.column("profiler_tc_eligible").null_count < ops.num_rows
+        else None
+    )
+    uses = (
+        eligibility.op_tc_agreement(ops, kernels)
+        if ops.column("profiler_uses_tc").null_count < ops.num_rows
+        else None
+    )
+    return elig, uses
+
+
 def _why_not(run: Run) -> tuple[WhyNot, ...]:
     from tcreport.analysis import why_not
 
     if run.ops is None or run.ops.num_rows == 0:
         return ()
-    return tuple(why_not.explain(run.ops, run.meta.framework, run.meta.gpus))
+    from tcreport.analysis.kernel_evidence import fp32_kernel_per_op
 
-
-def _iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
-    """Per-iteration stacks (TC / non-TC / memory) from rows that carry an iteration number."""
-    it = run.iterations
-    if it is None or it.num_rows == 0 or run.kernels is None:
-        return ()
-    k = run.kernels
-    kt = pa.table(
-        {
-            "iteration": k.column("iteration"),
-            "tc": pc.if_else(pc.fill_null(k.column("uses_tc"), False), k.column("duration_ns"), 0),
-            "all": k.column("duration_ns"),
-            "calls": k.column("calls"),
-        }
-    ).filter(pc.is_valid(k.column("iteration")))
-    kg = {
-        r["iteration"]: r
-        for r in kt.group_by("iteration")
-        .aggregate([("tc", "sum"), ("all", "sum"), ("calls", "sum")])
-        .to_pylist()
-    }
-    mg: dict[int, int] = {}
-    if run.memory is not None and run.memory.num_rows:
-        m = run.memory.filter(pc.is_valid(run.memory.column("iteration")))
-        mg = {
-            r["iteration"]: r["duration_ns_sum"]
-            for r in m.group_by("iteration").aggregate([("duration_ns", "sum")]).to_pylist()
-        }
-    lo, hi = sel.info.start or 0, sel.info.stop if sel.info.stop is not None else it.num_rows - 1
-    rows: list[IterationRow] = []
-    for r in it.sort_by("iteration").to_pylist():  # one per iteration: small
-        i = r["iteration"]
-        kr = kg.get(i, {})
-        tc = int(kr.get("tc_sum") or 0)
-        rows.append(
-            IterationRow(
-                iteration=i,
-                duration_ns=int(r["end_ns"] - r["start_ns"]),
-                tc_ns=tc,
-                non_tc_ns=int(kr.get("all_sum") or 0) - tc,
-                memory_ns=int(mg.get(i, 0)),
-                kernel_count=int(kr.get("calls_sum") or 0),
-                aggregated=lo <= i <= hi,
-            )
-        )
-    return tuple(rows)
+    ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
+    return tuple(why_not.explain(ops, run.meta.framework, run.meta.gpus))
 
 
 #: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of
@@ -199,9 +221,14 @@ def compute(
     """Analyse ``run``: classify, slice the iterations, compute every figure."""
     from tcreport.analysis import counters, tc_kernels
 
-    classified = _classify(run)
+    gpu_vendor = run_vendor(run)
+    classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
+    suggestions: tuple[KeyNodeCandidate, ...] = ()
+    if not selection.key_node_found or selection.info.method == "whole run":
+        suggestions = key_nodes.validated_candidates(classified)
+        selection = dataclasses.replace(selection, candidates=tuple(c.name for c in suggestions))
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
     classified_share = (
@@ -215,26 +242,45 @@ def compute(
         if selection.info.total
         else (sliced, selection)
     )
+    tl = timeline.kernel_timeline(sliced.kernels)
+    op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
+    cpu_only = is_cpu_only(sliced.meta, time, ops)
+    host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
+    compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     return Analysis(
         meta=sliced.meta,
         selection=selection,
         time=time,
         tc=tc,
         ops=tuple(ops),
-        op_types=tuple(figures.op_type_rows(ops, time.gpu_kernel_ns)),
+        op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=_iteration_rows(all_iters, selection),
-        why_not=_why_not(sliced),
+        iterations=derived.iteration_rows(all_iters, selection),
+        why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
-        timeline=timeline.kernel_timeline(sliced.kernels),
+        timeline=tl,
         data_loader_names=markers.data_loader_names,
         data_loader_ns=markers.data_loader_ns,
         autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
-        devices=tuple(figures.device_rows(sliced)),
+        devices=tuple(device_rows(sliced)),
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
         ),
+        busy=derived.gpu_busy(sliced.meta, time, tl),
+        ops_have_dtype=any(o.dtype for o in ops),
+        ops_have_shapes=any(o.input_shapes for o in ops),
+        scopes=tuple(scope_rows(ops, time.gpu_kernel_ns)),
+        op_eligibility_agreement=op_elig,
+        op_tc_agreement=op_uses,
+        vendor=gpu_vendor,
+        compile_names=compiling.names,
+        compile_ns=compiling.ns,
+        communication=communication.communication(sliced.kernels),
+        cpu_only=cpu_only,
+        host_ops=host_ops,
+        host_op_types=host_types,
+        key_node_suggestions=suggestions,
     )

@@ -21,6 +21,7 @@ dictionary entry and the result is mapped back to rows with ``take`` on the dict
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import tomllib
@@ -43,6 +44,7 @@ PROFILER_LABEL = "profiler-label"
 COUNTER_RULE = "ncu-counter"
 _RESERVED = (PROFILER_LABEL, COUNTER_RULE)
 DEFAULT_PACK = "kernels.toml"
+AMD_PACK = "amd-kernels.toml"
 
 
 class Verdict(StrEnum):
@@ -144,15 +146,57 @@ def load_rule_pack(path: str | Path) -> RulePack:
     return parse_rule_pack(text, str(p))
 
 
+def _shipped(name: str) -> RulePack:
+    text = resources.files("tcreport.analysis").joinpath("rulepacks", name).read_text("utf-8")
+    return parse_rule_pack(text, name)
+
+
 @cache
 def default_pack() -> RulePack:
     """The pack shipped inside the wheel (read once per process)."""
-    text = (
-        resources.files("tcreport.analysis")
-        .joinpath("rulepacks", DEFAULT_PACK)
-        .read_text(encoding="utf-8")
-    )
-    return parse_rule_pack(text)
+    return _shipped(DEFAULT_PACK)
+
+
+@cache
+def amd_pack() -> RulePack:
+    """AMD's own kernel rules (MFMA/WMMA matrix cores), shipped beside the NVIDIA pack."""
+    return _shipped(AMD_PACK)
+
+
+@cache
+def pack_for(vendor: str) -> RulePack:
+    """The rules a run of ``vendor`` is judged by.
+
+    AMD: the AMD pack first, then the NVIDIA pack for the vendor-neutral framework kernels
+    (PyTorch's ``elementwise_kernel`` keeps its name under HIP). A vendor with no rules of its
+    own (Intel): an empty pack, so every kernel stays unknown rather than "no". Anything else:
+    the NVIDIA pack, whose names are what such traces carry.
+    """
+    nv = default_pack()
+    if vendor == "amd":
+        amd = amd_pack()
+        return RulePack(
+            id=f"{amd.id}+{nv.id}",
+            version=f"{amd.version}+{nv.version}",
+            description=f"{amd.description}; then {nv.description}",
+            rules=amd.rules + nv.rules,
+        )
+    if vendor == "intel":
+        return RulePack(
+            id="no-rules", version="0", description="no rules for this vendor", rules=()
+        )
+    if vendor == "unknown":
+        # Whose GPU is not known: a name rule may still say "yes" (those names are NVIDIA's own
+        # instructions), but "no" would be a claim about hardware nobody identified.
+        return dataclasses.replace(
+            nv,
+            id=f"{nv.id}-unknown-vendor",
+            rules=tuple(
+                dataclasses.replace(r, verdict=Verdict.UNKNOWN) if r.verdict is Verdict.NO else r
+                for r in nv.rules
+            ),
+        )
+    return nv
 
 
 def classify_name(
@@ -364,5 +408,5 @@ def rules_markdown(pack: RulePack | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # regenerate the doc table: python -m tcreport.analysis.tc_kernels
-    sys.stdout.write(rules_markdown())
+if __name__ == "__main__":  # regenerate the doc tables: python -m tcreport.analysis.tc_kernels
+    sys.stdout.write(rules_markdown() + "\n" + rules_markdown(amd_pack()))

@@ -204,8 +204,10 @@ _AMP = {
     "any": "use mixed precision: torch.autocast (PyTorch) or the mixed_{policy} policy (Keras)",
 }
 _TF32 = {
-    "torch": "torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision('high')); "
-    "torch.backends.cudnn.allow_tf32 = True for convolutions; or AMP for fp16/bf16",
+    "torch": "torch.backends.cuda.matmul.allow_tf32 = True (or "
+    'torch.set_float32_matmul_precision("high")) for matmuls; '
+    "torch.backends.cudnn.allow_tf32 = True for convolutions; or AMP: "
+    "torch.autocast(device_type='cuda', dtype=torch.bfloat16)",
     "tf": "tf.config.experimental.enable_tensor_float_32_execution(True), or the mixed_bfloat16 policy",
     "any": "enable TF32 (PyTorch: torch.backends.cuda.matmul.allow_tf32; TensorFlow: "
     "enable_tensor_float_32_execution) or use mixed precision",
@@ -250,6 +252,8 @@ def explain(ops: pa.Table, framework: str | None, gpus: tuple[Gpu, ...]) -> list
     )
     flavour = _flavour(framework)
     cols = ["op_id", "name", "type", "dtype", "input_shapes", "device_id"]
+    if "fp32_kernel" in ops.column_names:  # kernel evidence (analysis.kernel_evidence)
+        cols.append("fp32_kernel")
     distinct = missed.take(pa.array(_first_of_each(missed))).select(cols)
     tf32_on = _tf32_seen(ops)
     return [_one(r, flavour, gpus, run_uses_half, tf32_on) for r in distinct.to_pylist()]
@@ -276,6 +280,15 @@ def _first_of_each(missed: pa.Table) -> np.ndarray:
     return _codes.first_rows(_codes.combine(*keys))
 
 
+def _kernel_dtype(row: dict[str, object], dtype: str | None, label: str) -> tuple[str | None, str]:
+    """Without a recorded dtype, the op's own float32 CUDA-core GEMM/convolution kernel
+    (analysis.kernel_evidence) says it ran in float32, and the message names that kernel."""
+    kernel = row.get("fp32_kernel")
+    if dtype is None and isinstance(kernel, str):
+        return "fp32", f"{label} (launched {kernel[:60]}, a float32 CUDA-core kernel)"
+    return dtype, label
+
+
 def _one(
     row: dict[str, object],
     flavour: str,
@@ -300,6 +313,7 @@ def _one(
         return WhyNot(op_id, name, reason, message, fix, pad)
 
     target = "bf16" if cc is not None and cc >= 8.0 else "fp16"
+    dtype, label = _kernel_dtype(row, dtype, label)
     if dtype == "fp64":
         return why(
             Reason.FP64,

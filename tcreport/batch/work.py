@@ -227,7 +227,7 @@ def process(task: Task) -> Outcome:
             eligible_not_using_op_count=a.tc.eligible_not_using_op_count,
             eligible_gpu_ns=a.tc.eligible_gpu_ns,
             eligible_not_using_gpu_ns=miss,
-            eligible_not_tc_share=min(1.0, miss / total) if miss is not None and total else None,
+            eligible_not_tc_share=a.tc.eligible_not_using_share,
             finding_count=len(view.findings),
             top_finding_id=top.id if top else None,
             top_finding_title=top.title if top else None,

@@ -24,7 +24,7 @@ from typing import Any
 from tcreport.capture import quiet, tf_hooks
 from tcreport.capture.request import Backend, CaptureResult, Framework, ProfileRequest
 from tcreport.capture.tf_window import StepWindow, window
-from tcreport.errors import CaptureError, UsageError
+from tcreport.errors import CaptureError, ScriptFailedError, UsageError
 
 SIDECAR = "tcreport-capture.json"
 _INSTALL = "pip install 'tcreport[tf]'"
@@ -42,29 +42,39 @@ def _import_tf(verbose: bool) -> Any:
     return tf
 
 
-def _run_script(script: Path, args: tuple[str, ...]) -> int:
-    """Execute ``script`` as ``__main__`` with its own argv; returns its exit code."""
+def _run_script(script: Path, args: tuple[str, ...]) -> tuple[int, str]:
+    """Execute ``script`` as ``__main__`` with its own argv; returns its exit code and the last
+    lines of its error (the exception line of its traceback), "" when it did not fail."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))
     try:
         runpy.run_path(str(script), run_name="__main__")
-        return 0
+        return 0, ""
     except SystemExit as exc:
         code = exc.code
         if code is None:
-            return 0
+            return 0, ""
         if isinstance(code, int):
-            return code
+            return code, ""
         print(code, file=sys.stderr)
-        return 1
+        return 1, str(code)
     except KeyboardInterrupt:
         raise
-    except BaseException:  # the user's script failed: show its traceback as Python would
+    except BaseException as exc:  # the user's script failed: show its traceback as Python would
         traceback.print_exc()
-        return 1
+        return 1, _last_lines(exc)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def _last_lines(exc: BaseException) -> str:
+    """Where the script raised and what, on one line: its innermost frame and the exception line
+    (the full traceback has just been printed above it)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: " if frames else ""
+    what = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return " ".join(f"{where}{what}".split())[:400]
 
 
 def _layers(tf: Any) -> list[dict[str, str]]:
@@ -97,6 +107,42 @@ def _profiles(out_dir: Path) -> list[Path]:
     return sorted((out_dir / "plugins" / "profile").glob("*/*.xplane.pb"))
 
 
+def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, error: str) -> None:
+    """Refuse a capture with nothing in it, naming the cause: the script's own failure first
+    (exit with its code), then no step seen, then a window past the last step."""
+    if code != 0 and steps.profiled == 0:
+        # The script crashed before anything was captured: its failure is the news, not a
+        # missing key node. Exit as the script did, with its error.
+        when = (
+            "before its first step"
+            if steps.steps_seen == 0
+            else (
+                f"after {steps.steps_seen} steps, before step {start} where profiling was to start"
+            )
+        )
+        raise ScriptFailedError(
+            f"{req.script.name} failed {when} (exit code {code})"
+            + (f": {error}" if error else "")
+            + "; nothing was captured",
+            code,
+        )
+    if steps.owner is None:
+        hint = (
+            f"no call of a tf.function named {req.key_node!r}, "
+            if req.key_node
+            else "pass --key-node with the name of the tf.function that runs one step, "
+        )
+        raise CaptureError(
+            "no training steps seen: the script called no Keras Model.fit and marked no "
+            f"tf.profiler.experimental.Trace(step_num=...) steps ({hint.rstrip(', ')})"
+        )
+    if steps.profiled == 0:
+        raise UsageError(
+            f"--iter-start {start} is past the last step; the script ran {steps.steps_seen} "
+            f"(0 to {steps.steps_seen - 1})"
+        )
+
+
 def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     tf = _import_tf(req.verbose)
     start, stop = window(req.iter_start, req.iter_stop)
@@ -125,32 +171,13 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     steps = StepWindow(start=start, stop=stop, on_start=on_start, on_stop=on_stop)
     with tf_hooks.installed(tf, steps, req.key_node):
         try:
-            code = _run_script(req.script, req.script_args)
+            code, error = _run_script(req.script, req.script_args)
         finally:
             steps.finish()
     if failures:
         raise failures[0]
     notes: list[str] = []
-    if steps.owner is None:
-        hint = (
-            f"no call of a tf.function named {req.key_node!r}, "
-            if req.key_node
-            else "pass --key-node with the name of the tf.function that runs one step, "
-        )
-        raise CaptureError(
-            "no training steps seen: the script called no Keras Model.fit and marked no "
-            f"tf.profiler.experimental.Trace(step_num=...) steps ({hint.rstrip(', ')})"
-        )
-    if steps.profiled == 0:
-        if code != 0:
-            raise CaptureError(
-                f"the script failed (exit code {code}) after {steps.steps_seen} steps, before "
-                f"step {start} where profiling was to start; nothing was captured"
-            )
-        raise UsageError(
-            f"--iter-start {start} is past the last step; the script ran {steps.steps_seen} "
-            f"(0 to {steps.steps_seen - 1})"
-        )
+    _check_steps(req, steps, start, code, error)
     new = [p for p in _profiles(req.out_dir) if p not in before]
     if not new:
         raise CaptureError("the TensorFlow profiler wrote no .xplane.pb", req.out_dir)

@@ -40,6 +40,14 @@ IterStop = Annotated[
         "--iter-stop", min=0, metavar="M", help="Last iteration to aggregate (inclusive)."
     ),
 ]
+AllowEmpty = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Go on when --key-node never occurs or --iter-start is past the last iteration "
+        "(the whole run is aggregated) instead of stopping with exit 2.",
+    ),
+]
 FollowLink = Annotated[
     bool,
     typer.Option(
@@ -123,6 +131,7 @@ def load_and_analyze(
     iter_stop: int | None,
     timestamp: bool = False,
     counters: Path | None = None,
+    allow_empty: bool = False,
 ) -> Report:
     """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
     from datetime import UTC, datetime
@@ -137,7 +146,7 @@ def load_and_analyze(
             run = api.attach_counters(run, counters)
     with status("Analysing"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        return api.analyze(
+        view = api.analyze(
             run,
             source_path=str(path),
             key_node=key_node,
@@ -145,3 +154,10 @@ def load_and_analyze(
             iter_stop=iter_stop,
             timestamp=stamp,
         )
+    if not allow_empty:
+        from tcreport.analysis.key_nodes import ineffective_options
+
+        problem = ineffective_options(view.analysis.selection, key_node, iter_start)
+        if problem is not None:
+            raise UsageError(f"{path}: {problem}")
+    return view

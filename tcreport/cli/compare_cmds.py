@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tcreport.cli._common import (
+    AllowEmpty,
     FollowLink,
     IterStart,
     IterStop,
@@ -71,6 +72,7 @@ def diff(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
 ) -> None:
@@ -88,8 +90,8 @@ def diff(
             _fs.check_file_target(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
-        b = load_and_analyze(base, key_node, iter_start, iter_stop)
-        h = load_and_analyze(head, key_node, iter_start, iter_stop)
+        b = load_and_analyze(base, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+        h = load_and_analyze(head, key_node, iter_start, iter_stop, allow_empty=allow_empty)
         d = compare.diff(b, h, force=force)
         if d.forced:
             say(
@@ -159,6 +161,7 @@ def check(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     force: Force = False,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
@@ -173,8 +176,12 @@ def check(
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
-        view = load_and_analyze(path, key_node, iter_start, iter_stop)
-        base = load_and_analyze(baseline, key_node, iter_start, iter_stop) if baseline else None
+        view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+        base = (
+            load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+            if baseline
+            else None
+        )
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from tcreport.cli._common import (
+    AllowEmpty,
     FollowLink,
     IterStart,
     IterStop,
@@ -69,6 +70,7 @@ def report(
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
     counters: Counters = None,
+    allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
 ) -> None:
@@ -84,7 +86,9 @@ def report(
             _fs.check_file_target(
                 target, follow_link=follow_link, replace_read_only=replace_read_only
             )
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, timestamp, counters)
+        view = load_and_analyze(
+            path, key_node, iter_start, iter_stop, timestamp, counters, allow_empty=allow_empty
+        )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
             target, text, follow_link=follow_link, replace_read_only=replace_read_only
@@ -111,6 +115,7 @@ def summary(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     counters: Counters = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
@@ -121,7 +126,9 @@ def summary(
         if output is not None and not is_stdout(output):
             _fs.refuse_inputs(output, [path, counters])
             _fs.check_file_target(output)
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, counters=counters)
+        view = load_and_analyze(
+            path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
+        )
         if json_out:
             write_text_output(output if output is not None else Path("-"), api.render_json(view))
         else:

@@ -4,9 +4,11 @@ Pure functions over two :class:`~tcreport.report.Report` objects (any two input 
 everything here reads the canonical analysis, never the raw trace), so ``tcreport diff``, the CI gates
 and the renderers share one model.
 
-Comparability: two runs on different GPU models, framework versions or numbers of aggregated
-iterations do not measure the same thing, so :func:`diff` refuses them with the reason unless forced,
-and a forced diff says so.
+Comparability: two runs on different GPU models or counts, or different frameworks (or versions),
+do not measure the same thing, and a run whose GPU or framework is unknown cannot be checked, so
+:func:`diff` refuses them with the reason unless forced, and a forced diff says so. Every figure is
+per aggregated iteration, so different iteration counts compare. A change of precision (fp32 to
+bf16) is what a PR diff is usually for: it is named in the verdict line, not refused.
 
 Noise rule (why a small change is not a win or a regression): every time is compared *per
 aggregated iteration*. Where a run has per-iteration kernel times (two or more aggregated rows in
@@ -28,6 +30,7 @@ from tcreport.compare.model import (
     NOISE_FLOOR,
     NOISE_SIGMAS,
     Better,
+    Change,
     Diff,
     Figure,
     FindingChange,
@@ -53,19 +56,86 @@ def gpu_model(a: Analysis) -> str | None:
     return ", ".join(names) if names else None
 
 
+def _family(framework: str) -> str:
+    """ "PyTorch 2.6.0+cu124" -> "pytorch": the framework without its version."""
+    return framework.split()[0].lower() if framework.split() else framework.lower()
+
+
+def _version(framework: str) -> str | None:
+    parts = framework.split(maxsplit=1)
+    return parts[1] if len(parts) > 1 else None
+
+
+def precision_mode(a: Analysis) -> str | None:
+    """The run's compute precision from its ops' dtypes ("bf16 mixed", "fp16 mixed", "fp32"),
+    ``None`` when no op records one."""
+    from tcreport.analysis.why_not import normalise_dtype
+
+    dtypes = {normalise_dtype(o.dtype) for o in a.ops if o.dtype}
+    for half in ("bf16", "fp16", "fp8"):
+        if half in dtypes:
+            return f"{half} mixed"
+    return "fp32" if "fp32" in dtypes else None
+
+
 def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
-    """Reasons the two runs are not comparable (empty: comparable). Unknown values never refuse."""
+    """Reasons the two runs are not comparable (empty: comparable).
+
+    A check that cannot run is itself a reason: an unknown GPU or framework on either side means
+    the diff cannot vouch for its verdicts (two bundled samples, an A100 PyTorch trace and a
+    2x H100 Nsight export with no GPU table, used to come out "+4472 % regressed"). Figures are
+    per aggregated iteration, so different iteration counts are comparable.
+    """
     reasons: list[str] = []
+    both_cpu = base.cpu_only and head.cpu_only
+    for side, a in (("base", base), ("head", head)):
+        if not both_cpu and not a.cpu_only and gpu_model(a) is None:
+            reasons.append(f"cannot verify comparability: {side} GPU unknown")
+        if not a.meta.framework:
+            reasons.append(f"cannot verify comparability: {side} framework unknown")
+    if base.cpu_only != head.cpu_only:
+        reasons.append("one run has GPU kernels and the other is CPU-only")
     gb, gh = gpu_model(base), gpu_model(head)
     if gb and gh and gb != gh:
         reasons.append(f"different GPU model ({gb} vs {gh})")
+    nb, nh = len(base.meta.gpus), len(head.meta.gpus)
+    if not both_cpu and nb and nh and nb != nh:
+        reasons.append(f"different GPU count ({nb} vs {nh})")
     fb, fh = base.meta.framework, head.meta.framework
-    if fb and fh and fb != fh:
+    if fb and fh and _family(fb) != _family(fh):
+        reasons.append(f"different framework ({fb} vs {fh})")
+    elif fb and fh and _version(fb) and _version(fh) and _version(fb) != _version(fh):
         reasons.append(f"different framework version ({fb} vs {fh})")
-    ib, ih = base.selection.info.aggregated, head.selection.info.aggregated
-    if ib is not None and ih is not None and ib != ih:
-        reasons.append(f"different number of aggregated iterations ({ib} vs {ih})")
     return tuple(reasons)
+
+
+def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) -> str:
+    """One line that says whether head is better, worse or mixed, by how much, per iteration."""
+    from tcreport.fmt import ns as dur
+
+    moved = [f for f in figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
+    better = [f for f in moved if f.verdict is Change.IMPROVED]
+    worse = [f for f in moved if f.verdict is Change.REGRESSED]
+    word = (
+        "mixed" if better and worse else "better" if better else "worse" if worse else "no change"
+    )
+
+    def how(f: Figure) -> str:
+        if f.unit is Unit.SHARE and f.delta is not None:
+            return f"{f.label} {f.delta * 100:+.1f} pt"
+        if f.unit is Unit.NS and f.rel is not None:
+            return f"{f.label} per iteration {f.rel:+.1%} ({dur(f.base)} → {dur(f.head)})"
+        return f"{f.label} {f.verdict.value}"
+
+    key = next((f for f in figures if f.key == "gpu_kernel_ns"), None)
+    lead = [f for f in (key,) if f is not None and f in moved] + [f for f in moved if f is not key]
+    text = word + (" beyond noise" if word == "no change" else "")
+    if lead:
+        text += ": " + "; ".join(how(f) for f in lead[:3])
+    pb, ph = precision_mode(base), precision_mode(head)
+    if pb and ph and pb != ph:
+        text += f" (precision changed: {pb} → {ph})"
+    return text
 
 
 # -- figures --------------------------------------------------------------------------------------
@@ -188,7 +258,9 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         f"noise: |Δ| < {NOISE_SIGMAS:g} × pooled per-iteration std (base: {sb.source}; "
         f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known"
     )
+    figures = _figures(ba, ha)
     return Diff(
+        verdict=verdict_line(figures, ba, ha),
         base=_side(base, sb),
         head=_side(head, sh),
         not_comparable=reasons,
@@ -196,7 +268,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         matching=matching,
         op_clock=clock,
         noise_rule=rule,
-        figures=_figures(ba, ha),
+        figures=figures,
         ops=ops,
         op_types=rows.op_types(ba, ha, rel_thr),
         kernels=rows.kernels(ba, ha, rel_thr),

@@ -51,12 +51,8 @@ class CheckResult:
 
 
 def eligible_not_tc_share(view: Report) -> float | None:
-    """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time."""
-    a = view.analysis
-    miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
-    if miss is None or not total:
-        return None
-    return min(1.0, miss / total)
+    """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time (the analysis' own)."""
+    return view.analysis.tc.eligible_not_using_share
 
 
 def _min_share(view: Report, limit: float) -> GateResult:

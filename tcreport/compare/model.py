@@ -90,6 +90,9 @@ class RowDiff:
     eligible: bool
     base_dtype: str | None = None  # an op's data type, to show a precision change
     head_dtype: str | None = None
+    #: the report's own verdict (OpRow/KernelRow.uses_tc), so the diff says what the report says
+    base_uses_tc: bool | None = None
+    head_uses_tc: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class Diff:
     persisting: tuple[FindingChange, ...]
     notes: tuple[str, ...]
     op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
+    verdict: str = ""  # one line: better / worse / mixed / no change, by how much, per iteration
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)

@@ -30,6 +30,7 @@ class _Acc:
     eligible: bool
     has_time: bool
     dtype: str | None = None
+    uses_tc: bool | None = None
 
 
 def _row(
@@ -62,6 +63,8 @@ def _row(
         eligible=bool((b and b.eligible) or (h and h.eligible)),
         base_dtype=b.dtype if b else None,
         head_dtype=h.dtype if h else None,
+        base_uses_tc=b.uses_tc if b else None,
+        head_uses_tc=h.uses_tc if h else None,
     )
 
 
@@ -81,12 +84,13 @@ def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
         miss = o.missed_ns / n if clock == "GPU" else 0.0
         out[o.name] = _Acc(
             ns=ns,
-            tc_ns=ns - miss if o.uses_tc else 0.0,  # an op partly on TC: the rest of its time
+            tc_ns=(o.tc_ns or 0) / n if clock == "GPU" else 0.0,  # the analysis' per-op TC time
             miss_ns=miss,
             type=o.type,
             eligible=o.tc_eligible,
             has_time=t is not None,
             dtype=o.dtype,
+            uses_tc=o.uses_tc,
         )
     return out
 
@@ -98,7 +102,9 @@ def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
         key = x.type or "(unknown)"
         prev = out.get(key)
         if prev is None:
-            out[key] = _Acc(x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time, x.dtype)
+            out[key] = _Acc(
+                x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time, x.dtype, x.uses_tc
+            )
         else:
             out[key] = _Acc(
                 prev.ns + x.ns,
@@ -108,6 +114,7 @@ def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
                 prev.eligible or x.eligible,
                 prev.has_time or x.has_time,
                 prev.dtype if prev.dtype == x.dtype else None,
+                bool(prev.uses_tc or x.uses_tc),
             )
     return out
 
@@ -168,6 +175,7 @@ def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ..
                 None if k.uses_tc is None else ("TC" if k.uses_tc else "not TC"),
                 False,
                 True,
+                uses_tc=k.uses_tc,
             )
             for k in a.kernels
         }

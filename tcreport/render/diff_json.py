@@ -72,6 +72,7 @@ def diff_dict(d: Diff, tool_version: str) -> dict[str, object]:
         "tcreport_version": tool_version,
         "base": _side(d.base),
         "head": _side(d.head),
+        "verdict": d.verdict,
         "forced": d.forced,
         "not_comparable": list(d.not_comparable),
         "matching": d.matching,

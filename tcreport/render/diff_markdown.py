@@ -44,12 +44,14 @@ def verdict(v: Change) -> str:
     return f"**{v.value}**" if v in (Change.REGRESSED, Change.IMPROVED) else v.value
 
 
-def tc(x: float | None, kind: str) -> str:
-    if x is None:
-        return "–"
+def tc(r: RowDiff, side: str, kind: str) -> str:
+    """An op type shows its Tensor Core share; an op or kernel the report's own yes/no."""
     if kind == "type":
-        return fmt.pct(x, 0)
-    return "yes" if x >= 0.5 else "no"
+        x = r.base_tc if side == "base" else r.head_tc
+        return "–" if x is None else fmt.pct(x, 0)
+    if (r.base_miss_ns if side == "base" else r.head_miss_ns) is None:
+        return "–"  # the row is not on this side
+    return fmt.yes_no(r.base_uses_tc if side == "base" else r.head_uses_tc)
 
 
 def miss(r: RowDiff, kind: str) -> str:
@@ -94,7 +96,7 @@ def _rows(
     out += [
         f"| {esc(fmt.tail(r.key, NAME_W))} | {value(r.base_ns, Unit.NS)} "
         f"| {value(r.head_ns, Unit.NS)} | {delta(r.delta_ns, Unit.NS, r.rel)} "
-        f"| {_dtype(r) if host else f'{tc(r.base_tc, kind)} → {tc(r.head_tc, kind)}'} "
+        f"| {_dtype(r) if host else tc(r, 'base', kind) + ' → ' + tc(r, 'head', kind)} "
         f"| {'–' if host else miss(r, kind)} "
         f"| {verdict(r.verdict)} |"
         for r in shown
@@ -107,6 +109,8 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     b, h = d.base, d.head
     lines = [
         "### tcreport diff",
+        "",
+        f"**Verdict: {esc(d.verdict)}**",
         "",
         "| | base | head |",
         "|---|---|---|",

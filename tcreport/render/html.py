@@ -20,6 +20,7 @@ from collections.abc import Callable
 import jinja2
 
 from tcreport import fmt
+from tcreport.analysis.derived import OUTLIER_FACTOR
 from tcreport.render import html_parts as parts
 from tcreport.render import page, summary_json
 from tcreport.render.html_parts import (
@@ -29,15 +30,13 @@ from tcreport.render.html_parts import (
     bars,
     capped,
     cards,
-    eligibility,
     evidence_targets,
     findings,
-    group,
     iter_chart,
-    run_header,
     stack,
     tc_miss,
 )
+from tcreport.render.html_tables import eligibility, run_header
 from tcreport.report import Report
 from tcreport.rules.base import EvidenceKind
 
@@ -87,14 +86,12 @@ def render(view: Report) -> str:
         EvidenceKind.KERNEL: {k.name: anchor("kernel", k.name) for k in kernels},
         EvidenceKind.ITERATION: {str(r.row.iteration): r.id for r in iter_rows},
     }
-    total = a.time.gpu_kernel_ns or 0
-    op_total = sum(o.gpu_ns or 0 for o in a.ops)
-    types = group(a.ops, lambda o: o.type, total or op_total)
-    scopes = parts.scopes(a.ops, total or op_total)
+    types = list(a.op_types)
+    scopes = list(a.scopes)
     precision, precision_bar = parts.precision(a)
-    k_tc = sum(k.gpu_ns for k in a.kernels if k.uses_tc)
-    k_no = sum(k.gpu_ns for k in a.kernels if k.uses_tc is False)
-    k_unk = sum(k.gpu_ns for k in a.kernels if k.uses_tc is None)
+    t = a.time  # the kernel mix is the headline's: TC, unknown, and the rest
+    k_tc, k_unk = t.tc_kernel_ns or 0, t.unknown_kernel_ns or 0
+    k_no = max(0, (t.gpu_kernel_ns or 0) - k_tc - k_unk)
     return env.get_template("report.html.j2").render(
         view=view,
         tool_version=view.tool_version,
@@ -135,4 +132,5 @@ def render(view: Report) -> str:
         precision=precision,
         precision_bar=precision_bar,
         max_rows=MAX_ROWS,
+        outlier_factor=f"{OUTLIER_FACTOR:g}",
     )

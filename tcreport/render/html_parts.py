@@ -17,10 +17,12 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from tcreport import fmt
+from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow
 from tcreport.analysis.figures import OpRow
-from tcreport.analysis.result import Analysis, IterationRow
-from tcreport.analysis.why_not import WhyNot
+from tcreport.analysis.groups import OpGroup, group_ops
+from tcreport.analysis.result import Analysis
 from tcreport.report import Report
+from tcreport.rules import thresholds
 from tcreport.rules.base import EvidenceKind, Finding
 
 MAX_ROWS = 200  # longer tables are capped; the full data is in `tcreport ingest` Parquet
@@ -75,34 +77,11 @@ class Bar:
 
 
 @dataclass(frozen=True)
-class Group:
-    """One line of a grouped table: an op type, a scope or a dtype."""
-
-    name: str
-    ops: int
-    calls: int
-    gpu_ns: int
-    share: float | None
-    tc_ns: int  # on ops that use Tensor Cores
-    miss_ns: int  # on eligible ops that do not
-    css: str = ""
-
-
-@dataclass(frozen=True)
 class Segment:
     css: str
     x: float
     width: float
     title: str
-
-
-@dataclass(frozen=True)
-class EligRow:
-    op: OpRow
-    id: str
-    op_href: str | None
-    reasons: tuple[WhyNot, ...]  # distinct messages, first one shown in full
-    timed: bool  # False: a wrapper op whose kernels are attributed to the op it calls
 
 
 @dataclass(frozen=True)
@@ -140,10 +119,6 @@ class IterTableRow:
     idle_ns: int
     flag: str
     outlier: bool
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole > 0 else None
 
 
 def capped(rows: Sequence[_T], key: Callable[[_T], str], keep: set[str]) -> list[_T]:
@@ -228,46 +203,8 @@ def bars(
 
 
 def tc_miss(o: OpRow) -> tuple[int, int]:
-    """(Tensor Core, missed) GPU time of an op: an op that used them in some calls has both."""
-    ns, miss = o.gpu_ns or 0, o.missed_ns
-    return (ns - miss, miss) if o.uses_tc else ((0, ns) if o.tc_eligible else (0, 0))
-
-
-def group(ops: Iterable[OpRow], key: Callable[[OpRow], str | None], total: int) -> list[Group]:
-    """Ops summed per key (type, scope or dtype), by GPU time descending, then name."""
-    acc: dict[str, list[int]] = {}
-    for o in ops:
-        k = key(o) or "(unknown)"
-        a = acc.setdefault(k, [0, 0, 0, 0, 0])
-        tc, miss = tc_miss(o)
-        a[0] += 1
-        a[1] += o.calls or 0
-        a[2] += o.gpu_ns or 0
-        a[3] += tc
-        a[4] += miss
-    rows = [Group(k, v[0], v[1], v[2], _share(v[2], total), v[3], v[4]) for k, v in acc.items()]
-    return sorted(rows, key=lambda g: (-g.gpu_ns, g.name))
-
-
-def _scope_of(o: OpRow) -> str | None:
-    """The layer an op ran in: its own ``scope`` when the analysis carries one, else the parent
-    of a path-like name (DLProf and TF names are scope paths: ``/model/layer1/conv2d``)."""
-    scope = getattr(o, "scope", None)  # OpRow carries no scope yet (issue 13 adds it)
-    if isinstance(scope, str) and scope:
-        return scope
-    if "/" in o.name.strip("/"):
-        return o.name.rstrip("/").rsplit("/", 1)[0]
-    return None
-
-
-def scopes(ops: Sequence[OpRow], total: int) -> list[Group]:
-    """Time per scope, only where scopes cover most of the op time: a table that is 99 % "(unknown)"
-    would say nothing (an nsys trace whose few NVTX-nested op names look like paths)."""
-    rows = group(ops, _scope_of, total)
-    known = sum(g.gpu_ns for g in rows if g.name != "(unknown)")
-    if len(rows) < 2 or known * 2 < sum(g.gpu_ns for g in rows):
-        return []
-    return rows
+    """(Tensor Core, missed) GPU time of an op, as the analysis defines them."""
+    return o.tc_ns, o.missed_ns
 
 
 def stack(parts: Sequence[tuple[str, int, str]]) -> tuple[Segment, ...]:
@@ -295,28 +232,13 @@ def _nice_top(value: float) -> float:
     return float(next(m * mag for m in (1, 2, 4, 5, 10) if m * mag >= value))
 
 
-def _outliers(rows: Sequence[IterationRow]) -> set[int]:
-    """Iterations 1.5x slower or faster than the median (of the aggregated ones when there are
-    4 or more, else of all); fewer than 4 iterations have no meaningful median."""
-    base = sorted(r.duration_ns for r in rows if r.aggregated)
-    if len(base) < 4:
-        base = sorted(r.duration_ns for r in rows)
-    if len(base) < 4:
-        return set()
-    median = base[len(base) // 2]
-    return {
-        r.iteration
-        for r in rows
-        if median and (r.duration_ns > 1.5 * median or r.duration_ns * 1.5 < median)
-    }
-
-
 def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
     rows = a.iterations
     if len(rows) < 2:
         return None
-    out = _outliers(rows)
+    out = {r.iteration for r in rows if r.outlier}
     per = math.ceil(len(rows) / MAX_ITER_BARS)
+    gpus = max(r.per_gpu_divisor for r in rows)  # several GPUs: the stacks are per GPU (mean)
     groups = [rows[i : i + per] for i in range(0, len(rows), per)]
     x0, x1, y0, y1 = 70.0, CHART_W - 6.0, 8.0, 186.0
 
@@ -326,13 +248,13 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
 
     stacks = []
     for g in groups:
-        tc, other, mem = (
-            mean(r.tc_ns for r in g),
-            mean(r.non_tc_ns for r in g),
-            mean(r.memory_ns for r in g),
+        tc, other, mem, idle = (
+            mean(r.tc_ns for r in g) / gpus,
+            mean(r.non_tc_ns for r in g) / gpus,
+            mean(r.memory_ns for r in g) / gpus,
+            mean(r.idle_ns for r in g) / gpus,
         )
-        dur = mean(r.duration_ns for r in g)
-        stacks.append((g, tc, other, mem, max(0.0, dur - tc - other - mem), dur))
+        stacks.append((g, tc, other, mem, idle, mean(r.duration_ns for r in g)))
     top = _nice_top(max(max(s[5], s[1] + s[2] + s[3]) for s in stacks))
     scale = (y1 - y0) / top
     slot = (x1 - x0) / len(groups)
@@ -345,6 +267,7 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
             segs.append((css, round(y, 2), round(h, 2)))
         first, last = g[0].iteration, g[-1].iteration
         name = f"iteration {first}" if per == 1 else f"iterations {first}–{last} (mean)"
+        name += f", mean of {gpus} GPUs" if gpus > 1 else ""
         flagged = any(r.iteration in out for r in g)
         bars.append(
             IterBar(
@@ -379,45 +302,20 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
 
 
 def iter_rows(a: Analysis, keep: set[str]) -> list[IterTableRow]:
-    out = _outliers(a.iterations)
-    flagged = {str(i) for i in out} | keep
+    flagged = {str(r.iteration) for r in a.iterations if r.outlier} | keep
     rows = capped(a.iterations, lambda r: str(r.iteration), flagged)
     return [
         IterTableRow(
             row=r,
             id=anchor("iter", str(r.iteration)),
-            idle_ns=max(0, r.duration_ns - r.tc_ns - r.non_tc_ns - r.memory_ns),
+            idle_ns=r.idle_ns,
             flag=", ".join(
-                f
-                for f, on in (("not aggregated", not r.aggregated), ("outlier", r.iteration in out))
-                if on
+                f for f, on in (("not aggregated", not r.aggregated), ("outlier", r.outlier)) if on
             ),
-            outlier=r.iteration in out,
+            outlier=r.outlier,
         )
         for r in rows
     ]
-
-
-def _busy(a: Analysis) -> tuple[float | None, str]:
-    """GPU busy share, from the best source the analysis has.
-
-    The profiler's own figure first; then the kernel timeline (union of kernel intervals, so
-    overlapping streams count once); else kernel + memory time over iteration time, which counts
-    overlapping kernels twice and is therefore capped at 100 % and labelled as an estimate.
-    """
-    reported = a.meta.reported.gpu_utilization
-    if reported is not None:
-        return reported, "as the profiler reported"
-    share = a.timeline.busy_share if a.timeline is not None else None
-    if isinstance(share, float):
-        return share, "kernels running, first to last kernel, per GPU"
-    gpus = max(1, len(a.meta.gpus))
-    rows = [r for r in a.iterations if r.aggregated]
-    wall = sum(r.duration_ns for r in rows)
-    if wall > 0:
-        busy = sum(r.tc_ns + r.non_tc_ns + r.memory_ns for r in rows)
-        return min(1.0, busy / (wall * gpus)), "estimate: kernel + memory time ÷ iteration time"
-    return None, ""
 
 
 def cards(a: Analysis) -> tuple[Card, ...]:
@@ -428,7 +326,9 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             fmt.pct(share),
             "of GPU kernel time on Tensor Cores",
             f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}",
-            "" if share is None else ("good" if share >= 0.5 else "bad" if share < 0.2 else ""),
+            ""
+            if share is None
+            else ("good" if share >= TC_SHARE_GOOD else "bad" if share < TC_SHARE_LOW else ""),
         )
     ]
     miss = tc.eligible_not_using_gpu_ns
@@ -441,17 +341,24 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             else fmt.ns(per_iter) + (" / iteration" if n_it > 1 and miss is not None else ""),
             "eligible GPU time not on Tensor Cores",
             (
-                f"{fmt.pct(miss / t.gpu_kernel_ns)} of kernel time; "
-                if miss is not None and t.gpu_kernel_ns
+                f"{fmt.pct(tc.eligible_not_using_share)} of kernel time; "
+                if tc.eligible_not_using_share is not None
                 else ""
             )
             + f"{fmt.count(tc.eligible_not_using_op_count)} of {fmt.count(tc.eligible_op_count)} eligible ops",
             "" if miss is None else ("bad" if miss > 0 else "good"),
         )
     )
-    busy, how = _busy(a)
-    if busy is not None:
-        cards.append(Card(fmt.pct(busy), "GPU busy", how, "bad" if busy < 0.5 else ""))
+    busy = a.busy.share if a.busy is not None else None
+    if a.busy is not None and busy is not None:
+        cards.append(
+            Card(
+                fmt.pct(busy),
+                "GPU busy",
+                a.busy.source,
+                "bad" if busy < thresholds.LOW_UTILISATION else "",
+            )
+        )
     if it.mean_ns is not None:
         n = f"{fmt.count(it.aggregated)} iteration{'s' if it.aggregated != 1 else ''} aggregated"
         if it.std_ns is not None and (it.aggregated or 0) > 1:
@@ -465,82 +372,15 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             fmt.pct(cl),
             "of kernel time with a known verdict",
             f"{fmt.count(t.unique_kernels)} distinct kernels, {fmt.count(t.kernel_launches)} launches",
-            "" if cl is None else ("bad" if cl < 0.9 else ""),
+            "" if cl is None else ("bad" if cl < thresholds.MIN_CLASSIFIED_SHARE else ""),
         )
     )
     return tuple(cards)
 
 
-def _why_by_name(a: Analysis) -> dict[str, tuple[WhyNot, ...]]:
-    """Why-not rows per op name (they come per instance), distinct messages in first-seen order."""
-    acc: dict[str, dict[str, WhyNot]] = {}
-    for w in a.why_not:
-        acc.setdefault(w.op_name, {}).setdefault(w.message, w)
-    return {k: tuple(v.values()) for k, v in acc.items()}
-
-
-def eligibility(a: Analysis, keep: set[str], op_ids: set[str]) -> list[EligRow]:
-    why = _why_by_name(a)
-    # Misses first, by time; wrapper ops with no GPU time of their own (aten::conv2d around
-    # aten::cudnn_convolution) last, since their "no" says nothing about the kernels.
-    rows = sorted(
-        (o for o in a.ops if o.tc_eligible),
-        key=lambda o: (not o.gpu_ns, o.uses_tc, -(o.gpu_ns or 0), o.name),
-    )
-    return [
-        EligRow(
-            op=o,
-            id=anchor("elig", o.name),
-            op_href=("#" + anchor("op", o.name)) if o.name in op_ids else None,
-            reasons=why.get(o.name, ()),
-            timed=bool(o.gpu_ns),
-        )
-        for o in capped(rows, lambda o: o.name, keep)
-    ]
-
-
-def run_header(view: Report) -> tuple[tuple[str, str], ...]:
-    """Whitelisted run facts for the header: nothing from the trace's environment."""
-    m, it = view.analysis.meta, view.analysis.selection.info
-    profiler = m.profiler or ""
-    if m.profiler_version and m.profiler_version not in profiler:
-        profiler = f"{profiler} {m.profiler_version}".strip()
-    versions = ", ".join(
-        f"{k} {v}"
-        for k, v in (
-            ("CUDA", m.cuda_version),
-            ("cuDNN", m.cudnn_version),
-            ("driver", m.driver_version),
-        )
-        if v
-    )
-    gpus = "; ".join(
-        f"{g.device_id}: {g.name or 'unknown'}"
-        + (f" (sm {g.compute_capability})" if g.compute_capability else "")
-        for g in m.gpus
-    )
-    rng = (
-        f"{it.start}–{it.stop} of {fmt.count(it.total)}"
-        if it.start is not None and it.stop is not None
-        else f"all ({fmt.count(it.total)})"
-    )
-    if it.key_node:
-        rng += f", key node {it.key_node}"
-    elif it.method:
-        rng += f", {it.method}"
-    items = [
-        ("Format", m.format.value),
-        ("Profiler", profiler),
-        ("Software", ", ".join(x for x in (m.framework, versions) if x)),
-        (f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
-        ("Iterations", rng),
-    ]
-    return tuple((k, v) for k, v in items if v)
-
-
-def precision(a: Analysis) -> tuple[list[Group], tuple[Segment, ...]]:
+def precision(a: Analysis) -> tuple[list[OpGroup], tuple[Segment, ...]]:
     total = sum(o.gpu_ns or 0 for o in a.ops)
-    rows = group(a.ops, lambda o: o.dtype, total)
+    rows = group_ops(a.ops, lambda o: o.dtype, total)
     palette = iter(("p0", "p1", "p2", "p3", "p4", "p5"))
     rows = [
         dataclasses.replace(

@@ -33,6 +33,29 @@ def _iterations(it: IterationInfo) -> str:
     return f"iterations {start}–{stop} of {total}"
 
 
+def _host_tables(view: Report) -> list[str]:
+    a = view.analysis
+    lines = ["| op | type | host time | share |", "|---|---|---:|---:|"]
+    lines += [
+        f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
+        for r in a.host_ops[:TOP]
+    ]
+    lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
+        for r in a.host_op_types[:TOP]
+    ]
+    return [*lines, ""]
+
+
+def _fix_first(view: Report) -> str:
+    ff = view.fix_first
+    if ff is None:
+        return "**Fix first:** no actionable finding"
+    saving = f" — saves ~{fmt.ns(ff.estimated_saving_ns)}" if ff.estimated_saving_ns else ""
+    return f"**Fix first:** `{ff.id}` {_esc(ff.title)}{saving}"
+
+
 def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
@@ -43,7 +66,14 @@ def render(view: Report) -> str:
         "",
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
         "",
-        "| Tensor Core share | eligible not on TC | GPU kernel time | classified |",
+        *(
+            ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]
+            if a.cpu_only
+            else []
+        ),
+        _fix_first(view),
+        "",
+        f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
         f"({fmt.count(a.tc.eligible_not_using_op_count)} "
@@ -59,7 +89,9 @@ def render(view: Report) -> str:
             if f.fix:
                 lines.append(f"  - fix: {_esc(f.fix)}")
         lines.append("")
-    if a.ops:
+    if a.cpu_only:
+        lines += _host_tables(view)
+    elif a.ops:
         lines += [
             "| op | type | GPU time | share | eligible | uses TC |",
             "|---|---|---:|---:|:-:|:-:|",

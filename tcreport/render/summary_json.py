@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tcreport.analysis.host_time import HostRow
 from tcreport.report import Report
 
 SCHEMA = "tcreport.summary/1"
@@ -17,6 +18,54 @@ TOP_N = 20
 
 def _int(x: float | int | None) -> int | None:
     return None if x is None else int(round(x))
+
+
+def _host(r: HostRow) -> dict[str, Any]:
+    return {"name": r.name, "ops": r.ops, "calls": r.calls, "cpu_ns": r.cpu_ns, "share": r.share}
+
+
+def _advice(view: Report) -> dict[str, Any]:
+    """Fields added for issue 15: CPU-only host time, communication, the fix-first finding."""
+    a = view.analysis
+    return {
+        "cpu_only": a.cpu_only,
+        "host": {
+            "ops": [_host(r) for r in a.host_ops[:TOP_N]],
+            "op_types": [_host(r) for r in a.host_op_types[:TOP_N]],
+        },
+        "communication": None
+        if a.communication is None
+        else {
+            "kernel_ns": a.communication.kernel_ns,
+            "kernel_share": a.communication.kernel_share,
+            "exposed_ns": a.communication.exposed_ns,
+            "max_device_share": a.communication.max_device_share,
+            "wall_share": a.communication.wall_share(a.time.wall_ns),
+        },
+        "fix_first": None
+        if view.fix_first is None
+        else {
+            "id": view.fix_first.id,
+            "title": view.fix_first.title,
+            "fix": view.fix_first.fix,
+            "estimated_saving_ns": view.fix_first.estimated_saving_ns,
+        },
+    }
+
+
+def _system(view: Report) -> dict[str, Any]:
+    """The GPUs (whitelisted fields), the run's vendor and what its matrix units are called."""
+    a = view.analysis
+    gpus = [
+        {
+            "device_id": g.device_id,
+            "name": g.name,
+            "compute_capability": g.compute_capability,
+            "vendor": g.vendor,
+        }
+        for g in a.meta.gpus
+    ]
+    return {"gpus": gpus, "vendor": a.vendor.value, "matrix_unit": a.matrix_unit}
 
 
 def summary_dict(view: Report) -> dict[str, Any]:
@@ -33,16 +82,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             "profiler_version": m.profiler_version,
             "framework": m.framework,
         },
-        "system": {
-            "gpus": [
-                {
-                    "device_id": g.device_id,
-                    "name": g.name,
-                    "compute_capability": g.compute_capability,
-                }
-                for g in m.gpus
-            ]
-        },
+        "system": _system(view),
         "iterations": {
             "key_node": it.key_node,
             "total": it.total,
@@ -104,6 +144,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             }
             for f in view.findings
         ],
+        **_advice(view),
         "counter_disagreements": [
             {
                 "name": c.name,

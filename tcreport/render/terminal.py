@@ -77,28 +77,11 @@ def render(view: Report, console: Console | None = None) -> None:
         f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",
         soft_wrap=True,
     )
-    head = Table(show_header=False, box=None, pad_edge=False)
-    head.add_column(style="bold")
-    head.add_column()
-    head.add_row("Tensor Core share of kernel time", fmt.pct(a.tc.kernel_time_share))
-    head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
-    head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-    head.add_row("Tensor Core kernel time", fmt.ns(a.time.tc_kernel_ns))
-    head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
-    head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-    head.add_row(
-        "TC-eligible ops / using TC",
-        f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}",
-    )
-    head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
-    it = a.selection.info
-    head.add_row(
-        "Iterations",
-        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
-        f"({_cell(it.method or 'as reported')})",
-    )
-    out.print(head)
+    _lead(out, view)
+    out.print(_headline(view))
 
+    if a.cpu_only:
+        _host_tables(out, view, max(24, out.width - 56))
     _ranked_tables(a, out)
     if view.findings:
         out.print("[bold]Findings[/bold]", markup=True)
@@ -118,8 +101,8 @@ def render(view: Report, console: Console | None = None) -> None:
 
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
-    """The top ops and kernels by GPU time."""
-    if a.ops:
+    """The top ops (a CPU-only run shows host time instead) and kernels by GPU time."""
+    if a.ops and not a.cpu_only:
         ops = a.ops[:TOP]
         # Frameworks often name an op by its type (aten::mul is of type aten::mul, a DLProf op
         # path ends in /conv2d of type conv2d): a column repeating the name takes its room.
@@ -186,3 +169,90 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
         for name, value in zip(columns, row, strict=True):
             t.add_row(Text(name), Text(value))
         out.print(t)
+
+
+def _host_tables(out: Console, view: Report, name_w: int) -> None:
+    """A CPU-only run's view: host time by op and by op type (analysis.host_time)."""
+    a = view.analysis
+    for title, rows, first in (
+        ("Top ops by host time", a.host_ops, "op"),
+        ("Op types by host time", a.host_op_types, "type"),
+    ):
+        if not rows:
+            continue
+        t = Table(title=title, title_justify="left")
+        t.add_column(first, no_wrap=True, overflow="ellipsis", ratio=1)
+        cols = (
+            ("type", "calls", "host time", "share")
+            if first == "op"
+            else ("ops", "calls", "host time", "share")
+        )
+        for col in cols:
+            t.add_column(col, no_wrap=True, min_width=len(col))
+        for r in rows[:TOP]:
+            lead = _cell(r.type or "") if first == "op" else str(r.ops)
+            t.add_row(
+                _cell(fmt.tail(r.name, name_w)),
+                lead,
+                fmt.count(r.calls),
+                fmt.ns(r.cpu_ns),
+                fmt.pct(r.share),
+            )
+        out.print(t)
+
+
+def _lead(out: Console, view: Report) -> None:
+    """The lines a reviewer reads first: a CPU-only run says so, then the one fix to make."""
+    a = view.analysis
+    if a.cpu_only:
+        out.print(
+            "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
+            "type below.",
+            markup=False,
+            soft_wrap=True,
+        )
+    ff = view.fix_first
+    if ff is not None:
+        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+        out.print(plain(f"Fix first: {ff.id}: {ff.title}{saving}"), markup=False, soft_wrap=True)
+    else:
+        out.print("Fix first: no actionable finding", markup=False)
+
+
+def _headline(view: Report) -> Table:
+    a = view.analysis
+    head = Table(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold")
+    head.add_column()
+    if a.cpu_only:
+        head.add_row("Host time (ops)", fmt.ns(sum(r.cpu_ns for r in a.host_ops)))
+        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+    else:
+        head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
+        head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
+        head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
+        head.add_row(f"{a.matrix_unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
+        if a.communication is not None and a.communication.kernel_ns:
+            head.add_row(
+                "Collective communication",
+                f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
+            )
+        head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+        head.add_row(
+            "TC-eligible ops / using TC",
+            f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}"
+            + (
+                f" ({a.tc.partly_using_op_count} in some calls only)"
+                if a.tc.partly_using_op_count
+                else ""
+            ),
+        )
+        head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
+    it = a.selection.info
+    head.add_row(
+        "Iterations",
+        f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
+        f"({_cell(it.method or 'as reported')})",
+    )
+    return head

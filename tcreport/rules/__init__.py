@@ -12,6 +12,7 @@ import dataclasses
 
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    cm001_communication,
     cv001_cudnn_benchmark_off,
     cv002_slow_half_wgrad,
     dlprof_feedback,
@@ -21,7 +22,9 @@ from tcreport.rules import (
     it002_warmup_in_range,
     it003_iteration_variance,
     it004_autotuning_in_range,
+    it005_compilation_in_range,
     op001_heavy_non_tc_op,
+    pr001_fp16_where_bf16,
     pr002_half_softmax_loss,
     pr003_loss_scaling_overhead,
     tc001_mixed_precision_off,
@@ -31,12 +34,13 @@ from tcreport.rules import (
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
-__all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate"]
+__all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate", "fix_first"]
 
 #: rule id -> rule, sorted by id. ``DLPROF`` emits DLProf's own findings as ``dlprof:<detector>``.
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
+            "CM001": cm001_communication.check,
             "CV001": cv001_cudnn_benchmark_off.check,
             "CV002": cv002_slow_half_wgrad.check,
             "DLPROF": dlprof_feedback.check,
@@ -46,7 +50,9 @@ REGISTRY: dict[str, Rule] = dict(
             "IT002": it002_warmup_in_range.check,
             "IT003": it003_iteration_variance.check,
             "IT004": it004_autotuning_in_range.check,
+            "IT005": it005_compilation_in_range.check,
             "OP001": op001_heavy_non_tc_op.check,
+            "PR001": pr001_fp16_where_bf16.check,
             "PR002": pr002_half_softmax_loss.check,
             "PR003": pr003_loss_scaling_overhead.check,
             "TC001": tc001_mixed_precision_off.check,
@@ -85,10 +91,40 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
     )
 
 
+#: Rule families that judge GPU work (Tensor Cores, precision on them, convolutions, heavy
+#: non-TC ops, GPU utilisation, communication): meaningless on a CPU-only run.
+GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
+
+
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
-    found = [_normalise(f, analysis, bound) for rule in REGISTRY.values() for f in rule(analysis)]
+    rules = list(REGISTRY.items())
+    if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
+        rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
+    found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     found.sort(
         key=lambda f: (-(f.estimated_saving_ns or 0), SEVERITY_ORDER[f.severity], f.id, f.title)
     )
     return tuple(found)
+
+
+#: Findings about the measurement or the input (where to aggregate, what the names cannot tell),
+#: not about a change to the model: they never take the "fix first" place.
+NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002"})
+
+
+def fix_first(findings: tuple[Finding, ...]) -> Finding | None:
+    """The one change a reviewer should make first: the largest estimated saving among findings a
+    user can act on (high or medium severity, a fix, a saving, not a measurement note). Findings
+    arrive ranked by saving (:func:`evaluate`), so it is the first that qualifies. Computed here,
+    once; every renderer shows this one."""
+    for f in findings:
+        if (
+            f.severity in (Severity.HIGH, Severity.MEDIUM)
+            and f.fix
+            and (f.estimated_saving_ns or 0) > 0
+            and f.id not in NOT_A_FIX
+            and f.source == "tcreport"
+        ):
+            return f
+    return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import statistics
 
-from tcreport.analysis.result import Analysis, IterationRow
+from tcreport.analysis.derived import IterationRow
+from tcreport.analysis.result import Analysis
 from tcreport.rules import thresholds
 
 

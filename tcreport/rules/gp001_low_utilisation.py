@@ -1,8 +1,7 @@
 """GP001: the GPU is idle for much of the aggregated range, often waiting for input data.
 
-Tensor Cores only help while the GPU computes. Busy time comes from the per-launch timeline (the
-union of kernel intervals) when the input has launches, else from summed kernel time (an upper
-bound, so a low share is still certainly low). When host ranges or ops name a data loader
+Tensor Cores only help while the GPU computes. The busy share is the analysis' own
+(:func:`tcreport.analysis.derived.gpu_busy`), the one the report's card shows. When host ranges or ops name a data loader
 (``enumerate(DataLoader)``, ``IteratorGetNext``) and cover a real share of the range, the finding
 says so and estimates the saving from overlapping loading with compute. A range that is the whole
 profile (no iteration split) includes start-up, so there the finding is informational only.
@@ -18,28 +17,20 @@ from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 ID = "GP001"
 
 
-def _devices(analysis: Analysis) -> int:
-    if analysis.timeline is not None:
-        return max(1, analysis.timeline.devices)
-    return max(1, len(analysis.meta.gpus))
-
-
 def check(analysis: Analysis) -> list[Finding]:
-    tl = analysis.timeline
-    wall = analysis.time.wall_ns or (tl.span_ns // max(1, tl.devices) if tl else None)
-    busy = tl.busy_ns if tl is not None else analysis.time.gpu_kernel_ns
-    if not wall or busy is None:
+    b = analysis.busy  # one definition of "busy" for the card, this finding and the JSON
+    if b is None or b.share is None or not b.range_ns:
         return []
-    n = _devices(analysis)
-    util = min(1.0, busy / (wall * n))
-    idle_wall = max(0, wall - busy // n)
+    wall, util, idle_wall = b.range_ns, b.share, b.idle_wall_ns or 0
     loader_ns = analysis.data_loader_ns
     loader_share = c.share(loader_ns, wall) if loader_ns else None
     loader = loader_share is not None and loader_share >= thresholds.DATA_LOADER_SHARE and idle_wall
     if util >= thresholds.LOW_UTILISATION and not loader:
         return []
     info = analysis.selection.info
-    whole = (info.aggregated or 1) < 2 or info.method == "whole run"
+    # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
+    marked = info.key_node is not None or "ProfilerStep" in (info.method or "")
+    whole = info.method == "whole run" or (not marked and (info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
 from tcreport.rules.base import Finding, Severity
 
 
@@ -12,19 +13,45 @@ def check(analysis: Analysis) -> list[Finding]:
         return []
     if sel.info.method in ("dlprof", None) and sel.key_node_found:
         return []
-    cands = ", ".join(sel.candidates) if sel.candidates else "none found"
     if not sel.key_node_found:
         title = f"Key node {sel.info.key_node!r} never occurs; the whole run was aggregated"
     else:
         title = "No iteration marker found; the whole run was aggregated"
+    detail = "Warm-up, autotuning and compilation are averaged into the figures. "
+    if analysis.key_node_suggestions:
+        best = analysis.key_node_suggestions[0]
+        detail += (
+            "Names that repeat with a steady period over most of the run: "
+            + "; ".join(s.describe() for s in analysis.key_node_suggestions)
+            + "."
+        )
+        fix = f"Pass --key-node {best.name!r} and --iter-start 1 (or later) to skip warm-up" + (
+            " (only two occurrences: check that it runs once per step)."
+            if best.confidence == "low"
+            else "."
+        )
+    else:
+        detail += (
+            "No op or range name repeats with a steady period over most of the run, so none is "
+            "suggested (per-layer ops such as aten::linear would cut every layer into an "
+            "'iteration')."
+        )
+        torch = (
+            "torch.profiler.profile(schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) "
+            "with prof.step() each step (ProfilerStep#N), or wrap the step in "
+            "torch.profiler.record_function('train_step') / torch.cuda.nvtx.range('train_step')"
+        )
+        tf = "wrap each step in tf.profiler.experimental.Trace('train_step', step_num=step)"
+        how = {c.Flavour.TORCH: torch, c.Flavour.TF: tf}.get(
+            c.flavour(analysis), f"PyTorch: {torch}; TensorFlow: {tf}"
+        )
+        fix = f"Mark the training step: {how}; then --key-node train_step --iter-start 1."
     return [
         Finding(
             id="IT001",
             severity=Severity.LOW,
             title=title,
-            detail="Warm-up, autotuning and compilation are averaged into the figures. "
-            f"Frequent op and range names that could mark iterations: {cands}.",
-            fix="Pass --key-node NAME (an op or NVTX range that runs once per iteration) and "
-            "--iter-start to skip warm-up; in PyTorch, torch.profiler's schedule marks ProfilerStep#N.",
+            detail=detail,
+            fix=fix,
         )
     ]

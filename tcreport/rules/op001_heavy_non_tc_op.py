@@ -28,7 +28,8 @@ _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I
 
 def _fix(op_type: str, fl: c.Flavour) -> str:
     fuse = {
-        c.Flavour.TORCH: "torch.compile the model so it fuses into neighbouring kernels",
+        c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
+        "kernels",
         c.Flavour.TF: "compile the step with XLA (tf.function(jit_compile=True)) so it fuses",
         c.Flavour.ANY: "let a compiler fuse it (torch.compile, XLA)",
     }[fl]
@@ -69,7 +70,7 @@ def check(analysis: Analysis) -> list[Finding]:
                 severity=Severity.MEDIUM
                 if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
                 else Severity.LOW,
-                title=f"{t} takes {c.pct(sh)} of GPU time and cannot use Tensor Cores",
+                title=f"{t} takes {c.pct(sh)} of GPU time and cannot use {analysis.matrix_unit}",
                 detail=f"{c.plural(len(by_type[t]), 'op')} of type {t} take {c.dur(ns)} of "
                 f"{c.dur(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",

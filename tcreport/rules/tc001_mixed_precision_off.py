@@ -70,14 +70,27 @@ def check(analysis: Analysis) -> list[Finding]:
     )
     if pads:
         detail += " After the switch, these dimensions also need padding: " + "; ".join(pads) + "."
+    tf32_off = all(w.reason == "fp32-tf32-off" for _, w in rows)
+    if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
+        detail += "".join(f" {w.message[:1].upper()}{w.message[1:]}." for _, w in rows[:3])
+        title = (
+            f"TF32 is off: {c.plural(len(ops), 'eligible op')} run float32 GEMMs/convolutions "
+            "on CUDA cores"
+        )
+        fix = f"Turn TF32 on: {rows[0][1].fix}."
+    else:
+        title = (
+            f"Mixed precision is off: {c.plural(len(ops), 'eligible op')} run in "
+            f"{'/'.join(dtypes) or 'float32'} without Tensor Cores"
+        )
+        fix = c.amp_fix(c.flavour(analysis), c.compute_capability(analysis))
     return [
         Finding(
             id=ID,
             severity=_severity(sh),
-            title=f"Mixed precision is off: {c.plural(len(ops), 'eligible op')} run in "
-            f"{'/'.join(dtypes) or 'float32'} without Tensor Cores",
+            title=title,
             detail=detail,
-            fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
+            fix=fix,
             estimated_saving_ns=c.tc_saving(gpu),
             assumptions=ASSUMPTION,
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),

@@ -40,11 +40,20 @@ def check(analysis: Analysis) -> list[Finding]:
         detail += f"; {c.whose_time(ops)} take {c.pct(sh)} of GPU kernel time"
     if rows:
         detail += f". {rows[0][1].message}"
+    title = f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores"
+    if reasons == ["outside-autocast"]:  # the cause is known: name it in the title
+        where = (
+            "outside the mixed-precision policy"
+            if c.flavour(analysis) is c.Flavour.TF
+            else "outside autocast"
+        )
+        title = f"{c.plural(len(ops), 'eligible op')} run in float32 {where}"
+    title += c.partly(ops)  # the headline counts an op on TC in some calls as using them
     return [
         Finding(
             id=ID,
             severity=c.tc_severity(sh),
-            title=f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores",
+            title=title,
             detail=detail + ".",
             fix=fix[:1].upper() + fix[1:] + ".",
             estimated_saving_ns=c.tc_saving(gpu),

@@ -55,6 +55,22 @@ WARMUP_RATIO = 2.0
 #: Steady training steps vary by a few per cent.
 ITERATION_CV = 0.20
 
+#: Compilation ranges (XLA, torch.compile) covering at least this share of the aggregated wall
+#: time are worth a finding: a few per cent skews every share; less is noise (Dynamo's per-frame
+#: guards run on every step).
+COMPILE_SHARE = 0.05
+
+# --- communication -----------------------------------------------------------------------------------
+
+#: Collective-communication kernels (NCCL/RCCL) at or above this share of GPU kernel time are worth
+#: a finding: Nsight-based tools flag communication once it is a visible slice of the step; below
+#: it, overlap tuning buys little.
+COMMUNICATION_SHARE = 0.05
+
+#: Share of exposed (not overlapped) communication time assumed recoverable by overlapping it with
+#: compute (DDP bucket sizes, FSDP prefetch, async collectives): a floor, never all of it.
+COMMUNICATION_RECOVERABLE = 0.5
+
 # --- GPU utilisation and launches -------------------------------------------------------------------
 
 #: GPU busy below this share of the aggregated wall time: the GPU waits more than it works.

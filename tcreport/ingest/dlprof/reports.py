@@ -23,11 +23,6 @@ How DLProf's numbers relate (checked on the v1.8 CNN run against its Viewer data
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,291 +30,32 @@ import pyarrow.compute as pc
 
 from tcreport import schema
 from tcreport.errors import InputError, SchemaError
+from tcreport.ingest.dlprof.sections import (
+    SUMMARY_KV,
+    SUMMARY_TABLES,
+    Columns,
+    ReportKind,
+    Section,
+    Table,
+    is_title,
+    kind_of,
+    norm,
+)
+from tcreport.ingest.dlprof.summary import (
+    Summary,
+    gpus_of,
+    iteration_info,
+    reported_figures,
+    source_findings,
+)
+
+__all__ = ["SUMMARY_KV", "SUMMARY_TABLES", "Section", "build_run", "is_title", "norm"]
 from tcreport.model import (
-    Gpu,
     Granularity,
-    IterationInfo,
-    ReportedFigures,
     Run,
     RunMeta,
-    SourceFinding,
     SourceFormat,
 )
-
-Columns = dict[str, list[object]]  # column name -> values, on their way into Arrow
-
-
-class ReportKind(StrEnum):
-    SUMMARY = "summary"
-    DETAILED = "detailed"
-    ITERATION = "iteration"
-    KERNEL = "kernel"
-    TENSOR_CORE = "tensor core"
-    OP_TYPE = "op type"
-    GROUP = "group op"
-    EXPERT = "expert systems"
-
-
-@dataclass(frozen=True)
-class Section:
-    """A titled block of one file. ``header`` is None for the summary's key/value blocks, whose
-    rows are ``(key, value, ...)`` (a multi-GPU ``GPU Name(s)`` row has several values)."""
-
-    title: str
-    header: tuple[str, ...] | None
-    rows: list[tuple[str, ...]]
-    where: list[str]  # "line 12" / "record 3" for each row, for error messages
-    header_where: str
-    source: Path
-
-
-_TITLES = {
-    "kernel report": ReportKind.KERNEL,
-    "tensor core report": ReportKind.TENSOR_CORE,
-    "iteration report": ReportKind.ITERATION,
-    "op type summary report": ReportKind.OP_TYPE,
-    "group op report": ReportKind.GROUP,
-    "group node report": ReportKind.GROUP,
-    "expert systems feedback": ReportKind.EXPERT,
-    "all iterations": ReportKind.DETAILED,
-}
-SUMMARY_KV = frozenset({"system config", "summary report", "iterations"})
-SUMMARY_TABLES = frozenset({"all ops", "all kernels"})
-_RANGE_TITLE = re.compile(r"^(aggregated )?iterations? \d+( \d+)?$")  # a detailed report's range
-_BY_HEADER = (
-    (ReportKind.TENSOR_CORE, {"tc gpu time ns"}),
-    (ReportKind.ITERATION, {"kernel name", "gpu start time ns"}),
-    (ReportKind.KERNEL, {"kernel name", "total gpu time ns"}),
-    (ReportKind.DETAILED, {"tc eligible", "total gpu time ns"}),
-    (ReportKind.OP_TYPE, {"op type", "# ops"}),
-    (ReportKind.GROUP, {"num tc eligible ops"}),
-    (ReportKind.EXPERT, {"problem", "recommendation"}),
-)
-
-
-def norm(name: str) -> str:
-    """Header / key spelling that survives DLProf's respellings: case, dots, brackets, spaces."""
-    return re.sub(r"[^a-z0-9#%]+", " ", name.lower()).strip()
-
-
-def is_title(text: str) -> bool:
-    t = norm(text)
-    return t in _TITLES or t in SUMMARY_KV or t in SUMMARY_TABLES or bool(_RANGE_TITLE.match(t))
-
-
-def _kind(sec: Section) -> ReportKind | None:
-    t = norm(sec.title)
-    if t in SUMMARY_KV or t in SUMMARY_TABLES:
-        return ReportKind.SUMMARY
-    header = {norm(x) for x in sec.header or ()}
-    return _TITLES.get(t) or next((k for k, need in _BY_HEADER if need <= header), None)
-
-
-# --- values ---------------------------------------------------------------------------------------
-
-
-def to_float(text: str | None, what: str, where: str, path: Path) -> float | None:
-    t = (text or "").strip().rstrip("%").strip()
-    if not t:
-        return None
-    try:
-        f = float(t)
-    except ValueError:
-        f = math.nan
-    if not math.isfinite(f):
-        raise InputError(f"{where}: {what!r} is {t[:40]!r}, not a number", path)
-    return f
-
-
-def to_int(text: str | None, what: str, where: str, path: Path) -> int | None:
-    t = (text or "").strip()
-    if 0 < len(t) < 19 and (t.isdigit() or (t[:1] == "-" and t[1:].isdigit())):
-        return int(t)
-    f = to_float(t, what, where, path)
-    if f is not None and abs(f) >= 2.0**63:
-        raise InputError(f"{where}: {what!r} is {t[:40]!r}, out of range", path)
-    return None if f is None else round(f)
-
-
-def to_bool(text: str | None, what: str, where: str, path: Path) -> bool | None:
-    t = (text or "").strip().lower()
-    if t in ("yes", "true", "1", "no", "false", "0", ""):
-        return None if not t else t in ("yes", "true", "1")
-    raise InputError(f"{where}: {what!r} is {t[:40]!r}, expected yes or no", path)
-
-
-def _stripped(text: str, *_: object) -> str | None:
-    return text.strip() or None
-
-
-class _Table:
-    """A table section's columns, looked up by any of several spellings, parsed into lists."""
-
-    def __init__(self, sec: Section, kind: ReportKind) -> None:
-        self.sec, self.kind, self.n = sec, kind, len(sec.rows)
-        self._idx: dict[str, int] = {}
-        for i, h in enumerate(sec.header or ()):
-            self._idx.setdefault(norm(h), i)
-
-    def has(self, *names: str) -> int | None:
-        return next((self._idx[norm(n)] for n in names if norm(n) in self._idx), None)
-
-    def need(self, *names: str) -> int | None:
-        i = self.has(*names)
-        if i is None and (self.sec.header or self.sec.rows):  # a JSON report with no records has
-            raise InputError(  # no header either: that is an empty table, not a missing column
-                f"{self.sec.header_where}: no {names[0]!r} column; is this a DLProf {self.kind} report?",
-                self.sec.source,
-            )
-        return i
-
-    def _map(self, i: int | None, conv: Callable[[str, str, str, Path], object]) -> list[object]:
-        if i is None:
-            return [None] * self.n
-        what, src = (self.sec.header or ())[i], self.sec.source
-        return [
-            conv(r[i], what, w, src) for r, w in zip(self.sec.rows, self.sec.where, strict=True)
-        ]
-
-    def text(self, i: int | None) -> list[object]:
-        return self._map(i, _stripped)
-
-    def ints(self, i: int | None) -> list[object]:
-        return self._map(i, to_int)
-
-    def floats(self, i: int | None) -> list[object]:
-        return self._map(i, to_float)
-
-    def flags(self, i: int | None) -> list[object]:
-        return self._map(i, to_bool)
-
-    def require(self, cols: Columns, *fields: str) -> Columns:
-        for f in fields:
-            if None in cols[f]:
-                where = self.sec.where[cols[f].index(None)]
-                raise InputError(f"{where}: empty {f} in a {self.kind} report row", self.sec.source)
-        return cols
-
-
-# --- summary and expert systems -> metadata -------------------------------------------------------
-
-
-class _Summary:
-    """Key/value lookups over ``dlprof_summary``'s sections; every figure optional."""
-
-    def __init__(self, sections: list[Section]) -> None:
-        self.kv: dict[str, tuple[tuple[str, ...], str, Path]] = {}
-        self.tables: dict[str, tuple[dict[str, dict[str, str]], str, Path]] = {}
-        for sec in sections:
-            if sec.header is None:
-                for row, where in zip(sec.rows, sec.where, strict=True):
-                    vals = tuple(x.strip() for x in row[1:] if x.strip())
-                    self.kv.setdefault(norm(row[0]) if row else "", (vals, where, sec.source))
-            else:
-                heads = [norm(h) for h in sec.header]
-                rows = {norm(r[0]): dict(zip(heads, r, strict=True)) for r in sec.rows if r}
-                self.tables[norm(sec.title)] = (rows, sec.header_where, sec.source)
-
-    def values(self, *keys: str) -> tuple[str, ...]:
-        return next((hit[0] for k in keys if (hit := self.kv.get(norm(k))) and hit[0]), ())
-
-    def text(self, *keys: str) -> str | None:
-        return ",".join(self.values(*keys)) or None
-
-    def num(self, *keys: str) -> float | None:
-        hit = next(((k, h) for k in keys if (h := self.kv.get(norm(k)))), None)
-        return None if hit is None else to_float(",".join(hit[1][0]), hit[0], hit[1][1], hit[1][2])
-
-    def whole(self, *keys: str) -> int | None:
-        f = self.num(*keys)
-        return None if f is None else round(f)
-
-    def cell(self, table: str, row: str, col: str = "GPU Time (ns)") -> int | None:
-        rows, where, path = self.tables.get(norm(table), ({}, "", Path()))
-        text = rows.get(norm(row), {}).get(norm(col))
-        return to_int(text, f"{row}/{col}", f"{where} ({table})", path)
-
-
-def _add(*xs: int | None) -> int | None:
-    return None if None in xs else sum(x for x in xs if x is not None)
-
-
-def _reported(s: _Summary) -> ReportedFigures:
-    ops, ker, not_using = "All Ops", "All Kernels", "Ops eligible for TC but not using"
-    using_n, not_using_n = s.cell(ops, "Ops using TC", "# Ops"), s.cell(ops, not_using, "# Ops")
-    tc_k, other_k = s.cell(ker, "Kernels using TC"), s.cell(ker, "All other kernels")
-    gpu_util = s.num("GPU Utilization %", "GPU Utilization")
-    tc_util = s.num("Tensor Core Kernel Utilization %", "Tensor Core Utilization %")
-    return ReportedFigures(
-        wall_ns=s.whole("Wall Clock Time (ns)", "Wall Clock Time"),
-        all_kernel_ns=s.cell(ker, "All kernels"),
-        gpu_kernel_ns=_add(tc_k, other_k),
-        tc_kernel_ns=tc_k,
-        memory_ns=s.cell(ker, "Memory"),
-        unique_kernels=_add(
-            s.cell(ker, "Kernels using TC", "# Kernels"),
-            s.cell(ker, "All other kernels", "# Kernels"),
-        ),
-        op_count=s.cell(ops, "All ops", "# Ops"),
-        op_gpu_ns=s.cell(ops, "All ops"),
-        eligible_op_count=_add(using_n, not_using_n),
-        using_op_count=using_n,
-        using_gpu_ns=s.cell(ops, "Ops using TC"),
-        eligible_not_using_op_count=not_using_n,
-        eligible_not_using_gpu_ns=s.cell(ops, not_using),
-        gpu_utilization=None if gpu_util is None else gpu_util / 100,
-        tc_kernel_utilization=None if tc_util is None else tc_util / 100,
-    )
-
-
-def _iteration_info(s: _Summary) -> IterationInfo:
-    if not s.kv:
-        return IterationInfo()
-    return IterationInfo(
-        key_node=s.text("Key Node", "Key Op"),
-        total=s.whole("Total Iterations"),
-        start=s.whole("Start Iteration"),
-        stop=s.whole("Stop Iteration"),
-        aggregated=s.whole("Aggregated Iterations"),
-        mean_ns=s.num("Average Iteration Time (ns)", "Average Iteration Time"),
-        std_ns=s.num("Iteration Time Standard Deviation", "Iteration Time Standard Deviation (ns)"),
-        method="dlprof",
-    )
-
-
-def _gpus(s: _Summary, device_ids: list[int]) -> tuple[Gpu, ...]:
-    """Names as the summary lists them (one per device, unquoted commas in multi-GPU runs)."""
-    names = list(s.values("GPU Name(s)", "GPU Names", "GPU Name"))
-    if len(names) == 1 and "," in names[0]:  # a writer that did quote the list
-        names = [n.strip() for n in names[0].split(",") if n.strip()]
-    count = s.num("GPU Count")
-    n = max(len(names), round(count) if count is not None and 0 <= count <= 4096 else 0)
-    ids = sorted(set(range(n)) | set(device_ids))
-    return tuple(Gpu(device_id=d, name=names[d] if 0 <= d < len(names) else None) for d in ids)
-
-
-#: Problem text -> DLProf detector id as the Viewer database stores it (``exp_sys_id``). Only ids
-#: seen in a real database are listed; any other problem gets ``dlprof_feedback_N``.
-_DETECTORS = (
-    (re.compile(r"eligible to use tensor cores", re.I), "amp_detector"),
-    (re.compile(r"^the gpu is underutilized", re.I), "underutilized_gpu_detector"),
-    (re.compile(r"no dali ops detected|spent in the dataloader", re.I), "dataloader_detector"),
-    (re.compile(r"unable to split profile into training iter", re.I), "no_iterations_detector"),
-)
-
-
-def _findings(secs: list[Section]) -> tuple[SourceFinding, ...]:
-    out: list[SourceFinding] = []
-    for sec in secs:
-        t = _Table(sec, ReportKind.EXPERT)
-        for p, r in zip(t.text(t.need("Problem")), t.text(t.need("Recommendation")), strict=True):
-            problem = str(p or "")
-            fid = next((i for rx, i in _DETECTORS if rx.search(problem)), None)
-            out.append(
-                SourceFinding(fid or f"dlprof_feedback_{len(out) + 1}", problem, str(r or ""))
-            )
-    return tuple(out)
-
 
 # --- kernels and ops ------------------------------------------------------------------------------
 
@@ -339,7 +75,7 @@ _GEOMETRY = ("Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z")
 
 
 def _kernel_columns(sec: Section, kind: ReportKind, op_of_name: dict[str, str]) -> Columns:
-    t = _Table(sec, kind)
+    t = Table(sec, kind)
     op_id = t.text(t.has("Op ID"))
     if t.has("Op ID") is None:  # older reports join by op name
         op_id = [None if n is None else op_of_name.get(str(n), n) for n in t.text(t.has("Op Name"))]
@@ -403,7 +139,7 @@ def _scope(name: object) -> str | None:
 
 
 def _ops_columns(sec: Section, kind: ReportKind) -> Columns:
-    t = _Table(sec, kind)
+    t = Table(sec, kind)
     if kind is ReportKind.OP_TYPE:  # op types stand in for ops when nothing finer exists
         types = t.text(t.need("Op Type"))
         cols: Columns = {
@@ -485,7 +221,7 @@ def _sort(files: dict[Path, list[Section]], path: Path) -> dict[ReportKind, list
     owner: dict[ReportKind, Path] = {}
     for file, sections in files.items():
         for sec in sections:
-            kind = _kind(sec)
+            kind = kind_of(sec)
             if kind is None:
                 raise InputError(
                     f"{sec.header_where}: {sec.title[:60]!r} is not a DLProf report title", file
@@ -503,7 +239,7 @@ def _sort(files: dict[Path, list[Section]], path: Path) -> dict[ReportKind, list
 def build_run(files: dict[Path, list[Section]], fmt: SourceFormat, path: Path) -> Run:
     """Map whichever reports are present onto the canonical run; absent reports leave None."""
     reports = _sort(files, path)
-    s = _Summary(reports.get(ReportKind.SUMMARY, []))
+    s = Summary(reports.get(ReportKind.SUMMARY, []))
     notes = [f"DLProf build {b}"] if (b := s.text("DLProf Build")) else []
 
     op_src = next(
@@ -538,8 +274,10 @@ def build_run(files: dict[Path, list[Section]], fmt: SourceFormat, path: Path) -
         raw, memory = _split_memory(raw, path)
         notes += _per_op(raw, real_ops, tc_gpu) if real_ops else []
         kernels = _arrow(raw, schema.TableKind.KERNELS, path)
-    elif op_src is ReportKind.DETAILED and op_cols:
+    elif op_src is ReportKind.DETAILED and op_cols and tc_gpu:
         op_cols["gpu_ns"] = [tc_gpu.get(str(i)) for i in op_cols["op_id"]]
+    elif op_src is ReportKind.DETAILED and op_cols:  # DLProf 0.x: figures.op_rows shows gpu_total
+        notes.append("op GPU time is the detailed report's Total GPU Time (busy time, copies in)")
     ops = _arrow(op_cols, schema.TableKind.OPS, path) if op_cols else None
 
     device_ids = [] if kernels is None else pc.unique(kernels["device_id"].drop_null()).to_pylist()
@@ -557,10 +295,10 @@ def build_run(files: dict[Path, list[Section]], fmt: SourceFormat, path: Path) -
         cuda_version=s.text("CUDA Version"),
         cudnn_version=s.text("cuDNN Version"),
         driver_version=s.text("GPU Driver Version", "Driver Version"),
-        gpus=_gpus(s, device_ids),
-        iterations=_iteration_info(s),
-        reported=_reported(s),
-        source_findings=_findings(reports.get(ReportKind.EXPERT, [])),
+        gpus=gpus_of(s, device_ids),
+        iterations=iteration_info(s),
+        reported=reported_figures(s),
+        source_findings=source_findings(reports.get(ReportKind.EXPERT, [])),
         kernel_granularity=granularity.get(k_src, Granularity.NONE) if k_src else Granularity.NONE,
         op_granularity=Granularity.AGGREGATE if ops is not None else Granularity.NONE,
         files=tuple(sorted(p.name for p in files)),

@@ -181,9 +181,10 @@ class _Reader:
             if raw.column(col).null_count:
                 raise InputError(f"{kind.value} rows without {col} (dangling ids?)", self.path)
         if "duration_ns" in raw.column_names and raw.num_rows:
-            low = pc.min(raw.column("duration_ns")).as_py()
-            if low is not None and low < 0:
-                raise InputError(f"{kind.value}: records that end before they start", self.path)
+            ok = pc.fill_null(pc.greater_equal(raw.column("duration_ns"), 0), False)
+            if bad := raw.num_rows - (pc.sum(ok).as_py() or 0):  # else negative totals
+                raw = raw.filter(ok)
+                self.notes.append(f"dropped {bad:,} {kind.value} rows that end before they start")
         try:
             return conform(raw, kind)
         except SchemaError as exc:
@@ -321,7 +322,8 @@ class _Reader:
                               SUM({_i("k.gpu_stop")} - {_i("k.gpu_start")}) AS t
                        FROM read_only_kernels k
                        LEFT JOIN {self._kernel_iters()} kin ON kin.kid = k.id
-                       {in_range} GROUP BY 1) kt ON kt.oid = o.id
+                       {in_range} {"AND" if in_range else "WHERE"}
+                       {_i("k.gpu_stop")} >= {_i("k.gpu_start")} GROUP BY 1) kt ON kt.oid = o.id
             LEFT JOIN (SELECT read_only_ops_id AS oid, MIN(id) AS first, COUNT(*) AS c
                        FROM {self._t("read_only_op_instances")} GROUP BY 1) fi ON fi.oid = o.id
             LEFT JOIN {self._t("read_only_op_instances")} oi ON oi.id = fi.first

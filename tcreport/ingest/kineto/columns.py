@@ -43,17 +43,34 @@ def _clean_int(v: Any, parse_str: bool) -> int | None:
     return None
 
 
+def _no_bools(values: list[Any]) -> list[Any]:
+    """JSON ``true`` is not a number: Arrow would read it as 1 beside floats and as a bool list
+    alone, so the same event would parse differently depending on its neighbours (and on which
+    parser cut the trace into pieces). Booleans become None before Arrow sees them."""
+    if bool not in set(map(type, values)):  # a C-level scan; nearly always no booleans
+        return values
+    return [None if type(v) is bool else v for v in values]
+
+
+def _in_range(arr: pa.Array, bound: float) -> pa.Array:
+    """|arr| <= bound, with an integer bound for integer arrays: comparing int64 with a float
+    bound casts to double, which Arrow refuses above 2**53 (and abs(INT64_MIN) wraps)."""
+    b: int | float = int(bound) if pa.types.is_integer(arr.type) else bound
+    return pc.and_(pc.greater_equal(arr, -b), pc.less_equal(arr, b))
+
+
 def int_column(
     values: list[Any], parse_str: bool = False, lo: int = -_INT64_MAX, hi: int = _INT64_MAX
 ) -> pa.Array:
     """int64 column; anything that is not an integer (in ``[lo, hi]``) becomes null."""
     arr: pa.Array | None
+    values = _no_bools(values)
     try:
         arr = pa.array(values)
     except _CONVERSION_ERRORS:
         arr = None
     if arr is not None and pa.types.is_floating(arr.type):
-        whole = pc.and_(pc.is_finite(arr), pc.less_equal(pc.abs(arr), _MAX_WHOLE_FLOAT))
+        whole = pc.and_(pc.is_finite(arr), _in_range(arr, _MAX_WHOLE_FLOAT))
         whole = pc.and_(whole, pc.equal(pc.floor(arr), arr))
         arr = pc.if_else(whole, arr, pa.scalar(None, arr.type)).cast(pa.int64())
     elif arr is not None and (pa.types.is_null(arr.type) or arr.type == pa.int64()):
@@ -81,6 +98,7 @@ def ns_column(values: list[Any]) -> pa.Array:
     Floats are split into whole and fractional microseconds before scaling: multiplying an
     epoch-sized float by 1000 would lose nanoseconds, and truncating would turn .313 into 312 ns.
     """
+    values = _no_bools(values)
     try:
         arr = pa.array(values)
     except _CONVERSION_ERRORS:
@@ -99,7 +117,7 @@ def ns_column(values: list[Any]) -> pa.Array:
         )
     if pa.types.is_null(arr.type):
         arr = arr.cast(pa.int64())
-    ok = pc.less_equal(pc.abs(arr), _MAX_US)
+    ok = _in_range(arr, _MAX_US)
     if pa.types.is_floating(arr.type):
         ok = pc.and_(pc.is_finite(arr), ok)
         arr = pc.if_else(ok, arr, pa.scalar(None, arr.type))

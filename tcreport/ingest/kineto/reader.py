@@ -45,7 +45,7 @@ from tcreport.ingest.common import started
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 from tcreport.ingest.kineto import links, stdlib
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -348,10 +348,15 @@ class _Builder:
             return started.iso(first), "PyTorch profiler event timestamps"
         return None, None
 
-    def _torch_version(self) -> str | None:
-        """Only the one named field some capture tools write (``metadata.system.torch_env_info``)."""
+    def _torch_version(self) -> str:
+        """Only the one named field some capture tools write (``metadata.system.torch_env_info``),
+        else plain "PyTorch"."""
         node = self.header.torch_version
-        return f"PyTorch {node}" if isinstance(node, str) and _VERSION.fullmatch(node) else None
+        if isinstance(node, str) and _VERSION.fullmatch(node):
+            return f"PyTorch {node}"
+        # Kineto is torch.profiler's tracer: the trace is PyTorch's even when no version is
+        # recorded, and saying so lets fixes use PyTorch's API and diff check comparability.
+        return "PyTorch"
 
     def _cuda_version(self) -> str | None:
         v = self.header.cuda_runtime_version  # 12040 -> "12.4", CUDA's own encoding
@@ -363,15 +368,23 @@ class _Builder:
         for dev, name, major, minor, sms in self.header.devices:
             if type(dev) is not int or (used and dev not in used):
                 continue
+            label = col.clean_str(name[:200]) if isinstance(name, str) else None
+            vendor = gpu_vendor(label)
+            # ROCm writes the HIP architecture (9.0 on an MI250) into computeMajor/Minor: that
+            # is not an NVIDIA compute capability and must never be read as one.
+            cc = (
+                f"{major}.{minor}"
+                if type(major) is int and type(minor) is int and vendor in (None, "nvidia")
+                else None
+            )
             gpus.setdefault(
                 dev,
                 Gpu(
                     device_id=dev,
-                    name=col.clean_str(name[:200]) if isinstance(name, str) else None,
-                    compute_capability=f"{major}.{minor}"
-                    if type(major) is int and type(minor) is int
-                    else None,
+                    name=label,
+                    compute_capability=cc,
                     sm_count=sms if type(sms) is int else None,
+                    vendor=vendor,
                 ),
             )
         for d in used - gpus.keys():

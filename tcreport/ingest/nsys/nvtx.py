@@ -185,7 +185,10 @@ def _op_row(
     end: np.ndarray,
     table_row: np.ndarray,
 ) -> np.ndarray:
-    """Ops-table row of the outermost op open on the launching thread at the launch (-1: none)."""
+    """Ops-table row of the outermost op open on the launching thread at the launch (-1: none).
+    An export whose ranges hold no op at all (``train_step``, MPI ranges) has nothing to find."""
+    if not len(table_row):
+        return np.full(len(launch.time), -1, dtype=np.int64)
     tq = np.minimum(np.searchsorted(threads, launch.gtid), max(len(threads) - 1, 0))
     known = launch.found & (len(threads) > 0) & (threads[tq] == launch.gtid)
     hit = find_open(tcode, start, end, np.where(known, tq, -1), launch.time)

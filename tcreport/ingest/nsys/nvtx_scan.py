@@ -38,6 +38,7 @@ class _Chunk:
     parsed: Parsed
     span: tuple[int | None, int | None]  # of every event in the chunk, ranges or not
     domains: list[tuple[int, str]]
+    dropped: int = 0  # ranges left out: no end (never closed) or an end before the start
 
 
 def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan[_Chunk]]:
@@ -71,6 +72,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
         lo: int | None = None
         hi: int | None = None
         domains: list[tuple[int, str]] = []
+        dropped = 0
         for raw in batches:
             st, en = int64(raw, "start"), int64(raw, "end")
             first, last = pc.min(st).as_py(), pc.max(en).as_py()
@@ -85,8 +87,10 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
                     (int(d), t) for d, t in zip(dom[created].tolist(), txt, strict=True) if t
                 ]
             ok = (et == PUSH_POP) | (et == START_END)
+            ranges = int(ok.sum())
             ok &= _valid(en) & _valid(int64(raw, "gtid"))
             ok &= _view(en) >= _view(st)
+            dropped += ranges - int(ok.sum())
             # usually every row is a range: then nothing is copied to drop the others
             b = raw if ok.all() else raw.filter(pa.array(ok))
             texts.add(string(b, "text"))
@@ -103,7 +107,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
         entry, small = parsed.take(used.dictionary).collapse()
         return _Chunk(
             cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
-            entry[_np(used.indices)].astype(np.int32), small, (lo, hi), domains,
+            entry[_np(used.indices)].astype(np.int32), small, (lo, hi), domains, dropped,
         )  # fmt: skip
 
     return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]

@@ -26,6 +26,7 @@ from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.common import sqlite as _sqlite
 from tcreport.ingest.nsys import meta as _nsys_meta
+from tcreport.ingest.nsys.checks import dropped_note, named, no_ops_note, timed, unnamed_note
 from tcreport.ingest.nsys.db import NsysDb, Scan, int64, release_free_memory, string
 from tcreport.ingest.nsys.nvtx import Outline, attribute, outline
 from tcreport.ingest.nsys.nvtx_scan import merge_ranges, nvtx_scans
@@ -115,11 +116,15 @@ def _read(db: NsysDb) -> Run:
     # The NVTX side (nesting, op outlines) and the kernel side (launch joins) do not meet until
     # attribution: each gets a thread, and numpy and Arrow let them run on two cores at once.
     with ThreadPoolExecutor(1) as pool:
-        nvtx = pool.submit(_outline, done.pop(NVTX_TABLE))
+        nvtx_chunks = done.pop(NVTX_TABLE)
+        nvtx_bad = sum(c.dropped for c in nvtx_chunks)
+        nvtx = pool.submit(_outline, nvtx_chunks)
+        del nvtx_chunks
         runtime = _table(done.pop(RUNTIME_TABLE), ("key", "start", "gtid"))
-        kernels = _table(done.pop(KERNEL_TABLE), _kernel_columns(db))
+        kernels, k_bad = timed(_table(done.pop(KERNEL_TABLE), _kernel_columns(db)), "duration")
         kernels = _kernels(db, kernels, sid_ids, sid_values)
         memory = _table(done.pop(MEMCPY_TABLE) + done.pop(MEMSET_TABLE), (*_MEMORY_COLS, "kind"))
+        memory, m_bad = timed(memory, "end")
         memory = _memory(memory)
         to_gpu = _nsys_meta.device_map(db)
         kernels, k_moved = _physical_devices(kernels, to_gpu)
@@ -141,12 +146,18 @@ def _read(db: NsysDb) -> Run:
     ops = att.ops
     if ops is not None:
         ops = ops.append_column("iteration", [np.zeros(ops.num_rows, dtype=np.int32)])
-    devices = [d for d in pc.unique(kernels["device_id"]).to_pylist() if d is not None]
     notes = (
-        ["device ids are the GPUs' own (TARGET_INFO_GPU), mapped from each process's CUDA ordinal"]
-        if k_moved or m_moved
-        else []
+        dropped_note(k_bad, m_bad, nvtx_bad)
+        + unnamed_note(kernels)
+        + no_ops_note(ops, att.ranges, _has_rows(db, NVTX_TABLE))
     )
+    if ops is not None and ops.num_rows == 0:
+        ops = None  # ranges of the user's own (train_step, MPI_Send) say nothing about ops
+    devices = [d for d in pc.unique(kernels["device_id"]).to_pylist() if d is not None]
+    if k_moved or m_moved:
+        notes.append(
+            "device ids are the GPUs' own (TARGET_INFO_GPU), mapped from each process's CUDA ordinal"
+        )
     notes += _graph_note(db)
     meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices, notes)
     return Run(
@@ -159,6 +170,10 @@ def _read(db: NsysDb) -> Run:
         ),
         ranges=None if att.ranges is None else conform(att.ranges, TableKind.RANGES),
     )
+
+
+def _has_rows(db: NsysDb, table: str) -> bool:
+    return table in db.tables and db.scalar_row(f"SELECT EXISTS(SELECT 1 FROM {table})")[0] == 1
 
 
 def _graph_note(db: NsysDb) -> list[str]:
@@ -368,6 +383,7 @@ def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array)
     names = resolve_names(raw["short"].combine_chunks(), sid_ids, sid_values)
     if names.null_count:
         raise InputError(f"{KERNEL_TABLE}: kernel name ids missing from StringIds", db.path)
+    names = named(names)
     n = raw.num_rows
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         "name": names,

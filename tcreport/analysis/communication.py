@@ -1,0 +1,117 @@
+"""Collective communication (NCCL/RCCL) in the kernel timeline: how much, and how much is exposed.
+
+On a multi-GPU run the all-reduce / all-to-all / send-recv kernels are GPU time the Tensor Core
+share says nothing about: on the 2x H100 sample ``ncclDevKernel_SendRecv`` is 6.9 % of kernel time
+and 11 % of the wall time, which Nsight-based tools report as a first-class slice of the step. The
+figure lives here so a fuller step breakdown (compute / communication / memory / idle) can build on
+it; :func:`communication` is one pass of vector operations over the kernels table.
+
+"Exposed" communication is the time a collective runs on a GPU while no compute kernel does
+(interval union per device): overlap hides the rest, so only the exposed part can be won back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.analysis import _codes
+from tcreport.analysis.figures import OpRow
+from tcreport.analysis.timeline import _union
+
+#: Collective-communication kernels: NCCL (and RCCL, which keeps NCCL's names), NVSHMEM, and the
+#: custom all-reduce kernels of inference engines.
+COLLECTIVE = re.compile(
+    r"nccl|rccl|nvshmem|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Communication:
+    kernel_ns: int  # collective kernel time, summed over launches and devices
+    kernel_share: float | None  # of all GPU kernel time
+    exposed_ns: int | None  # collectives running with no compute kernel on the same GPU (summed)
+    devices: int  # GPUs with kernel rows (the per-GPU share divides by this)
+    names: tuple[str, ...]  # distinct collective kernel names, longest total first (at most 10)
+    max_device_share: float | None = None  # the busiest GPU's collective share of its kernel time
+
+    def wall_share(self, wall_ns: int | None) -> float | None:
+        """Collective time per GPU as a share of the aggregated wall time (the step)."""
+        if not wall_ns or wall_ns <= 0:
+            return None
+        return min(1.0, self.kernel_ns / max(1, self.devices) / wall_ns)
+
+
+def _is_collective(kernels: pa.Table) -> np.ndarray:
+    mask = _codes.matches(kernels.column("name"), COLLECTIVE.pattern, ignore_case=True)
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _exposed(kernels: pa.Table, coll: np.ndarray) -> int | None:
+    """Per device: busy time of all kernels minus busy time of compute kernels alone."""
+    starts = kernels.column("start_ns")
+    if starts.null_count:
+        return None  # aggregated kernel rows: no timeline
+    st = np.asarray(starts.to_numpy(), np.int64)
+    en = st + np.asarray(kernels.column("duration_ns").to_numpy(), np.int64)
+    dev = np.asarray(pc.fill_null(kernels.column("device_id"), -1).to_numpy(), np.int64)
+    exposed = 0
+    for d in np.unique(dev[coll]):  # one iteration per GPU, not per launch
+        on = dev == d
+        both = _union(st[on], en[on])[0]
+        comp = on & ~coll
+        compute = _union(st[comp], en[comp])[0] if comp.any() else 0
+        exposed += both - compute
+    return exposed
+
+
+def communication(kernels: pa.Table | None) -> Communication | None:
+    """Collective kernel time, its share and its exposed part; ``None`` without kernel rows."""
+    if kernels is None or kernels.num_rows == 0:
+        return None
+    coll = _is_collective(kernels)
+    dur = np.asarray(kernels.column("duration_ns").to_numpy(), np.int64)
+    total = int(dur.sum())
+    devices = int(pc.count_distinct(kernels.column("device_id")).as_py() or 1)
+    if not coll.any():
+        return Communication(0, 0.0 if total else None, 0, devices, ())
+    part = kernels.filter(pa.array(coll))
+    by_name = (
+        pa.table({"n": part.column("name").cast(pa.string()), "d": part.column("duration_ns")})
+        .group_by("n")
+        .aggregate([("d", "sum")])
+        .sort_by([("d_sum", "descending"), ("n", "ascending")])
+    )
+    ns = int(dur[coll].sum())
+    return Communication(
+        kernel_ns=ns,
+        kernel_share=ns / total if total else None,
+        exposed_ns=_exposed(kernels, coll),
+        devices=devices,
+        names=tuple(by_name.column("n").to_pylist()[:10]),
+        max_device_share=_max_device_share(kernels, coll, dur),
+    )
+
+
+def _max_device_share(kernels: pa.Table, coll: np.ndarray, dur: np.ndarray) -> float | None:
+    dev = np.asarray(pc.fill_null(kernels.column("device_id"), -1).to_numpy(), np.int64)
+    _, inv = np.unique(dev, return_inverse=True)
+    all_ns = np.bincount(inv, weights=dur)
+    coll_ns = np.bincount(inv, weights=np.where(coll, dur, 0))
+    ok = all_ns > 0
+    return float((coll_ns[ok] / all_ns[ok]).max()) if ok.any() else None
+
+
+def collective_op(ops: Sequence[OpRow]) -> OpRow | None:
+    """The collective op (``AllToAll4D``, ``nccl:all_reduce``, ``c10d::allreduce_``) with the most
+    GPU time: its time includes the layout copies around the NCCL kernel, which is what a user
+    sees as "the all-to-all" (11.2 % of GPU time on the 2x H100 sample). The largest one, never a
+    sum, since collective ops nest."""
+    hits = [o for o in ops if o.gpu_ns and COLLECTIVE.search(o.name)]
+    return max(hits, key=lambda o: (o.gpu_ns or 0, o.name), default=None)

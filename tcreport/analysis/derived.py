@@ -1,0 +1,198 @@
+"""Figures derived from the headline ones: GPU busy share, per-iteration stacks per GPU, and the
+iterations that stand out.
+
+Each had two or three definitions before (the HTML card, the low-utilisation finding and the
+iteration chart each worked its own out, so one page said "GPU busy 59.5 %" beside "the GPU is
+busy 55.5 %"). They live here once; rules, renderers, diff and batch read the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.analysis.figures import TimeFigures
+from tcreport.analysis.iterations import Selection
+from tcreport.analysis.timeline import TimelineFigures
+from tcreport.model import Run, RunMeta
+
+#: An iteration this many times slower (or faster) than the median of the aggregated ones stands
+#: out: steady training steps vary by a few per cent, a recompilation or a data stall by far more.
+OUTLIER_FACTOR = 1.5
+#: Fewer iterations than this have no meaningful median.
+OUTLIER_MIN_ITERATIONS = 4
+#: Tensor Core share of kernel time the report calls good (most GEMM/conv time on TC) or low.
+TC_SHARE_GOOD = 0.5
+TC_SHARE_LOW = 0.2
+
+
+@dataclass(frozen=True)
+class GpuBusy:
+    """How much of the aggregated range the GPUs computed.
+
+    ``share`` is the profiler's own figure where it states one; else busy time (the union of
+    kernel intervals per GPU, or summed kernel time without timestamps, an upper bound) over the
+    aggregated wall time times the number of GPUs. ``None`` without a range or kernel time."""
+
+    share: float | None
+    busy_ns: int | None  # summed over GPUs
+    range_ns: int | None  # the aggregated wall time (per GPU)
+    devices: int
+    source: str  # how ``share`` was obtained, for the report
+
+    @property
+    def idle_wall_ns(self) -> int | None:
+        """Wall time in which an average GPU computed nothing."""
+        if self.range_ns is None or self.share is None:
+            return None
+        return max(0, round(self.range_ns * (1.0 - self.share)))
+
+
+def gpu_busy(meta: RunMeta, time: TimeFigures, timeline: TimelineFigures | None) -> GpuBusy:
+    devices = max(1, timeline.devices if timeline is not None else len(meta.gpus))
+    wall = time.wall_ns
+    busy = timeline.busy_ns if timeline is not None else time.gpu_kernel_ns
+    reported = meta.reported.gpu_utilization
+    if reported is not None:
+        return GpuBusy(
+            min(1.0, max(0.0, reported)), busy, wall, devices, "as the profiler reported"
+        )
+    if not wall or busy is None:
+        return GpuBusy(None, busy, wall, devices, "")
+    how = (
+        "kernels running (union per GPU) over the aggregated range"
+        if timeline is not None
+        else "estimate: summed kernel time over the aggregated range"
+    )
+    return GpuBusy(min(1.0, busy / (wall * devices)), busy, wall, devices, how)
+
+
+@dataclass(frozen=True)
+class IterationStack:
+    """One GPU's share of one iteration: what its kernels and copies took, and its idle time."""
+
+    device_id: int | None
+    tc_ns: int
+    non_tc_ns: int
+    memory_ns: int
+    kernel_count: int
+    idle_ns: int  # the iteration's wall time this GPU computed and copied nothing (an estimate)
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    iteration: int
+    duration_ns: int
+    tc_ns: int  # summed over GPUs, as every figure is
+    non_tc_ns: int
+    memory_ns: int
+    kernel_count: int
+    aggregated: bool
+    #: one stack per GPU when the run has several (a wall-clock row cannot hold two GPUs' time)
+    gpus: tuple[IterationStack, ...] = ()
+    outlier: bool = False
+
+    @property
+    def idle_ns(self) -> int:
+        """Idle GPU time in the iteration: per GPU where there are several, summed."""
+        if self.gpus:
+            return sum(g.idle_ns for g in self.gpus)
+        return max(0, self.duration_ns - self.tc_ns - self.non_tc_ns - self.memory_ns)
+
+    @property
+    def per_gpu_divisor(self) -> int:
+        return max(1, len(self.gpus))
+
+
+def _sums(
+    table: pa.Table, keys: list[str], cols: dict[str, str]
+) -> dict[tuple[object, ...], dict[str, int]]:
+    g = table.group_by(keys, use_threads=False).aggregate([(c, "sum") for c in cols.values()])
+    out: dict[tuple[object, ...], dict[str, int]] = {}
+    for r in g.to_pylist():  # one row per (iteration, GPU): small
+        out[tuple(r[k] for k in keys)] = {n: int(r[f"{c}_sum"] or 0) for n, c in cols.items()}
+    return out
+
+
+def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
+    """Per-iteration stacks (TC / non-TC / memory) from rows that carry an iteration number,
+    per GPU when the kernels ran on several; outliers marked (:func:`outliers`)."""
+    it = run.iterations
+    if it is None or it.num_rows == 0 or run.kernels is None:
+        return ()
+    k = run.kernels.filter(pc.is_valid(run.kernels.column("iteration")))
+    dur = k.column("duration_ns")
+    kt = pa.table(
+        {
+            "iteration": k.column("iteration"),
+            "device": k.column("device_id"),
+            "tc": pc.if_else(pc.fill_null(k.column("uses_tc"), False), dur, 0),
+            "all": dur,
+            "calls": k.column("calls"),
+        }
+    )
+    kg = _sums(kt, ["iteration", "device"], {"tc": "tc", "all": "all", "calls": "calls"})
+    mg: dict[tuple[object, ...], dict[str, int]] = {}
+    if run.memory is not None and run.memory.num_rows:
+        m = run.memory.filter(pc.is_valid(run.memory.column("iteration")))
+        mt = pa.table(
+            {
+                "iteration": m.column("iteration"),
+                "device": m.column("device_id"),
+                "dur": m.column("duration_ns"),
+            }
+        )
+        mg = _sums(mt, ["iteration", "device"], {"mem": "dur"})
+    found = {d for _, d in kg} | {d for _, d in mg}
+    devices: list[int | None] = sorted(
+        (d if isinstance(d, int) else None for d in found), key=lambda d: (d is None, d or 0)
+    )
+    lo, hi = sel.info.start or 0, sel.info.stop if sel.info.stop is not None else it.num_rows - 1
+    rows: list[IterationRow] = []
+    for r in it.sort_by("iteration").to_pylist():  # one per iteration: small
+        i, duration = r["iteration"], int(r["end_ns"] - r["start_ns"])
+        stacks = []
+        for d in devices:
+            kr, mem = kg.get((i, d), {}), mg.get((i, d), {}).get("mem", 0)
+            tc, total = kr.get("tc", 0), kr.get("all", 0)
+            idle = max(0, duration - total - mem)
+            stacks.append(IterationStack(d, tc, total - tc, mem, kr.get("calls", 0), idle))
+        rows.append(
+            IterationRow(
+                iteration=i,
+                duration_ns=duration,
+                tc_ns=sum(s.tc_ns for s in stacks),
+                non_tc_ns=sum(s.non_tc_ns for s in stacks),
+                memory_ns=sum(s.memory_ns for s in stacks),
+                kernel_count=sum(s.kernel_count for s in stacks),
+                aggregated=lo <= i <= hi,
+                gpus=tuple(stacks) if len(stacks) > 1 else (),
+            )
+        )
+    out = outliers(rows)
+    return tuple(r if r.iteration not in out else _flag(r) for r in rows)
+
+
+def _flag(r: IterationRow) -> IterationRow:
+    from dataclasses import replace
+
+    return replace(r, outlier=True)
+
+
+def outliers(rows: list[IterationRow] | tuple[IterationRow, ...]) -> set[int]:
+    """Iterations :data:`OUTLIER_FACTOR` times slower or faster than the median (of the
+    aggregated ones when there are enough, else of all)."""
+    base = sorted(r.duration_ns for r in rows if r.aggregated)
+    if len(base) < OUTLIER_MIN_ITERATIONS:
+        base = sorted(r.duration_ns for r in rows)
+    if len(base) < OUTLIER_MIN_ITERATIONS:
+        return set()
+    median = base[len(base) // 2]
+    f = OUTLIER_FACTOR
+    return {
+        r.iteration
+        for r in rows
+        if median and (r.duration_ns > f * median or r.duration_ns * f < median)
+    }

@@ -1,0 +1,76 @@
+"""Whose GPU ran the trace, decided once, because a verdict means something only for its vendor.
+
+A PyTorch trace from ROCm looks like a CUDA one (the same ``cuda_runtime``/``kernel`` categories,
+``deviceProperties`` with a ``computeMajor``), but its GEMMs are Tensile ``Cijk_*`` kernels that the
+NVIDIA name rules cannot judge and its "compute capability" is a HIP architecture number. Reading
+such a run with NVIDIA rules turns every unknown GEMM into "did not use Tensor Cores". So the vendor
+picks the rule pack (AMD's first on AMD runs) and the name of the matrix unit the report shows; a
+vendor tcreport has no rules for (Intel) gets no verdicts at all: unknown, never "no".
+
+Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``); formats that only
+exist on NVIDIA (DLProf, Nsight Systems, Nsight Compute); a ROCm/HIP build string; kernel names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+
+from tcreport.model import RunMeta, SourceFormat
+
+
+class Vendor(StrEnum):
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+    UNKNOWN = "unknown"
+
+
+#: What the report calls the matrix units, per vendor.
+MATRIX_UNIT = {
+    Vendor.NVIDIA: "Tensor Cores",
+    Vendor.AMD: "AMD Matrix Cores",
+    Vendor.INTEL: "Intel XMX engines",
+    Vendor.UNKNOWN: "Tensor Cores",
+}
+
+_NVIDIA_ONLY = frozenset(
+    {
+        SourceFormat.DLPROF_CSV,
+        SourceFormat.DLPROF_JSON,
+        SourceFormat.DLPROF_SQLITE,
+        SourceFormat.NSYS_SQLITE,
+        SourceFormat.NCU_CSV,
+    }
+)
+_ROCM_BUILD = re.compile(r"rocm|\bhip\b", re.IGNORECASE)
+#: Kernel names only one vendor's libraries emit (PyTorch's own kernels and RCCL's ``nccl*``
+#: keep their CUDA names on ROCm, so they prove nothing).
+_AMD_KERNELS = re.compile(
+    r"^Cijk_|__amd_rocclr_|MIOpen|miopen|igemm_\w+_gtc|(?:^|\W)ck(?:_tile)?::|xdlops|Tensile"
+)
+_NVIDIA_KERNELS = re.compile(
+    r"(?:^|\W|_)(?:sm\d{2,3}[a-z]?_|ampere_|volta_|turing_|maxwell_|hopper_)|nvjet_|cutlass|xmma|"
+    r"cudnn|cublas|h884|s1688|16816"
+)
+
+
+def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
+    """The run's GPU vendor from its metadata, else from the names of its kernels."""
+    named = {g.vendor for g in meta.gpus if g.vendor}
+    if len(named) == 1:
+        return Vendor(named.pop())
+    if meta.format in _NVIDIA_ONLY:
+        return Vendor.NVIDIA
+    if _ROCM_BUILD.search(meta.framework or ""):
+        return Vendor.AMD
+    amd = nvidia = False
+    for name in kernel_names:
+        amd = amd or bool(_AMD_KERNELS.search(name))
+        nvidia = nvidia or bool(_NVIDIA_KERNELS.search(name))
+    if amd and not nvidia:
+        return Vendor.AMD
+    if nvidia and not amd:
+        return Vendor.NVIDIA
+    return Vendor.UNKNOWN

@@ -1,0 +1,70 @@
+"""What the Nsight Systems reader leaves out or renames, and the notes that say so.
+
+A profile can hold rows no figure may sum (an interval whose end lies before its start, a kernel
+whose name is NULL in ``StringIds``) and NVTX ranges that say nothing about ops (a user's
+``train_step``, MPI tracing ranges). The reader keeps every figure it can, drops or renames only
+those rows, and the run's notes say how many, so a report never hides what it did not count.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
+    """Rows with a start and an end at or after it, and how many were not: an inverted or
+    untimed interval would be summed into negative totals (``GPU kernel time -1789.6 s``)."""
+    if raw.num_rows == 0:
+        return raw, 0
+    ok = pc.and_(pc.is_valid(raw["start"]), pc.is_valid(raw[end]))
+    if end == "end":
+        ok = pc.and_(ok, pc.greater_equal(raw["end"], raw["start"]))
+    else:
+        ok = pc.and_(ok, pc.greater_equal(raw[end], 0))
+    ok = pc.fill_null(ok, False)
+    bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
+    return (raw.filter(ok), bad) if bad else (raw, 0)
+
+
+def dropped_note(kernels: int, memory: int, nvtx: int = 0) -> list[str]:
+    what = ((kernels, "kernel"), (memory, "memcpy/memset"), (nvtx, "NVTX range"))
+    parts = [f"{n:,} {name}" for n, name in what if n]
+    if not parts:
+        return []
+    return [
+        f"dropped {' and '.join(parts)} rows whose end lies before their start (or that have "
+        "no end): they are left out of every figure"
+    ]
+
+
+def no_ops_note(ops: pa.Table | None, ranges: pa.Table | None, has_nvtx: bool) -> list[str]:
+    """NVTX ranges that follow no op convention (a user's ``train_step``, MPI tracing ranges, one
+    marker) leave the kernel figures whole but every op figure unknown: the report says why."""
+    if (ops is not None and ops.num_rows) or not has_nvtx:
+        return []
+    n = 0 if ranges is None else ranges.num_rows
+    return [
+        "no op ranges found: the export's NVTX events follow no framework op convention "
+        f"(emit_nvtx, DLProf, TF_ENABLE_NVTX_RANGES; {n:,} kept as plain ranges), so kernels "
+        "are not attributed to ops and op figures are unknown"
+    ]
+
+
+UNNAMED = "(unnamed kernel)"
+
+
+def named(names: pa.DictionaryArray) -> pa.DictionaryArray:
+    """A NULL ``StringIds.value`` is a kernel without a name, not a missing row: it keeps its
+    time under a placeholder (rules match names as text and must never see None); the run's
+    notes count them (:func:`unnamed_note`)."""
+    if not names.dictionary.null_count:
+        return names
+    return pa.DictionaryArray.from_arrays(names.indices, pc.fill_null(names.dictionary, UNNAMED))
+
+
+def unnamed_note(kernels: pa.Table) -> list[str]:
+    n = pc.sum(pc.equal(kernels["name"].cast(pa.string()), UNNAMED)).as_py() or 0
+    if not n:
+        return []
+    return [f"{n:,} kernel launches have no name in StringIds (NULL); shown as {UNNAMED!r}"]

@@ -1,0 +1,122 @@
+"""Contradictions once seen on the bundled samples and real traces: each figure now has one
+definition, and every place that shows it agrees (issue "one truth per figure")."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from trace_paths import REALTRACES, SAMPLES
+
+from tcreport import api, fmt
+from tcreport.compare import diff as _diff
+from tcreport.render import diff_markdown, html, terminal
+from tcreport.report import Report
+
+A100 = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+H100 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+V100 = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
+BERT = (
+    REALTRACES
+    / "kineto"
+    / "h100-bf16-bert-small"
+    / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
+)
+
+
+def _report(path: Path) -> Report:
+    if not path.exists():
+        pytest.skip(f"real trace not available: {path}")
+    return api.analyze(api.load(path))
+
+
+def test_a100_counts_agree_between_headline_and_finding() -> None:
+    r = _report(A100)
+    tc = r.analysis.tc
+    assert (tc.eligible_op_count, tc.using_op_count, tc.partly_using_op_count) == (2, 1, 1)
+    tc004 = next(f for f in r.findings if f.id == "TC004")
+    assert tc004.title.startswith(f"{tc.eligible_not_using_op_count} Tensor Core eligible ops")
+    assert "(1 of them in some calls only)" in tc004.title
+    console = Console(width=200, record=True, file=io.StringIO())
+    terminal.render(r, console)
+    assert "2 / 1 (1 in some calls only)" in console.export_text()
+
+
+def test_a100_wall_time_is_the_range_gp001_uses() -> None:
+    r = _report(A100)
+    wall = r.analysis.time.wall_ns
+    assert wall is not None and r.analysis.busy is not None
+    assert r.analysis.busy.range_ns == wall
+    gp001 = next(f for f in r.findings if f.id == "GP001")
+    assert f"of the {fmt.ns(wall)} aggregated range" in gp001.detail
+
+
+def test_a100_op_tc_time_is_its_tc_kernels() -> None:
+    a = _report(A100).analysis
+    conv = next(o for o in a.ops if o.name == "aten::cudnn_convolution")
+    assert conv.tc_ns == 1_814_000 == a.time.tc_kernel_ns
+    conv_type = next(g for g in a.op_types if g.name == "cudnn_convolution")
+    assert conv_type.tc_ns == conv.tc_ns
+    assert sum(g.tc_ns for g in a.op_types) <= (a.time.tc_kernel_ns or 0)
+
+
+def test_a100_diff_shows_the_reports_verdict() -> None:
+    r = _report(A100)
+    d = _diff.diff(r, r)
+    row = next(x for x in d.ops if x.key == "aten::cudnn_convolution")
+    assert row.base_uses_tc is True
+    md = diff_markdown.render(d, "0")
+    line = next(x for x in md.splitlines() if x.startswith("| aten::cudnn\\_convolution"))
+    assert "yes → yes" in line
+
+
+def test_v100_gpu_busy_card_equals_gp001() -> None:
+    r = _report(V100)
+    b = r.analysis.busy
+    assert b is not None and b.share is not None
+    page = html.render(r)
+    assert f"{fmt.pct(b.share)}</" in page  # the card
+    (gp,) = [f for f in r.findings if f.id == "GP001"]
+    assert fmt.pct(b.share).replace(" ", "") in gp.title  # the rules write "55.5%"
+
+
+def test_h100_iterations_are_per_gpu_and_no_empty_shape_columns() -> None:
+    r = _report(H100)
+    a = r.analysis
+    (row,) = a.iterations
+    assert len(row.gpus) == 2
+    for g in row.gpus:
+        assert g.tc_ns + g.non_tc_ns + g.memory_ns + g.idle_ns >= row.duration_ns
+        assert g.idle_ns > 0
+    assert sum(g.tc_ns for g in row.gpus) == row.tc_ns
+    assert not a.ops_have_shapes and not a.ops_have_dtype
+    page = html.render(r)
+    assert "The input records no data types or shapes for its ops" in page
+    assert sum(1 for o in a.ops if o.scope) > 0
+
+
+def test_single_profiler_step_fills_wall_time() -> None:
+    r = _report(BERT)
+    a = r.analysis
+    assert a.selection.info.total == 1 and a.selection.info.mean_ns is not None
+    assert a.time.wall_ns == round(a.selection.info.mean_ns)
+    for f in r.findings:
+        assert "no iteration split" not in f.detail
+
+
+@pytest.mark.realtraces
+def test_dlprof_csv_device_memory_is_the_total(dlprof_cnn: Path) -> None:
+    r = api.analyze(api.load(dlprof_cnn))
+    data = json.loads(api.render_json(r))
+    assert data["time"]["memory_ns"] == 66690
+    assert sum(d["memory_ns"] for d in data["devices"]) == 66690
+
+
+def test_no_html_figure_is_negative_on_samples() -> None:
+    for path in (A100, H100):
+        page = html.render(_report(path))
+        assert not re.search(r">-\d", page)
