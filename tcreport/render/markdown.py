@@ -76,8 +76,7 @@ def render(view: Report) -> str:
         f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.tc.eligible_not_using_op_count)} "
-        f"{'op' if a.tc.eligible_not_using_op_count == 1 else 'ops'}) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.tc.classified_kernel_time_share)} |",
         "",
     ]
