@@ -6,3 +6,17 @@ reports Tensor Core use, eligibility and what to change. The import is kept ligh
 """
 
 __version__ = "0.1.0"
+
+import importlib
+from typing import Any
+
+__all__ = ["__version__", "open", "read_dataset"]
+
+
+def __getattr__(name: str) -> Any:
+    """``tcreport.open`` and ``tcreport.read_dataset`` (``tcreport.api``) load on first use, so
+    ``import tcreport`` and ``tcreport --help`` stay light. Looked up by name at run time: every
+    module imports this package for ``__version__``, and none of them depends on the API."""
+    if name in ("open", "read_dataset"):
+        return getattr(importlib.import_module("tcreport.api"), name)
+    raise AttributeError(f"module 'tcreport' has no attribute {name!r}")

@@ -17,7 +17,10 @@ from typing import IO, TYPE_CHECKING
 from tcreport._fs import write_atomic, write_text_atomic
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from tcreport.model import Run, SourceFormat
+    from tcreport.notebook import AnalysedRun
     from tcreport.report import Report
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "check_ingest_output",
     "ingest",
     "load",
+    "open",
+    "read_dataset",
     "render_html",
     "render_json",
     "render_markdown",
@@ -80,6 +85,42 @@ def analyze(
         timeline_iter=timeline_iter,
         with_timeline=with_timeline,
     )
+
+
+def open(  # tcreport.open(path): the notebook entry point (shadows the builtin here only)
+    path: str | Path,
+    *,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    counters: str | Path | None = None,
+) -> AnalysedRun:
+    """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
+    (``docs/python-api.md``); the options are those of ``tcreport report``."""
+    from tcreport.errors import UsageError
+    from tcreport.notebook import AnalysedRun
+
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
+    run = load(path)
+    if counters is not None:
+        run = attach_counters(run, counters)
+    view = analyze(  # with the timeline: .to_html() gives the same report as `tcreport report`
+        run,
+        source_path=str(path),
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        with_timeline=True,
+    )
+    return AnalysedRun(report=view, run=run)
+
+
+def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
+    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings) as DataFrames."""
+    from tcreport.notebook import read_dataset as read
+
+    return read(Path(out))
 
 
 def render_json(view: Report) -> str:

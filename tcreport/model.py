@@ -142,6 +142,10 @@ class RunMeta:
     files: tuple[str, ...] = ()  # base names of what was read
     notes: tuple[str, ...] = ()  # reader remarks worth showing (missing optional reports, ...)
     settings: RunSettings = field(default_factory=RunSettings)
+    # When the profile was recorded, read from the trace itself (ISO 8601, UTC, to the second), and
+    # what said so ("Nsight Systems session start"); None when the trace does not say.
+    started_at: str | None = None
+    started_at_source: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -167,6 +171,8 @@ class RunMeta:
             files=tuple(raw.get("files", ())),
             notes=tuple(raw.get("notes", ())),
             settings=RunSettings(**raw.get("settings", {})),
+            started_at=raw.get("started_at"),
+            started_at_source=raw.get("started_at_source"),
         )
 
 

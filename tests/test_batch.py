@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from trace_paths import REALTRACES
+from trace_paths import REALTRACES, real_or_bundled
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
@@ -61,8 +61,11 @@ def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str
     for source in REAL_RUNS:
         r = runs[source]
         assert r["status"] == "ok", r
-        assert (out / "reports" / f"{r['run_id']}.html").is_file()
-        assert f'href="reports/{r["run_id"]}.html"' in index
+        # reports are named after the trace (its file or folder name), not the content hash
+        stem = source.rsplit("/", 1)[-1].split(".")[0]
+        assert str(r["report"]).startswith(f"reports/{stem}"), r["report"]
+        assert (out / str(r["report"])).is_file()
+        assert f'href="{r["report"]}"' in index
         assert source in index
     dlprof = runs["dlprof/v1.8-pytorch-cnn"]
     assert dlprof["gpu_kernel_ns"] == 589147 and dlprof["format"] == "dlprof-csv"
@@ -134,7 +137,7 @@ def test_content_hash_of_a_folder_ignores_its_location(tmp_path: Path) -> None:
 
 
 def test_hostile_file_name_is_escaped_in_the_index(tmp_path: Path) -> None:
-    src = REALTRACES / "kineto" / "a100-tf32-alexnet"
+    src = real_or_bundled("kineto/a100-tf32-alexnet")
     if not src.exists():
         pytest.skip("real traces not available")
     inp = tmp_path / "in"

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 from synthetic import HOSTILE, hostile_run, run_meta
+from trace_paths import real_or_bundled
 
 from tcreport import api, schema
 from tcreport.model import Gpu, Granularity, IterationInfo, Run
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "realtraces"
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -184,7 +184,7 @@ def outdir() -> Iterator[Path]:
 def real_report(request: pytest.FixtureRequest, outdir: Path) -> tuple[str, Path]:
     name = request.param
     rel, reader = TRACES[name]
-    path = REAL / rel
+    path = real_or_bundled(rel)  # two of them are bundled in sample_traces/ as well
     if not path.exists():
         pytest.skip(f"{path} not present (../shared/realtraces)")
     try:
@@ -410,3 +410,54 @@ def test_hostile_names_run_no_script(browser: Any, outdir: Path, payload: str) -
             _assert_quiet(o)
         finally:
             page.context.close()
+
+
+# --- the notebook view (AnalysedRun._repr_html_) ----------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def _notebook_page(fragment: str, out: Path) -> Path:
+    """The fragment as a notebook shows it: inside someone else's page, with no CSP of ours."""
+    out.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>notebook</title></head>"
+        f"<body><div class='output_html'>{fragment}</div></body></html>",
+        encoding="utf-8",
+    )
+    return out
+
+
+@pytest.mark.parametrize("sample", ["kineto-a100-tf32-alexnet", "nsys-h100x2-bf16"])
+def test_notebook_view_of_each_sample_renders_quietly(
+    browser: Any, outdir: Path, sample: str
+) -> None:
+    import tcreport
+
+    run = tcreport.open(SAMPLES / sample)
+    o = _open(browser, _notebook_page(run._repr_html_(), outdir / f"nb-{sample}.html"))
+    try:
+        page = o.page
+        share = run.summary()["tensor_core"]["kernel_time_share"]
+        assert page.get_by_text(f"{share * 100:.1f} %").count() == 1
+        assert page.locator("div.tcreport tbody tr").count() == len(run.findings)
+        assert page.locator("script, style, link, img, iframe, object, embed").count() == 0
+        assert page.locator("div.tcreport").bounding_box()["height"] > 50  # drawn, not empty
+        _assert_quiet(o)
+    finally:
+        page.context.close()
+
+
+def test_notebook_view_of_hostile_names_runs_nothing(browser: Any, outdir: Path) -> None:
+    from tcreport.notebook import AnalysedRun
+
+    run = hostile_run()
+    view = api.analyze(run, source_path=HOSTILE)
+    frag = AnalysedRun(report=view, run=run)._repr_html_()
+    o = _open(browser, _notebook_page(frag, outdir / "nb-hostile.html"))
+    try:
+        page = o.page
+        assert page.get_by_text(HOSTILE, exact=False).count() > 0, "name shown as text"
+        assert page.locator("img, script").count() == 0
+        _assert_quiet(o)
+    finally:
+        page.context.close()

@@ -57,8 +57,12 @@ def test_sniff(json_dir: Path) -> None:
     assert detect(json_dir) is SourceFormat.DLPROF_JSON
 
 
-def test_json_reads_to_the_same_run_as_csv(json_dir: Path) -> None:
-    from_csv, from_json = dlprof_csv.read(DLPROF_CNN), dlprof_json.read(json_dir)
+def test_json_reads_to_the_same_run_as_csv(json_dir: Path, tmp_path: Path) -> None:
+    # as DLProf leaves a result folder: the reports beside the Nsight Systems export they came from
+    folder = tmp_path / "json"
+    shutil.copytree(json_dir, folder)
+    shutil.copyfile(DLPROF_CNN / "nsys_profile.sqlite", folder / "nsys_profile.sqlite")
+    from_csv, from_json = dlprof_csv.read(DLPROF_CNN), dlprof_json.read(folder)
     for kind in (TableKind.KERNELS, TableKind.OPS):
         table = getattr(from_json, kind.value)
         validate(table, kind)

@@ -51,8 +51,9 @@ def test_usage_error_from_the_installed_entry_point_is_one_line() -> None:
     code = "import sys\nfrom tcreport.cli import main\nsys.argv = ['tcreport', 'report']\nmain()\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
+    # the argument is named as the usage line writes it (PATH, its metavar)
     assert done.stderr.strip().splitlines() == [
-        "tcreport: error: Missing argument 'path'. (see 'tcreport report --help')"
+        "tcreport: error: Missing argument 'PATH'. (see 'tcreport report --help')"
     ]
 
 

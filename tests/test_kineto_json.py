@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import budget
+from trace_paths import real_or_bundled
 
 from tcreport.errors import InputError
 from tcreport.ingest import detect
@@ -33,7 +34,9 @@ KINETO = (
     Path(os.environ.get("TCREPORT_REALTRACES", ROOT.parent / "shared" / "realtraces")) / "kineto"
 )
 H100 = KINETO / "h100-bf16-bert-small" / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
-A100 = KINETO / "a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+A100 = real_or_bundled(  # bundled in sample_traces/ too
+    "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+)
 V100 = KINETO / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
 SYNTHETIC = Path(__file__).parent / "fixtures" / "kineto_edge_cases_synthetic.json"
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import budget
-from trace_paths import DLPROF_CNN, REALTRACES, ROOT
+from trace_paths import DLPROF_CNN, ROOT, real_or_bundled
 
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels as tk
@@ -328,7 +328,7 @@ def test_api_analyze_on_an_ncu_only_run() -> None:
 
 
 def test_real_kineto_trace_is_not_taken_for_ncu() -> None:
-    trace = REALTRACES / "kineto" / "a100-tf32-alexnet"
+    trace = real_or_bundled("kineto/a100-tf32-alexnet")
     if not trace.exists():
         pytest.skip("real traces not available")
     for p in trace.iterdir():

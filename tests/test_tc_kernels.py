@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import budget
-from trace_paths import DLPROF_CNN, NSYS_H100, REALTRACES, ROOT
+from trace_paths import DLPROF_CNN, NSYS_H100, ROOT, need, real_or_bundled
 
 from tcreport import schema
 from tcreport.analysis import tc_kernels as tk
@@ -234,12 +234,6 @@ def test_classify_never_raises_and_shares_are_fractions(
 # --- real traces ------------------------------------------------------------------------------------
 
 
-def need(p: Path) -> Path:
-    if not p.exists():
-        pytest.skip(f"real trace not available: {p}")
-    return p
-
-
 def nsys_kernels(path: Path) -> pa.Table:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     rows = con.execute(
@@ -251,7 +245,7 @@ def nsys_kernels(path: Path) -> pa.Table:
 
 
 def kineto_kernels(folder: str) -> pa.Table:
-    path = next(need(REALTRACES / "kineto" / folder).glob("*.json.gz"))
+    path = next(need(real_or_bundled(f"kineto/{folder}")).glob("*.json.gz"))
     with gzip.open(path, "rt", encoding="utf-8") as f:
         events = json.load(f)["traceEvents"]
     ks = [e for e in events if e.get("cat") in ("kernel", "Kernel") and e.get("ph") == "X"]

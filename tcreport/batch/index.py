@@ -27,6 +27,7 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
         "format",
         "gpu_model",
         "date",
+        "date_source",
         "tc_share",
         "eligible_not_tc_share",
         "eligible_not_using_gpu_ns",
@@ -55,6 +56,7 @@ def _row(r: dict[str, Any]) -> IndexRow:
         miss_ns=r["eligible_not_using_gpu_ns"],
         top_finding=top,
         report=r["report"],
+        date_from_mtime=(r["date_source"] or "").startswith("file mtime"),
     )
 
 

@@ -4,12 +4,14 @@ Layout of ``OUT``::
 
     dataset/<table>/gpu=<GPU model>/month=<YYYY-MM>/<run_id>.parquet   tables runs, ops, kernels,
                                                                         findings (hive partitions)
-    reports/<run_id>.html                                               one report per run
+    reports/<trace name>.html                                           one report per run
     index.html                                                          every run, a TC-share trend
+                                                                        per GPU model
 
 A query over one GPU model or one month reads only its files. ``run_id`` is the start of the content
 hash (file bytes; for a folder its sorted (name, bytes)), so re-running skips what the dataset holds
-and a renamed copy is recognised. A failed run is stored too (``status = 'error'``), so the index
+and a renamed copy is recognised. The month is when the trace says it was recorded
+(``runs.date_source`` names what said so), the file's mtime only where it says nothing. A failed run is stored too (``status = 'error'``), so the index
 keeps listing it and the next batch does not retry it unless ``--force``.
 
 Atomicity: workers write nothing; this process writes each run's files under ``OUT/.staging`` and
@@ -55,6 +57,10 @@ HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
 OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
+
+
+class EmptyInputError(InputError):
+    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
 
 
 class Executor(StrEnum):
@@ -182,7 +188,8 @@ def _write_run(out: Path, o: Outcome) -> None:
             old.unlink()  # --force on a run whose partition moved
         if o.report_html is not None:
             (out / "reports").mkdir(exist_ok=True)
-            write_text_atomic(out / "reports" / f"{o.run_id}.html", o.report_html)
+            rel = o.tables["runs"].column("report")[0].as_py() or f"reports/{o.run_id}.html"
+            write_text_atomic(out / rel, o.report_html)
         for name in (*(n for n in TABLES if n != "runs"), "runs"):
             target = out / "dataset" / name / part / f"{o.run_id}.parquet"
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -193,8 +200,37 @@ def _write_run(out: Path, o: Outcome) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+#: Suffixes dropped from a trace's name to name its report (longest first).
+_NAME_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".xplane.pb")
+
+
+def report_name(source: str, run_id: str, taken: dict[str, str]) -> str:
+    """``reports/<name>.html`` after the trace: its file (or folder) name without the format's
+    suffix, made filesystem- and URL-safe; a name another run holds gets the run id appended.
+    ``taken`` maps names already given (in the dataset and this batch) to their run ids."""
+    base = source.rstrip("/").rsplit("/", 1)[-1]
+    lower = base.lower()
+    suffix = next((x for x in _NAME_SUFFIXES if lower.endswith(x)), None)
+    stem = base[: -len(suffix)] if suffix else (base.rsplit(".", 1)[0] or base)
+    name = partition_value(stem)[:80]
+    if taken.get(name, run_id) != run_id:
+        name = f"{name}-{run_id[:8]}"
+    taken[name] = run_id
+    return name
+
+
+def _taken_names(runs: pa.Table) -> dict[str, str]:
+    """Report names the dataset already uses -> their run ids (hash-named reports included)."""
+    out: dict[str, str] = {}
+    for r in runs.select(["run_id", "report"]).to_pylist():  # one row per run: small
+        rel = r["report"] or ""
+        if rel.startswith("reports/") and rel.endswith(".html"):
+            out[rel[len("reports/") : -len(".html")]] = r["run_id"]
+    return out
+
+
 def _tasks(
-    root: Path, found: list[Found], known: set[str], force: bool
+    root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str]
 ) -> tuple[list[Task], list[str]]:
     """Tasks to run, and the run ids skipped because the dataset holds them."""
     tasks: list[Task] = []
@@ -219,6 +255,7 @@ def _tasks(
                 mtime=_mtime(f.path),
                 format=f.format,
                 error=f.error,
+                report_name=report_name(source or f.path.name, rid, taken),
             )
         )
     return tasks, skipped
@@ -270,11 +307,17 @@ def run_batch(
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
     _fs.refuse_inputs(out, [root], nested_ok=True)
-    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
     found = discover(root, exclude=out.resolve())
+    if not found:  # before OUT is claimed: an empty folder (a wrong path?) leaves nothing behind
+        raise EmptyInputError(
+            "no traces found (looked recursively for DLProf, Nsight Systems, PyTorch, "
+            "TensorFlow and Nsight Compute outputs); nothing written",
+            root,
+        )
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())
-    tasks, skipped = _tasks(root, found, known, force)
+    tasks, skipped = _tasks(root, found, known, force, _taken_names(runs))
     if on_start is not None:
         on_start(len(tasks))
     outcomes: Iterable[Outcome]

@@ -113,6 +113,7 @@ class Task:
     mtime: float  # seconds since the epoch: the run's date when the trace gives none
     format: str | None  # detected by the coordinator; None when detection failed
     error: str | None = None  # detection error: the worker only records it
+    report_name: str | None = None  # reports/<name>.html, after the trace (run_id when None)
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,13 @@ def _rows(schema: pa.Schema, columns: Mapping[str, Sequence[object]]) -> pa.Tabl
     return pa.table({f.name: pa.array(columns[f.name], type=f.type) for f in schema})
 
 
-def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[object]]:
+#: ``runs.date_source`` when the trace records no start time of its own.
+MTIME = "file mtime (the trace records no start time)"
+
+
+def _run_row(
+    task: Task, date: datetime, date_source: str = MTIME, **values: object
+) -> dict[str, list[object]]:
     row: dict[str, object] = dict.fromkeys(RUNS.names)
     row.update(
         run_id=task.run_id,
@@ -140,11 +147,18 @@ def _run_row(task: Task, date: datetime, **values: object) -> dict[str, list[obj
         content_hash=task.content_hash,
         format=task.format,
         date=date,
-        date_source="file mtime",
+        date_source=date_source,
         tcreport_version=__version__,
     )
     row.update(values)
     return {k: [v] for k, v in row.items()}
+
+
+def _date(started_at: str | None, source: str | None, mtime: datetime) -> tuple[datetime, str]:
+    """The run's date: when the trace says it was recorded, else the file's mtime, labelled."""
+    if started_at is None:
+        return mtime, MTIME
+    return datetime.fromisoformat(started_at.replace("Z", "+00:00")), source or "trace"
 
 
 def failed(task: Task, error: str) -> Outcome:
@@ -175,6 +189,7 @@ def process(task: Task) -> Outcome:
         from tcreport.render.html import render as render_html
 
         run = ingest.load(Path(task.path))
+        date, date_source = _date(run.meta.started_at, run.meta.started_at_source, date)
         view = report.build(run, source_path=task.source, with_timeline=True)
         html = render_html(view)
     except TcreportError as exc:
@@ -192,6 +207,7 @@ def process(task: Task) -> Outcome:
         _run_row(
             task,
             date,
+            date_source,
             status="ok",
             format=a.meta.format.value,
             gpu_model=gpu,
@@ -215,7 +231,7 @@ def process(task: Task) -> Outcome:
             finding_count=len(view.findings),
             top_finding_id=top.id if top else None,
             top_finding_title=top.title if top else None,
-            report=f"reports/{task.run_id}.html",
+            report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),
     )

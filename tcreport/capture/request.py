@@ -38,6 +38,7 @@ class ProfileRequest:
     delay_s: float | None = None  # DLProf --delay
     duration_s: float | None = None  # DLProf --duration
     python: str = field(default_factory=lambda: sys.executable)
+    verbose: bool = False  # let the framework's own logging through (--verbose)
 
     @property
     def profile_name(self) -> str:

@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tcreport.capture import tf_hooks
+from tcreport.capture import quiet, tf_hooks
 from tcreport.capture.request import Backend, CaptureResult, Framework, ProfileRequest
 from tcreport.capture.tf_window import StepWindow, window
 from tcreport.errors import CaptureError, ScriptFailedError, UsageError
@@ -30,13 +30,15 @@ SIDECAR = "tcreport-capture.json"
 _INSTALL = "pip install 'tcreport[tf]'"
 
 
-def _import_tf() -> Any:
+def _import_tf(verbose: bool) -> Any:
     try:  # import_module: TensorFlow ships no type stubs, and mypy must not need it installed
-        tf = importlib.import_module("tensorflow")
+        with quiet.tensorflow_import(verbose):
+            tf = importlib.import_module("tensorflow")
     except ImportError as exc:
         raise CaptureError(
             f"the tf backend needs TensorFlow and xprof: {_INSTALL} ({exc})"
         ) from exc
+    quiet.tensorflow_python_logs(tf, verbose)
     return tf
 
 
@@ -142,7 +144,7 @@ def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, 
 
 
 def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
-    tf = _import_tf()
+    tf = _import_tf(req.verbose)
     start, stop = window(req.iter_start, req.iter_stop)
     before = set(_profiles(req.out_dir))
     options = tf.profiler.experimental.ProfilerOptions(

@@ -23,14 +23,22 @@ err_console = Console(stderr=True, highlight=False)
 KeyNode = Annotated[
     str | None,
     typer.Option(
-        "--key-node", help="Op or range name that marks each iteration (DLProf's key node)."
+        "--key-node",
+        metavar="NAME",
+        help="Op or range name that marks each iteration (DLProf's key node).",
     ),
 ]
 IterStart = Annotated[
-    int | None, typer.Option("--iter-start", min=0, help="First iteration to aggregate (0-based).")
+    int | None,
+    typer.Option(
+        "--iter-start", min=0, metavar="N", help="First iteration to aggregate (0-based)."
+    ),
 ]
 IterStop = Annotated[
-    int | None, typer.Option("--iter-stop", min=0, help="Last iteration to aggregate (inclusive).")
+    int | None,
+    typer.Option(
+        "--iter-stop", min=0, metavar="M", help="Last iteration to aggregate (inclusive)."
+    ),
 ]
 AllowEmpty = Annotated[
     bool,
@@ -60,6 +68,34 @@ def say(message: str) -> None:
     """One line on stderr; file names and trace strings in it have their control characters
     shown (``\x1b``), never sent raw to the terminal."""
     err_console.print(plain(message), markup=False, soft_wrap=True, highlight=False)
+
+
+#: ``-o -`` means standard output, as for every Unix tool that writes text.
+STDOUT = "-"
+
+
+def is_stdout(output: Path | None) -> bool:
+    return output is not None and str(output) == STDOUT
+
+
+def write_text_output(
+    output: Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
+) -> None:
+    """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
+    from tcreport import api
+
+    if is_stdout(output):
+        typer.echo(text, nl=False)
+        return
+    target = api.write_text_atomic(
+        output, text, follow_link=follow_link, replace_read_only=replace_read_only
+    )
+    say(f"tcreport: wrote {target}")
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 gate``, ``2 gates``: messages a person reads say it right."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 @contextmanager

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import err_console, say, user_errors
+from tcreport.cli._common import err_console, plural, say, user_errors
 from tcreport.cli.app import app
 from tcreport.render.escape import terminal as plain
 
@@ -32,24 +34,37 @@ class QueryFormat(StrEnum):
 @app.command()
 def batch(
     directory: Annotated[
-        Path, typer.Argument(help="Folder of traces (searched recursively).", show_default=False)
+        Path,
+        typer.Argument(
+            help="Folder of traces (searched recursively).", metavar="DIR", show_default=False
+        ),
     ],
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="Folder for dataset/, reports/ and index.html.")
+        Path,
+        typer.Option(
+            "--output", "-o", metavar="OUT", help="Folder for dataset/, reports/ and index.html."
+        ),
     ],
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel processes.")] = 1,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, metavar="N", help="Parallel processes.")
+    ] = 1,
     force: Annotated[
         bool, typer.Option("--force", help="Re-process runs the dataset already holds.")
     ] = False,
     executor: Annotated[
-        ExecutorName, typer.Option("--executor", help="Where the per-trace work runs.")
+        ExecutorName,
+        typer.Option("--executor", metavar="[process|dask]", help="Where the per-trace work runs."),
     ] = ExecutorName.PROCESS,
     scheduler: Annotated[
         str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (with --executor dask)."),
+        typer.Option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Dask scheduler address (with --executor dask).",
+        ),
     ] = None,
 ) -> None:
-    """Every trace under DIRECTORY -> Parquet dataset, one report per run and an index."""
+    """Every trace under DIR -> Parquet dataset, one report per run and an index."""
     with user_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -71,7 +86,7 @@ def batch(
         def done(o: Outcome) -> None:
             _advance(progress, handle[0], o)
 
-        with progress:
+        with progress, _empty_is_a_warning():
             result = batch_mod.run_batch(
                 directory,
                 output,
@@ -93,6 +108,19 @@ def batch(
             raise typer.Exit(1)
 
 
+@contextmanager
+def _empty_is_a_warning() -> Iterator[None]:
+    """Nothing to archive is not a broken input: say so as a warning, and still exit non-zero so
+    a script that pointed batch at the wrong folder notices."""
+    from tcreport.batch.runner import EmptyInputError
+
+    try:
+        yield
+    except EmptyInputError as exc:
+        say(f"tcreport: warning: {exc}")
+        raise typer.Exit(exc.exit_code) from None
+
+
 def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
     from rich.markup import escape
 
@@ -103,14 +131,20 @@ def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
 @app.command()
 def query(
     output: Annotated[
-        Path, typer.Argument(help="A 'tcreport batch' output folder.", show_default=False)
+        Path,
+        typer.Argument(help="A 'tcreport batch' output folder.", metavar="OUT", show_default=False),
     ],
     sql: Annotated[
         str,
-        typer.Argument(help="SQL over the views runs, ops, kernels, findings.", show_default=False),
+        typer.Argument(
+            help="SQL over the views runs, ops, kernels, findings.",
+            metavar="SQL",
+            show_default=False,
+        ),
     ],
     fmt: Annotated[
-        QueryFormat, typer.Option("--format", "-f", help="Output format.")
+        QueryFormat,
+        typer.Option("--format", "-f", metavar="[table|csv|json]", help="Output format."),
     ] = QueryFormat.TABLE,
 ) -> None:
     """Ask the batch dataset a question in SQL (DuckDB, offline)."""
@@ -123,15 +157,11 @@ def query(
         elif fmt is QueryFormat.JSON:
             typer.echo(query_mod.to_json(table), nl=False)
         else:
-            from rich.console import Console
-            from rich.table import Table
-            from rich.text import Text
+            from tcreport.render import terminal
 
-            t = Table(show_lines=False)
-            for name in table.column_names:
-                t.add_column(Text(plain(name)), overflow="fold")
-            for row in table.to_pylist():  # a query result a person reads: small
-                # Text, not str: a value is data, never rich markup; controls shown, not sent
-                t.add_row(*(Text("" if v is None else plain(str(v))) for v in row.values()))
-            Console(highlight=False).print(t)
-            err_console.print(f"{table.num_rows} rows", markup=False)
+            names = table.column_names
+            rows = [  # a query result a person reads: small
+                ["" if v is None else str(v) for v in row.values()] for row in table.to_pylist()
+            ]
+            terminal.rows_table(names, rows)
+            err_console.print(plural(table.num_rows, "row"), markup=False)

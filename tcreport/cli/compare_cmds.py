@@ -15,9 +15,12 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
+    is_stdout,
     load_and_analyze,
+    plural,
     say,
     user_errors,
+    write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
@@ -30,10 +33,12 @@ class DiffFormat(StrEnum):
     JSON = "json"
 
 
+_INPUT_HELP = "Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder)."
 Input = Annotated[
     Path,
     typer.Argument(
         help="Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder).",
+        metavar="PATH",
         show_default=False,
     ),
 ]
@@ -48,14 +53,20 @@ Force = Annotated[
 
 @app.command()
 def diff(
-    base: Input,
-    head: Input,
+    base: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="BASE", show_default=False)],
+    head: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="HEAD", show_default=False)],
     fmt: Annotated[
-        DiffFormat, typer.Option("--format", "-f", help="Output format.")
+        DiffFormat,
+        typer.Option("--format", "-f", metavar="[markdown|json|html]", help="Output format."),
     ] = DiffFormat.MARKDOWN,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="File to write (default: stdout; required for html)."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="File to write; '-' or none for stdout (html needs a file).",
+        ),
     ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
@@ -67,12 +78,12 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
-        from tcreport import __version__, api
+        from tcreport import __version__
         from tcreport.compare import diff as compare
 
-        if fmt is DiffFormat.HTML and output is None:
+        if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
-        if output is not None:
+        if output is not None and not is_stdout(output):
             from tcreport import _fs
 
             _fs.refuse_inputs(output, [base, head])
@@ -98,13 +109,12 @@ def diff(
             from tcreport.render import diff_markdown
 
             text = diff_markdown.render(d, __version__)
-        if output is None:
-            typer.echo(text, nl=False)
-        else:
-            target = api.write_text_atomic(
-                output, text, follow_link=follow_link, replace_read_only=replace_read_only
-            )
-            say(f"tcreport: wrote {target}")
+        write_text_output(
+            output if output is not None else Path("-"),
+            text,
+            follow_link=follow_link,
+            replace_read_only=replace_read_only,
+        )
 
 
 @app.command()
@@ -112,12 +122,18 @@ def check(
     path: Input,
     baseline: Annotated[
         Path | None,
-        typer.Option("--baseline", help="Run to compare against for --max-regression."),
+        typer.Option(
+            "--baseline", metavar="PATH", help="Run to compare against for --max-regression."
+        ),
     ] = None,
     min_tc_share: Annotated[
         float | None,
         typer.Option(
-            "--min-tc-share", min=0.0, max=1.0, help="Fail below this Tensor Core share (0-1)."
+            "--min-tc-share",
+            min=0.0,
+            max=1.0,
+            metavar="SHARE",
+            help="Fail below this Tensor Core share (0-1).",
         ),
     ] = None,
     max_eligible_not_tc_share: Annotated[
@@ -126,6 +142,7 @@ def check(
             "--max-eligible-not-tc-share",
             min=0.0,
             max=1.0,
+            metavar="SHARE",
             help="Fail when eligible GPU time not on TC exceeds this share of kernel time (0-1).",
         ),
     ] = None,
@@ -134,6 +151,7 @@ def check(
         typer.Option(
             "--max-regression",
             min=0.0,
+            metavar="FRACTION",
             help="Fail when GPU kernel time per iteration grows by more than this fraction, or "
             "TC share drops by more than this many points/100, beyond noise (default with "
             "--baseline: 0).",
@@ -167,7 +185,8 @@ def check(
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:
-            typer.echo(f"tcreport check: OK: {len(result.results)} gates passed{forced}")
+            passed = plural(len(result.results), "gate")
+            typer.echo(f"tcreport check: OK: {passed} passed{forced}")
             return
         for r in result.failures:
             typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))

@@ -14,12 +14,15 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
+    is_stdout,
     load_and_analyze,
     say,
     status,
     user_errors,
+    write_text_output,
 )
 from tcreport.cli.app import app
+from tcreport.errors import UsageError
 
 Counters = Annotated[
     Path | None,
@@ -27,6 +30,7 @@ Counters = Annotated[
         "--counters",
         help="Nsight Compute CSV (ncu --csv) of the same workload: its tensor-pipe counters decide "
         "Tensor Core use where they exist, and disagreements with the kernel-name rules are listed.",
+        metavar="NCU_CSV",
     ),
 ]
 
@@ -34,7 +38,9 @@ TracePath = Annotated[
     Path,
     typer.Argument(
         help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
-        "a PyTorch profiler trace, or a 'tcreport ingest' folder.",
+        "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, a folder holding "
+        "one of these, or a 'tcreport ingest' folder.",
+        metavar="PATH",
         show_default=False,
     ),
 ]
@@ -43,9 +49,17 @@ TracePath = Annotated[
 @app.command()
 def report(
     path: TracePath,
-    output: Annotated[Path, typer.Option("--output", "-o", help="HTML file to write.")] = Path(
-        "tcreport.html"
-    ),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="File to write, '-' for stdout [default: tcreport.html, tcreport.md with "
+            "--markdown].",
+            show_default=False,
+        ),
+    ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
@@ -72,8 +86,14 @@ def report(
     with user_errors():
         from tcreport import _fs, api
 
-        _fs.refuse_inputs(output, [path, counters])
-        _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
+        target = (
+            output if output is not None else Path("tcreport.md" if markdown else "tcreport.html")
+        )
+        if not is_stdout(target):
+            _fs.refuse_inputs(target, [path, counters])
+            _fs.check_file_target(
+                target, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         view = load_and_analyze(
             path,
             key_node,
@@ -86,10 +106,9 @@ def report(
             with_timeline=not markdown,
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
-        target = api.write_text_atomic(
-            output, text, follow_link=follow_link, replace_read_only=replace_read_only
+        write_text_output(
+            target, text, follow_link=follow_link, replace_read_only=replace_read_only
         )
-        say(f"tcreport: wrote {target}")
 
 
 @app.command()
@@ -98,6 +117,16 @@ def summary(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the tcreport.summary/1 JSON on stdout.")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="With --json: write the JSON to FILE instead ('-' = stdout, the default).",
+            show_default=False,
+        ),
+    ] = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
@@ -106,13 +135,18 @@ def summary(
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
-        from tcreport import api
+        from tcreport import _fs, api
 
+        if output is not None and not json_out:
+            raise UsageError("--output writes the JSON summary; add --json")
+        if output is not None and not is_stdout(output):
+            _fs.refuse_inputs(output, [path, counters])
+            _fs.check_file_target(output)
         view = load_and_analyze(
             path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
         )
         if json_out:
-            typer.echo(api.render_json(view), nl=False)
+            write_text_output(output if output is not None else Path("-"), api.render_json(view))
         else:
             from tcreport.render import terminal
 
@@ -124,7 +158,9 @@ def ingest(
     path: TracePath,
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Folder to write the canonical Parquet tables to."),
+        typer.Option(
+            "--output", "-o", metavar="DIR", help="Folder to write the canonical Parquet tables to."
+        ),
     ],
     force: Annotated[
         bool,

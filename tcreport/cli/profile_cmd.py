@@ -9,6 +9,7 @@ a CI job.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -19,10 +20,15 @@ from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
-    from tcreport.capture import CaptureResult
+    from tcreport.capture import CaptureResult, ProfileRequest
     from tcreport.model import Run
 
-_BACKENDS = ("auto", "dlprof", "nsys", "tf")
+
+class BackendName(StrEnum):
+    AUTO = "auto"
+    DLPROF = "dlprof"
+    NSYS = "nsys"
+    TF = "tf"
 
 
 def default_output_dir(script: Path) -> Path:
@@ -77,12 +83,16 @@ def _check_outputs(out: Path, script: Path) -> None:
 )
 def profile(
     script: Annotated[
-        Path, typer.Argument(help="The training script to run (a .py file).", show_default=False)
+        Path,
+        typer.Argument(
+            help="The training script to run (a .py file).", metavar="SCRIPT", show_default=False
+        ),
     ],
     script_args: Annotated[
         list[str] | None,
         typer.Argument(
             help="Arguments for the script, passed through untouched (put them after '--').",
+            metavar="SCRIPT_ARGS...",
             show_default=False,
         ),
     ] = None,
@@ -90,17 +100,19 @@ def profile(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     backend: Annotated[
-        str,
+        BackendName,
         typer.Option(
             "--backend",
+            metavar="[auto|dlprof|nsys|tf]",
             help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
             "dlprof, nsys or tf.",
         ),
-    ] = "auto",
+    ] = BackendName.AUTO,
     output_dir: Annotated[
         Path | None,
         typer.Option(
             "--output-dir",
+            metavar="DIR",
             help="Folder for the raw profile, report.html and summary.json "
             "[default: tcreport-<script>-<UTC time>].",
             show_default=False,
@@ -108,58 +120,85 @@ def profile(
     ] = None,
     delay: Annotated[
         float | None,
-        typer.Option("--delay", min=0, help="dlprof: seconds before profiling starts."),
+        typer.Option(
+            "--delay", min=0, metavar="SECONDS", help="dlprof: seconds before profiling starts."
+        ),
     ] = None,
     duration: Annotated[
-        float | None, typer.Option("--duration", min=0, help="dlprof: seconds to profile.")
+        float | None,
+        typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
     ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Show TensorFlow's own logging (hidden by default; errors always show).",
+        ),
+    ] = False,
 ) -> None:
     """Run a training script under a profiler; write report.html and summary.json beside it."""
-    with user_errors():
-        from tcreport import api
-        from tcreport.capture import Backend, ProfileRequest, capture
+    import logging
 
-        if backend not in _BACKENDS:
-            raise UsageError(f"--backend {backend!r}: choose one of {', '.join(_BACKENDS)}")
+    from tcreport.capture import quiet
+
+    # `tcreport -v profile ...` asks for more logging as well as `profile --verbose`
+    verbose = verbose or logging.getLogger().getEffectiveLevel() <= logging.INFO
+    with user_errors(), quiet.framework_logs(verbose):
+        from tcreport.capture import Backend, ProfileRequest
+
         if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
             raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-        if (delay is not None or duration is not None) and backend not in ("auto", "dlprof"):
+        if (delay is not None or duration is not None) and backend not in (
+            BackendName.AUTO,
+            BackendName.DLPROF,
+        ):
             raise UsageError("--delay and --duration are DLProf options; use --backend dlprof")
         out = output_dir if output_dir is not None else default_output_dir(script)
         _check_outputs(out, script)
         request = ProfileRequest(
             script=script,
             script_args=tuple(script_args or ()),
-            backend=Backend(backend),
+            backend=Backend(backend.value),
             out_dir=out,
             key_node=key_node,
             iter_start=iter_start,
             iter_stop=iter_stop,
             delay_s=delay,
             duration_s=duration,
+            verbose=verbose,
         )
-        result = capture(request)
-        with status(f"Reading {result.trace_path}"):
-            run = _with_notes(api.load(result.trace_path), result)
-        sliced = result.sliced_by_profiler
-        with status("Analysing"):
-            view = api.analyze(
-                run,
-                source_path=str(result.trace_path),
-                key_node=None if sliced else key_node,
-                iter_start=None if sliced else iter_start,
-                iter_stop=None if sliced else iter_stop,
-                with_timeline=True,
-            )
-        html = api.write_text_atomic(out / "report.html", api.render_html(view))
-        api.write_text_atomic(out / "summary.json", api.render_json(view))
+        _capture_and_report(request)
+
+
+def _capture_and_report(request: ProfileRequest) -> None:
+    """Run the script under the profiler, then read, analyse and write beside the raw profile."""
+    from tcreport import api
+    from tcreport.capture import capture
+
+    key_node, iter_start, iter_stop = request.key_node, request.iter_start, request.iter_stop
+    out = request.out_dir
+    result = capture(request)
+    with status(f"Reading {result.trace_path}"):
+        run = _with_notes(api.load(result.trace_path), result)
+    sliced = result.sliced_by_profiler
+    with status("Analysing"):
+        view = api.analyze(
+            run,
+            source_path=str(result.trace_path),
+            key_node=None if sliced else key_node,
+            iter_start=None if sliced else iter_start,
+            iter_stop=None if sliced else iter_stop,
+            with_timeline=True,
+        )
+    html = api.write_text_atomic(out / "report.html", api.render_html(view))
+    api.write_text_atomic(out / "summary.json", api.render_json(view))
+    say(
+        f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
+        f"{result.trace_path}",
+    )
+    if result.script_exit_code != 0:
         say(
-            f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
-            f"{result.trace_path}",
+            f"tcreport: error: the script exited with code {result.script_exit_code}; "
+            "the report is partial",
         )
-        if result.script_exit_code != 0:
-            say(
-                f"tcreport: error: the script exited with code {result.script_exit_code}; "
-                "the report is partial",
-            )
-            raise typer.Exit(result.script_exit_code)
+        raise typer.Exit(result.script_exit_code)

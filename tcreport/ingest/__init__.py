@@ -10,11 +10,13 @@ when asked for, so ``tcreport --help`` stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, NoReturn, Protocol, cast
 
 from tcreport.errors import InputError, UnsupportedFormatError
+from tcreport.ingest.nsys import rep as nsys_rep
 from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
@@ -87,27 +89,93 @@ def _check_readable(path: Path) -> None:
             raise InputError("file is empty", path)
 
 
-def detect(path: Path) -> SourceFormat:
-    """The format of ``path``, judged by content."""
-    _check_readable(path)
+#: Readers that recognise a directory themselves (a DLProf result folder, an ingest folder, a TF
+#: profile run); any other directory is read through the one trace file it holds.
+_DIRECTORY_FORMATS = (
+    SourceFormat.TCREPORT_PARQUET,
+    SourceFormat.DLPROF_CSV,
+    SourceFormat.DLPROF_JSON,
+    SourceFormat.TF_XPLANE,
+)
+
+
+def _sniff(path: Path, formats: tuple[SourceFormat, ...] | None = None) -> SourceFormat | None:
     for fmt, _ in READERS:
-        if reader(fmt).sniff(path):
+        if (formats is None or fmt in formats) and reader(fmt).sniff(path):
             return fmt
+    if nsys_rep.is_report(path):
+        return SourceFormat.NSYS_SQLITE  # read through `nsys export` (see nsys/rep.py)
+    return None
+
+
+def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """The traces directly inside ``directory`` (not hidden), each with its format."""
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror}", directory) from exc
+    found = []
+    for child in children:
+        fmt = _sniff(child) if child.is_file() else None
+        if fmt is not None:
+            found.append((fmt, child))
+    return found
+
+
+def resolve(path: Path) -> tuple[SourceFormat, Path]:
+    """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
+    but holds exactly one trace file is read through that file."""
+    _check_readable(path)
+    fmt = _sniff(path, _DIRECTORY_FORMATS if path.is_dir() else None)
+    if fmt is not None:
+        return fmt, path
+    if path.is_dir():
+        found = _traces_in(path)
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
+            raise UnsupportedFormatError(
+                f"holds {len(found)} traces: {names}; give one of them "
+                "(`tcreport batch` reads many)",
+                path,
+            )
+    _unsupported(path)
+
+
+def detect(path: Path) -> SourceFormat:
+    """The format of ``path`` itself, judged by content: a plain folder is not a trace even when it
+    holds one (batch discovery walks into it and finds the file; :func:`load` resolves it)."""
+    _check_readable(path)
+    fmt = _sniff(path)
+    return fmt if fmt is not None else _unsupported(path)
+
+
+def _unsupported(path: Path) -> NoReturn:
     if path.is_dir():
         raise UnsupportedFormatError(
             "no supported trace in this directory (looked for DLProf CSV/JSON reports, "
-            "dlprof_dldb.sqlite, Nsight Systems SQLite exports, PyTorch profiler (Kineto) JSON, "
-            "TensorFlow profiler xplane.pb, Nsight Compute CSV, a tcreport ingest folder)",
+            "dlprof_dldb.sqlite, Nsight Systems SQLite exports or .nsys-rep reports, PyTorch "
+            "profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight Compute CSV, a "
+            "tcreport ingest folder; `tcreport batch` reads a tree of traces)",
             path,
         )
     raise UnsupportedFormatError(
-        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite, "
-        "PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight Compute CSV)",
+        "not a trace tcreport can read (DLProf CSV/JSON/SQLite, Nsight Systems SQLite or "
+        ".nsys-rep, PyTorch profiler (Kineto) JSON, TensorFlow profiler xplane.pb, Nsight "
+        "Compute CSV)",
         path,
     )
 
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
-    """Read ``path`` into a :class:`Run`; ``fmt`` skips detection."""
-    fmt = fmt or detect(path)
+    """Read ``path`` into a :class:`Run`; ``fmt`` skips detection. A folder holding one trace is
+    read through it; an ``.nsys-rep`` report through ``nsys export``."""
+    if fmt is None:
+        fmt, path = resolve(path)
+    if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
+        with nsys_rep.exported(path) as sqlite:
+            exported = reader(fmt).read(sqlite)
+        meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
+        return exported.replace(meta=meta)
     return reader(fmt).read(path)

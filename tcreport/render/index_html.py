@@ -31,6 +31,7 @@ class IndexRow:
     miss_ns: int | None
     top_finding: str | None
     report: str | None  # relative link
+    date_from_mtime: bool = False  # the trace records no start time: the file's mtime stands in
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,20 @@ def trend(rows: tuple[IndexRow, ...]) -> Trend | None:
     return Trend(points, line, tuple(x_unique), y_labels)
 
 
+def trends(rows: tuple[IndexRow, ...]) -> tuple[tuple[str, Trend], ...]:
+    """One trend per GPU model, never a line from an A100 run to an H100 run: a share that moves
+    because the hardware changed is not a trend. Models in name order."""
+    by_gpu: dict[str, list[IndexRow]] = {}
+    for r in rows:
+        by_gpu.setdefault(r.gpu or "unknown GPU", []).append(r)
+    out = []
+    for gpu in sorted(by_gpu):
+        t = trend(tuple(by_gpu[gpu]))
+        if t is not None:
+            out.append((gpu, t))
+    return tuple(out)
+
+
 def render(rows: tuple[IndexRow, ...], tool_version: str) -> str:
     css = diff_html.style()
     return (
@@ -96,7 +111,7 @@ def render(rows: tuple[IndexRow, ...], tool_version: str) -> str:
         .render(
             rows=rows,
             failed=sum(1 for r in rows if not r.ok),
-            trend=trend(rows),
+            trends=trends(rows),
             chart_w=CHART_W,
             chart_h=CHART_H,
             pad_l=PAD_L,

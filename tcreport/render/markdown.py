@@ -7,11 +7,30 @@ comment, start a heading, ping anyone or become a link.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tcreport import fmt
 from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
 
+if TYPE_CHECKING:
+    from tcreport.model import IterationInfo
+
 TOP = 10
+
+
+def _iterations(it: IterationInfo) -> str:
+    """``iterations 2–9 of 10`` reads naturally only for a real range; say the rest plainly."""
+    total, start, stop = it.total, it.start, it.stop
+    if not total:
+        return "whole run (no iterations found)"
+    if total == 1:
+        return "1 iteration"
+    if start is None or stop is None or (start == 0 and stop == total - 1):
+        return f"all {total} iterations"
+    if start == stop:
+        return f"iteration {start} of {total}"
+    return f"iterations {start}–{stop} of {total}"
 
 
 def _host_tables(view: Report) -> list[str]:
@@ -45,7 +64,7 @@ def render(view: Report) -> str:
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",
-        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · iterations {it.start}–{it.stop} of {it.total}",
+        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
         "",
         *(
             ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]

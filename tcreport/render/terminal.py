@@ -9,12 +9,57 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from tcreport import fmt
+from tcreport.analysis.result import Analysis
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
+#: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
+MIN_NAME = 16
+
+
+def middle(text: str, width: int) -> str:
+    """Shorten ``text`` to ``width`` in the middle, keeping both ends: kernel and op names differ
+    at the start (family, library) and at the end (tile shape, layout, the op's own name)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _names_type(name: str, typ: str | None) -> bool:
+    """True when the op's name already says its type (or it has none)."""
+    return not typ or name == typ or name.endswith((f"/{typ}", f"::{typ}"))
+
+
+def _ranked(
+    title: str,
+    name_head: str,
+    names: list[str],
+    heads: list[str],
+    cells: list[list[str]],
+    out: Console,
+) -> Table:
+    """A ranked table whose small columns are always whole; the name column gets what is left of
+    the terminal and names are shortened in the middle to fit it. Widths are measured on the
+    strings as shown (controls made visible); markup is escaped last."""
+    names = [plain(n) for n in names]
+    cells = [[plain(c) for c in row] for row in cells]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(heads)]
+    borders = 3 * (len(heads) + 1) + 1  # heavy box: a bar and a space each side of every cell
+    name_w = max(MIN_NAME, out.width - borders - sum(widths))
+    t = Table(title=title, title_justify="left")
+    t.add_column(name_head, no_wrap=True, overflow="ellipsis", max_width=name_w)
+    for h, w in zip(heads, widths, strict=True):
+        t.add_column(h, no_wrap=True, min_width=w)
+    for name, row in zip(names, cells, strict=True):
+        t.add_row(escape(middle(name, name_w)), *(escape(c) for c in row))
+    return t
 
 
 def _cell(text: str) -> str:
@@ -35,40 +80,9 @@ def render(view: Report, console: Console | None = None) -> None:
     _lead(out, view)
     out.print(_headline(view))
 
-    name_w = max(24, out.width - 56)
     if a.cpu_only:
-        _host_tables(out, view, name_w)
-    elif a.ops:
-        t = Table(title="Top ops by GPU time", title_justify="left")
-        t.add_column("op", no_wrap=True, overflow="ellipsis", ratio=1)
-        for col in ("type", "calls", "GPU time", "share", "elig.", "TC"):
-            t.add_column(col, no_wrap=True, min_width=len(col))
-        for o in a.ops[:TOP]:
-            t.add_row(
-                _cell(fmt.tail(o.name, name_w)),
-                _cell(o.type or ""),
-                fmt.count(o.calls),
-                fmt.ns(o.gpu_ns),
-                fmt.pct(o.share),
-                fmt.yes_no(o.tc_eligible),
-                fmt.yes_no(o.uses_tc),
-            )
-        out.print(t)
-    if a.kernels:
-        t = Table(title="Top kernels by GPU time", title_justify="left")
-        t.add_column("kernel", no_wrap=True, overflow="ellipsis", ratio=1)
-        for col in ("calls", "GPU time", "share", "TC", "rule"):
-            t.add_column(col, no_wrap=True, min_width=len(col))
-        for k in a.kernels[:TOP]:
-            t.add_row(
-                _cell(fmt.tail(k.name, name_w)),
-                str(k.calls),
-                fmt.ns(k.gpu_ns),
-                fmt.pct(k.share),
-                fmt.yes_no(k.uses_tc),
-                _cell(k.tc_rule or ""),
-            )
-        out.print(t)
+        _host_tables(out, view, max(24, out.width - 56))
+    _ranked_tables(a, out)
     if view.findings:
         out.print("[bold]Findings[/bold]", markup=True)
         for f in view.findings:
@@ -84,6 +98,77 @@ def render(view: Report, console: Console | None = None) -> None:
         out.print("[bold]Notes[/bold]", markup=True)
         for note in m.notes:
             out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
+
+
+def _ranked_tables(a: Analysis, out: Console) -> None:
+    """The top ops (a CPU-only run shows host time instead) and kernels by GPU time."""
+    if a.ops and not a.cpu_only:
+        ops = a.ops[:TOP]
+        # Frameworks often name an op by its type (aten::mul is of type aten::mul, a DLProf op
+        # path ends in /conv2d of type conv2d): a column repeating the name takes its room.
+        types = ["" if _names_type(o.name, o.type) else (o.type or "") for o in ops]
+        show_type = any(types)
+        cells = [
+            [
+                fmt.count(o.calls),
+                fmt.ns(o.gpu_ns),
+                fmt.pct(o.share),
+                fmt.yes_no(o.tc_eligible),
+                fmt.yes_no(o.uses_tc),
+            ]
+            for o in ops
+        ]
+        heads = ["calls", "GPU time", "share", "elig.", "TC"]
+        if show_type:
+            cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
+            heads = ["type", *heads]
+        out.print(_ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out))
+    if a.kernels:
+        kernels = a.kernels[:TOP]
+        cells = [
+            [
+                str(k.calls),
+                fmt.ns(k.gpu_ns),
+                fmt.pct(k.share),
+                fmt.yes_no(k.uses_tc),
+                k.tc_rule or "",
+            ]
+            for k in kernels
+        ]
+        heads = ["calls", "GPU time", "share", "TC", "rule"]
+        names = [k.name for k in kernels]
+        out.print(_ranked("Top kernels by GPU time", "kernel", names, heads, cells, out))
+
+
+#: A query column wider than this wraps inside its cell rather than pushing the table off-screen.
+WRAP_AT = 40
+
+
+def rows_table(columns: list[str], rows: list[list[str]], console: Console | None = None) -> None:
+    """A query result a person reads: a table when its columns fit the terminal (long cells
+    wrapped), else one record at a time, ``name  value`` per line, like psql's ``\\x``."""
+    out = console or Console(highlight=False)
+    columns = [plain(c) for c in columns]  # data, never markup; controls shown, not sent
+    rows = [[plain(v) for v in row] for row in rows]
+    natural = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    needed = sum(min(w, WRAP_AT) for w in natural) + 3 * len(columns) + 1
+    if needed <= out.width:
+        t = Table()
+        for name, w in zip(columns, natural, strict=True):
+            t.add_column(Text(name), overflow="fold", min_width=min(w, WRAP_AT, len(name)))
+        for row in rows:
+            t.add_row(*(Text(v) for v in row))
+        out.print(t)
+        return
+    key_w = max(len(c) for c in columns)
+    for n, row in enumerate(rows, start=1):
+        out.rule(Text(f"row {n}"), align="left", characters="─")
+        t = Table(show_header=False, box=None, pad_edge=False)
+        t.add_column(style="bold", no_wrap=True, min_width=key_w)
+        t.add_column(overflow="fold")
+        for name, value in zip(columns, row, strict=True):
+            t.add_row(Text(name), Text(value))
+        out.print(t)
 
 
 def _host_tables(out: Console, view: Report, name_w: int) -> None:

@@ -15,6 +15,7 @@ import io
 from pathlib import Path
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import started
 from tcreport.ingest.common.text import read_text, report_files, sniff_reports
 from tcreport.ingest.dlprof.reports import (
     SUMMARY_KV,
@@ -125,4 +126,5 @@ def read(path: Path) -> Run:
             "no DLProf CSV reports in this directory (files whose first line is a report title)",
             path,
         )
-    return build_run({f: parse_file(f) for f in files}, SourceFormat.DLPROF_CSV, path)
+    run = build_run({f: parse_file(f) for f in files}, SourceFormat.DLPROF_CSV, path)
+    return started.dated_by_export_beside(run, path if path.is_dir() else path.parent)

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import started
 from tcreport.ingest.common.text import read_text, report_files, sniff_reports
 from tcreport.ingest.dlprof.reports import Section, build_run, is_title
 from tcreport.model import Run, SourceFormat
@@ -119,4 +120,5 @@ def read(path: Path) -> Run:
     files = _report_files(path) if path.is_dir() else [path]
     if not files:
         raise InputError("no DLProf JSON reports in this directory", path)
-    return build_run({f: parse_file(f) for f in files}, SourceFormat.DLPROF_JSON, path)
+    run = build_run({f: parse_file(f) for f in files}, SourceFormat.DLPROF_JSON, path)
+    return started.dated_by_export_beside(run, path if path.is_dir() else path.parent)

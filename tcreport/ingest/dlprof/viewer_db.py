@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common import started
 from tcreport.model import (
     Gpu,
     Granularity,
@@ -108,8 +109,8 @@ def read(path: Path) -> Run:
     if not _sqlite.is_sqlite(path):
         raise InputError("not an SQLite database (expected dlprof_dldb.sqlite)", path)
     try:
-        with _sqlite.connect(path) as con:
-            return _Reader(con, path).run()
+        with _sqlite.connect(path) as con:  # dated by the nsys export DLProf left beside it
+            return started.dated_by_export_beside(_Reader(con, path).run(), path.parent)
     except UnicodeDecodeError as exc:
         # CPython decodes SQLite's error messages strictly, and "malformed database schema (...)"
         # quotes the damaged bytes: the error is about corruption, not about our text decoding.

@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.ingest.common import started
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 from tcreport.ingest.kineto import links, stdlib
@@ -314,6 +315,7 @@ class _Builder:
                 f"{self.dropped} malformed events skipped (no name, time or duration)"
             )
         schema_v = self.header.schema_version
+        started_at, started_source = self._started()
         return RunMeta(
             format=SourceFormat.KINETO_JSON,
             path=str(self.path),
@@ -327,7 +329,24 @@ class _Builder:
             op_granularity=Granularity.LAUNCH,
             files=(self.path.name,),
             notes=tuple(self.notes),
+            started_at=started_at,
+            started_at_source=started_source,
         )
+
+    def _started(self) -> tuple[str | None, str | None]:
+        """``baseTimeNanoseconds`` (recent PyTorch: the wall clock at the profiler's start, while
+        event times may run on another clock); else the earliest event time, which 2021-2023
+        traces write as epoch microseconds. Neither when it is not a plausible date."""
+        base = self.header.base_time_ns
+        if started.plausible(base):
+            assert isinstance(base, int)
+            return started.iso(base), "PyTorch profiler baseTimeNanoseconds"
+        firsts = [pc.min(f.start_ns).as_py() for f in (self.op, self.k) if len(f)]
+        first = min((x for x in firsts if x is not None), default=None)
+        if started.plausible(first):
+            assert isinstance(first, int)
+            return started.iso(first), "PyTorch profiler event timestamps"
+        return None, None
 
     def _torch_version(self) -> str:
         """Only the one named field some capture tools write (``metadata.system.torch_env_info``),

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from tcreport.ingest.common import started
 from tcreport.model import Gpu, Granularity, IterationInfo, ReportedFigures, RunMeta, SourceFormat
 
 _META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
@@ -97,6 +98,7 @@ def run_meta(
     version = export.get("EXPORT_PRODUCT_VERSION") or info.get("nsysVersion")
     driver = info.get("driverVersion") or _driver(env.get("NvDriverVersion"))
     cuda = info.get("cudaVersion") or _cuda(env.get("CudaDriverVersion"))
+    started_at = _started(db)
     all_notes: list[str] = []
     if version is None:
         all_notes.append("export metadata table missing; Nsight Systems version unknown")
@@ -117,7 +119,17 @@ def run_meta(
         op_granularity=Granularity.LAUNCH if has_ops else Granularity.NONE,
         files=(path.name,),
         notes=tuple(all_notes),
+        started_at=started_at,
+        started_at_source=started.NSYS_SESSION if started_at else None,
     )
+
+
+def _started(db: Db) -> str | None:
+    """The session's UTC start (``TARGET_INFO_SESSION_START_TIME.utcEpochNs``), when recorded."""
+    if "utcEpochNs" not in db.columns("TARGET_INFO_SESSION_START_TIME"):
+        return None
+    (ns,) = db.scalar_row("SELECT MIN(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME")
+    return started.iso(ns) if isinstance(ns, int) and started.plausible(ns) else None
 
 
 def _key_values(db: Db, table: str | None, only: tuple[str, ...] = ()) -> dict[str, str]:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from tcreport import schema
 from tcreport.errors import InputError
+from tcreport.ingest.common import started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
@@ -223,6 +224,18 @@ def _iterations(side: dict[str, Any]) -> IterationInfo:
     )
 
 
+def _first_line_ns(spaces: list[Any]) -> int | None:
+    """The earliest XLine start (epoch ns in every XSpace), when it is a plausible date."""
+    firsts = [
+        int(line.timestamp_ns)
+        for space in spaces
+        for plane in space.planes
+        for line in plane.lines
+        if started.plausible(int(line.timestamp_ns))
+    ]
+    return min(firsts, default=None)
+
+
 def read(path: Path) -> Run:
     files = _candidates(path)
     if not files:
@@ -284,6 +297,7 @@ def read(path: Path) -> Run:
         else (schema.empty(schema.TableKind.MEMORY) if gpu_run else None)
     )
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
+    first = _first_line_ns(spaces)
     meta = RunMeta(
         format=SourceFormat.TF_XPLANE,
         path=str(path),
@@ -298,5 +312,7 @@ def read(path: Path) -> Run:
         op_granularity=Granularity.AGGREGATE if op_rows else Granularity.NONE,
         files=tuple(sorted(f.name for f in files)) + ((SIDECAR,) if side else ()),
         notes=tuple(notes),
+        started_at=started.iso(first) if first is not None else None,
+        started_at_source="TensorFlow profiler XLine timestamps" if first is not None else None,
     )
     return Run(meta=meta, kernels=kernels, memory=memory, ops=ops)

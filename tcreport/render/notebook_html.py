@@ -1,0 +1,91 @@
+"""The inline view of a run in Jupyter (``AnalysedRun._repr_html_``): the verdict and the findings.
+
+A notebook output cell is a fragment inside someone else's page, where a ``<meta>`` CSP does
+nothing, so the fragment obeys the report's CSP rules by what it contains: no ``<script>``, no
+``<style>`` element (it would restyle the whole notebook), no link, image, font or anything else
+that loads; inline ``style`` attributes only. Every string from the trace is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from tcreport import fmt
+from tcreport.report import Report
+
+_SEVERITY_COLOURS = {
+    "high": "#b3261e",
+    "medium": "#a15c00",
+    "low": "#3b6e22",
+    "info": "#4a5a6a",
+}
+_CELL = "padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #ddd"
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _head(view: Report) -> list[str]:
+    a = view.analysis
+    m = a.meta
+    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    it = a.selection.info
+    if not it.total:
+        iters = "whole run"
+    elif it.total == 1:
+        iters = "1 iteration"
+    else:
+        iters = f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} iterations aggregated"
+    return [
+        f'<div style="font-weight:bold">tcreport: {_e(view.source_path)}</div>',
+        f'<div style="color:#555">{_e(m.profiler or m.format.value)} · {_e(gpus)} · '
+        f"{_e(iters)}</div>",
+        '<div style="margin:6px 0">',
+        '<span style="font-size:1.6em;font-weight:bold">'
+        f"{_e(fmt.pct(a.tc.kernel_time_share))}</span> of GPU kernel time on Tensor Cores "
+        f"({_e(fmt.ns(a.time.tc_kernel_ns))} of {_e(fmt.ns(a.time.gpu_kernel_ns))}); "
+        f"eligible time not on Tensor Cores: {_e(fmt.ns(a.tc.eligible_not_using_gpu_ns))} in "
+        f"{_e(fmt.count(a.tc.eligible_not_using_op_count))} "
+        f"{'op' if a.tc.eligible_not_using_op_count == 1 else 'ops'}",
+        "</div>",
+    ]
+
+
+def _findings(view: Report) -> list[str]:
+    if not view.findings:
+        return ["<div>No findings.</div>"]
+    rows = [
+        '<table style="border-collapse:collapse;margin-top:4px">',
+        "<thead><tr>"
+        + "".join(
+            f'<th style="{_CELL}">{h}</th>' for h in ("severity", "id", "finding", "saves", "fix")
+        )
+        + "</tr></thead><tbody>",
+    ]
+    for f in view.findings:
+        colour = _SEVERITY_COLOURS.get(f.severity.value, "#333")
+        saving = fmt.ns(f.estimated_saving_ns) if f.estimated_saving_ns else ""
+        rows.append(
+            "<tr>"
+            f'<td style="{_CELL};color:{colour};font-weight:bold">{_e(f.severity.value)}</td>'
+            f'<td style="{_CELL};font-family:monospace">{_e(f.id)}</td>'
+            f'<td style="{_CELL}">{_e(f.title)}</td>'
+            f'<td style="{_CELL};white-space:nowrap">{_e(saving)}</td>'
+            f'<td style="{_CELL}">{_e(f.fix or "")}</td>'
+            "</tr>"
+        )
+    rows.append("</tbody></table>")
+    return rows
+
+
+def render(view: Report) -> str:
+    parts = [
+        '<div class="tcreport" style="font-family:system-ui,sans-serif;line-height:1.4">',
+        *_head(view),
+        *_findings(view),
+        '<div style="color:#777;margin-top:4px">.to_html() gives the full report; .kernels, '
+        ".ops, .op_types, .iterations and .findings the rows as DataFrames.</div>",
+        "</div>",
+    ]
+    return "\n".join(parts)
