@@ -78,6 +78,7 @@ def report(
         typer.Option(
             "--timeline-iter",
             min=0,
+            metavar="N",
             help="Iteration the HTML timeline shows (default: the median aggregated one).",
         ),
     ] = None,

@@ -78,63 +78,72 @@ def _check_outputs(out: Path, script: Path) -> None:
             _fs.check_file_target(out / name)
 
 
+Script = Annotated[
+    Path,
+    typer.Argument(
+        help="The training script to run (a .py file).", metavar="SCRIPT", show_default=False
+    ),
+]
+ScriptArgs = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Arguments for the script, passed through untouched (put them after '--').",
+        metavar="SCRIPT_ARGS...",
+        show_default=False,
+    ),
+]
+BackendOpt = Annotated[
+    BackendName,
+    typer.Option(
+        "--backend",
+        metavar="[auto|dlprof|nsys|tf]",
+        help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
+        "dlprof, nsys or tf.",
+    ),
+]
+OutputDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-dir",
+        metavar="DIR",
+        help="Folder for the raw profile, report.html and summary.json "
+        "[default: tcreport-<script>-<UTC time>].",
+        show_default=False,
+    ),
+]
+Delay = Annotated[
+    float | None,
+    typer.Option(
+        "--delay", min=0, metavar="SECONDS", help="dlprof: seconds before profiling starts."
+    ),
+]
+Duration = Annotated[
+    float | None,
+    typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help="Show TensorFlow's own logging (hidden by default; errors always show).",
+    ),
+]
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def profile(
-    script: Annotated[
-        Path,
-        typer.Argument(
-            help="The training script to run (a .py file).", metavar="SCRIPT", show_default=False
-        ),
-    ],
-    script_args: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Arguments for the script, passed through untouched (put them after '--').",
-            metavar="SCRIPT_ARGS...",
-            show_default=False,
-        ),
-    ] = None,
+    script: Script,
+    script_args: ScriptArgs = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
-    backend: Annotated[
-        BackendName,
-        typer.Option(
-            "--backend",
-            metavar="[auto|dlprof|nsys|tf]",
-            help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
-            "dlprof, nsys or tf.",
-        ),
-    ] = BackendName.AUTO,
-    output_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--output-dir",
-            metavar="DIR",
-            help="Folder for the raw profile, report.html and summary.json "
-            "[default: tcreport-<script>-<UTC time>].",
-            show_default=False,
-        ),
-    ] = None,
-    delay: Annotated[
-        float | None,
-        typer.Option(
-            "--delay", min=0, metavar="SECONDS", help="dlprof: seconds before profiling starts."
-        ),
-    ] = None,
-    duration: Annotated[
-        float | None,
-        typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
-    ] = None,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            help="Show TensorFlow's own logging (hidden by default; errors always show).",
-        ),
-    ] = False,
+    backend: BackendOpt = BackendName.AUTO,
+    output_dir: OutputDir = None,
+    delay: Delay = None,
+    duration: Duration = None,
+    verbose: Verbose = False,
 ) -> None:
     """Run a training script under a profiler; write report.html and summary.json beside it."""
     import logging
