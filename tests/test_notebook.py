@@ -28,7 +28,8 @@ NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 #: sample -> (kernels, ops, op_types, iterations, findings, launches) rows: the bundled files' own
 SHAPES = {
-    KINETO: (16, 37, 36, 0, 3, 79),
+    # findings: TC001 (TF32 off for addmm), TC004 (cuDNN chose CUDA-core kernels), GP001, IT001
+    KINETO: (16, 37, 36, 0, 4, 79),
     NSYS: (11, 76, 32, 1, 2, 3587),
 }
 #: the report's row types, field for field (tuple fields and a renderer's colour slot left out)
