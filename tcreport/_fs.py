@@ -55,7 +55,12 @@ def _same_file(a: Path, b: Path) -> bool:
 def is_tcreport_file(path: Path) -> bool:
     """Whether ``path`` is a regular file tcreport wrote (report, Markdown, summary/diff JSON)."""
     try:
-        with path.open("rb") as fh:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO or device would block or never end
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped since the lstat
+                return False
             head = fh.read(_SNIFF)
             fh.seek(max(0, os.fstat(fh.fileno()).st_size - _SNIFF))
             tail = fh.read(_SNIFF)  # JSON keys are sorted: "schema" comes near the end
@@ -121,6 +126,12 @@ def check_file_target(
         target = Path(os.path.abspath(path))
     if target.is_dir():
         raise OutputError("is a directory; give a file name", path)
+    try:
+        kind = os.stat(target).st_mode
+    except OSError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind):  # a FIFO, device, socket: never renamed over
+        raise OutputError("exists and is not a regular file; refusing to replace it", path)
     if not target.parent.is_dir():
         raise OutputError("parent directory does not exist", path)
     if _read_only(target) and not replace_read_only:
@@ -162,7 +173,10 @@ def write_atomic(
         mode = 0o666 & ~current_umask()
     try:
         with tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+            dir=target.parent,
+            prefix=".tcr-",
+            suffix=".tmp",
+            delete=False,  # any valid name fits
         ) as fh:
             tmp = Path(fh.name)
             try:

