@@ -196,12 +196,19 @@ def write_atomic(
     return target
 
 
-def claim_folder(folder: Path, kind: str, legacy: Sequence[str] = ()) -> None:
+def claim_folder(
+    folder: Path,
+    kind: str,
+    legacy: Sequence[str] = (),
+    is_legacy: Callable[[Path], bool] | None = None,
+) -> None:
     """Create ``folder`` (marked), or accept it when it is empty, marked, or an unmarked tcreport
-    output from before the marker (every entry named in ``legacy``); refuse any other folder.
+    output from before the marker (every entry named in ``legacy``, and ``is_legacy(folder)``
+    confirms its content is tcreport's); refuse any other folder.
 
     Writers that add to a folder (``batch`` OUT) call this first, so a typo'd ``-o`` never spills
-    datasets and reports into a user's folder.
+    datasets and reports into a user's folder. Names alone prove nothing: a user's web site has a
+    ``dataset/`` and an ``index.html`` too, hence ``is_legacy``.
     """
     if os.path.lexists(folder):
         if not folder.is_dir():
@@ -212,7 +219,8 @@ def claim_folder(folder: Path, kind: str, legacy: Sequence[str] = ()) -> None:
             entries = os.listdir(folder)
         except OSError as exc:
             raise OutputError(f"cannot list: {exc.strerror}", folder) from exc
-        if entries and not (legacy and set(entries) <= set(legacy) and legacy[0] in entries):
+        named = bool(legacy) and set(entries) <= set(legacy) and legacy[0] in entries
+        if entries and not (named and (is_legacy is None or is_legacy(folder))):
             raise OutputError(
                 f"exists and is not a 'tcreport {kind}' output; refusing to write into it "
                 "(choose a new or empty folder)",

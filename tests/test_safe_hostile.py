@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from trace_paths import SAMPLES
 from typer.testing import CliRunner
@@ -88,3 +90,35 @@ def test_synthetic_longest_valid_output_name_is_written(work: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert (work / name).read_bytes().startswith(b"<!DOCTYPE html>")
     assert [p.name for p in work.iterdir() if p.name.startswith(".")] == []
+
+
+def test_synthetic_site_folder_with_dataset_is_not_taken_for_a_batch_out(work: Path) -> None:
+    """A web site folder (dataset/ of CSVs and an index.html) is a user's, not an old batch OUT."""
+    traces = work / "traces"
+    traces.mkdir()
+    shutil.copy(KINETO, traces / "a.pt.trace.json.gz")
+    site = work / "site"
+    (site / "dataset").mkdir(parents=True)
+    (site / "dataset" / "survey.csv").write_text("q,a\n1,yes\n")
+    (site / "index.html").write_text("<h1>my site</h1>\n")
+    fails_cleanly(["batch", "traces", "-o", "site"], 4, "not a 'tcreport batch' output")
+    assert (site / "index.html").read_text() == "<h1>my site</h1>\n"
+    assert sorted(p.name for p in site.iterdir()) == ["dataset", "index.html"]
+    # Even hive-looking Parquet files are not enough: their schema must be tcreport's.
+    (site / "dataset" / "survey.csv").unlink()
+    part = site / "dataset" / "runs" / "gpu=x" / "month=2024-01"
+    part.mkdir(parents=True)
+    pq.write_table(pa.table({"q": [1]}), part / "a.parquet")
+    fails_cleanly(["batch", "traces", "-o", "site"], 4, "not a 'tcreport batch' output")
+    assert not (site / ".tcreport-output").exists()
+
+
+def test_synthetic_unmarked_legacy_batch_out_is_still_accepted(work: Path) -> None:
+    traces = work / "traces"
+    traces.mkdir()
+    shutil.copy(KINETO, traces / "a.pt.trace.json.gz")
+    assert runner.invoke(app, ["batch", "traces", "-o", "out"]).exit_code == 0
+    (work / "out" / ".tcreport-output").unlink()  # as written before the marker existed
+    result = runner.invoke(app, ["batch", "traces", "-o", "out"])
+    assert result.exit_code == 0, result.stderr
+    assert (work / "out" / ".tcreport-output").is_file()

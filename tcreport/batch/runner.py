@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from tcreport import _fs
 from tcreport._fs import write_text_atomic
-from tcreport.batch.work import TABLES, Outcome, Task, failed, process
+from tcreport.batch.work import TABLES, Outcome, Task, failed, is_legacy_out, process
 from tcreport.errors import InputError, OutputError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
@@ -270,7 +270,7 @@ def run_batch(
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
     _fs.refuse_inputs(out, [root], nested_ok=True)
-    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES, is_legacy=is_legacy_out)
     found = discover(root, exclude=out.resolve())
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())
