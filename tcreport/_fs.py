@@ -99,6 +99,23 @@ def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: boo
             )
 
 
+def refuse_read(output: Path, source: Path, names: Iterable[str]) -> None:
+    """Raise :class:`OutputError` when ``output`` is a file the reader of ``source`` read.
+
+    A reader may read more than the file it was given (the xplane reader's
+    ``tcreport-capture.json``, DLProf's sibling reports): ``names`` are the base names it lists in
+    ``RunMeta.files``, found beside ``source`` (or inside it, for a folder).
+    """
+    base = source if source.is_dir() else source.parent
+    out = _real(output)
+    for name in names:
+        read = base / name
+        if os.path.lexists(read) and (out == _real(read) or _same_file(out, read)):
+            raise OutputError(
+                f"is a file the input {source} was read with; refusing to write over it", output
+            )
+
+
 def _read_only(path: Path) -> bool:
     """Unwritable to us, or without its owner's write bit (which root would ignore)."""
     try:

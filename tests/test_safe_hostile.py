@@ -16,13 +16,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from trace_paths import SAMPLES
+from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
 from tcreport.cli import app
 
 runner = CliRunner()
+XPLANE = REALTRACES / "tf_profiler" / "gpu-multiworker-xplane" / "34.83.195.179_6003.xplane.pb"
 KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
 
 
@@ -122,3 +123,13 @@ def test_synthetic_unmarked_legacy_batch_out_is_still_accepted(work: Path) -> No
     result = runner.invoke(app, ["batch", "traces", "-o", "out"])
     assert result.exit_code == 0, result.stderr
     assert (work / "out" / ".tcreport-output").is_file()
+
+
+def test_synthetic_output_onto_the_xplane_sidecar_is_refused(tmp_path: Path) -> None:
+    """The xplane reader reads ``tcreport-capture.json`` beside the profile: never written over."""
+    shutil.copy(XPLANE, tmp_path / "w.xplane.pb")
+    sidecar = tmp_path / "tcreport-capture.json"
+    sidecar.write_text('{"notes": ["synthetic sidecar"], "tensorflow": "2.15"}\n')
+    before = sidecar.read_bytes()
+    fails_cleanly(["report", str(tmp_path / "w.xplane.pb"), "-o", str(sidecar)], 4, "was read with")
+    assert sidecar.read_bytes() == before

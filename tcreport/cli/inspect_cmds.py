@@ -67,7 +67,14 @@ def report(
         _fs.refuse_inputs(output, [path, counters])
         _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
         view = load_and_analyze(
-            path, key_node, iter_start, iter_stop, timestamp, counters, allow_empty=allow_empty
+            path,
+            key_node,
+            iter_start,
+            iter_stop,
+            timestamp,
+            counters,
+            allow_empty=allow_empty,
+            output=output,
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         target = api.write_text_atomic(
