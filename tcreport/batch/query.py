@@ -15,6 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +114,31 @@ def _check_reading(duckdb: Any, sql: str) -> None:
     if not statements:
         raise QueryError("query failed: no SQL statement given")
     for st in statements:
-        if st.type.name not in _READING:
+        kind = st.type.name if st.type.name != "EXPLAIN" else _explained(duckdb, st.query)
+        if kind not in _READING:
             raise QueryError(
-                f"query refused: {st.type.name} statements are not allowed; "
+                f"query refused: {kind} statements are not allowed; "
                 "tcreport query only reads the views runs, ops, kernels, findings"
             )
+
+
+#: ``EXPLAIN``, then ``ANALYZE`` and/or an option list, before the statement explained.
+_EXPLAIN = re.compile(r"\s*explain\b\s*(?:analy[sz]e\b\s*)?(?:\([^()]*\)\s*)?", re.IGNORECASE)
+
+
+def _explained(duckdb: Any, query: str) -> str:
+    """The kind of statement an ``EXPLAIN`` explains: ``EXPLAIN ANALYZE`` runs it, so only a
+    SELECT may be explained; anything not parsed as exactly one SELECT counts as refused."""
+    m = _EXPLAIN.match(query)
+    if m is None:
+        return "EXPLAIN"
+    try:
+        inner = duckdb.extract_statements(query[m.end() :])
+    except duckdb.Error:
+        return "EXPLAIN"
+    if len(inner) != 1 or inner[0].type.name != "SELECT":
+        return f"EXPLAIN {inner[0].type.name if len(inner) == 1 else 'EXPLAIN'}"
+    return "SELECT"
 
 
 def run(out: Path, sql: str) -> pa.Table:
@@ -147,15 +169,25 @@ def _plain(value: object) -> object:
     return str(value)
 
 
-def to_csv(table: pa.Table) -> str:
+def to_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:
+    """The result as CSV, values exactly as stored; ``escape`` (for a terminal) applied to text."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.column_names)
+    esc = escape or (lambda s: s)
+    w.writerow([esc(n) for n in table.column_names])
     for row in table.to_pylist():  # a query result a person asked to read: small
-        w.writerow(["" if v is None else _plain(v) for v in row.values()])
+        values = ("" if v is None else _plain(v) for v in row.values())
+        w.writerow([esc(v) if isinstance(v, str) else v for v in values])
     return buf.getvalue()
 
 
+#: Characters JSON may carry raw but a terminal would act on (DEL, C1 controls such as CSI U+009B,
+#: bidi overrides, line separators): written as ``\uXXXX``, which parses back to the same value.
+_JSON_INERT = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def to_json(table: pa.Table) -> str:
+    """The result as JSON; every control character escaped (``json`` escapes C0 itself)."""
     rows = [{k: _plain(v) for k, v in r.items()} for r in table.to_pylist()]
-    return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(rows, indent=2, ensure_ascii=False)
+    return _JSON_INERT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -100,6 +101,11 @@ def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
     progress.update(task, advance=1, last=last)
 
 
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 @app.command()
 def query(
     output: Annotated[
@@ -119,9 +125,11 @@ def query(
 
         table = query_mod.run(output, sql)
         if fmt is QueryFormat.CSV:
-            typer.echo(query_mod.to_csv(table), nl=False)
+            # Piped: the values exactly (click's echo would strip ANSI codes out of them); on a
+            # terminal: never a raw control code.
+            _write(query_mod.to_csv(table, escape=plain if sys.stdout.isatty() else None))
         elif fmt is QueryFormat.JSON:
-            typer.echo(query_mod.to_json(table), nl=False)
+            _write(query_mod.to_json(table))
         else:
             from rich.console import Console
             from rich.table import Table
