@@ -8,6 +8,11 @@ empty synthetic one (the views exist, no runs): the SQL itself makes the hostile
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +26,8 @@ from tcreport.render.escape import terminal
 
 pytest.importorskip("duckdb")
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+FOREVER = "with recursive r(i) as (select 1 union all select i+1 from r) select count(*) from r"
 RED = "select chr(27) || '[31mred' || chr(155) || '2J' as v"
 
 
@@ -79,3 +86,39 @@ def test_synthetic_explain_analyze_cannot_run_a_refused_statement(out: Path, sql
 def test_synthetic_explain_analyze_of_a_select_still_works(out: Path) -> None:
     result = runner.invoke(app, ["query", str(out), "explain analyze select count(*) from runs"])
     assert result.exit_code == 0, result.stderr
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Threads:")))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
+def test_synthetic_ctrl_c_stops_a_runaway_query(out: Path) -> None:
+    """SIGINT mid-query: exit 130 within seconds, not when the (endless) query would end."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tcreport", "query", str(out), FOREVER, "--timeout", "120"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while _threads(proc.pid) < 3 and time.monotonic() < deadline:  # DuckDB's workers: running
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.decode().strip() == "tcreport: interrupted"
+
+
+def test_synthetic_timeout_stops_a_runaway_query(out: Path) -> None:
+    result = runner.invoke(app, ["query", str(out), FOREVER, "--timeout", "0.5"])
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.strip() == "tcreport: error: query stopped: it ran past --timeout 0.5s"
+
+
+def test_synthetic_timeout_must_be_positive(out: Path) -> None:
+    result = runner.invoke(app, ["query", str(out), "select 1", "--timeout", "0"])
+    assert result.exit_code == 2 and "--timeout" in result.stderr

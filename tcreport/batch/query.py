@@ -12,11 +12,14 @@ is an optional extra (``[query]``) imported only here, so the rest of tcreport n
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import re
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,17 +144,55 @@ def _explained(duckdb: Any, query: str) -> str:
     return "SELECT"
 
 
-def run(out: Path, sql: str) -> pa.Table:
-    """Run ``sql`` against the dataset under ``out``; the result as an Arrow table."""
+@contextlib.contextmanager
+def _interruptible(con: Any, timeout: float | None) -> Iterator[list[str]]:
+    """Ctrl-C and ``timeout`` stop the running query: DuckDB holds the GIL-free C++ loop, so
+    Python's own KeyboardInterrupt would wait for it to end; ``con.interrupt()`` stops it now.
+    Yields a list that names what stopped it ("signal" or "timeout")."""
+    why: list[str] = []
+
+    def stop(reason: str) -> None:
+        why.append(reason)
+        con.interrupt()
+
+    timer = threading.Timer(timeout, stop, ("timeout",)) if timeout else None
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda *_: stop("signal")) if main else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield why
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if main:
+            signal.signal(signal.SIGINT, old)
+
+
+def run(out: Path, sql: str, timeout: float | None = None) -> pa.Table:
+    """Run ``sql`` against the dataset under ``out``; the result as an Arrow table.
+
+    Ctrl-C raises :class:`KeyboardInterrupt` (the CLI exits 130) within moments, however long the
+    query; past ``timeout`` seconds it is stopped with a :class:`QueryError`.
+    """
     duckdb = _duckdb()
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout}")
     _check_reading(duckdb, sql)
     con = connect(out)
     try:
-        rel = con.sql(sql)
-        if rel is None:
-            raise QueryError("query failed: the statement returned no rows")
-        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb < 1.4
-        table: pa.Table = fetch()
+        with _interruptible(con, timeout) as why:
+            try:
+                rel = con.sql(sql)
+                if rel is None:
+                    raise QueryError("query failed: the statement returned no rows")
+                fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+                table: pa.Table = fetch()  # fetch_arrow_table: duckdb < 1.4
+            except duckdb.InterruptException:
+                if why and why[0] == "timeout":
+                    raise QueryError(f"query stopped: it ran past --timeout {timeout:g}s") from None
+                raise KeyboardInterrupt from None
     except duckdb.PermissionException as exc:
         raise QueryError(
             f"query refused: {_first_line(exc)} (tcreport query reads only the dataset's views)"

@@ -118,12 +118,18 @@ def query(
     fmt: Annotated[
         QueryFormat, typer.Option("--format", "-f", help="Output format.")
     ] = QueryFormat.TABLE,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Stop the query after this many seconds (default: no limit)."
+        ),
+    ] = None,
 ) -> None:
-    """Ask the batch dataset a question in SQL (DuckDB, offline)."""
+    """Ask the batch dataset a question in SQL (DuckDB, offline); Ctrl-C stops it."""
     with user_errors():
         from tcreport.batch import query as query_mod
 
-        table = query_mod.run(output, sql)
+        table = query_mod.run(output, sql, timeout=timeout)
         if fmt is QueryFormat.CSV:
             # Piped: the values exactly (click's echo would strip ANSI codes out of them); on a
             # terminal: never a raw control code.
