@@ -10,11 +10,13 @@ symbolic link is written only when the caller says so.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -302,17 +304,54 @@ def check_replaceable(
     return entries
 
 
-def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
+@contextlib.contextmanager
+def locked(target: Path) -> Iterator[None]:
+    """Hold an exclusive lock for replacing ``target``, so two commands never swap it at once.
+
+    The lock file sits beside ``target`` (``.tcr-<hash>.lock``, any name length fits) and is
+    removed when done; a waiter that wakes on a lock file already removed takes a fresh one, so
+    removal never lets two holders in.
+    """
+    digest = hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
+    lock = target.parent / f".tcr-{digest}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            raise OutputError(f"cannot lock: {exc.strerror}", target) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.lstat(lock))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder before us removed it: lock the new one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> Path | None:
     """Swap the finished ``tmp`` folder into ``target``, then unlink the old one's ``entries``.
 
     The old folder is renamed aside first (never ``rmtree``), so at every moment ``target`` is
-    either the old complete folder or the new one.
+    either the old complete folder or the new one. Call it under :func:`locked`. Anything else
+    found in the old folder (a file the user added meanwhile) is never deleted or hidden: the old
+    folder is kept under a visible name, which is returned for the caller to announce.
     """
     if not os.path.lexists(target):
         os.replace(tmp, target)
-        return
+        return None
     os.chmod(tmp, stat.S_IMODE(os.lstat(target).st_mode))  # a replaced folder keeps its mode
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tcr-", suffix=".old"))
     os.rmdir(old)
     os.replace(target, old)
     try:
@@ -323,5 +362,12 @@ def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
     for name in entries:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old / name)
-    with contextlib.suppress(OSError):  # someone added a file meanwhile: keep it, and the folder
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(old / MARKER)
+    try:
         os.rmdir(old)
+    except OSError:  # someone added a file meanwhile: keep it, where the user can see it
+        kept = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{target.name[:200]}.kept-"))
+        os.replace(old, kept)  # onto the empty folder just made: a name nobody else has
+        return kept
+    return None

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
+from tcreport import _fs
 from tcreport.cli import app
 
 runner = CliRunner()
@@ -133,3 +135,57 @@ def test_synthetic_output_onto_the_xplane_sidecar_is_refused(tmp_path: Path) -> 
     before = sidecar.read_bytes()
     fails_cleanly(["report", str(tmp_path / "w.xplane.pb"), "-o", str(sidecar)], 4, "was read with")
     assert sidecar.read_bytes() == before
+
+
+def test_synthetic_file_added_during_ingest_force_is_kept_visibly(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's file dropped into OUT after the check, before the swap: kept, and said so."""
+    assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "out"]).exit_code == 0
+    swap = _fs.replace_folder
+
+    def user_adds_then_swap(tmp: Path, target: Path, entries: list[str]) -> Path | None:
+        (target / "my-notes.txt").write_text("do not lose\n")
+        return swap(tmp, target, entries)
+
+    monkeypatch.setattr(_fs, "replace_folder", user_adds_then_swap)
+    result = runner.invoke(app, ["ingest", "run.json.gz", "-o", "out", "--force"])
+    assert result.exit_code == 0, result.stderr
+    warning = [ln for ln in result.stderr.splitlines() if "warning" in ln]
+    assert len(warning) == 1 and "kept in" in warning[0], result.stderr
+    kept = [p for p in work.iterdir() if p.name.startswith("out.kept-")]
+    assert len(kept) == 1 and (kept[0] / "my-notes.txt").read_text() == "do not lose\n"
+    assert str(kept[0]) in warning[0]
+    assert [p.name for p in work.iterdir() if p.name.startswith(".")] == []
+    assert (work / "out" / "tcreport-run.json").is_file()
+
+
+def test_synthetic_lock_makes_a_second_replace_wait(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    entered = threading.Event()
+
+    def second() -> None:
+        with _fs.locked(target):
+            entered.set()
+
+    with _fs.locked(target):
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert not entered.wait(0.5)  # flock conflicts between two open files, threads too
+    thread.join(30)
+    assert entered.is_set()
+    assert list(tmp_path.iterdir()) == []  # the lock file goes with the last holder
+
+
+def test_synthetic_racing_ingests_leave_no_hidden_folder(work: Path) -> None:
+    assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "out"]).exit_code == 0
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "tcreport", "ingest", "run.json.gz", "-o", "out", "--force"]
+    procs = [
+        subprocess.Popen(cmd, cwd=work, env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    assert sorted(p.name for p in work.iterdir()) == ["out", "run.json.gz"]
+    assert not any(p.name.startswith(".") for p in (work / "out").iterdir() if p.name != _fs.MARKER)

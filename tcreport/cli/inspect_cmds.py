@@ -136,5 +136,13 @@ def ingest(
             run = api.load(path)
             if counters is not None:
                 run = api.attach_counters(run, counters)
-        target = api.ingest(run, output, force=force)
+        target = api.ingest(
+            run,
+            output,
+            force=force,
+            on_kept=lambda kept: say(
+                f"tcreport: warning: {output}: files added to it while it was replaced "
+                f"are kept in {kept}"
+            ),
+        )
         say(f"tcreport: wrote {target}")
