@@ -121,8 +121,12 @@ def read(path: Path) -> Run:
         version = manifest["schema_version"]
         names = manifest["tables"]
         meta = RunMeta.from_json(json.dumps(manifest["meta"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        raise InputError(f"{MANIFEST}: unreadable tcreport manifest (no {exc})", path) from exc
+    except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest ({exc})", path) from exc
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{MANIFEST}: 'tables' is not a list of table names", path)
     if version != schema.SCHEMA_VERSION:
         raise InputError(
             f"written with canonical schema v{version}; this tcreport reads v{schema.SCHEMA_VERSION} "
@@ -136,6 +140,8 @@ def read(path: Path) -> Run:
         except ValueError:
             raise InputError(f"{MANIFEST}: unknown table {name!r}", path) from None
         file = path / f"{name}.parquet"
+        if not file.is_file():
+            raise InputError(f"{name}.parquet: missing (the manifest lists it)", path)
         try:
             table = pq.read_table(file)
         except (OSError, pa.ArrowException) as exc:
