@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,13 @@ def test_synthetic_damaged_ingest_folder_is_one_line_naming_the_file_exit_2(
         manifest.write_text(json.dumps(data))
     line = one_line(["summary", str(folder)], 2)
     assert needle in line and str(folder) in line, line
+
+
+def test_synthetic_batch_piped_stderr_has_no_blank_first_line(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.pt.trace.json.gz").write_bytes(KINETO.read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "tcreport", "batch", str(tmp_path / "in"), "-o"]
+    done = subprocess.run([*cmd, str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0].startswith("tcreport: 1 processed"), repr(done.stderr)

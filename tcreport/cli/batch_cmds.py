@@ -63,6 +63,7 @@ def batch(
             TextColumn("{task.fields[last]}"),
             console=err_console,
             transient=True,
+            disable=not err_console.is_terminal,  # piped: no bar, and no blank line where it was
         )
         handle: list[TaskID] = []
 
