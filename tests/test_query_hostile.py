@@ -122,3 +122,28 @@ def test_synthetic_timeout_stops_a_runaway_query(out: Path) -> None:
 def test_synthetic_timeout_must_be_positive(out: Path) -> None:
     result = runner.invoke(app, ["query", str(out), "select 1", "--timeout", "0"])
     assert result.exit_code == 2 and "--timeout" in result.stderr
+
+
+def test_synthetic_csv_on_a_real_terminal_sends_no_control_code(out: Path) -> None:
+    """Through a pseudo-terminal, as a person at a shell sees it: ESC and CSI arrive escaped."""
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tcreport", "query", str(out), RED, "-f", "csv"]
+    try:
+        proc = subprocess.run(cmd, stdout=slave, stderr=subprocess.PIPE, env=env, timeout=120)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+    shown = b"".join(chunks).decode()
+    assert proc.returncode == 0, proc.stderr
+    assert "\\x1b[31mred\\x9b2J" in shown and "\x1b" not in shown and "\x9b" not in shown
