@@ -10,11 +10,13 @@ symbolic link is written only when the caller says so.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -55,7 +57,12 @@ def _same_file(a: Path, b: Path) -> bool:
 def is_tcreport_file(path: Path) -> bool:
     """Whether ``path`` is a regular file tcreport wrote (report, Markdown, summary/diff JSON)."""
     try:
-        with path.open("rb") as fh:
+        if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO or device would block or never end
+            return False
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped since the lstat
+                return False
             head = fh.read(_SNIFF)
             fh.seek(max(0, os.fstat(fh.fileno()).st_size - _SNIFF))
             tail = fh.read(_SNIFF)  # JSON keys are sorted: "schema" comes near the end
@@ -94,6 +101,23 @@ def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: boo
             )
 
 
+def refuse_read(output: Path, source: Path, names: Iterable[str]) -> None:
+    """Raise :class:`OutputError` when ``output`` is a file the reader of ``source`` read.
+
+    A reader may read more than the file it was given (the xplane reader's
+    ``tcreport-capture.json``, DLProf's sibling reports): ``names`` are the base names it lists in
+    ``RunMeta.files``, found beside ``source`` (or inside it, for a folder).
+    """
+    base = source if source.is_dir() else source.parent
+    out = _real(output)
+    for name in names:
+        read = base / name
+        if os.path.lexists(read) and (out == _real(read) or _same_file(out, read)):
+            raise OutputError(
+                f"is a file the input {source} was read with; refusing to write over it", output
+            )
+
+
 def _read_only(path: Path) -> bool:
     """Unwritable to us, or without its owner's write bit (which root would ignore)."""
     try:
@@ -121,6 +145,12 @@ def check_file_target(
         target = Path(os.path.abspath(path))
     if target.is_dir():
         raise OutputError("is a directory; give a file name", path)
+    try:
+        kind = os.stat(target).st_mode
+    except OSError:
+        kind = None
+    if kind is not None and not stat.S_ISREG(kind):  # a FIFO, device, socket: never renamed over
+        raise OutputError("exists and is not a regular file; refusing to replace it", path)
     if not target.parent.is_dir():
         raise OutputError("parent directory does not exist", path)
     if _read_only(target) and not replace_read_only:
@@ -162,7 +192,10 @@ def write_atomic(
         mode = 0o666 & ~current_umask()
     try:
         with tempfile.NamedTemporaryFile(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+            dir=target.parent,
+            prefix=".tcr-",
+            suffix=".tmp",
+            delete=False,  # any valid name fits
         ) as fh:
             tmp = Path(fh.name)
             try:
@@ -182,12 +215,19 @@ def write_atomic(
     return target
 
 
-def claim_folder(folder: Path, kind: str, legacy: Sequence[str] = ()) -> None:
+def claim_folder(
+    folder: Path,
+    kind: str,
+    legacy: Sequence[str] = (),
+    is_legacy: Callable[[Path], bool] | None = None,
+) -> None:
     """Create ``folder`` (marked), or accept it when it is empty, marked, or an unmarked tcreport
-    output from before the marker (every entry named in ``legacy``); refuse any other folder.
+    output from before the marker (every entry named in ``legacy``, and ``is_legacy(folder)``
+    confirms its content is tcreport's); refuse any other folder.
 
     Writers that add to a folder (``batch`` OUT) call this first, so a typo'd ``-o`` never spills
-    datasets and reports into a user's folder.
+    datasets and reports into a user's folder. Names alone prove nothing: a user's web site has a
+    ``dataset/`` and an ``index.html`` too, hence ``is_legacy``.
     """
     if os.path.lexists(folder):
         if not folder.is_dir():
@@ -198,7 +238,8 @@ def claim_folder(folder: Path, kind: str, legacy: Sequence[str] = ()) -> None:
             entries = os.listdir(folder)
         except OSError as exc:
             raise OutputError(f"cannot list: {exc.strerror}", folder) from exc
-        if entries and not (legacy and set(entries) <= set(legacy) and legacy[0] in entries):
+        named = bool(legacy) and set(entries) <= set(legacy) and legacy[0] in entries
+        if entries and not (named and (is_legacy is None or is_legacy(folder))):
             raise OutputError(
                 f"exists and is not a 'tcreport {kind}' output; refusing to write into it "
                 "(choose a new or empty folder)",
@@ -263,17 +304,54 @@ def check_replaceable(
     return entries
 
 
-def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
+@contextlib.contextmanager
+def locked(target: Path) -> Iterator[None]:
+    """Hold an exclusive lock for replacing ``target``, so two commands never swap it at once.
+
+    The lock file sits beside ``target`` (``.tcr-<hash>.lock``, any name length fits) and is
+    removed when done; a waiter that wakes on a lock file already removed takes a fresh one, so
+    removal never lets two holders in.
+    """
+    digest = hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
+    lock = target.parent / f".tcr-{digest}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            raise OutputError(f"cannot lock: {exc.strerror}", target) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.path.samestat(os.fstat(fd), os.lstat(lock))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder before us removed it: lock the new one
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> Path | None:
     """Swap the finished ``tmp`` folder into ``target``, then unlink the old one's ``entries``.
 
     The old folder is renamed aside first (never ``rmtree``), so at every moment ``target`` is
-    either the old complete folder or the new one.
+    either the old complete folder or the new one. Call it under :func:`locked`. Anything else
+    found in the old folder (a file the user added meanwhile) is never deleted or hidden: the old
+    folder is kept under a visible name, which is returned for the caller to announce.
     """
     if not os.path.lexists(target):
         os.replace(tmp, target)
-        return
+        return None
     os.chmod(tmp, stat.S_IMODE(os.lstat(target).st_mode))  # a replaced folder keeps its mode
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tcr-", suffix=".old"))
     os.rmdir(old)
     os.replace(target, old)
     try:
@@ -284,5 +362,12 @@ def replace_folder(tmp: Path, target: Path, entries: Sequence[str]) -> None:
     for name in entries:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old / name)
-    with contextlib.suppress(OSError):  # someone added a file meanwhile: keep it, and the folder
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(old / MARKER)
+    try:
         os.rmdir(old)
+    except OSError:  # someone added a file meanwhile: keep it, where the user can see it
+        kept = Path(tempfile.mkdtemp(dir=target.parent, prefix=f"{target.name[:200]}.kept-"))
+        os.replace(old, kept)  # onto the empty folder just made: a name nobody else has
+        return kept
+    return None

@@ -17,6 +17,8 @@ from typing import IO, TYPE_CHECKING
 from tcreport._fs import write_atomic, write_text_atomic
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from tcreport.model import Run, SourceFormat
@@ -141,14 +143,21 @@ def render_markdown(view: Report) -> str:
     return markdown.render(view)
 
 
-def ingest(run: Run, out_dir: str | Path, *, force: bool = False) -> Path:
+def ingest(
+    run: Run,
+    out_dir: str | Path,
+    *,
+    force: bool = False,
+    on_kept: Callable[[Path], None] | None = None,
+) -> Path:
     """Persist the canonical tables as Parquet so ``report``/``summary`` skip re-parsing.
 
-    ``out_dir`` must not exist, or (with ``force``) be an ingest folder tcreport wrote.
+    ``out_dir`` must not exist, or (with ``force``) be an ingest folder tcreport wrote. Files a
+    user added to it while it was being replaced are kept in a folder passed to ``on_kept``.
     """
     from tcreport.ingest.parquet import reader as parquet
 
-    return parquet.write(run, Path(out_dir), force=force)
+    return parquet.write(run, Path(out_dir), force=force, on_kept=on_kept)
 
 
 def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:

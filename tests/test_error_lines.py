@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,52 @@ def test_an_unknown_table_in_an_ingest_manifest_is_one_line_exit_2(tmp_path: Pat
     data["tables"].append("bogus")
     manifest.write_text(json.dumps(data))
     assert "unknown table 'bogus'" in one_line(["summary", str(folder)], 2)
+
+
+@pytest.mark.parametrize(
+    ("damage", "needle"),
+    [
+        ("truncated", "kernels.parquet: Could not open Parquet"),
+        ("missing", "kernels.parquet: missing (the manifest lists it)"),
+        ("manifest-json", "tcreport-run.json: unreadable tcreport manifest"),
+        ("manifest-null", "tcreport-run.json: unreadable tcreport manifest"),
+        ("manifest-key", "tcreport-run.json: unreadable tcreport manifest (no 'meta')"),
+        ("manifest-tables", "tcreport-run.json: 'tables' is not a list of table names"),
+    ],
+)
+def test_synthetic_damaged_ingest_folder_is_one_line_naming_the_file_exit_2(
+    tmp_path: Path, damage: str, needle: str
+) -> None:
+    """The README's code 2 (unreadable input): a bad manifest or a missing/truncated table."""
+    import json
+
+    folder = tmp_path / "run"
+    api.ingest(hostile_run(), folder)
+    manifest = folder / "tcreport-run.json"
+    data = json.loads(manifest.read_text())
+    if damage == "truncated":
+        (folder / "kernels.parquet").write_bytes((folder / "kernels.parquet").read_bytes()[:100])
+    elif damage == "missing":
+        (folder / "kernels.parquet").unlink()
+    elif damage == "manifest-json":
+        manifest.write_text(manifest.read_text()[:40])
+    elif damage == "manifest-null":
+        manifest.write_text("null\n")
+    elif damage == "manifest-key":
+        del data["meta"]
+        manifest.write_text(json.dumps(data))
+    else:
+        data["tables"] = "kernels"
+        manifest.write_text(json.dumps(data))
+    line = one_line(["summary", str(folder)], 2)
+    assert needle in line and str(folder) in line, line
+
+
+def test_synthetic_batch_piped_stderr_has_no_blank_first_line(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.pt.trace.json.gz").write_bytes(KINETO.read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cmd = [sys.executable, "-m", "tcreport", "batch", str(tmp_path / "in"), "-o"]
+    done = subprocess.run([*cmd, str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0].startswith("tcreport: 1 processed"), repr(done.stderr)

@@ -115,3 +115,13 @@ def test_error_line_shows_control_characters_in_file_names(tmp_path: Path) -> No
     assert len(lines) == 1 and lines[0].startswith("tcreport: error: "), result.stderr
     assert not CONTROL.search(result.stderr)
     assert "evil\\x0a\\x1b]0;pwned\\x07\\x1b[2J.json" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "char", ["\u202a", "\u202e", "\u2066", "\u2069", "\u200b", "\u200d", "\ufeff"]
+)
+def test_synthetic_markdown_shows_bidi_overrides_and_zero_width_characters(char: str) -> None:
+    """ "Trojan Source": an override or a zero-width character would change what a reviewer reads."""
+    out = escape.markdown(f"gemm{char}_kernel")
+    assert char not in out
+    assert out == f"gemm\\\\u{ord(char):04x}\\_kernel"

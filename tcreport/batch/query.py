@@ -12,9 +12,14 @@ is an optional extra (``[query]``) imported only here, so the rest of tcreport n
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,24 +117,82 @@ def _check_reading(duckdb: Any, sql: str) -> None:
     if not statements:
         raise QueryError("query failed: no SQL statement given")
     for st in statements:
-        if st.type.name not in _READING:
+        kind = st.type.name if st.type.name != "EXPLAIN" else _explained(duckdb, st.query)
+        if kind not in _READING:
             raise QueryError(
-                f"query refused: {st.type.name} statements are not allowed; "
+                f"query refused: {kind} statements are not allowed; "
                 "tcreport query only reads the views runs, ops, kernels, findings"
             )
 
 
-def run(out: Path, sql: str) -> pa.Table:
-    """Run ``sql`` against the dataset under ``out``; the result as an Arrow table."""
+#: ``EXPLAIN``, then ``ANALYZE`` and/or an option list, before the statement explained.
+_EXPLAIN = re.compile(r"\s*explain\b\s*(?:analy[sz]e\b\s*)?(?:\([^()]*\)\s*)?", re.IGNORECASE)
+
+
+def _explained(duckdb: Any, query: str) -> str:
+    """The kind of statement an ``EXPLAIN`` explains: ``EXPLAIN ANALYZE`` runs it, so only a
+    SELECT may be explained; anything not parsed as exactly one SELECT counts as refused."""
+    m = _EXPLAIN.match(query)
+    if m is None:
+        return "EXPLAIN"
+    try:
+        inner = duckdb.extract_statements(query[m.end() :])
+    except duckdb.Error:
+        return "EXPLAIN"
+    if len(inner) != 1 or inner[0].type.name != "SELECT":
+        return f"EXPLAIN {inner[0].type.name if len(inner) == 1 else 'EXPLAIN'}"
+    return "SELECT"
+
+
+@contextlib.contextmanager
+def _interruptible(con: Any, timeout: float | None) -> Iterator[list[str]]:
+    """Ctrl-C and ``timeout`` stop the running query: DuckDB holds the GIL-free C++ loop, so
+    Python's own KeyboardInterrupt would wait for it to end; ``con.interrupt()`` stops it now.
+    Yields a list that names what stopped it ("signal" or "timeout")."""
+    why: list[str] = []
+
+    def stop(reason: str) -> None:
+        why.append(reason)
+        con.interrupt()
+
+    timer = threading.Timer(timeout, stop, ("timeout",)) if timeout else None
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda *_: stop("signal")) if main else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield why
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if main:
+            signal.signal(signal.SIGINT, old)
+
+
+def run(out: Path, sql: str, timeout: float | None = None) -> pa.Table:
+    """Run ``sql`` against the dataset under ``out``; the result as an Arrow table.
+
+    Ctrl-C raises :class:`KeyboardInterrupt` (the CLI exits 130) within moments, however long the
+    query; past ``timeout`` seconds it is stopped with a :class:`QueryError`.
+    """
     duckdb = _duckdb()
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout}")
     _check_reading(duckdb, sql)
     con = connect(out)
     try:
-        rel = con.sql(sql)
-        if rel is None:
-            raise QueryError("query failed: the statement returned no rows")
-        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb < 1.4
-        table: pa.Table = fetch()
+        with _interruptible(con, timeout) as why:
+            try:
+                rel = con.sql(sql)
+                if rel is None:
+                    raise QueryError("query failed: the statement returned no rows")
+                fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table
+                table: pa.Table = fetch()  # fetch_arrow_table: duckdb < 1.4
+            except duckdb.InterruptException:
+                if why and why[0] == "timeout":
+                    raise QueryError(f"query stopped: it ran past --timeout {timeout:g}s") from None
+                raise KeyboardInterrupt from None
     except duckdb.PermissionException as exc:
         raise QueryError(
             f"query refused: {_first_line(exc)} (tcreport query reads only the dataset's views)"
@@ -147,15 +210,25 @@ def _plain(value: object) -> object:
     return str(value)
 
 
-def to_csv(table: pa.Table) -> str:
+def to_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:
+    """The result as CSV, values exactly as stored; ``escape`` (for a terminal) applied to text."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.column_names)
+    esc = escape or (lambda s: s)
+    w.writerow([esc(n) for n in table.column_names])
     for row in table.to_pylist():  # a query result a person asked to read: small
-        w.writerow(["" if v is None else _plain(v) for v in row.values()])
+        values = ("" if v is None else _plain(v) for v in row.values())
+        w.writerow([esc(v) if isinstance(v, str) else v for v in values])
     return buf.getvalue()
 
 
+#: Characters JSON may carry raw but a terminal would act on (DEL, C1 controls such as CSI U+009B,
+#: bidi overrides, line separators): written as ``\uXXXX``, which parses back to the same value.
+_JSON_INERT = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def to_json(table: pa.Table) -> str:
+    """The result as JSON; every control character escaped (``json`` escapes C0 itself)."""
     rows = [{k: _plain(v) for k, v in r.items()} for r in table.to_pylist()]
-    return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(rows, indent=2, ensure_ascii=False)
+    return _JSON_INERT.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n"

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from tcreport import _fs
 from tcreport._fs import write_text_atomic
-from tcreport.batch.work import TABLES, Outcome, Task, failed, process
+from tcreport.batch.work import TABLES, Outcome, Task, failed, is_legacy_out, process
 from tcreport.errors import InputError, OutputError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
@@ -314,7 +314,7 @@ def run_batch(
             "TensorFlow and Nsight Compute outputs); nothing written",
             root,
         )
-    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES)
+    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES, is_legacy=is_legacy_out)
     runs = existing_runs(out)
     known = set(runs.column("run_id").to_pylist())
     tasks, skipped = _tasks(root, found, known, force, _taken_names(runs))

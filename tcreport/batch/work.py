@@ -104,6 +104,40 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
+def is_legacy_out(out: Path) -> bool:
+    """Whether unmarked ``out`` is a batch OUT from before the marker, judged by its content.
+
+    Every file under ``out/dataset`` must be ``TABLE/gpu=*/month=*/*.parquet`` for one of
+    :data:`TABLES`, with at least one ``runs`` file, and each file's schema must carry its table's
+    columns: a user's folder that merely has a ``dataset/`` is never taken for one.
+    """
+    import pyarrow.parquet as pq
+
+    root = out / "dataset"
+    if root.is_symlink() or not root.is_dir():
+        return False
+    files = [p for p in root.rglob("*") if p.is_symlink() or not p.is_dir()]
+    if not files or not any(p.parts[-4] == "runs" for p in files if len(p.parts) >= 4):
+        return False
+    for path in files:
+        parts = path.relative_to(root).parts
+        ok = (
+            len(parts) == 4
+            and parts[0] in TABLES
+            and parts[1].startswith("gpu=")
+            and parts[2].startswith("month=")
+            and parts[3].endswith(".parquet")
+            and not path.is_symlink()
+            and path.is_file()
+        )
+        try:
+            if not ok or not set(TABLES[parts[0]].names) <= set(pq.read_schema(path).names):
+                return False
+        except (OSError, pa.ArrowException):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Task:
     path: str  # absolute, as the worker opens it

@@ -134,8 +134,12 @@ def load_and_analyze(
     allow_empty: bool = False,
     timeline_iter: int | None = None,
     with_timeline: bool = False,
+    output: Path | None = None,
 ) -> Report:
-    """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr."""
+    """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr.
+
+    ``output``, the file the command will write, is refused if the reader read it (a sidecar).
+    """
     from datetime import UTC, datetime
 
     from tcreport import api
@@ -144,6 +148,10 @@ def load_and_analyze(
         raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
     with status(f"Reading {path}"):
         run = api.load(path)
+        if output is not None:
+            from tcreport import _fs
+
+            _fs.refuse_read(output, path, run.meta.files)
         if counters is not None:
             run = api.attach_counters(run, counters)
     with status("Analysing"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -77,6 +78,7 @@ def batch(
             TextColumn("{task.fields[last]}"),
             console=err_console,
             transient=True,
+            disable=not err_console.is_terminal,  # piped: no bar, and no blank line where it was
         )
         handle: list[TaskID] = []
 
@@ -128,6 +130,11 @@ def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
     progress.update(task, advance=1, last=last)
 
 
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 @app.command()
 def query(
     output: Annotated[
@@ -146,16 +153,24 @@ def query(
         QueryFormat,
         typer.Option("--format", "-f", metavar="[table|csv|json]", help="Output format."),
     ] = QueryFormat.TABLE,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Stop the query after this many seconds (default: no limit)."
+        ),
+    ] = None,
 ) -> None:
-    """Ask the batch dataset a question in SQL (DuckDB, offline)."""
+    """Ask the batch dataset a question in SQL (DuckDB, offline); Ctrl-C stops it."""
     with user_errors():
         from tcreport.batch import query as query_mod
 
-        table = query_mod.run(output, sql)
+        table = query_mod.run(output, sql, timeout=timeout)
         if fmt is QueryFormat.CSV:
-            typer.echo(query_mod.to_csv(table), nl=False)
+            # Piped: the values exactly (click's echo would strip ANSI codes out of them); on a
+            # terminal: never a raw control code.
+            _write(query_mod.to_csv(table, escape=plain if sys.stdout.isatty() else None))
         elif fmt is QueryFormat.JSON:
-            typer.echo(query_mod.to_json(table), nl=False)
+            _write(query_mod.to_json(table))
         else:
             from tcreport.render import terminal
 

@@ -90,8 +90,12 @@ def diff(
             _fs.check_file_target(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
-        b = load_and_analyze(base, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-        h = load_and_analyze(head, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+        b = load_and_analyze(
+            base, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
+        )
+        h = load_and_analyze(
+            head, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
+        )
         d = compare.diff(b, h, force=force)
         if d.forced:
             say(

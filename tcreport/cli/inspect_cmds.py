@@ -105,6 +105,7 @@ def report(
             allow_empty=allow_empty,
             timeline_iter=timeline_iter,
             with_timeline=not markdown,
+            output=output,
         )
         text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
@@ -182,5 +183,13 @@ def ingest(
             run = api.load(path)
             if counters is not None:
                 run = api.attach_counters(run, counters)
-        target = api.ingest(run, output, force=force)
+        target = api.ingest(
+            run,
+            output,
+            force=force,
+            on_kept=lambda kept: say(
+                f"tcreport: warning: {output}: files added to it while it was replaced "
+                f"are kept in {kept}"
+            ),
+        )
         say(f"tcreport: wrote {target}")

@@ -20,7 +20,13 @@ _MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 #: Line endings in CommonMark are LF, CR and CRLF; every other control character (and the Unicode
 #: line/paragraph separators) is invisible or odd in a comment: all become one space.
 _CONTROL = "\x00-\x1f\x7f-\x9f\u2028\u2029"
-_MD = re.compile(rf"[\\|`*_\[\]~<>&@#]|://|(?i:www)\.|(?i:\bgh)-(?=\d)|[{_CONTROL}]")
+#: Invisible characters that reorder or hide what a reviewer reads ("Trojan Source"): the bidi
+#: embeddings, overrides and isolates, the directional marks, and the zero-width characters.
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_MD = re.compile(rf"[\\|`*_\[\]~<>&@#]|://|(?i:www)\.|(?i:\bgh)-(?=\d)|[{_CONTROL}]|[{_INVISIBLE}]")
+
+
+_INVISIBLE_ONE = re.compile(f"[{_INVISIBLE}]")
 
 
 def _md_one(m: re.Match[str]) -> str:
@@ -37,13 +43,16 @@ def _md_one(m: re.Match[str]) -> str:
         return s[:3] + _ZWSP + "."
     if len(s) == 3:  # GH-123, GitHub's other issue reference
         return s[:2] + _ZWSP + "-"
+    if _INVISIBLE_ONE.fullmatch(s):
+        return f"\\\\u{ord(s):04x}"  # shown as \u202e: an escaped backslash, then the code
     return " "
 
 
 def markdown(text: str) -> str:
     """``text`` as inert GitHub-flavoured Markdown inline text, safe inside a table cell.
 
-    One line (CR, LF and other controls become spaces); ``|`` cannot split the cell; no code span,
+    One line (CR, LF and other controls become spaces); bidi overrides and zero-width characters
+    are shown as ``\\u202e``; ``|`` cannot split the cell; no code span,
     emphasis, link, image or HTML can start; no ``@mention``, ``#123`` reference or autolinked URL.
     """
     return _MD.sub(_md_one, text)

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,18 +50,35 @@ def check_target(out_dir: Path, *, force: bool) -> list[str]:
     return entries
 
 
-def write(run: Run, out_dir: Path, *, force: bool = False) -> Path:
-    """Write the folder under a temporary name, then swap it in.
+def write(
+    run: Run,
+    out_dir: Path,
+    *,
+    force: bool = False,
+    on_kept: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write the folder under a temporary name, then swap it in, under a lock beside it.
 
     An existing ``out_dir`` is replaced only with ``force`` and only when tcreport made it (see
-    ``tcreport._fs.check_replaceable``); it never resolves onto the trace it was read from.
+    ``tcreport._fs.check_replaceable``); it never resolves onto the trace it was read from. Two
+    ingests into one folder take turns (the second sees the first's folder). Files a user added
+    to the old folder while it was replaced stay in a visible folder passed to ``on_kept``.
     """
-    old_entries = check_target(out_dir, force=force)
-    _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
     target = Path(os.path.abspath(out_dir))
     parent = target.parent
     if not parent.is_dir():
         raise OutputError("parent directory does not exist", out_dir)
+    with _fs.locked(target):
+        kept = _write_locked(run, out_dir, target, force)
+    if kept is not None and on_kept is not None:
+        on_kept(kept)
+    return target
+
+
+def _write_locked(run: Run, out_dir: Path, target: Path, force: bool) -> Path | None:
+    old_entries = check_target(out_dir, force=force)
+    _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
+    parent = target.parent
     present = [k for k in _TABLES if getattr(run, k.value) is not None]
     manifest = {
         "schema_version": schema.SCHEMA_VERSION,
@@ -68,7 +86,7 @@ def write(run: Run, out_dir: Path, *, force: bool = False) -> Path:
         "meta": json.loads(run.meta.to_json()),
     }
     try:
-        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp"))
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=".tcr-", suffix=".tmp"))
     except OSError as exc:
         raise OutputError(f"cannot create: {exc.strerror}", out_dir) from exc
     try:
@@ -82,14 +100,13 @@ def write(run: Run, out_dir: Path, *, force: bool = False) -> Path:
         os.chmod(
             tmp, 0o777 & ~_fs.current_umask()
         )  # mkdtemp makes 0700; the folder is an artefact to share
-        _fs.replace_folder(tmp, target, old_entries)
+        return _fs.replace_folder(tmp, target, old_entries)
     except OSError as exc:
         _remove_own(tmp)
         raise OutputError(f"cannot write: {exc.strerror or exc}", out_dir) from exc
     except BaseException:
         _remove_own(tmp)
         raise
-    return target
 
 
 def _remove_own(tmp: Path) -> None:
@@ -104,8 +121,12 @@ def read(path: Path) -> Run:
         version = manifest["schema_version"]
         names = manifest["tables"]
         meta = RunMeta.from_json(json.dumps(manifest["meta"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except KeyError as exc:
+        raise InputError(f"{MANIFEST}: unreadable tcreport manifest (no {exc})", path) from exc
+    except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest ({exc})", path) from exc
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{MANIFEST}: 'tables' is not a list of table names", path)
     if version != schema.SCHEMA_VERSION:
         raise InputError(
             f"written with canonical schema v{version}; this tcreport reads v{schema.SCHEMA_VERSION} "
@@ -119,6 +140,8 @@ def read(path: Path) -> Run:
         except ValueError:
             raise InputError(f"{MANIFEST}: unknown table {name!r}", path) from None
         file = path / f"{name}.parquet"
+        if not file.is_file():
+            raise InputError(f"{name}.parquet: missing (the manifest lists it)", path)
         try:
             table = pq.read_table(file)
         except (OSError, pa.ArrowException) as exc:
