@@ -86,8 +86,14 @@ def read(path: Path) -> Run:
             "(re-run 'tcreport ingest' on the original trace)",
             path,
         )
+    known = {k.value for k in schema.TableKind}
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in known for n in names):
+        raise InputError(
+            f"{MANIFEST}: 'tables' must list some of {', '.join(sorted(known))}, not {names!r:.200}",
+            path,
+        )
     tables: dict[str, pa.Table] = {}
-    for name in names:
+    for name in dict.fromkeys(names):
         kind = schema.TableKind(name)
         file = path / f"{name}.parquet"
         try:
