@@ -66,6 +66,8 @@ def run_family(
         counts["cases"] += 1
         counts[v.kind] += 1
         if v.signature:
+            if f"{v.kind}: {v.signature}" not in sigs:
+                print(f"  new {v.kind} (seed {i}): {v.signature}", flush=True)
             entry = sigs.setdefault(f"{v.kind}: {v.signature}", [0, i])
             entry[0] = int(entry[0]) + 1  # type: ignore[call-overload]
         if v.negative:

@@ -73,12 +73,18 @@ def make_cases(tmp: Path) -> dict[str, Path]:
     return out
 
 
-def measure(path: Path) -> tuple[int, float, float, str]:
-    """(exit code, peak RSS MiB, seconds, last stderr line) of ``tcreport summary path``."""
+def measure(path: Path, command: str = "summary") -> tuple[int, float, float, str]:
+    """(exit code, peak RSS MiB, seconds, last stderr line) of ``tcreport summary|report path``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
+    out = Path(tempfile.gettempdir()) / f"tcreport-bombs-{os.getpid()}.html"
+    args = (
+        ["summary", str(path), "--json"]
+        if command == "summary"
+        else ["report", str(path), "-o", str(out)]
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tcreport", "summary", str(path), "--json"],
+        [sys.executable, "-m", "tcreport", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -88,6 +94,7 @@ def measure(path: Path) -> tuple[int, float, float, str]:
     err = proc.stderr.read().decode("utf-8", "replace")
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - started
+    out.unlink(missing_ok=True)
     lines = [line for line in err.splitlines() if line.strip()]
     summary = lines[-1] if lines else ""
     if len(lines) > 1:
@@ -100,6 +107,7 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, action="append", default=[], help="a legitimate trace")
     ap.add_argument("--scratch", type=Path, help="where to write the inputs (kept)")
     ap.add_argument("--only-trace", action="store_true", help="skip the hostile inputs")
+    ap.add_argument("--command", choices=["summary", "report"], default="summary")
     args = ap.parse_args()
     tmp = args.scratch or Path(tempfile.mkdtemp(prefix="tcreport-bombs-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -109,7 +117,7 @@ def main() -> None:
         print(f"{'input':<44} {'on disk':>10} {'exit':>4} {'peak RSS':>10} {'time':>7}  message")
         for name, path in cases.items():
             size = path.stat().st_blocks * 512
-            code, rss, secs, msg = measure(path)
+            code, rss, secs, msg = measure(path, args.command)
             print(f"{name:<44} {size / 1e6:>8.1f}MB {code:>4} {rss:>7.0f}MiB {secs:>6.1f}s  {msg}")
     finally:
         if args.scratch is None:

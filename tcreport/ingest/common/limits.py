@@ -91,10 +91,12 @@ class GuardedText:
     more text than ``TCREPORT_MAX_INPUT_MB`` and, for gzip, a ratio past ``TCREPORT_MAX_GZIP_RATIO``.
     """
 
-    def __init__(self, src: _Readable | BinaryIO, path: Path, compressed: int | None) -> None:
+    def __init__(self, src: _Readable | BinaryIO, path: Path, raw: BinaryIO | None) -> None:
+        """``raw``: the compressed file under ``src`` when it decompresses (its position is how
+        much compressed data has been consumed), else None."""
         self._src = src
         self._path = path
-        self._compressed = compressed
+        self._raw = raw
         self.total = 0
         self._max = max_input()
         self._ratio = max_ratio()
@@ -118,12 +120,13 @@ class GuardedText:
                 "to read it anyway)",
                 self._path,
             )
-        c = self._compressed
-        if c and self._ratio and self.total > RATIO_AFTER and self.total > self._ratio * c:
-            raise TooLargeError(
-                f"a {c // 1024} KiB gzip file that decompresses to more than "
-                f"{self.total // MIB} MiB ({self.total // c}x): a gzip bomb or not a trace "
-                "(raise TCREPORT_MAX_GZIP_RATIO to read it anyway)",
-                self._path,
-            )
+        if self._raw is not None and self._ratio and self.total > RATIO_AFTER:
+            used = max(1, self._raw.tell())
+            if self.total > self._ratio * used:
+                raise TooLargeError(
+                    f"{used // 1024} KiB of gzip data decompressed to {self.total // MIB} MiB "
+                    f"({self.total // used}x): a gzip bomb or not a trace "
+                    "(raise TCREPORT_MAX_GZIP_RATIO to read it anyway)",
+                    self._path,
+                )
         return chunk

@@ -48,9 +48,14 @@ def open_raw(path: Path) -> Iterator[BinaryIO | gzip.GzipFile]:
 def open_trace(path: Path) -> Iterator[limits.GuardedText]:
     """Like :func:`open_raw`, read in chunks through the memory guards of :mod:`..common.limits`:
     a NUL byte, too much text or a gzip bomb is an InputError within one chunk of the cause."""
-    with open_raw(path) as src:
-        compressed = path.stat().st_size if isinstance(src, gzip.GzipFile) else None
-        yield limits.GuardedText(src, path, compressed)
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic != GZIP_MAGIC:
+            yield limits.GuardedText(fh, path, None)
+            return
+        with gzip.GzipFile(fileobj=fh) as gz:
+            yield limits.GuardedText(gz, path, fh)
 
 
 def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEvents"') -> bytes:
