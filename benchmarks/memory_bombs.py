@@ -63,10 +63,11 @@ def make_cases(tmp: Path) -> dict[str, Path]:
     out = {}
     for name, (head, unit, total, tail) in cases.items():
         p = tmp / f"{name}.json.gz"
-        _gzip(p, _repeat(head, unit, total, tail))
+        if not p.exists():  # a kept --scratch folder is reused
+            _gzip(p, _repeat(head, unit, total, tail))
         out[name] = p
     sparse = tmp / "sparse-5GB.json"
-    with sparse.open("wb") as fh:
+    with sparse.open("r+b" if sparse.exists() else "wb") as fh:
         fh.write(b'{"traceEvents":[')
         fh.truncate(5 * 10**9)
     out["sparse-5GB"] = sparse

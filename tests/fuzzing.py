@@ -15,6 +15,7 @@ separately.
 
 from __future__ import annotations
 
+import copy
 import csv
 import gzip
 import importlib.util
@@ -174,14 +175,14 @@ def _mutate_tree(rng: random.Random, doc: Any) -> Any:
         if rng.random() < 0.25:
             break
     if parent is None:
-        return rng.choice(JSON_VALUES)
+        return copy.deepcopy(rng.choice(JSON_VALUES))
     op = rng.randrange(4)
     if op == 0 and isinstance(parent, dict):
         del parent[key]
     elif op == 1 and isinstance(parent, list):
         parent.insert(key, json.loads(json.dumps(node)))
     else:
-        parent[key] = rng.choice(JSON_VALUES)
+        parent[key] = copy.deepcopy(rng.choice(JSON_VALUES))
     return doc
 
 
@@ -192,7 +193,11 @@ def mutate_json(rng: random.Random, src: Path, tmp: Path) -> Path:
     if rng.random() < 0.2:
         dst.write_bytes(bytes(_flip_bytes(rng, bytearray(raw))))
         return dst
-    doc = json.loads(raw)
+    try:
+        doc = json.loads(raw)
+    except ValueError:  # already damaged by an earlier mutation of this case: damage it more
+        dst.write_bytes(bytes(_flip_bytes(rng, bytearray(raw))))
+        return dst
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     for _ in range(rng.randint(1, 4)):
         if isinstance(events, list) and events and rng.random() < 0.8:

@@ -64,7 +64,12 @@ def arm_forkserver() -> None:
 
 def _init_worker(coordinator: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle
-    die_with_parent(SERVER_PID if SERVER_PID is not None else coordinator)
+    if SERVER_PID is not None:  # forked by our armed forkserver
+        die_with_parent(SERVER_PID)
+    elif os.getppid() == coordinator:  # spawned by the coordinator itself
+        die_with_parent(coordinator)
+    else:  # a forkserver this process had started before, without our preload: best effort
+        die_with_parent(os.getppid())
 
 
 def _new_pool(jobs: int) -> ProcessPoolExecutor:

@@ -132,9 +132,14 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
         for child in children:
             if child.name.startswith("."):
                 continue
-            if child.is_dir():
+            try:
+                is_dir, is_file = child.is_dir(), child.is_file()
+            except OSError as exc:  # e.g. a link into a folder we may not search
+                found.append(Found(child, None, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if is_dir:
                 visit_dir(child)
-            elif child.is_file():
+            elif is_file:
                 visit_file(child)
             elif child.is_symlink() and not child.exists():
                 found.append(Found(child, None, f"dangling symbolic link to {os.readlink(child)}"))
