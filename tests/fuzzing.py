@@ -288,6 +288,47 @@ def mutate_bytes(rng: random.Random, src: Path, tmp: Path) -> Path:
     return dst
 
 
+_INTS = (0, -1, 1, -(2**63), 2**63 - 1, 2**40, -(2**40))
+
+
+def mutate_xplane(rng: random.Random, src: Path, tmp: Path) -> Path:
+    """Byte damage one time in four; else structural: events' times and metadata ids, stats, names,
+    whole lines and planes, through the reader's own protobuf declarations."""
+    if rng.random() < 0.25:
+        return mutate_bytes(rng, src, tmp)
+    from tcreport.ingest.xplane.proto import parse_xspace
+
+    space = parse_xspace(src.read_bytes())
+    for _ in range(rng.randint(1, 4)):
+        plane = rng.choice(space.planes)
+        lines = [ln for ln in plane.lines if ln.events]
+        op = rng.randrange(6)
+        if op == 0 and lines:
+            ev = rng.choice(rng.choice(lines).events)
+            setattr(ev, rng.choice(["offset_ps", "duration_ps", "metadata_id"]), rng.choice(_INTS))
+        elif op == 1 and lines:
+            line = rng.choice(lines)
+            setattr(line, rng.choice(["timestamp_ns", "duration_ps", "id"]), rng.choice(_INTS))
+        elif op == 2 and plane.lines:
+            del plane.lines[rng.randrange(len(plane.lines))]
+        elif op == 3 and lines:
+            ev = rng.choice(rng.choice(lines).events)
+            if ev.stats:
+                st = rng.choice(ev.stats)
+                field = rng.choice(["metadata_id", "int64_value", "uint64_value", "str_value"])
+                value: object = rng.choice(_INTS) if field != "str_value" else "\x1b]0;x\x07"
+                if field == "uint64_value":
+                    value = abs(int(value)) % (2**64)  # type: ignore[call-overload]
+                setattr(st, field, value)
+        elif op == 4:
+            plane.name = rng.choice(["", "/device:GPU:0", "/host:CPU", "x" * 300])
+        elif op == 5 and len(space.planes) > 1:
+            del space.planes[rng.randrange(len(space.planes))]
+    dst = tmp / src.name
+    dst.write_bytes(space.SerializeToString())
+    return dst
+
+
 # ---------------------------------------------------------------------------------- families
 
 
@@ -332,7 +373,7 @@ def families(scratch: Path) -> dict[str, Family]:
             tuple(sorted((ROOT / "tests" / "fixtures" / "ncu_synthetic").glob("*.csv"))),
             mutate_csv_file,
         ),
-        Family("xplane", tuple(sorted(r.glob("tf_profiler/*/*.xplane.pb"))), mutate_bytes),
+        Family("xplane", tuple(sorted(r.glob("tf_profiler/*/*.xplane.pb"))), mutate_xplane),
     ]
     json_dir = dlprof_json_dir(scratch)
     if json_dir is not None:

@@ -438,3 +438,18 @@ def test_random_corruption_reads_or_raises_input_error(
     for table, kind in ((run.kernels, TableKind.KERNELS), (run.ops, TableKind.OPS)):
         assert table is not None
         validate(table, kind)
+
+
+def test_a_column_mixing_floats_and_huge_integers_is_an_input_error(tmp_path: Path) -> None:
+    """Found by benchmarks/fuzz.py (dlprof-sqlite seed 4011): pyarrow cannot hold 2**62+ and 0.5
+    in one column, and its ArrowInvalid escaped as a traceback."""
+    from tcreport.ingest.common import sqlite as common_sqlite
+
+    db = tmp_path / "mixed_synthetic.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (x)")
+    con.executemany("INSERT INTO t VALUES (?)", [(0.5,), (-(2**62) - 1,)])
+    con.commit()
+    con.close()
+    with common_sqlite.connect(db) as ro, pytest.raises(InputError, match="mixed types"):
+        common_sqlite.query_arrow(ro, "SELECT x FROM t", ["x"], db)
