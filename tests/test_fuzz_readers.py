@@ -58,3 +58,20 @@ def test_mutated_inputs_never_raise_anything_but_tcreport_errors(
     assert kinds.get("ok", 0) + kinds.get("rejected", 0) + kinds.get("known", 0) == CASES[family]
     if family not in ("ncu", "xplane"):  # small CSVs and protobuf bytes: most mutations break them
         assert kinds.get("ok", 0) > 0, kinds  # the mutations leave some traces readable
+
+
+#: Cases the long run (benchmarks/fuzz.py) found tracebacks in, fixed since: replayed every time.
+FOUND_BY_THE_LONG_RUN = [("dlprof-sqlite", 4011), ("xplane", 468)]
+
+
+@pytest.mark.realtraces
+@pytest.mark.parametrize(("family", "seed"), FOUND_BY_THE_LONG_RUN)
+def test_cases_the_long_run_found_stay_fixed(
+    family: str, seed: int, families: dict[str, fuzzing.Family], tmp_path: Path
+) -> None:
+    if family == "xplane":
+        pytest.importorskip("xprof")
+    fam = families[family]
+    rng = random.Random(f"{family}:{seed}")
+    v = fuzzing.verdict(fam.mutate(rng, fuzzing.pick_source(rng, fam), tmp_path))
+    assert v.kind in ("ok", "rejected"), v.signature

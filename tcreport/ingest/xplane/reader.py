@@ -277,12 +277,15 @@ def read(path: Path) -> Run:
     ]
     notes += [n for n in candidates if n]
     keys = [f.name for f in schema.OPS]
-    ops = schema.conform({k: [r.get(k) for r in op_rows] for k in keys}, schema.TableKind.OPS)
-    memory = (
-        schema.conform(dict(facts.memory.data), schema.TableKind.MEMORY)
-        if len(facts.memory)
-        else (schema.empty(schema.TableKind.MEMORY) if gpu_run else None)
-    )
+    try:
+        ops = schema.conform({k: [r.get(k) for r in op_rows] for k in keys}, schema.TableKind.OPS)
+        memory = (
+            schema.conform(dict(facts.memory.data), schema.TableKind.MEMORY)
+            if len(facts.memory)
+            else (schema.empty(schema.TableKind.MEMORY) if gpu_run else None)
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # a stat of the wrong type (fuzzing)
+        raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
     meta = RunMeta(
         format=SourceFormat.TF_XPLANE,
