@@ -224,6 +224,15 @@ def _iterations(side: dict[str, Any]) -> IterationInfo:
 
 
 def read(path: Path) -> Run:
+    """A stat of an unexpected type (a string where a number belongs, an int past 64 bits) reaches
+    the canonical tables as a column of mixed types: damage, reported as such (found by fuzzing)."""
+    try:
+        return _read(path)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
+
+
+def _read(path: Path) -> Run:
     files = _candidates(path)
     if not files:
         raise InputError(f"no {SUFFIX} file here", path)
@@ -277,15 +286,12 @@ def read(path: Path) -> Run:
     ]
     notes += [n for n in candidates if n]
     keys = [f.name for f in schema.OPS]
-    try:
-        ops = schema.conform({k: [r.get(k) for r in op_rows] for k in keys}, schema.TableKind.OPS)
-        memory = (
-            schema.conform(dict(facts.memory.data), schema.TableKind.MEMORY)
-            if len(facts.memory)
-            else (schema.empty(schema.TableKind.MEMORY) if gpu_run else None)
-        )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # a stat of the wrong type (fuzzing)
-        raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
+    ops = schema.conform({k: [r.get(k) for r in op_rows] for k in keys}, schema.TableKind.OPS)
+    memory = (
+        schema.conform(dict(facts.memory.data), schema.TableKind.MEMORY)
+        if len(facts.memory)
+        else (schema.empty(schema.TableKind.MEMORY) if gpu_run else None)
+    )
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
     meta = RunMeta(
         format=SourceFormat.TF_XPLANE,
