@@ -453,3 +453,18 @@ def test_a_column_mixing_floats_and_huge_integers_is_an_input_error(tmp_path: Pa
     con.close()
     with common_sqlite.connect(db) as ro, pytest.raises(InputError, match="mixed types"):
         common_sqlite.query_arrow(ro, "SELECT x FROM t", ["x"], db)
+
+
+@pytest.mark.parametrize("column", ["avg_iteration_time", "iteration_time_std_dev"])
+def test_a_negative_iteration_time_is_an_input_error(
+    dlprof_cnn: Path, tmp_path: Path, column: str
+) -> None:
+    """Found by benchmarks/fuzz.py: the database's mean and spread were passed on as negative."""
+    from tcreport import api
+
+    db = tmp_path / "dlprof_dldb_7.sqlite"
+    shutil.copy(dlprof_cnn / "dlprof_dldb_7.sqlite", db)
+    with sqlite3.connect(db) as con:
+        con.execute(f"UPDATE model_summary SET {column} = -5")
+    with pytest.raises(InputError, match="is negative"):
+        api.load(db)

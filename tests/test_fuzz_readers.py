@@ -61,7 +61,13 @@ def test_mutated_inputs_never_raise_anything_but_tcreport_errors(
 
 
 #: Cases the long run (benchmarks/fuzz.py) found tracebacks in, fixed since: replayed every time.
-FOUND_BY_THE_LONG_RUN = [("dlprof-sqlite", 4011), ("xplane", 468), ("xplane", 656), ("xplane", 668)]
+FOUND_BY_THE_LONG_RUN = [
+    ("dlprof-sqlite", 4011),
+    ("dlprof-sqlite", 9807),
+    ("xplane", 468),
+    ("xplane", 656),
+    ("xplane", 668),
+]
 
 
 @pytest.mark.realtraces

@@ -398,10 +398,17 @@ class _Reader:
             start=_int(ms[7]),
             stop=_int(ms[8]),
             aggregated=_int(ms[6]),
-            mean_ns=_float(ms[3]),
-            std_ns=_float(ms[4]),
+            mean_ns=self._duration(ms[3], "model_summary mean iteration time"),
+            std_ns=self._duration(ms[4], "model_summary iteration time deviation"),
             method="dlprof",
         )
+
+    def _duration(self, v: object, what: str) -> float | None:
+        """A negative time is damage, not a figure to pass on (found by fuzzing)."""
+        f = _float(v)
+        if f is not None and f < 0:
+            raise InputError(f"{what} is negative ({f:g})", self.path)
+        return f
 
     def reported(self) -> ReportedFigures:
         """DLProf's own figures. Its op categories partition the ops into using TC, eligible but
