@@ -248,6 +248,8 @@ def claim_folder(
     else:
         try:
             folder.mkdir(parents=True)
+        except FileExistsError:  # another tcreport made it meanwhile: judge it as it is now
+            return claim_folder(folder, kind, legacy, is_legacy)
         except OSError as exc:
             raise OutputError(f"cannot create: {exc.strerror}", folder) from exc
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -442,3 +443,22 @@ def test_mutated_reports_read_or_raise_input_error(
                 assert str(exc)
             else:
                 _check_tables(run)
+
+
+@pytest.mark.parametrize(
+    "key", ["Average Iteration Time (ns)", "Iteration Time Standard Deviation"]
+)
+def test_a_negative_iteration_time_in_the_summary_is_an_input_error(
+    dlprof_cnn: Path, tmp_path: Path, key: str
+) -> None:
+    """Found by benchmarks/fuzz.py: the summary's mean and spread were passed on as negative."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(dlprof_cnn, run_dir)
+    summary = run_dir / "dlprof_summary.csv"
+    lines = summary.read_text(encoding="utf-8").splitlines(keepends=True)
+    summary.write_text(
+        "".join(f"{key},-5.0\n" if line.startswith(key + ",") else line for line in lines),
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match=re.escape(f"'{key}' is negative (-5)")):
+        dlprof_csv.read(run_dir)

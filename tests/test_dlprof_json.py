@@ -174,3 +174,17 @@ def test_byte_order_mark_alone_is_an_empty_file(tmp_path: Path) -> None:
     p.write_bytes(b"\xef\xbb\xbf")
     with pytest.raises(InputError, match="empty"):
         dlprof_json._load(p)
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_deeply_nested_json_is_one_json_error_not_a_csv_one(tmp_path: Path, where: str) -> None:
+    """Found by fuzzing: the CSV sniffer took ``{"Summary Report": [[[...`` for a CSV title and
+    the CSV parser answered "field larger than field limit"."""
+    from tcreport import api
+
+    f = tmp_path / "dlprof_summary.json"
+    f.write_text('{"Summary Report": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    with pytest.raises(InputError) as info:
+        api.load(f if where == "file" else tmp_path)
+    msg = str(info.value)
+    assert "nested too deeply" in msg and "field limit" not in msg and "\n" not in msg

@@ -439,3 +439,33 @@ def test_random_corruption_reads_or_raises_input_error(
     for table, kind in ((run.kernels, TableKind.KERNELS), (run.ops, TableKind.OPS)):
         assert table is not None
         validate(table, kind)
+
+
+def test_a_column_mixing_floats_and_huge_integers_is_an_input_error(tmp_path: Path) -> None:
+    """Found by benchmarks/fuzz.py (dlprof-sqlite seed 4011): pyarrow cannot hold 2**62+ and 0.5
+    in one column, and its ArrowInvalid escaped as a traceback."""
+    from tcreport.ingest.common import sqlite as common_sqlite
+
+    db = tmp_path / "mixed_synthetic.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (x)")
+    con.executemany("INSERT INTO t VALUES (?)", [(0.5,), (-(2**62) - 1,)])
+    con.commit()
+    con.close()
+    with common_sqlite.connect(db) as ro, pytest.raises(InputError, match="mixed types"):
+        common_sqlite.query_arrow(ro, "SELECT x FROM t", ["x"], db)
+
+
+@pytest.mark.parametrize("column", ["avg_iteration_time", "iteration_time_std_dev"])
+def test_a_negative_iteration_time_is_an_input_error(
+    dlprof_cnn: Path, tmp_path: Path, column: str
+) -> None:
+    """Found by benchmarks/fuzz.py: the database's mean and spread were passed on as negative."""
+    from tcreport import api
+
+    db = tmp_path / "dlprof_dldb_7.sqlite"
+    shutil.copy(dlprof_cnn / "dlprof_dldb_7.sqlite", db)
+    with sqlite3.connect(db) as con:
+        con.execute(f"UPDATE model_summary SET {column} = -5")
+    with pytest.raises(InputError, match="is negative"):
+        api.load(db)

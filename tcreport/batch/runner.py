@@ -11,8 +11,13 @@ Layout of ``OUT``::
 A query over one GPU model or one month reads only its files. ``run_id`` is the start of the content
 hash (file bytes; for a folder its sorted (name, bytes)), so re-running skips what the dataset holds
 and a renamed copy is recognised. The month is when the trace says it was recorded
-(``runs.date_source`` names what said so), the file's mtime only where it says nothing. A failed run is stored too (``status = 'error'``), so the index
-keeps listing it and the next batch does not retry it unless ``--force``.
+(``runs.date_source`` names what said so), the file's mtime only where it says nothing. A failed
+run is stored too (``status = 'error'``), so the index keeps listing it and the next batch does not
+retry it unless ``--force``. A run that failed for a reason outside the trace (its worker died
+twice, the entry was unreadable) is stored with ``status = 'retry'``: listed the same way, but the
+next batch tries it again.
+
+One batch at a time writes to ``OUT`` (:mod:`tcreport.batch.lock`); a second one refuses at once.
 
 Atomicity: workers write nothing; this process writes each run's files under ``OUT/.staging`` and
 renames them into their partitions, the ``runs`` file last (a run without its ``runs`` row does not
@@ -21,10 +26,14 @@ exist for the next batch), and the index is rewritten last of all.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import os
 import re
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -38,7 +47,8 @@ import pyarrow.parquet as pq
 
 from tcreport import _fs
 from tcreport._fs import write_text_atomic
-from tcreport.batch.work import TABLES, Outcome, Task, failed, is_legacy_out, process
+from tcreport.batch import lock, pool
+from tcreport.batch.work import TABLES, Outcome, Task, is_legacy_out, retryable
 from tcreport.errors import InputError, OutputError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
@@ -53,6 +63,8 @@ TRACE_SUFFIXES = (
     ".qdrep",
     ".ncu-rep",
 )
+#: How the errors of entries that could not be read at all begin: recorded as 'retry', not 'error'.
+UNREADABLE = ("cannot read", "cannot list folder", "dangling symbolic link")
 HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
@@ -94,10 +106,18 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
 
     def visit_file(path: Path) -> None:
         try:
+            with path.open("rb"):
+                pass
+        except OSError as exc:  # unreadable: a failed run, whatever its name, and the batch goes on
+            found.append(Found(path, None, f"cannot read: {exc.strerror or exc}"))
+            return
+        try:
             found.append(Found(path, ingest.detect(path).value, None))
         except InputError as exc:
             if path.name.lower().endswith(TRACE_SUFFIXES):
                 found.append(Found(path, None, exc.reason))
+        except OSError as exc:
+            found.append(Found(path, None, f"cannot read: {exc.strerror or exc}"))
 
     def visit_dir(path: Path) -> None:
         real = path.resolve()
@@ -105,21 +125,34 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
             return
         seen.add(real)
         try:
+            children = sorted(path.iterdir())
+        except OSError as exc:
+            if path == root:
+                raise InputError(f"cannot list: {exc.strerror}", path) from exc
+            found.append(Found(path, None, f"cannot list folder: {exc.strerror or exc}"))
+            return
+        try:
             found.append(Found(path, ingest.detect(path).value, None))
             return
         except InputError:
             pass
-        try:
-            children = sorted(path.iterdir())
         except OSError as exc:
-            raise InputError(f"cannot list: {exc.strerror}", path) from exc
+            found.append(Found(path, None, f"cannot read: {exc.strerror or exc}"))
+            return
         for child in children:
             if child.name.startswith("."):
                 continue
-            if child.is_dir():
+            try:
+                is_dir, is_file = child.is_dir(), child.is_file()
+            except OSError as exc:  # e.g. a link into a folder we may not search
+                found.append(Found(child, None, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if is_dir:
                 visit_dir(child)
-            elif child.is_file():
+            elif is_file:
                 visit_file(child)
+            elif child.is_symlink() and not child.exists():
+                found.append(Found(child, None, f"dangling symbolic link to {os.readlink(child)}"))
 
     if not root.exists():
         raise InputError("no such file or directory", root)
@@ -153,7 +186,10 @@ def content_hash(path: Path) -> str:
 
 
 def _mtime(path: Path) -> float:
-    return max((f.stat().st_mtime for _, f in _files(path)), default=path.stat().st_mtime)
+    try:
+        return max((f.stat().st_mtime for _, f in _files(path)), default=path.stat().st_mtime)
+    except OSError:  # unreadable or a dangling link: the link itself still has a date
+        return path.lstat().st_mtime
 
 
 def partition_value(text: str | None) -> str:
@@ -174,14 +210,29 @@ def existing_runs(out: Path) -> pa.Table:
         raise InputError(f"dataset unreadable: {exc}", root) from exc
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C while one run's files are renamed into place (milliseconds), then honour it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def _write_run(out: Path, o: Outcome) -> None:
     """Stage the run's files, then rename them into their partitions, ``runs`` last."""
     part = f"gpu={partition_value(o.gpu_model)}/month={o.date:%Y-%m}"
     stage = out / STAGING / o.run_id
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
     try:
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(parents=True, exist_ok=True)
         for name, table in o.tables.items():
             pq.write_table(table, stage / f"{name}.parquet", compression="zstd")
         for old in (out / "dataset").glob(f"*/*/*/{o.run_id}.parquet"):
@@ -229,6 +280,32 @@ def _taken_names(runs: pa.Table) -> dict[str, str]:
     return out
 
 
+def _source(root: Path, path: Path) -> str:
+    return (path.relative_to(root).as_posix() if path != root else path.name) or path.name
+
+
+def _drop_stale_retries(
+    out: Path, before: pa.Table, found: list[Found], root: Path, written: set[str]
+) -> None:
+    """Remove 'retry' rows of earlier batches whose entry this batch saw and did not fail on again.
+
+    A retried entry that fails again is rewritten under the same id; one that is readable now has
+    a content id instead, so its old row would linger. Only entries under this batch's folder are
+    touched (``source`` is relative to it), so other folders archived into OUT keep theirs.
+    """
+    retry = before.filter(pc.equal(before.column("status"), "retry"))
+    if retry.num_rows == 0:
+        return
+    seen = {_source(root, f.path) for f in found}
+    for r in retry.select(["run_id", "source"]).to_pylist():  # one row per retry run: small
+        src, rid = r["source"], r["run_id"]
+        if rid in written:
+            continue  # tried again this time: its row is fresh
+        if src in seen or any(s.startswith(src + "/") for s in seen):
+            for old in (out / "dataset").glob(f"*/*/*/{rid}.parquet"):
+                old.unlink()
+
+
 def _tasks(
     root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str]
 ) -> tuple[list[Task], list[str]]:
@@ -237,9 +314,17 @@ def _tasks(
     skipped: list[str] = []
     queued: set[str] = set()
     for f in found:
-        digest = content_hash(f.path)
+        source = _source(root, f.path)
+        digest = ""
+        if f.error is None or not f.error.startswith(UNREADABLE):
+            try:
+                digest = content_hash(f.path)
+            except OSError as exc:
+                f = Found(f.path, None, f"cannot read: {exc.strerror or exc}")
+        if not digest:
+            # no content to hash: the id names the entry, and 'retry' makes the next batch look again
+            digest = hashlib.sha256(f"unreadable\0{source}".encode()).hexdigest()
         rid = digest[:16]
-        source = f.path.relative_to(root).as_posix() if f.path != root else f.path.name
         if rid in queued:
             continue  # the same content twice under DIR: one run
         if rid in known and not force:
@@ -259,32 +344,6 @@ def _tasks(
             )
         )
     return tasks, skipped
-
-
-def _run_process(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
-    if jobs <= 1 or len(tasks) <= 1:
-        yield from map(process, tasks)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    # forkserver, not fork: the parent runs a progress-bar thread, and forking a threaded process
-    # can copy a held lock into the child. The server preloads tcreport once for every worker.
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["tcreport.batch.work"])
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(process, t): t for t in tasks}
-        for fut in as_completed(futures):
-            try:
-                yield fut.result()
-            except BrokenProcessPool:
-                # A worker died (a crash or the OOM killer): the pool cannot say on which trace, so
-                # every unfinished run is recorded as failed; the next batch retries none of them
-                # unless --force, and --jobs 1 names the culprit.
-                yield failed(futures[fut], "worker process died (crash or out of memory)")
 
 
 def run_batch(
@@ -315,32 +374,19 @@ def run_batch(
             root,
         )
     _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES, is_legacy=is_legacy_out)
-    runs = existing_runs(out)
-    known = set(runs.column("run_id").to_pylist())
-    tasks, skipped = _tasks(root, found, known, force, _taken_names(runs))
-    if on_start is not None:
-        on_start(len(tasks))
-    outcomes: Iterable[Outcome]
-    if executor is Executor.DASK:
-        from tcreport.batch import dask_executor as batch_dask
-
-        outcomes = batch_dask.run(tasks, str(scheduler))
-    else:
-        outcomes = _run_process(tasks, jobs)
-    new_failures = 0
-    done_ids: set[str] = set()
-    for o in outcomes:
-        _write_run(out, o)
-        done_ids.add(o.run_id)
-        new_failures += 0 if o.ok else 1
-        if on_done is not None:
-            on_done(o)
-    runs = existing_runs(out)
-    index = batch_index.write(out, runs)
+    with lock.exclusive(out):
+        runs = existing_runs(out)
+        tasks, skipped = _tasks(root, found, _known(runs), force, _taken_names(runs))
+        if on_start is not None:
+            on_start(len(tasks))
+        done_ids, new_failures = _process(out, tasks, jobs, executor, scheduler, on_done)
+        _drop_stale_retries(out, runs, found, root, done_ids)
+        runs = existing_runs(out)
+        index = batch_index.write(out, runs)
     mine = {t.run_id for t in tasks} | set(skipped)
     failed = tuple(
         (r["source"], r["error"] or "")
-        for r in runs.filter(pc.equal(runs.column("status"), "error"))
+        for r in runs.filter(pc.is_in(runs.column("status"), pa.array(["error", "retry"])))
         .select(["run_id", "source", "error"])
         .to_pylist()
         if r["run_id"] in mine
@@ -353,3 +399,40 @@ def run_batch(
         seconds=time.perf_counter() - started,
         index=index,
     )
+
+
+def _known(runs: pa.Table) -> set[str]:
+    """Run ids the dataset holds for good: a 'retry' row is tried again."""
+    keep = runs.filter(pc.invert(pc.equal(runs.column("status"), "retry")))
+    return set(keep.column("run_id").to_pylist())
+
+
+def _process(
+    out: Path,
+    tasks: list[Task],
+    jobs: int,
+    executor: Executor,
+    scheduler: str | None,
+    on_done: Callable[[Outcome], None] | None,
+) -> tuple[set[str], int]:
+    """Run the tasks and write each outcome as it arrives; unreadable entries never reach a worker."""
+    unreadable = [t for t in tasks if t.error is not None and t.error.startswith(UNREADABLE)]
+    rest = [t for t in tasks if t.error is None or not t.error.startswith(UNREADABLE)]
+    outcomes: Iterable[Outcome]
+    if executor is Executor.DASK:
+        from tcreport.batch import dask_executor as batch_dask
+
+        outcomes = batch_dask.run(rest, str(scheduler))
+    else:
+        outcomes = pool.run(rest, jobs)
+    new_failures = 0
+    done_ids: set[str] = set()
+    first = (retryable(t, t.error or "") for t in unreadable)
+    for o in itertools.chain(first, outcomes):
+        with _sigint_deferred():
+            _write_run(out, o)
+        done_ids.add(o.run_id)
+        new_failures += 0 if o.ok else 1
+        if on_done is not None:
+            on_done(o)
+    return done_ids, new_failures

@@ -23,7 +23,7 @@ from tcreport.errors import TcreportError
 RUNS = pa.schema(
     [
         ("run_id", pa.string()),
-        ("status", pa.string()),  # "ok" | "error"
+        ("status", pa.string()),  # "ok" | "error" | "retry" (failed for a reason outside the trace)
         ("error", pa.string()),
         ("source", pa.string()),  # path relative to the batch folder
         ("format", pa.string()),
@@ -195,17 +195,19 @@ def _date(started_at: str | None, source: str | None, mtime: datetime) -> tuple[
     return datetime.fromisoformat(started_at.replace("Z", "+00:00")), source or "trace"
 
 
-def failed(task: Task, error: str) -> Outcome:
-    """The outcome of a run that could not be processed at all (its worker died)."""
-    return _failed(
-        task, datetime.fromtimestamp(int(task.mtime), tz=UTC), error, time.perf_counter()
-    )
+def retryable(task: Task, error: str) -> Outcome:
+    """A run that failed for a reason outside the trace (its worker died, the file was unreadable):
+    recorded with ``status = 'retry'`` so the index lists it and the next batch tries it again."""
+    date = datetime.fromtimestamp(int(task.mtime), tz=UTC)
+    return _failed(task, date, error, time.perf_counter(), status="retry")
 
 
-def _failed(task: Task, date: datetime, error: str, started: float) -> Outcome:
+def _failed(
+    task: Task, date: datetime, error: str, started: float, status: str = "error"
+) -> Outcome:
     runs = _rows(
         RUNS,
-        _run_row(task, date, status="error", error=error, seconds=time.perf_counter() - started),
+        _run_row(task, date, status=status, error=error, seconds=time.perf_counter() - started),
     )
     empty = {name: schema.empty_table() for name, schema in TABLES.items() if name != "runs"}
     return Outcome(

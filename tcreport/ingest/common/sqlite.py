@@ -95,4 +95,10 @@ def query_arrow(con: sqlite3.Connection, sql: str, names: list[str], path: Path)
                 cols[i].extend(col)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         raise InputError(f"corrupt or unreadable SQLite database: {exc}", path) from exc
-    return pa.table({n: pa.array(c) for n, c in zip(names, cols, strict=True)})
+    arrays = {}
+    for n, c in zip(names, cols, strict=True):
+        try:
+            arrays[n] = pa.array(c)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # e.g. a float among huge integers
+            raise InputError(f"column {n!r} holds values of mixed types: {exc}", path) from exc
+    return pa.table(arrays)

@@ -10,10 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import limits
 
 
 def read_text(path: Path, what: str) -> str:
     """The file as text (UTF-8, a leading BOM dropped); ``what`` names the expected format."""
+    limits.check_report_size(path)  # read whole: refuse an absurd size before reading it
     try:
         data = path.read_bytes()
     except OSError as exc:

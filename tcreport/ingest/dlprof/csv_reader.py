@@ -37,6 +37,8 @@ def _title_of(head: bytes) -> str | None:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if text.lstrip().startswith(("{", "[")):
+        return None  # a JSON document (a DLProf JSON report, however broken) is never a CSV report
     return text.strip().strip('"').rstrip(",").strip()
 
 

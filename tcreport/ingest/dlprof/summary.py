@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tcreport.errors import InputError
 from tcreport.ingest.dlprof.sections import ReportKind, Section, Table, norm, to_float, to_int
 from tcreport.model import (
     Gpu,
@@ -44,6 +45,14 @@ class Summary:
     def num(self, *keys: str) -> float | None:
         hit = next(((k, h) for k in keys if (h := self.kv.get(norm(k)))), None)
         return None if hit is None else to_float(",".join(hit[1][0]), hit[0], hit[1][1], hit[1][2])
+
+    def duration(self, *keys: str) -> float | None:
+        """A time: a negative one is damage, not a figure to pass on (found by fuzzing)."""
+        f = self.num(*keys)
+        if f is not None and f < 0:
+            _, where, path = next(h for k in keys if (h := self.kv.get(norm(k))))
+            raise InputError(f"{where}: {keys[0]!r} is negative ({f:g})", path)
+        return f
 
     def whole(self, *keys: str) -> int | None:
         f = self.num(*keys)
@@ -96,8 +105,10 @@ def iteration_info(s: Summary) -> IterationInfo:
         start=s.whole("Start Iteration"),
         stop=s.whole("Stop Iteration"),
         aggregated=s.whole("Aggregated Iterations"),
-        mean_ns=s.num("Average Iteration Time (ns)", "Average Iteration Time"),
-        std_ns=s.num("Iteration Time Standard Deviation", "Iteration Time Standard Deviation (ns)"),
+        mean_ns=s.duration("Average Iteration Time (ns)", "Average Iteration Time"),
+        std_ns=s.duration(
+            "Iteration Time Standard Deviation", "Iteration Time Standard Deviation (ns)"
+        ),
         method="dlprof",
     )
 

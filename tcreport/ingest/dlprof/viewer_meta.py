@@ -8,8 +8,10 @@ there mixes this in, so every query still goes through its one connection and it
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
+from tcreport.errors import InputError
 from tcreport.model import Gpu, IterationInfo, ReportedFigures, RunSettings, SourceFinding
 
 
@@ -17,6 +19,7 @@ class ViewerMeta:
     """The metadata queries; the reader provides the connection-level helpers below."""
 
     con: sqlite3.Connection
+    path: Path
     usable: set[str]
     aggr: int
     domain: int
@@ -108,10 +111,17 @@ class ViewerMeta:
             start=_int(ms[7]),
             stop=_int(ms[8]),
             aggregated=_int(ms[6]),
-            mean_ns=_float(ms[3]),
-            std_ns=_float(ms[4]),
+            mean_ns=self._duration(ms[3], "model_summary mean iteration time"),
+            std_ns=self._duration(ms[4], "model_summary iteration time deviation"),
             method="dlprof",
         )
+
+    def _duration(self, v: object, what: str) -> float | None:
+        """A negative time is damage, not a figure to pass on (found by fuzzing)."""
+        f = _float(v)
+        if f is not None and f < 0:
+            raise InputError(f"{what} is negative ({f:g})", self.path)
+        return f
 
     def reported(self) -> ReportedFigures:
         """DLProf's own figures. Its op categories partition the ops into using TC, eligible but

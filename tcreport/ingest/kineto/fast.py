@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from tcreport.ingest.common import limits
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 from tcreport.ingest.kineto.stdlib import open_trace
@@ -136,7 +137,7 @@ def parse(path: Path) -> ev.Parsed:
     """Raises :class:`FastPathError` for anything the stdlib parser should judge instead."""
     try:
         with open_trace(path) as src:
-            return _Reader(src.read).run()
+            return _Reader(src.read, path).run()
     except (
         OSError,  # gzip.BadGzipFile included
         EOFError,
@@ -181,8 +182,11 @@ def _is_sentinel(item: Any) -> bool:
 
 
 class _Reader:
-    def __init__(self, read: Callable[[int], bytes]) -> None:
+    def __init__(self, read: Callable[[int], bytes], path: Path) -> None:
         self._read = read
+        self._path = path
+        self._max_value = limits.max_value()
+        self.consumed = 0  # bytes of text taken off the front of ``buf`` so far
         self.buf = bytearray()
         self.eof = False
         self.out = ev.Collector()
@@ -191,6 +195,9 @@ class _Reader:
         self._types: dict[bytes, str | None] = {}
 
     def _fill(self) -> None:
+        if self._max_value and len(self.buf) > self._max_value:
+            # no event boundary (or no traceEvents key) in this much text: one absurd value
+            raise limits.value_too_large(len(self.buf), self.consumed, self._path)
         chunk = self._read(PIECE)
         if chunk:
             self.buf += chunk
@@ -218,6 +225,7 @@ class _Reader:
             self._fill()
         head = bytes(self.buf[: m.end()])
         del self.buf[: m.end()]
+        self.consumed += m.end()
         return head
 
     def _pieces(self, head: bytes) -> None:
@@ -243,6 +251,7 @@ class _Reader:
             del text  # before the next read
             if done:
                 del self.buf[:brace]
+                self.consumed += brace
                 first, want, lo = False, PIECE, 0
             else:
                 want = 2 * len(self.buf)  # a wrong guess: try again with twice the text

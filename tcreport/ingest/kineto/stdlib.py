@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import limits
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 
@@ -25,12 +26,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 #: which tools such as TraceLens fill with pip package lists (26 kB in the H100 sample).
 SNIFF_LIMIT = 1 << 20
 _CHUNK = 1 << 16
+_READ = 1 << 24
 
 JsonObj = dict[str, Any]
 
 
 @contextlib.contextmanager
-def open_trace(path: Path) -> Iterator[BinaryIO | gzip.GzipFile]:
+def open_raw(path: Path) -> Iterator[BinaryIO | gzip.GzipFile]:
     """The trace's bytes, decompressed when the file is gzip (by its magic, not its name)."""
     with path.open("rb") as fh:
         magic = fh.read(2)
@@ -42,6 +44,20 @@ def open_trace(path: Path) -> Iterator[BinaryIO | gzip.GzipFile]:
             yield gz
 
 
+@contextlib.contextmanager
+def open_trace(path: Path) -> Iterator[limits.GuardedText]:
+    """Like :func:`open_raw`, read in chunks through the memory guards of :mod:`..common.limits`:
+    a NUL byte, too much text or a gzip bomb is an InputError within one chunk of the cause."""
+    with path.open("rb") as fh:
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic != GZIP_MAGIC:
+            yield limits.GuardedText(fh, path, None)
+            return
+        with gzip.GzipFile(fileobj=fh) as gz:
+            yield limits.GuardedText(gz, path, fh)
+
+
 def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEvents"') -> bytes:
     """Up to ``limit`` bytes of (decompressed) text, stopping early once ``marker`` is seen.
 
@@ -49,7 +65,7 @@ def read_prefix(path: Path, limit: int = SNIFF_LIMIT, marker: bytes = b'"traceEv
     :func:`load_document` reports the damage.
     """
     out = bytearray()
-    with open_trace(path) as src:
+    with open_raw(path) as src:
         try:
             while len(out) < limit:
                 chunk = src.read(_CHUNK)
@@ -67,7 +83,11 @@ def load_document(path: Path) -> JsonObj:
     """The parsed top-level object; every way the bytes can be wrong becomes an InputError."""
     try:
         with open_trace(path) as src:
-            data = src.read()
+            parts = []
+            while chunk := src.read(_READ):
+                parts.append(chunk)
+            data = b"".join(parts)
+            del parts
     except EOFError as exc:
         raise InputError("gzip stream ends early; is the file truncated?", path) from exc
     except (gzip.BadGzipFile, zlib.error) as exc:

@@ -10,6 +10,12 @@ ADBC is tried first; it infers column types from the first batch and rejects inv
 failure of a range (a type that changes mid-table, a Latin-1 string in a 2022 Windows export, a
 damaged page) reruns that range through ``sqlite3``, whose lenient decoding and error mapping are
 the reference. Both paths hand the fold the same batches, so the tables they build are identical.
+
+Ctrl-C is never a reason to rerun: ADBC turns a SIGINT during a statement into a cancel, and its
+SQLite driver answers the cancel with ``NOT_IMPLEMENTED`` (the KeyboardInterrupt as its cause), so
+an error caused by an interrupt, or with status ``CANCELLED``, is re-raised as KeyboardInterrupt.
+When the main thread is interrupted while worker threads scan, the threads see a stop flag at
+their next batch and queued ranges are cancelled, so the read stops within a batch, not a table.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import contextlib
 import ctypes
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,6 +62,7 @@ class NsysDb:
         self.tables = _sqlite.table_names(con, path)
         self._cols: dict[str, list[str]] = {}
         self.workers = max(1, min(4, _cpus()))
+        self._stop = threading.Event()
 
     def columns(self, table: str) -> list[str]:
         if table not in self.tables:
@@ -99,27 +107,51 @@ class NsysDb:
         """Run every scan, ``workers`` at a time, and return their folds' results in order."""
         if self.workers == 1 or len(scans) == 1:
             return [self._run(s) for s in scans]
-        with ThreadPoolExecutor(self.workers) as pool:
-            results = list(pool.map(self._run, scans))
+        pool = ThreadPoolExecutor(self.workers)
+        try:
+            futures = [pool.submit(self._run, s) for s in scans]
+            results = [f.result() for f in futures]
+        except BaseException:
+            self._stop.set()  # running scans stop at their next batch; queued ones never start
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         release_free_memory()
         return results
 
     def _run(self, scan: Scan[T]) -> T:
         adbc = _open_adbc(self.path)
         if adbc is not None:
-            batches = _adbc_batches(adbc, scan)
+            batches = _adbc_batches(adbc, scan, self._stop)
             try:
                 return scan.fold(batches)
-            except (pa.ArrowInvalid, OSError, _adbc_errors()):
-                pass  # rerun through sqlite3, which reads what ADBC cannot and maps real damage
+            except (pa.ArrowInvalid, OSError, _adbc_errors()) as exc:
+                if self._stop.is_set() or _interrupted(exc):
+                    raise KeyboardInterrupt from exc
+                # else ADBC cannot read this data (a type that changes mid-table, invalid UTF-8):
+                # rerun through sqlite3, which reads it leniently and maps real damage
             finally:
                 batches.close()
                 adbc.close()
         with _sqlite.connect(self.path) as con:  # maps sqlite3 errors to InputError
             try:
-                return scan.fold(_sqlite_batches(con, scan))
+                return scan.fold(_sqlite_batches(con, scan, self._stop))
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise InputError(f"unexpected value in an export column: {exc}", self.path) from exc
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was caused by, a Ctrl-C (ADBC's cancel of the running statement)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt) or str(getattr(e, "status_code", "")).endswith(
+            "CANCELLED"
+        ):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def release_free_memory() -> None:
@@ -140,12 +172,16 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _adbc_batches(con: Any, scan: Scan[Any]) -> Generator[pa.RecordBatch, None, None]:
+def _adbc_batches(
+    con: Any, scan: Scan[Any], stop: threading.Event
+) -> Generator[pa.RecordBatch, None, None]:
     cur = con.cursor()
     try:
         cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
         cur.execute(scan.sql)
         for batch in cur.fetch_record_batch():
+            if stop.is_set():
+                raise KeyboardInterrupt
             if any(pa.types.is_string(t) for t in batch.schema.types):
                 batch.validate(full=True)  # nsys stores some blobs as TEXT: not always UTF-8
             yield batch.rename_columns(list(scan.names))
@@ -153,9 +189,13 @@ def _adbc_batches(con: Any, scan: Scan[Any]) -> Generator[pa.RecordBatch, None, 
         cur.close()
 
 
-def _sqlite_batches(con: sqlite3.Connection, scan: Scan[Any]) -> Iterator[pa.RecordBatch]:
+def _sqlite_batches(
+    con: sqlite3.Connection, scan: Scan[Any], stop: threading.Event
+) -> Iterator[pa.RecordBatch]:
     cur = con.execute(scan.sql)
     while rows := cur.fetchmany(BATCH_ROWS):
+        if stop.is_set():
+            raise KeyboardInterrupt
         cols = [pa.array(c) for c in zip(*rows, strict=True)]
         yield pa.record_batch(cols, names=list(scan.names))
 

@@ -237,6 +237,15 @@ def _first_line_ns(spaces: list[Any]) -> int | None:
 
 
 def read(path: Path) -> Run:
+    """A stat of an unexpected type (a string where a number belongs, an int past 64 bits) reaches
+    the canonical tables as a column of mixed types: damage, reported as such (found by fuzzing)."""
+    try:
+        return _read(path)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
+
+
+def _read(path: Path) -> Run:
     files = _candidates(path)
     if not files:
         raise InputError(f"no {SUFFIX} file here", path)
