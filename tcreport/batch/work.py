@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from tcreport import __version__, ingest, report
 from tcreport.errors import TcreportError
+from tcreport.report import Report
 
 RUNS = pa.schema(
     [
@@ -232,13 +233,24 @@ def process(task: Task) -> Outcome:
         return _failed(task, date, exc.reason, started)
     except Exception as exc:  # a reader bug on one trace must not stop the batch; it is recorded
         return _failed(task, date, f"internal error: {type(exc).__name__}: {exc}", started)
-    a = view.analysis
-    names = sorted({g.name for g in a.meta.gpus if g.name})
+    names = sorted({g.name for g in view.analysis.meta.gpus if g.name})
     gpu = ", ".join(names) if names else None
+    seconds = time.perf_counter() - started
+    tables = {
+        "runs": _runs_table(task, view, date, date_source, gpu, seconds),
+        **_detail_tables(task.run_id, view),
+    }
+    return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
+
+
+def _runs_table(
+    task: Task, view: Report, date: datetime, date_source: str, gpu: str | None, seconds: float
+) -> pa.Table:
+    """The run's one row in ``runs``: what it is, its headline figures and its top finding."""
+    a = view.analysis
     miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
     top = view.findings[0] if view.findings else None
-    seconds = time.perf_counter() - started
-    runs = _rows(
+    return _rows(
         RUNS,
         _run_row(
             task,
@@ -271,8 +283,13 @@ def process(task: Task) -> Outcome:
             seconds=seconds,
         ),
     )
-    # One row per distinct op / kernel name (already aggregated by the analysis), not per launch.
-    rid = [task.run_id]
+
+
+def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
+    """``ops``, ``kernels`` and ``findings`` rows: one per distinct op / kernel name (already
+    aggregated by the analysis), not per launch, and one per finding."""
+    a = view.analysis
+    rid = [run_id]
     ops = _rows(
         OPS,
         {
@@ -317,5 +334,4 @@ def process(task: Task) -> Outcome:
             "source": [f.source for f in fs],
         },
     )
-    tables = {"runs": runs, "ops": ops, "kernels": kernels, "findings": findings}
-    return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
+    return {"ops": ops, "kernels": kernels, "findings": findings}
