@@ -30,9 +30,10 @@ import time
 from pathlib import Path
 from types import FrameType
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# the mutators live with the tests (tests/fuzzing.py), which import their helpers by bare name
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from tests import fuzzing  # noqa: E402
+import fuzzing  # noqa: E402
 
 
 class Hang(BaseException):

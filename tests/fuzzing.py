@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REALTRACES, ROOT, SAMPLES
+from trace_paths import REALTRACES, ROOT, SAMPLES
 
 HOSTILE_VALUES: tuple[object, ...] = (
     None,

@@ -16,13 +16,13 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+from synthetic import HOSTILE, hostile_run
 from typer.testing import CliRunner
 
 from tcreport import api, schema
 from tcreport.analysis import result
 from tcreport.cli import app
 from tcreport.render import perfetto
-from tests.synthetic import HOSTILE, hostile_run
 
 ROOT = Path(__file__).resolve().parent.parent
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"

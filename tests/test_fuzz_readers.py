@@ -9,9 +9,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import fuzzing
 import pytest
-
-from tests import fuzzing
 
 #: Cases per family: a few hundred in all, about a minute on two cores. xplane converts through
 #: xprof (seconds a case), so it gets a handful.

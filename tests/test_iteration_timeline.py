@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from synthetic import HOSTILE, hostile_run
 from trace_paths import REALTRACES, need
 
 from tcreport import api, schema
 from tcreport.analysis import activity, iteration_timeline, result
 from tcreport.analysis.activity import Cat
-from tests.synthetic import HOSTILE, hostile_run
 
 ROOT = Path(__file__).resolve().parent.parent
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
