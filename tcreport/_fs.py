@@ -220,6 +220,7 @@ def claim_folder(
     kind: str,
     legacy: Sequence[str] = (),
     is_legacy: Callable[[Path], bool] | None = None,
+    scratch: Sequence[str] = (),
 ) -> None:
     """Create ``folder`` (marked), or accept it when it is empty, marked, or an unmarked tcreport
     output from before the marker (every entry named in ``legacy``, and ``is_legacy(folder)``
@@ -234,8 +235,8 @@ def claim_folder(
             raise OutputError("exists and is not a folder", folder)
         if has_marker(folder):
             return
-        try:
-            entries = os.listdir(folder)
+        try:  # ``scratch``: names only tcreport makes (its lock, its staging), not content
+            entries = [e for e in os.listdir(folder) if e not in scratch]
         except OSError as exc:
             raise OutputError(f"cannot list: {exc.strerror}", folder) from exc
         named = bool(legacy) and set(entries) <= set(legacy) and legacy[0] in entries
@@ -249,7 +250,7 @@ def claim_folder(
         try:
             folder.mkdir(parents=True)
         except FileExistsError:  # another tcreport made it meanwhile: judge it as it is now
-            return claim_folder(folder, kind, legacy, is_legacy)
+            return claim_folder(folder, kind, legacy, is_legacy, scratch)
         except OSError as exc:
             raise OutputError(f"cannot create: {exc.strerror}", folder) from exc
     try:

@@ -373,7 +373,9 @@ def run_batch(
             "TensorFlow and Nsight Compute outputs); nothing written",
             root,
         )
-    _fs.claim_folder(out, "batch", legacy=OWN_ENTRIES, is_legacy=is_legacy_out)
+    _fs.claim_folder(
+        out, "batch", legacy=OWN_ENTRIES, is_legacy=is_legacy_out, scratch=(lock.LOCK_NAME, STAGING)
+    )
     with lock.exclusive(out):
         runs = existing_runs(out)
         tasks, skipped = _tasks(root, found, _known(runs), force, _taken_names(runs))

@@ -125,8 +125,13 @@ def read(path: Path) -> Run:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest (no {exc})", path) from exc
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest ({exc})", path) from exc
+    known = ", ".join(sorted(k.value for k in schema.TableKind))
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise InputError(f"{MANIFEST}: 'tables' is not a list of table names", path)
+        raise InputError(
+            f"{MANIFEST}: 'tables' is not a list of table names ('tables' must list some of "
+            f"{known})",
+            path,
+        )
     if version != schema.SCHEMA_VERSION:
         raise InputError(
             f"written with canonical schema v{version}; this tcreport reads v{schema.SCHEMA_VERSION} "
@@ -134,11 +139,14 @@ def read(path: Path) -> Run:
             path,
         )
     tables: dict[str, pa.Table] = {}
-    for name in names:
+    for name in dict.fromkeys(names):  # a table listed twice is read once
         try:
             kind = schema.TableKind(name)
         except ValueError:
-            raise InputError(f"{MANIFEST}: unknown table {name!r}", path) from None
+            raise InputError(
+                f"{MANIFEST}: unknown table {name[:80]!r} ('tables' must list some of {known})",
+                path,
+            ) from None
         file = path / f"{name}.parquet"
         if not file.is_file():
             raise InputError(f"{name}.parquet: missing (the manifest lists it)", path)
