@@ -170,14 +170,15 @@ def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
 
 def export_perfetto(
     run: Run,
-    out_path: str | Path,
+    out_path: str | Path | IO[bytes],
     *,
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
-    rule); returns the file and the number of kernel events."""
+    rule); returns the file and the number of kernel events. A binary stream (stdout for
+    ``-o -``) is written as is, and the returned path is then ``-``."""
     from tcreport.analysis import result
     from tcreport.render import perfetto
 
@@ -190,4 +191,7 @@ def export_perfetto(
         nonlocal count
         count = perfetto.write(classified, fh)
 
+    if not isinstance(out_path, str | Path):
+        writer(out_path)
+        return Path("-"), count
     return write_atomic(Path(out_path), writer), count
