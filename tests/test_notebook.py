@@ -56,7 +56,11 @@ def _columns(name: str) -> list[str]:
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module", params=sorted(SHAPES), ids=lambda p: p.parent.name)
+@pytest.fixture(
+    scope="module",
+    params=sorted(SHAPES),
+    ids=lambda p: (p if p.is_dir() else p.parent).name,  # the sample folder's name
+)
 def opened(request: pytest.FixtureRequest) -> tuple[Path, tcreport.notebook.AnalysedRun]:
     return request.param, tcreport.open(request.param)
 

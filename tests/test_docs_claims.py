@@ -1,4 +1,4 @@
-"""The docs' words on severity and ordering match what the bundled A100 sample produces."""
+"""What the docs and README say matches what tcreport does on the bundled A100 sample."""
 
 from __future__ import annotations
 
@@ -36,3 +36,11 @@ def test_summary_and_report_docs_name_fix_first_and_the_finding_order() -> None:
     order = {"high": 0, "medium": 0, "low": 1, "info": 1}
     ranks = [order[f["severity"]] for f in summary["findings"]]
     assert ranks == sorted(ranks) and summary["fix_first"]["id"] == summary["findings"][0]["id"]
+
+
+def test_the_readme_commands_outputs_are_git_ignored() -> None:
+    """The README's quick start writes these into the checkout; git status must stay clean."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    for out in ("sample-report.html", "tcreport.html", "tcreport.md"):
+        assert out in readme and f"/{out}" in ignored, out
