@@ -96,6 +96,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     iter_start: int | None = None,
     iter_stop: int | None = None,
     counters: str | Path | None = None,
+    allow_empty: bool = False,
 ) -> AnalysedRun:
     """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
     (``docs/python-api.md``); the options are those of ``tcreport report``."""
@@ -104,6 +105,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
 
     if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
         raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
+    path = Path(path)  # "dir/" and "dir" name the same source, as on the command line
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
@@ -115,7 +117,23 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
         iter_stop=iter_stop,
         with_timeline=True,
     )
+    if not allow_empty:
+        refuse_ineffective_options(view, path, key_node, iter_start)
     return AnalysedRun(report=view, run=run)
+
+
+def refuse_ineffective_options(
+    view: Report, path: str | Path, key_node: str | None, iter_start: int | None
+) -> None:
+    """Raise the one-line :class:`UsageError` when ``key_node``/``iter_start`` would silently
+    do nothing (an unknown key node aggregates the whole run); shared by the CLI and :func:`open`
+    so both refuse the same way. ``allow_empty`` callers skip it."""
+    from tcreport.analysis.key_nodes import ineffective_options
+    from tcreport.errors import UsageError
+
+    problem = ineffective_options(view.analysis.selection, key_node, iter_start)
+    if problem is not None:
+        raise UsageError(f"{path}: {problem}")
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
@@ -170,14 +188,15 @@ def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
 
 def export_perfetto(
     run: Run,
-    out_path: str | Path,
+    out_path: str | Path | IO[bytes],
     *,
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
-    rule); returns the file and the number of kernel events."""
+    rule); returns the file and the number of kernel events. A binary stream (stdout for
+    ``-o -``) is written as is, and the returned path is then ``-``."""
     from tcreport.analysis import result
     from tcreport.render import perfetto
 
@@ -190,4 +209,7 @@ def export_perfetto(
         nonlocal count
         count = perfetto.write(classified, fh)
 
+    if not isinstance(out_path, str | Path):
+        writer(out_path)
+        return Path("-"), count
     return write_atomic(Path(out_path), writer), count

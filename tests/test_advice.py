@@ -336,10 +336,25 @@ def test_diff_of_the_two_bundled_samples_refuses_in_one_line() -> None:
     result = runner.invoke(app, ["diff", str(A100), str(H100)])
     assert result.exit_code == 2 and result.stdout == ""
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "cannot verify comparability: head GPU unknown" in lines[0]
+    assert len(lines) == 1 and "different GPU generation (Ampere vs Hopper" in lines[0]
     assert "--force" in lines[0]
     gate = runner.invoke(app, ["check", str(H100), "--baseline", str(A100)])
-    assert gate.exit_code == 2 and "cannot verify comparability" in gate.stderr
+    assert gate.exit_code == 2 and "different GPU generation (Ampere vs Hopper" in gate.stderr
+
+
+def test_the_bundled_nsys_sample_compares_with_itself_by_inferred_identity() -> None:
+    """The export records no GPU table and no framework: Hopper from its nvjet kernels and
+    PyTorch from its aten:: ops identify it, and the notes say they were inferred."""
+    import tcreport.cli.compare_cmds  # noqa: F401  (registers diff/check)
+
+    result = runner.invoke(app, ["diff", str(H100), str(H100), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    notes = json.loads(result.stdout)["notes"]
+    assert "base GPU not recorded: Hopper inferred from kernel names" in notes
+    assert "head framework not recorded: pytorch inferred from op names" in notes
+    gate = runner.invoke(app, ["check", str(H100), "--baseline", str(H100)])
+    assert gate.exit_code == 0, gate.stderr
+    assert runner.invoke(app, ["diff", str(A100), str(A100)]).exit_code == 0
     forced = runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-f", "json"])
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
 
@@ -387,24 +402,35 @@ def test_guard_reasons_synthetic() -> None:
     )
     a = base.analysis
 
-    def variant(**meta: object) -> object:
+    def variant(kernels: tuple[object, ...] | None = None, **meta: object) -> object:
+        ks = a.kernels if kernels is None else kernels
         return dataclasses.replace(
-            base, analysis=dataclasses.replace(a, meta=dataclasses.replace(a.meta, **meta))
+            base,
+            analysis=dataclasses.replace(a, kernels=ks, meta=dataclasses.replace(a.meta, **meta)),
         )
+
+    unmarked = tuple(dataclasses.replace(k, name="gemm_kernel") for k in a.kernels)
 
     two = (Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"), Gpu(1, "NVIDIA A100-SXM4-80GB", "8.0"))
     cases = {
         "different GPU count (1 vs 2)": variant(gpus=two),
         "cannot verify comparability: head framework unknown": variant(framework=None),
-        "cannot verify comparability: head GPU unknown": variant(gpus=(Gpu(0),)),
+        "cannot verify comparability: head GPU unknown": variant(unmarked, gpus=(Gpu(0),)),
+        "cannot verify comparability: base and head GPU unknown, head framework unknown": (
+            variant(unmarked, gpus=(Gpu(0),), framework=None)
+        ),
         "different framework (PyTorch 2.3.0 vs TensorFlow 2.15)": variant(
             framework="TensorFlow 2.15"
         ),
     }
     for reason, head in cases.items():
         with pytest.raises(compare.NotComparableError, match=re.escape(reason)):
-            compare.diff(base, head)  # type: ignore[arg-type]
+            compare.diff(variant(unmarked, gpus=(Gpu(0),)) if "base and" in reason else base, head)  # type: ignore[arg-type]
     assert compare.diff(base, variant(framework="PyTorch")).not_comparable == ()  # no version
+    # an unrecorded GPU whose kernels say Ampere compares with the recorded A100
+    inferred = compare.diff(base, variant(gpus=(Gpu(0),)))  # type: ignore[arg-type]
+    assert inferred.not_comparable == ()
+    assert "head GPU not recorded: Ampere inferred from kernel names" in inferred.notes
 
 
 # --- profile: a script that fails before its first step ---------------------------------------------

@@ -118,3 +118,20 @@ def test_synthetic_hostile_names_stay_json_and_aggregated_kernels_get_a_track() 
 def test_export_without_a_target_is_a_one_line_error() -> None:
     res = CliRunner().invoke(app, ["export", str(H100X2)])
     assert res.exit_code != 0 and "--perfetto" in res.output and "Traceback" not in res.output
+
+
+def test_export_to_stdout_writes_no_file_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--perfetto -`` and ``-o -`` mean stdout, as for every other command's output."""
+    monkeypatch.chdir(tmp_path)
+    for args in (["--perfetto", "-"], ["-o", "-"]):
+        res = CliRunner().invoke(app, ["export", str(H100X2), *args])
+        assert res.exit_code == 0, res.output
+        assert len(_check_chrome_format(json.loads(res.stdout))) == 3587
+    assert not (tmp_path / "-").exists()
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(app, ["export", str(H100X2), "-o", str(out)])
+    assert res.exit_code == 0 and out.stat().st_size > 0
+    usage = CliRunner().invoke(app, ["export", "--help"])
+    assert "--perfetto FILE" in usage.stdout and "PATH" in usage.stdout

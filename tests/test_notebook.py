@@ -56,7 +56,11 @@ def _columns(name: str) -> list[str]:
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module", params=sorted(SHAPES), ids=lambda p: p.parent.name)
+@pytest.fixture(
+    scope="module",
+    params=sorted(SHAPES),
+    ids=lambda p: (p if p.is_dir() else p.parent).name,  # the sample folder's name
+)
 def opened(request: pytest.FixtureRequest) -> tuple[Path, tcreport.notebook.AnalysedRun]:
     return request.param, tcreport.open(request.param)
 
@@ -129,6 +133,24 @@ def test_iteration_options_reach_the_analysis() -> None:
     assert sliced.summary()["tensor_core"] == full.summary()["tensor_core"]
     with pytest.raises(tcreport.errors.UsageError, match="iter_stop 0 is before iter_start 1"):
         tcreport.open(KINETO, iter_start=1, iter_stop=0)
+
+
+def test_open_refuses_an_unknown_key_node_like_the_cli() -> None:
+    cli = runner.invoke(app, ["summary", str(KINETO), "--key-node", "nosuch"])
+    assert cli.exit_code == 2
+    with pytest.raises(tcreport.errors.UsageError) as raised:
+        tcreport.open(KINETO, key_node="nosuch")
+    assert f"tcreport: error: {raised.value}" == cli.stderr.strip()
+    assert "\n" not in str(raised.value)
+    assert tcreport.open(KINETO, key_node="nosuch", allow_empty=True).summary()["iterations"]
+
+
+def test_open_and_summary_json_agree_on_a_folder_path_with_a_slash() -> None:
+    arg = f"{KINETO}/"
+    cli = runner.invoke(app, ["summary", arg, "--json"])
+    assert (
+        tcreport.open(arg).summary()["source"]["path"] == json.loads(cli.stdout)["source"]["path"]
+    )
 
 
 def test_read_dataset_gives_the_batch_tables(tmp_path: Path) -> None:

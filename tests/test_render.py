@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from synthetic import HOSTILE, hostile_run, run_meta
+from trace_paths import real_or_bundled
 
 from tcreport import api
 from tcreport.ingest.parquet import reader as parquet
@@ -106,7 +107,6 @@ def test_parquet_round_trip_gives_identical_summary(tmp_path: Path) -> None:
 
 # --- The HTML report as a product (issue #6) -------------------------------------------------
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "realtraces"
 REAL_INPUTS = [
     "dlprof/v1.8-pytorch-cnn",
     "dlprof/v1.8-pytorch-cnn/dlprof_dldb_7.sqlite",
@@ -145,7 +145,7 @@ def test_html_links_resolve_for_hostile_names(view) -> None:  # type: ignore[no-
 @pytest.mark.realtraces
 @pytest.mark.parametrize("rel", REAL_INPUTS)
 def test_real_trace_reports_are_sound_and_deterministic(rel: str) -> None:
-    path = REAL / rel
+    path = real_or_bundled(rel)  # the bundled nsys sample when ../shared is absent
     if not path.exists():
         pytest.skip(f"{path} not present")
     run = api.load(path)
@@ -258,7 +258,7 @@ def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
 def test_shared_op_id_dictionary_round_trips_compactly(rel: str, tmp_path: Path) -> None:
     """The readers give ops, kernels and memory one op_id dictionary (analysis joins on its
     indices); each Parquet file keeps only the ids its rows use, and the summary is unchanged."""
-    src = REAL / rel
+    src = real_or_bundled(rel)
     if not src.exists():
         pytest.skip("needs ../shared/realtraces")
     run = api.load(src)

@@ -534,3 +534,12 @@ def test_dlprof_cnn_amp_finding_matches_dlprofs_expert_system(dlprof_cnn: Path) 
         f for f in view.findings if f.id == "IT004"
     ]  # cuDNN tried fft/winograd/gemm in the one step
     assert not [f for f in view.findings if f.id in ("TC004", "CV001")]
+
+
+def test_gp001_whole_profile_fix_reads_as_one_sentence_on_the_a100_sample() -> None:
+    """The A100 sample has no iteration split: GP001's fix starts with the split, then goes on
+    in lower case ("then: find what the GPU waits for")."""
+    view = api.analyze(api.load(ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"))
+    (gp,) = [f for f in view.findings if f.id == "GP001"]
+    assert "; then: find what the GPU waits for" in gp.fix
+    assert "then: Find" not in gp.fix

@@ -9,6 +9,7 @@ never shown as a figure.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from tcreport.model import Gpu
 
@@ -38,3 +39,28 @@ def compute_capability(gpu: Gpu) -> float | None:
     if _PRE_AMPERE.search(name):
         return 7.0
     return None
+
+
+#: Kernel-name marks of the architecture a kernel was built for, oldest first. A kernel built for
+#: a newer architecture cannot run on an older GPU (sm80 kernels do run on a Hopper), so the newest
+#: mark seen is the best guess of the GPU's generation. ``nvjet`` is cuBLAS's Hopper-era JIT GEMM.
+_GENERATIONS = (
+    ("Volta", re.compile(r"(?:^|\W|_)(?:sm70_|volta_)", re.I)),
+    ("Turing", re.compile(r"(?:^|\W|_)(?:sm75_|turing_)", re.I)),
+    ("Ampere", re.compile(r"(?:^|\W|_)(?:sm8[06]_|ampere_)", re.I)),
+    ("Ada", re.compile(r"(?:^|\W|_)sm89_", re.I)),
+    ("Hopper", re.compile(r"(?:^|\W|_)(?:sm90a?_|hopper_)|nvjet_", re.I)),
+    ("Blackwell", re.compile(r"(?:^|\W|_)(?:sm1[02]\da?_|blackwell_)", re.I)),
+)
+
+
+def generation_from_kernels(names: Iterable[str]) -> str | None:
+    """The GPU generation ("Hopper") the kernel names were built for, the newest one seen;
+    ``None`` when no name carries an architecture mark. Used where the trace names no GPU."""
+    best = -1
+    for name in names:
+        for i in range(len(_GENERATIONS) - 1, best, -1):
+            if _GENERATIONS[i][1].search(name):
+                best = i
+                break
+    return _GENERATIONS[best][0] if best >= 0 else None

@@ -167,9 +167,5 @@ def load_and_analyze(
             with_timeline=with_timeline,
         )
     if not allow_empty:
-        from tcreport.analysis.key_nodes import ineffective_options
-
-        problem = ineffective_options(view.analysis.selection, key_node, iter_start)
-        if problem is not None:
-            raise UsageError(f"{path}: {problem}")
+        api.refuse_ineffective_options(view, path, key_node, iter_start)
     return view

@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, err_console, status, user_errors
+from tcreport.cli._common import (
+    IterStart,
+    IterStop,
+    KeyNode,
+    err_console,
+    is_stdout,
+    status,
+    user_errors,
+)
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
@@ -19,6 +27,7 @@ def export(
         typer.Argument(
             help="Any trace tcreport reads (DLProf, Nsight Systems export, PyTorch profiler, "
             "TensorFlow xplane, a 'tcreport ingest' folder).",
+            metavar="PATH",
             show_default=False,
         ),
     ],
@@ -26,8 +35,20 @@ def export(
         Path | None,
         typer.Option(
             "--perfetto",
-            help="Write Chrome/Perfetto trace JSON here: every kernel with its Tensor Core verdict "
-            "and rule in args (open in ui.perfetto.dev or chrome://tracing).",
+            metavar="FILE",
+            help="Write Chrome/Perfetto trace JSON here, '-' for stdout: every kernel with its "
+            "Tensor Core verdict and rule in args (open in ui.perfetto.dev or chrome://tracing).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="File to write, '-' for stdout (Perfetto JSON, the one export format today).",
+            show_default=False,
         ),
     ] = None,
     key_node: KeyNode = None,
@@ -38,12 +59,23 @@ def export(
     with user_errors():
         from tcreport import api
 
-        if perfetto is None:
-            raise UsageError("say what to export: --perfetto OUT.json")
+        if perfetto is not None and output is not None and perfetto != output:
+            raise UsageError(f"two targets: --perfetto {perfetto} and -o {output}; give one")
+        target = perfetto if perfetto is not None else output
+        if target is None:
+            raise UsageError("say what to export: --perfetto OUT.json (or -o OUT.json)")
         with status(f"Reading {path}"):
             run = api.load(path)
+        stdout = typer.get_binary_stream("stdout") if is_stdout(target) else None
         with status("Exporting"):
-            target, kernels = api.export_perfetto(
-                run, perfetto, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
+            written, kernels = api.export_perfetto(
+                run,
+                target if stdout is None else stdout,
+                key_node=key_node,
+                iter_start=iter_start,
+                iter_stop=iter_stop,
             )
-        err_console.print(f"tcreport: wrote {target} ({kernels} kernels)", markup=False)
+        if stdout is not None:
+            stdout.flush()
+            return
+        err_console.print(f"tcreport: wrote {written} ({kernels} kernels)", markup=False)

@@ -78,21 +78,69 @@ def precision_mode(a: Analysis) -> str | None:
     return "fp32" if "fp32" in dtypes else None
 
 
+def inferred_gpu(a: Analysis) -> str | None:
+    """The GPU generation the kernel names were built for, when the trace names no GPU model."""
+    from tcreport.analysis.gpu_arch import generation_from_kernels
+
+    return generation_from_kernels(k.name for k in a.kernels)
+
+
+def inferred_framework(a: Analysis) -> str | None:
+    """The framework family from op names (``aten::`` is PyTorch) when the run does not say."""
+    from tcreport.rules._common import Flavour, flavour
+
+    return {Flavour.TORCH: "pytorch", Flavour.TF: "tensorflow"}.get(flavour(a))
+
+
+def inferred_identity(base: Analysis, head: Analysis) -> tuple[str, ...]:
+    """Notes naming each side's GPU or framework that was inferred, not recorded."""
+    notes: list[str] = []
+    for side, a in (("base", base), ("head", head)):
+        if not a.cpu_only and gpu_model(a) is None and (g := inferred_gpu(a)):
+            notes.append(f"{side} GPU not recorded: {g} inferred from kernel names")
+        if not a.meta.framework and (f := inferred_framework(a)):
+            notes.append(f"{side} framework not recorded: {f} inferred from op names")
+    return tuple(notes)
+
+
+def _unknown(base: Analysis, head: Analysis, both_cpu: bool) -> str | None:
+    """One reason "cannot verify comparability: base and head GPU unknown, ..." or ``None``."""
+    missing: dict[str, list[str]] = {"GPU": [], "framework": []}
+    for side, a in (("base", base), ("head", head)):
+        if not both_cpu and not a.cpu_only and gpu_model(a) is None and not inferred_gpu(a):
+            missing["GPU"].append(side)
+        if not a.meta.framework and not inferred_framework(a):
+            missing["framework"].append(side)
+    parts = [f"{' and '.join(sides)} {what} unknown" for what, sides in missing.items() if sides]
+    return "cannot verify comparability: " + ", ".join(parts) if parts else None
+
+
 def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     """Reasons the two runs are not comparable (empty: comparable).
 
     A check that cannot run is itself a reason: an unknown GPU or framework on either side means
     the diff cannot vouch for its verdicts (two bundled samples, an A100 PyTorch trace and a
-    2x H100 Nsight export with no GPU table, used to come out "+4472 % regressed"). Figures are
-    per aggregated iteration, so different iteration counts are comparable.
+    2x H100 Nsight export with no GPU table, used to come out "+4472 % regressed"). A side whose
+    GPU model is not recorded is identified by the generation its kernel names were built for
+    (sm90/nvjet: Hopper), and one with no framework field by its op names (``aten::``: PyTorch);
+    :func:`inferred_identity` says so in the notes. Figures are per aggregated iteration, so
+    different iteration counts are comparable.
     """
     reasons: list[str] = []
     both_cpu = base.cpu_only and head.cpu_only
-    for side, a in (("base", base), ("head", head)):
-        if not both_cpu and not a.cpu_only and gpu_model(a) is None:
-            reasons.append(f"cannot verify comparability: {side} GPU unknown")
-        if not a.meta.framework:
-            reasons.append(f"cannot verify comparability: {side} framework unknown")
+    if unknown := _unknown(base, head, both_cpu):
+        reasons.append(unknown)
+    if not both_cpu and (gpu_model(base) is None or gpu_model(head) is None):
+        ib, ih = inferred_gpu(base), inferred_gpu(head)
+        if ib and ih and ib != ih:
+            reasons.append(f"different GPU generation ({ib} vs {ih}, inferred from kernel names)")
+    if not base.meta.framework or not head.meta.framework:
+        fb_, fh_ = (
+            _family(a.meta.framework) if a.meta.framework else inferred_framework(a)
+            for a in (base, head)
+        )
+        if fb_ and fh_ and fb_ != fh_:
+            reasons.append(f"different framework ({fb_} vs {fh_}, inferred from op names)")
     if base.cpu_only != head.cpu_only:
         reasons.append("one run has GPU kernels and the other is CPU-only")
     gb, gh = gpu_model(base), gpu_model(head)
@@ -247,6 +295,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
                 "compared: the two inputs are different formats"
             )
         fb, fh = own_b, own_h
+    notes.extend(inferred_identity(ba, ha))
     for side, a in (("base", ba), ("head", ha)):
         if not a.has_kernels:
             notes.append(f"{side} has no kernel rows; kernels not compared")

@@ -63,7 +63,9 @@ def check(analysis: Analysis) -> list[Finding]:
     if whole:
         detail += " The range is the whole profile (no iteration split), so start-up is included."
         saving, assumption = None, "no saving claimed: the range includes process start-up"
-        fix = "Split the profile into iterations first (--key-node, --iter-start); then: " + fix
+        fix = "Split the profile into iterations first (--key-node, --iter-start); then: " + (
+            fix[:1].lower() + fix[1:]
+        )
     low_iters = sorted(
         (r for r in analysis.iterations if r.aggregated and r.duration_ns > 0),
         key=lambda r: (r.tc_ns + r.non_tc_ns) / r.duration_ns,
