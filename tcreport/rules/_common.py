@@ -1,8 +1,8 @@
-"""Helpers the rules share: framework wording, GPU generation, op lookups, plain-text durations.
+"""Helpers the rules share: framework wording, GPU generation, op lookups, severity and saving.
 
 Fixes must name the knob of the framework that ran (``torch.autocast`` is no use to a Keras user)
 and the GPU that ran it (TF32 exists only from Ampere on), so both are resolved once here. Findings
-are plain text, so durations are formatted here rather than by a renderer.
+are plain text; their durations and shares are written with :mod:`tcreport.fmt`, as the renderers'.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
-from tcreport import fmt
 from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
@@ -144,10 +143,3 @@ def is_half(dtype: str | None) -> bool:
 def run_uses_half(analysis: Analysis) -> bool:
     """Any op in fp16/bf16: the run has mixed precision on, at least partly."""
     return any(is_half(o.dtype) for o in analysis.ops)
-
-
-# The rules' text helpers are the shared ones in tcreport.fmt (rules write plain-text findings).
-dur = fmt.ns
-pct = fmt.pct_text
-plural = fmt.plural
-short_op = fmt.tail

@@ -9,6 +9,7 @@ of it, per GPU.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis import communication
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
@@ -49,21 +50,21 @@ def check(analysis: Analysis) -> list[Finding]:
         return []
     wall = comm.wall_share(analysis.time.wall_ns)
     op = communication.collective_op(analysis.ops)
-    names = ", ".join(c.short_op(n, 50) for n in comm.names[:3])
+    names = ", ".join(fmt.tail(n, 50) for n in comm.names[:3])
     detail = (
-        f"Collective kernels ({names}) take {c.dur(comm.kernel_ns)}, {c.pct(comm.kernel_share)} "
+        f"Collective kernels ({names}) take {fmt.ns(comm.kernel_ns)}, {fmt.pct_text(comm.kernel_share)} "
         "of GPU kernel time"
     )
     if comm.devices > 1 and comm.max_device_share is not None:
-        detail += f" ({c.pct(comm.max_device_share)} on the busiest of {comm.devices} GPUs)"
+        detail += f" ({fmt.pct_text(comm.max_device_share)} on the busiest of {comm.devices} GPUs)"
     if wall is not None:
-        detail += f" and {c.pct(wall)} of the aggregated wall time per GPU"
+        detail += f" and {fmt.pct_text(wall)} of the aggregated wall time per GPU"
     if comm.exposed_ns is not None:
-        detail += f"; {c.dur(comm.exposed_ns)} of it runs with no compute kernel beside it"
+        detail += f"; {fmt.ns(comm.exposed_ns)} of it runs with no compute kernel beside it"
     detail += "."
     if op is not None:
         detail += (
-            f" The collective op {c.short_op(op.name, 50)} takes {c.pct(op.share)} of GPU time, "
+            f" The collective op {fmt.tail(op.name, 50)} takes {fmt.pct_text(op.share)} of GPU time, "
             "its layout copies included."
         )
     exposed = comm.exposed_ns if comm.exposed_ns is not None else comm.kernel_ns
@@ -76,7 +77,7 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=Severity.HIGH if high else Severity.MEDIUM,
-            title=f"Collective communication takes {c.pct(comm.kernel_share)} of GPU kernel time",
+            title=f"Collective communication takes {fmt.pct_text(comm.kernel_share)} of GPU kernel time",
             detail=detail,
             fix=_fix(c.flavour(analysis)),
             estimated_saving_ns=saving,

@@ -9,6 +9,7 @@ working. Needs per-launch timestamps (analysis.overlap).
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis import communication
 from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.result import Analysis
@@ -37,8 +38,8 @@ def _fix(fl: c.Flavour) -> str:
 
 def _detail(cm: CommOverlap, share: float | None) -> str:
     per_dev = "; ".join(
-        f"GPU {d.device_id}: {c.dur(d.collective_ns)} of collectives, "
-        f"{c.pct(d.overlap_share or 0.0)} under compute"
+        f"GPU {d.device_id}: {fmt.ns(d.collective_ns)} of collectives, "
+        f"{fmt.pct_text(d.overlap_share or 0.0)} under compute"
         for d in cm.devices
     )
     on = cm.on_compute_stream
@@ -50,8 +51,8 @@ def _detail(cm: CommOverlap, share: float | None) -> str:
         else "they run on their own streams but little compute runs beside them"
     )
     return (
-        f"Collectives ({', '.join(cm.names) or 'by kernel name'}) take {c.dur(cm.collective_ns)} "
-        f"summed over GPUs, {c.pct(share or 0.0)} of the kernel span, and {c.pct(cm.overlap_share or 0.0)} "
+        f"Collectives ({', '.join(cm.names) or 'by kernel name'}) take {fmt.ns(cm.collective_ns)} "
+        f"summed over GPUs, {fmt.pct_text(share or 0.0)} of the kernel span, and {fmt.pct_text(cm.overlap_share or 0.0)} "
         f"of that time is hidden under compute; {where}. {per_dev}."
     )
 
@@ -80,7 +81,7 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.HIGH
             if exposed_share >= thresholds.COMM_HIGH_SHARE
             else Severity.MEDIUM,
-            title=f"{title}: {c.dur(cm.exposed_ns // ndev)} exposed per GPU",
+            title=f"{title}: {fmt.ns(cm.exposed_ns // ndev)} exposed per GPU",
             detail=_detail(cm, share) + _collective_op(analysis),
             fix=_fix(c.flavour(analysis)),
             estimated_saving_ns=int(cm.exposed_ns / ndev * thresholds.COMM_RECOVERABLE),
@@ -97,4 +98,4 @@ def _collective_op(analysis: Analysis) -> str:
     op = communication.collective_op(analysis.ops)
     if op is None:
         return ""
-    return f" The collective op {c.short_op(op.name, 50)} takes {c.pct(op.share)} of GPU time."
+    return f" The collective op {fmt.tail(op.name, 50)} takes {fmt.pct_text(op.share)} of GPU time."

@@ -10,6 +10,7 @@ it; without that record it stays silent.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -42,7 +43,7 @@ def check(analysis: Analysis) -> list[Finding]:
             id=ID,
             severity=Severity.MEDIUM,
             title="cuDNN autotuning (cudnn.benchmark) is off",
-            detail=f"The profiler recorded cudnn.benchmark disabled; {c.plural(len(convs), 'convolution op')} "
+            detail=f"The profiler recorded cudnn.benchmark disabled; {fmt.plural(len(convs), 'convolution op')} "
             "use heuristic algorithm choices, which often miss the fastest (Tensor Core) kernel.",
             fix=fix,
             estimated_saving_ns=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -48,9 +49,9 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=Severity.HIGH if sh >= 2 * thresholds.SLOW_WGRAD_SHARE else Severity.MEDIUM,
-            title=f"Half-precision backward convolutions on CUDA cores take {c.pct(sh)} of GPU time",
-            detail=f"{c.plural(len(slow), 'wgrad/dgrad kernel')} without Tensor Cores take "
-            f"{c.dur(ns)}: cuDNN fell back to a slow algorithm for the convolution backward pass.",
+            title=f"Half-precision backward convolutions on CUDA cores take {fmt.pct_text(sh)} of GPU time",
+            detail=f"{fmt.plural(len(slow), 'wgrad/dgrad kernel')} without Tensor Cores take "
+            f"{fmt.ns(ns)}: cuDNN fell back to a slow algorithm for the convolution backward pass.",
             fix=fix,
             estimated_saving_ns=int(ns * (1 - 1 / thresholds.TC_SPEEDUP)),
             assumptions=f"a Tensor Core wgrad/dgrad algorithm runs {thresholds.TC_SPEEDUP:g}x faster",

@@ -9,6 +9,7 @@ profile (no iteration split) includes start-up, so there the finding is informat
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -40,13 +41,13 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
         "memory; tf.data prefetch/AUTOTUNE; NVIDIA DALI)",
     }[fl]
-    detail = f"The GPU computes {c.pct(util)} of the {c.dur(wall)} aggregated range."
+    detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
     assumption = "no saving claimed: the profile does not show what the GPU waited for"
     evidence: list[Evidence] = []
     if loader and loader_ns:
         names = ", ".join(analysis.data_loader_names[:3])
-        detail += f" Data loading ({names}) covers {c.dur(loader_ns)}, {c.pct(loader_share)} of it."
+        detail += f" Data loading ({names}) covers {fmt.ns(loader_ns)}, {fmt.pct_text(loader_share)} of it."
         workers = analysis.meta.settings.num_workers
         if workers == 0:
             detail += " The profiler recorded num_workers=0: loading runs on the training thread."
@@ -77,9 +78,9 @@ def check(analysis: Analysis) -> list[Finding]:
         else (Severity.HIGH if util < thresholds.LOW_UTILISATION / 2 else Severity.MEDIUM)
     )
     title = (
-        f"Data loading covers {c.pct(loader_share)} of the range; the GPU is busy {c.pct(util)}"
+        f"Data loading covers {fmt.pct_text(loader_share)} of the range; the GPU is busy {fmt.pct_text(util)}"
         if loader
-        else f"Low GPU utilisation: the GPU computes {c.pct(util)} of the aggregated range"
+        else f"Low GPU utilisation: the GPU computes {fmt.pct_text(util)} of the aggregated range"
     )
     return [
         Finding(

@@ -8,6 +8,7 @@ fast its Tensor Cores are. The remedy is fewer, larger launches: CUDA graphs, a 
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -45,16 +46,16 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.HIGH
             if gap_share >= 2 * thresholds.LAUNCH_BOUND_IDLE_SHARE
             else Severity.MEDIUM,
-            title=f"Launch-bound: {c.pct(short)} of kernels run under "
-            f"{c.dur(thresholds.SHORT_KERNEL_NS)} and the GPU idles {c.pct(gap_share)} between them",
+            title=f"Launch-bound: {fmt.pct_text(short)} of kernels run under "
+            f"{fmt.ns(thresholds.SHORT_KERNEL_NS)} and the GPU idles {fmt.pct_text(gap_share)} between them",
             detail=f"{tl.short_launches} of {tl.launches} kernel launches take less than "
-            f"{c.dur(thresholds.SHORT_KERNEL_NS)} (median kernel {c.dur(tl.median_kernel_ns)}, "
-            f"median gap {c.dur(tl.median_gap_ns)}); gaps under {c.dur(thresholds.LAUNCH_GAP_NS)} "
-            f"leave the GPU idle for {c.dur(tl.short_gap_idle_ns)} of the {c.dur(tl.span_ns)} kernel span.",
+            f"{fmt.ns(thresholds.SHORT_KERNEL_NS)} (median kernel {fmt.ns(tl.median_kernel_ns)}, "
+            f"median gap {fmt.ns(tl.median_gap_ns)}); gaps under {fmt.ns(thresholds.LAUNCH_GAP_NS)} "
+            f"leave the GPU idle for {fmt.ns(tl.short_gap_idle_ns)} of the {fmt.ns(tl.span_ns)} kernel span.",
             fix=fix,
             estimated_saving_ns=saving,
             assumptions=f"CUDA graphs / fusion recover {thresholds.LAUNCH_GAP_RECOVERABLE:.0%} of the "
-            f"idle time in gaps under {c.dur(thresholds.LAUNCH_GAP_NS)} (per device)",
+            f"idle time in gaps under {fmt.ns(thresholds.LAUNCH_GAP_NS)} (per device)",
             evidence=tuple(
                 Evidence(EvidenceKind.KERNEL, n) for n in tl.short_kernel_names if n in names
             ),

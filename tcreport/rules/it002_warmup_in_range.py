@@ -9,6 +9,7 @@ measure, not a faster model.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import _iters
@@ -33,8 +34,8 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.HIGH if sh is not None and sh >= 0.25 else Severity.MEDIUM,
             title=f"Iteration {first.iteration} is {first.duration_ns / median:.1f}x the median: "
             "warm-up is inside the aggregated range",
-            detail=f"Iteration {first.iteration} took {c.dur(first.duration_ns)} against a median "
-            f"of {c.dur(median)}; its extra {c.dur(excess)} is {c.pct(sh)} of the aggregated time "
+            detail=f"Iteration {first.iteration} took {fmt.ns(first.duration_ns)} against a median "
+            f"of {fmt.ns(median)}; its extra {fmt.ns(excess)} is {fmt.pct_text(sh)} of the aggregated time "
             "(autotuning, XLA/torch.compile compilation, allocator warm-up) and skews every share.",
             fix=f"Aggregate from the first steady iteration: --iter-start {nxt} (or profile with "
             "torch.profiler's schedule(wait=1, warmup=1, ...) / DLProf --iter_start).",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import _iters, thresholds
@@ -56,8 +57,8 @@ def check(analysis: Analysis) -> list[Finding]:
             id=ID,
             severity=Severity.MEDIUM if cv >= 2 * thresholds.ITERATION_CV else Severity.LOW,
             title=f"Iteration times vary by {cv:.0%} (coefficient of variation)",
-            detail=f"Aggregated iterations average {c.dur(mean)} with a standard deviation of "
-            f"{c.dur(std)}; steady training steps vary by a few per cent.",
+            detail=f"Aggregated iterations average {fmt.ns(mean)} with a standard deviation of "
+            f"{fmt.ns(std)}; steady training steps vary by a few per cent.",
             fix=f"Find what the slow iterations do differently; typically {shapes}.",
             estimated_saving_ns=saving,
             assumptions="every iteration slower than the median could run at the median",

@@ -9,6 +9,7 @@ verdicts on their kernels) describe the tuner, not the training step.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -27,11 +28,11 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=Severity.HIGH if sh is not None and sh >= 0.25 else Severity.MEDIUM,
-            title=f"cuDNN autotuning is inside the aggregated range ({c.plural(len(ops), 'convolution')})",
-            detail=f"{c.plural(len(ops), 'op')} launched kernels of several cuDNN algorithm families "
+            title=f"cuDNN autotuning is inside the aggregated range ({fmt.plural(len(ops), 'convolution')})",
+            detail=f"{fmt.plural(len(ops), 'op')} launched kernels of several cuDNN algorithm families "
             f"(implicit GEMM, FFT, Winograd, ...): cuDNN was timing candidates. They take "
-            f"{c.dur(ns)}"
-            + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+            f"{fmt.ns(ns)}"
+            + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
             + ", so the figures and savings for these ops are inflated by one-off tuning work.",
             fix="Profile a later iteration: --iter-start past the first step (DLProf --iter_start, "
             "torch.profiler schedule with warmup), or run one step before profiling starts.",

@@ -9,6 +9,7 @@ cause, the framework's own compile ranges: ``_XlaCompile``, Dynamo's ``compile_i
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -43,13 +44,13 @@ def check(analysis: Analysis) -> list[Finding]:
             "(TORCH_LOGS=recompiles shows why)."
         )
     what = "XLA" if xla else "torch.compile"
-    covered = f"{c.dur(ns)} ({c.pct(sh)} of the aggregated wall time)" if ns else "time"
+    covered = f"{fmt.ns(ns)} ({fmt.pct_text(sh)} of the aggregated wall time)" if ns else "time"
     return [
         Finding(
             id=ID,
             severity=Severity.HIGH if sh is not None and sh >= 0.25 else Severity.MEDIUM,
             title=f"{what} compilation is inside the aggregated range",
-            detail=f"Compilation ranges ({', '.join(c.short_op(n, 50) for n in names[:4])}) cover "
+            detail=f"Compilation ranges ({', '.join(fmt.tail(n, 50) for n in names[:4])}) cover "
             f"{covered}: the figures describe the compiler as much as the model.",
             fix=fix,
             estimated_saving_ns=None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from tcreport import fmt
 from tcreport.analysis.eligibility import is_eligible_type
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
@@ -70,9 +71,9 @@ def check(analysis: Analysis) -> list[Finding]:
                 severity=Severity.MEDIUM
                 if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
                 else Severity.LOW,
-                title=f"{t} takes {c.pct(sh)} of GPU time and cannot use {analysis.matrix_unit}",
-                detail=f"{c.plural(len(by_type[t]), 'op')} of type {t} take {c.dur(ns)} of "
-                f"{c.dur(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
+                title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {analysis.matrix_unit}",
+                detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
+                f"{fmt.ns(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",
                 fix=_fix(t, fl),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),

@@ -8,6 +8,7 @@ advice; this rule names the cheaper cause in the smaller cases.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.rules import _common as c
@@ -43,9 +44,9 @@ def check(analysis: Analysis) -> list[Finding]:
             id=ID,
             severity=Severity.LOW,
             title="float16 with dynamic loss scaling on a GPU that has bfloat16",
-            detail=f"{c.plural(len(fp16), 'op')} run in float16 on cc {cc:.1f}, and the loss "
-            f"scaler's inf/NaN checks and scale updates take {c.dur(ns)}"
-            + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+            detail=f"{fmt.plural(len(fp16), 'op')} run in float16 on cc {cc:.1f}, and the loss "
+            f"scaler's inf/NaN checks and scale updates take {fmt.ns(ns)}"
+            + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
             + ". bfloat16 runs on the same Tensor Cores with float32's range and needs no scaler.",
             fix=fix,
             estimated_saving_ns=ns,

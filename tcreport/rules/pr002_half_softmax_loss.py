@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.rules import _common as c
@@ -44,12 +45,12 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "Keep the last layer and the loss in float32 (Keras: dtype='float32' on the "
         "output Activation; PyTorch: autocast rather than .half(), or logits.float()).",
     }[fl]
-    names = ", ".join(sorted({o.type or c.short_op(o.name, 40) for o in ops}))
+    names = ", ".join(sorted({o.type or fmt.tail(o.name, 40) for o in ops}))
     return [
         Finding(
             id=ID,
             severity=Severity.MEDIUM,
-            title=f"{c.plural(len(ops), 'softmax/loss op')} run in float16",
+            title=f"{fmt.plural(len(ops), 'softmax/loss op')} run in float16",
             detail=f"{names} ran in float16, where large logits overflow and small "
             "log-probability differences round away; training may diverge or produce NaN losses.",
             fix=fix,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -55,9 +56,9 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=Severity.HIGH if sh >= 2 * thresholds.LOSS_SCALE_SHARE else Severity.MEDIUM,
-            title=f"Dynamic loss scaling takes {c.pct(sh)} of GPU time",
+            title=f"Dynamic loss scaling takes {fmt.pct_text(sh)} of GPU time",
             detail=f"Loss-scaling kernels and ops (inf/NaN check, unscale, scale update) take "
-            f"{c.dur(ns)} of {c.dur(total)} GPU kernel time: the model is small enough that the "
+            f"{fmt.ns(ns)} of {fmt.ns(total)} GPU kernel time: the model is small enough that the "
             "scaler's fixed per-step cost dominates.",
             fix=fix,
             estimated_saving_ns=ns,

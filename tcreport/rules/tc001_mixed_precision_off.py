@@ -9,6 +9,7 @@ they are reported with the same fix. The id is the one this finding has always h
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -35,14 +36,14 @@ def _from_counts(analysis: Analysis) -> list[Finding]:
     gpu = analysis.tc.eligible_not_using_gpu_ns
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     detail = (
-        f"The profiler counts {c.plural(count, 'Tensor Core eligible op')} not using Tensor Cores"
+        f"The profiler counts {fmt.plural(count, 'Tensor Core eligible op')} not using Tensor Cores"
     )
-    detail += f" ({c.pct(sh)} of GPU kernel time)." if sh is not None else "."
+    detail += f" ({fmt.pct_text(sh)} of GPU kernel time)." if sh is not None else "."
     return [
         Finding(
             id=ID,
             severity=_severity(sh),
-            title=f"{c.plural(count, 'Tensor Core eligible op')} did not use Tensor Cores",
+            title=f"{fmt.plural(count, 'Tensor Core eligible op')} did not use Tensor Cores",
             detail=detail + " The input has no per-op rows, so their data types are unknown.",
             fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
             estimated_saving_ns=c.tc_saving(gpu),
@@ -61,11 +62,11 @@ def check(analysis: Analysis) -> list[Finding]:
     gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     dtypes = sorted({o.dtype for o in ops if o.dtype})
-    pads = [f"{c.short_op(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
+    pads = [f"{fmt.tail(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
     detail = (
-        f"{c.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
-        f"and did not use Tensor Cores{c.partly(ops)}; {c.whose_time(ops)} take {c.dur(gpu)}"
-        + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+        f"{fmt.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
+        f"and did not use Tensor Cores{c.partly(ops)}; {c.whose_time(ops)} take {fmt.ns(gpu)}"
+        + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
         + "."
     )
     if pads:
@@ -74,13 +75,13 @@ def check(analysis: Analysis) -> list[Finding]:
     if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
         detail += "".join(f" {w.message[:1].upper()}{w.message[1:]}." for _, w in rows[:3])
         title = (
-            f"TF32 is off: {c.plural(len(ops), 'eligible op')} "
+            f"TF32 is off: {fmt.plural(len(ops), 'eligible op')} "
             f"{'runs' if len(ops) == 1 else 'run'} float32 GEMMs/convolutions on CUDA cores"
         )
         fix = f"Turn TF32 on: {rows[0][1].fix}."
     else:
         title = (
-            f"Mixed precision is off: {c.plural(len(ops), 'eligible op')} run in "
+            f"Mixed precision is off: {fmt.plural(len(ops), 'eligible op')} run in "
             f"{'/'.join(dtypes) or 'float32'} without Tensor Cores"
         )
         fix = c.amp_fix(c.flavour(analysis), c.compute_capability(analysis))

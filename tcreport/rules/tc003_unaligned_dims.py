@@ -7,6 +7,7 @@ Tensor Core paths. The why-not analysis computes the exact padding ("pad N 50257
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -23,7 +24,7 @@ def check(analysis: Analysis) -> list[Finding]:
     ops = [o for o, _ in rows]
     gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
-    pads = "; ".join(f"{c.short_op(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
+    pads = "; ".join(f"{fmt.tail(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
         "; …" if len(rows) > 5 else ""
     )
     layout = (
@@ -36,10 +37,10 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=c.tc_severity(sh),
-            title=f"{c.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
+            title=f"{fmt.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
             detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
-            + f"{c.partly(ops)} take {c.dur(gpu)}"
-            + (f" ({c.pct(sh)} of GPU kernel time)" if sh is not None else "")
+            + f"{c.partly(ops)} take {fmt.ns(gpu)}"
+            + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
             + f". Padding needed: {pads}.",
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "
             "multiple of 8 for fp16/bf16 (16 for int8/fp8); pad data or weights once, not per step."

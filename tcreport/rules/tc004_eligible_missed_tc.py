@@ -11,6 +11,7 @@ GPU time shrinks by ``TC_SPEEDUP`` on Tensor Cores.
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import tc001_mixed_precision_off, tc003_unaligned_dims, thresholds
@@ -35,21 +36,21 @@ def check(analysis: Analysis) -> list[Finding]:
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     fix = "; ".join(dict.fromkeys(w.fix for _, w in rows[:3])) or _UNKNOWN_FIX
     detail = (
-        f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores{c.partly(ops)} "
+        f"{fmt.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores{c.partly(ops)} "
         f"(why: {', '.join(reasons)})"
     )
     if sh is not None:
-        detail += f"; {c.whose_time(ops)} take {c.pct(sh)} of GPU kernel time"
+        detail += f"; {c.whose_time(ops)} take {fmt.pct_text(sh)} of GPU kernel time"
     if rows:
         detail += f". {rows[0][1].message}"
-    title = f"{c.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores"
+    title = f"{fmt.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores"
     if reasons == ["outside-autocast"]:  # the cause is known: name it in the title
         where = (
             "outside the mixed-precision policy"
             if c.flavour(analysis) is c.Flavour.TF
             else "outside autocast"
         )
-        title = f"{c.plural(len(ops), 'eligible op')} run in float32 {where}"
+        title = f"{fmt.plural(len(ops), 'eligible op')} run in float32 {where}"
     title += c.partly(ops)  # the headline counts an op on TC in some calls as using them
     return [
         Finding(
