@@ -417,14 +417,20 @@ def _is_known(exc: BaseException, sig: str) -> bool:
     )
 
 
+#: Positions on the trace's clock, not amounts: a trace may start before its clock's zero (a
+#: mutated export, a Kineto trace with a relative base), so these may be negative.
+POSITIONS = frozenset({"start_ns", "end_ns"})
+
+
 def negatives(doc: Any, path: str = "") -> list[str]:
-    """Paths of negative numbers in a summary JSON: times (``*_ns``) and shares."""
+    """Paths of negative numbers in a summary JSON: times (``*_ns``, not positions) and shares."""
     out: list[str] = []
     if isinstance(doc, dict):
         for k, v in doc.items():
             p = f"{path}.{k}"
             if isinstance(v, (int, float)) and not isinstance(v, bool):
-                if v < 0 and (k.endswith("_ns") or "share" in k or k.endswith("_ms")):
+                amount = k.endswith(("_ns", "_ms")) and k not in POSITIONS
+                if v < 0 and (amount or "share" in k):
                     out.append(p)
             else:
                 out.extend(negatives(v, p))
