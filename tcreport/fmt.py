@@ -7,6 +7,8 @@ figure; it only turns one into text.
 
 from __future__ import annotations
 
+import re
+
 
 def ns(value: int | float | None) -> str:
     """Human duration from nanoseconds: 589147 -> '589.1 µs'."""
@@ -44,3 +46,19 @@ def plural(n: int, word: str) -> str:
 def tail(text: str, width: int = 60) -> str:
     """Keep the end of a long scope path, where the op's own name is: '…/Conv2d::forward/conv2d'."""
     return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+#: C0/C1 controls and the bidirectional overrides: what a terminal would act on instead of show.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character shown as ``\\xNN`` / ``\\uNNNN``, never sent raw to a
+    terminal (the one implementation: :func:`tcreport.render.escape.terminal` and the readers'
+    own stderr lines use it)."""
+    return _CONTROLS.sub(_shown, text)

@@ -11,8 +11,8 @@ from tcreport.cli._common import (
     IterStart,
     IterStop,
     KeyNode,
-    err_console,
     is_stdout,
+    say,
     status,
     user_errors,
 )
@@ -78,4 +78,4 @@ def export(
         if stdout is not None:
             stdout.flush()
             return
-        err_console.print(f"tcreport: wrote {written} ({kernels} kernels)", markup=False)
+        say(f"tcreport: wrote {written} ({kernels} kernels)")

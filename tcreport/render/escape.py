@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from tcreport import fmt
+
 #: A zero-width space, as an entity so the Markdown source shows it: GitHub links ``@name``,
 #: ``#123`` and ``GH-123`` in rendered text (after Markdown escapes are gone), and cmark-gfm
 #: autolinks ``https://`` and ``www.``; a zero-width space right after ``@``, ``#``, ``GH``, the
@@ -60,18 +62,10 @@ def markdown(text: str) -> str:
 
 #: C0 controls (ESC, CR, LF, BEL, BS, ...), DEL and C1 controls (CSI U+009B, OSC U+009D) plus the
 #: bidirectional overrides that reorder what a terminal shows (the "Trojan Source" characters).
-_TERMINAL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: re.Match[str]) -> str:
-    code = ord(m.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def terminal(text: str) -> str:
     """``text`` with every control character shown as ``\\xNN`` (``\\uNNNN``), never sent raw.
 
     An op named ``\\x1b]0;pwned\\x07`` would retitle the window, ``\\x1b[2J`` clear the screen and
     ``\\r`` overwrite the line; shown escaped, the name is still recognisable.
     """
-    return _TERMINAL.sub(_visible, text)
+    return fmt.visible(text)

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tcreport import fmt
 from tcreport.errors import InputError
 
 SUFFIXES = (".nsys-rep", ".qdrep")
@@ -52,7 +53,9 @@ def exported(report: Path) -> Iterator[Path]:
         # The same argv as `tcreport profile --backend nsys` (capture/commands.py) uses.
         argv = [nsys, "export", "--type=sqlite", "--force-overwrite=true", f"--output={sqlite}"]
         argv.append(str(report))
-        print(f"tcreport: exporting {report} to SQLite with {nsys}", file=sys.stderr)
+        print(
+            f"tcreport: exporting {fmt.visible(f'{report}')} to SQLite with {nsys}", file=sys.stderr
+        )
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, check=False)
         except OSError as exc:
