@@ -20,16 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes
+from tcreport.analysis import activity
 from tcreport.analysis.figures import OpRow
-from tcreport.analysis.timeline import _union
-
-#: Collective-communication kernels: NCCL (and RCCL, which keeps NCCL's names), NVSHMEM, and the
-#: custom all-reduce kernels of inference engines.
-COLLECTIVE = re.compile(
-    r"nccl|rccl|nvshmem|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all",
-    re.IGNORECASE,
-)
+from tcreport.analysis.overlap import CommOverlap
 
 
 @dataclass(frozen=True)
@@ -49,30 +42,16 @@ class Communication:
 
 
 def _is_collective(kernels: pa.Table) -> np.ndarray:
-    mask = _codes.matches(kernels.column("name"), COLLECTIVE.pattern, ignore_case=True)
-    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+    """The one collective-kernel test (:func:`tcreport.analysis.activity.is_collective`)."""
+    return activity.is_collective(kernels.column("name"))
 
 
-def _exposed(kernels: pa.Table, coll: np.ndarray) -> int | None:
-    """Per device: busy time of all kernels minus busy time of compute kernels alone."""
-    starts = kernels.column("start_ns")
-    if starts.null_count:
-        return None  # aggregated kernel rows: no timeline
-    st = np.asarray(starts.to_numpy(), np.int64)
-    en = st + np.asarray(kernels.column("duration_ns").to_numpy(), np.int64)
-    dev = np.asarray(pc.fill_null(kernels.column("device_id"), -1).to_numpy(), np.int64)
-    exposed = 0
-    for d in np.unique(dev[coll]):  # one iteration per GPU, not per launch
-        on = dev == d
-        both = _union(st[on], en[on])[0]
-        comp = on & ~coll
-        compute = _union(st[comp], en[comp])[0] if comp.any() else 0
-        exposed += both - compute
-    return exposed
-
-
-def communication(kernels: pa.Table | None) -> Communication | None:
-    """Collective kernel time, its share and its exposed part; ``None`` without kernel rows."""
+def communication(
+    kernels: pa.Table | None, overlap: CommOverlap | None = None
+) -> Communication | None:
+    """Collective kernel time and its share; ``None`` without kernel rows. The exposed part is
+    the step breakdown's (:attr:`CommOverlap.exposed_ns`, collective time with no compute kernel
+    beside it on its GPU), so the JSON's two communication blocks say the same number."""
     if kernels is None or kernels.num_rows == 0:
         return None
     coll = _is_collective(kernels)
@@ -92,7 +71,7 @@ def communication(kernels: pa.Table | None) -> Communication | None:
     return Communication(
         kernel_ns=ns,
         kernel_share=ns / total if total else None,
-        exposed_ns=_exposed(kernels, coll),
+        exposed_ns=overlap.exposed_ns if overlap is not None else None,
         devices=devices,
         names=tuple(by_name.column("n").to_pylist()[:10]),
         max_device_share=_max_device_share(kernels, coll, dur),
@@ -113,5 +92,6 @@ def collective_op(ops: Sequence[OpRow]) -> OpRow | None:
     GPU time: its time includes the layout copies around the NCCL kernel, which is what a user
     sees as "the all-to-all" (11.2 % of GPU time on the 2x H100 sample). The largest one, never a
     sum, since collective ops nest."""
-    hits = [o for o in ops if o.gpu_ns and COLLECTIVE.search(o.name)]
+    collective = re.compile(activity.COLLECTIVE, re.IGNORECASE)
+    hits = [o for o in ops if o.gpu_ns and collective.search(o.name)]
     return max(hits, key=lambda o: (o.gpu_ns or 0, o.name), default=None)

@@ -371,7 +371,7 @@ def compute(
         vendor=gpu_vendor,
         compile_names=compiling.names,
         compile_ns=compiling.ns,
-        communication=communication.communication(sliced.kernels),
+        communication=communication.communication(sliced.kernels, parts.communication),
         cpu_only=cpu_only,
         host_ops=host_ops,
         host_op_types=host_types,
