@@ -60,8 +60,6 @@ def markdown(text: str) -> str:
     return _MD.sub(_md_one, text)
 
 
-#: C0 controls (ESC, CR, LF, BEL, BS, ...), DEL and C1 controls (CSI U+009B, OSC U+009D) plus the
-#: bidirectional overrides that reorder what a terminal shows (the "Trojan Source" characters).
 def terminal(text: str) -> str:
     """``text`` with every control character shown as ``\\xNN`` (``\\uNNNN``), never sent raw.
 

@@ -26,7 +26,8 @@ def _host(r: HostRow) -> dict[str, Any]:
 
 
 def _advice(view: Report) -> dict[str, Any]:
-    """Fields added for issue 15: CPU-only host time, communication, the fix-first finding."""
+    """CPU-only host time, collective communication and the fix-first finding (added compatibly
+    to ``tcreport.summary/1``)."""
     a = view.analysis
     return {
         "cpu_only": a.cpu_only,

@@ -16,7 +16,7 @@ a string or a nested value, or after the end of the array; the first piece must 
 duplicate ``traceEvents`` keys. A rejected guess only makes the next piece longer. Anything this
 parser would read differently from the ``json`` module (``NaN``, lone surrogates, numbers beyond
 double range, damaged input) raises :class:`FastPathError` and the reader starts again with
-:mod:`._kineto_stdlib`, the reference, which also words every error a user sees.
+:mod:`.stdlib`, the reference, which also words every error a user sees.
 
 Known difference: integer literals longer than Python's 4,300-digit limit in fields the reader
 skips are accepted here and refused by ``json`` (scanning every byte for them costs 2 s per 230 MiB).

@@ -24,9 +24,9 @@ Why the choices below (the canonical tables leave them to the reader):
 * Privacy: trace metadata and environment are never copied; only named fields are read (GPU
   name / capability / SM count, schema version, CUDA runtime version, torch version).
 * Parsing: with msgspec (the ``[fast]`` extra) the trace is streamed into typed structs piece by
-  piece (:mod:`._kineto_fast`, 4-5x faster at a quarter of the memory of ``json`` on a 230 MiB
+  piece (:mod:`.fast`, 4-5x faster at a quarter of the memory of ``json`` on a 230 MiB
   trace); without it, or for what msgspec would read differently, the standard library
-  parses it (:mod:`._kineto_stdlib`). Both fill the same columns (:mod:`._kineto_events`), so the
+  parses it (:mod:`.stdlib`). Both fill the same columns (:mod:`.events`), so the
   Run does not depend on which one ran.
 """
 
