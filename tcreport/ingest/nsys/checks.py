@@ -11,17 +11,22 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+#: No single GPU activity lasts 2^50 ns (13 days); an interval that does is damage (an end written
+#: as INT64_MAX), and summing it would wrap int64 totals negative.
+MAX_INTERVAL_NS = 2**50
+
 
 def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
-    """Rows with a start and an end at or after it, and how many were not: an inverted or
-    untimed interval would be summed into negative totals (``GPU kernel time -1789.6 s``)."""
+    """Rows with a start and an end at or after it, and how many were not: an inverted, untimed
+    or absurdly long interval would be summed into negative totals (``GPU kernel time -1789.6 s``)."""
     if raw.num_rows == 0:
         return raw, 0
     ok = pc.and_(pc.is_valid(raw["start"]), pc.is_valid(raw[end]))
     if end == "end":
-        ok = pc.and_(ok, pc.greater_equal(raw["end"], raw["start"]))
+        length = pc.subtract(pc.cast(raw["end"], pa.float64()), pc.cast(raw["start"], pa.float64()))
     else:
-        ok = pc.and_(ok, pc.greater_equal(raw[end], 0))
+        length = pc.cast(raw[end], pa.float64())
+    ok = pc.and_(ok, pc.and_(pc.greater_equal(length, 0), pc.less(length, MAX_INTERVAL_NS)))
     ok = pc.fill_null(ok, False)
     bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
     return (raw.filter(ok), bad) if bad else (raw, 0)
@@ -34,7 +39,7 @@ def dropped_note(kernels: int, memory: int, nvtx: int = 0) -> list[str]:
         return []
     return [
         f"dropped {' and '.join(parts)} rows whose end lies before their start (or that have "
-        "no end): they are left out of every figure"
+        "no end, or last more than 13 days): they are left out of every figure"
     ]
 
 
