@@ -22,14 +22,19 @@ def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
     if raw.num_rows == 0:
         return raw, 0
     ok = pc.and_(pc.is_valid(raw["start"]), pc.is_valid(raw[end]))
+    # in float64 (unsafe cast: ints past 2^53 only lose precision), so INT64 extremes cannot wrap
     if end == "end":
-        length = pc.subtract(pc.cast(raw["end"], pa.float64()), pc.cast(raw["start"], pa.float64()))
+        length = pc.subtract(_f64(raw["end"]), _f64(raw["start"]))
     else:
-        length = pc.cast(raw[end], pa.float64())
+        length = _f64(raw[end])
     ok = pc.and_(ok, pc.and_(pc.greater_equal(length, 0), pc.less(length, MAX_INTERVAL_NS)))
     ok = pc.fill_null(ok, False)
     bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
     return (raw.filter(ok), bad) if bad else (raw, 0)
+
+
+def _f64(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.cast(col, pa.float64(), safe=False)
 
 
 def dropped_note(kernels: int, memory: int, nvtx: int = 0) -> list[str]:
