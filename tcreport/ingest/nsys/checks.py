@@ -23,10 +23,7 @@ def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
         return raw, 0
     ok = pc.and_(pc.is_valid(raw["start"]), pc.is_valid(raw[end]))
     # in float64 (unsafe cast: ints past 2^53 only lose precision), so INT64 extremes cannot wrap
-    if end == "end":
-        length = pc.subtract(_f64(raw["end"]), _f64(raw["start"]))
-    else:
-        length = _f64(raw[end])
+    length = pc.subtract(_f64(raw["end"]), _f64(raw["start"])) if end == "end" else _f64(raw[end])
     ok = pc.and_(ok, pc.and_(pc.greater_equal(length, 0), pc.less(length, MAX_INTERVAL_NS)))
     ok = pc.fill_null(ok, False)
     bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
