@@ -192,7 +192,7 @@ def wall_ns(run: Run) -> int | None:
         if sel.num_rows:
             first = pc.min(sel.column("start_ns")).as_py()
             last = pc.max(sel.column("end_ns")).as_py()
-            if first is not None and last is not None:
+            if first is not None and last is not None and last >= first:  # inverted: damage
                 return int(last - first)
     if run.meta.reported.wall_ns is not None:
         return run.meta.reported.wall_ns

@@ -127,6 +127,7 @@ class ViewerMeta:
         """DLProf's own figures. Its op categories partition the ops into using TC, eligible but
         not using TC (``nodes_tc_eligible``) and the rest; its utilisations are percentages."""
         ms = self.ms
+        self._duration(ms[0], "model_summary wall time")  # a negative one is damage: refused
         ks = (
             self._one(f"""
             SELECT kt.count, kt.gpu_time, ku.gpu_time, mm.gpu_time
@@ -142,7 +143,9 @@ class ViewerMeta:
         kernel_ns, memory_ns = _int(ks[1]), _int(ks[3])
         not_using, using = _int(ms[12]), _int(ms[14])
         return ReportedFigures(
-            wall_ns=_int(ms[0]),
+            wall_ns=_int(ms[0])
+            if self._duration(ms[0], "model_summary wall time")
+            else _int(ms[0]),
             all_kernel_ns=_add(kernel_ns, memory_ns),
             gpu_kernel_ns=kernel_ns,
             tc_kernel_ns=_int(ks[2]),
