@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from synthetic import run_meta
 
 from tcreport import api, rules, schema
 from tcreport.analysis.result import Analysis
-from tcreport.model import Gpu, Run
+from tcreport.model import Gpu, Run, RunSettings
 from tcreport.rules import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,21 +262,19 @@ def test_cv002_silent_on_tensor_core_wgrad() -> None:
     )
 
 
-def _with_settings(analysis: Analysis, **values: Any) -> Analysis:
-    meta = SimpleNamespace(
-        **{f.name: getattr(analysis.meta, f.name) for f in dataclasses.fields(analysis.meta)}
-    )
-    meta.settings = SimpleNamespace(**values)
-    return dataclasses.replace(analysis, meta=meta)  # type: ignore[arg-type]
+def _with_settings(analysis: Analysis, settings: RunSettings) -> Analysis:
+    """The analysis as if the profiler had recorded these settings."""
+    meta = dataclasses.replace(analysis.meta, settings=settings)
+    return dataclasses.replace(analysis, meta=meta)
 
 
 def test_cv001_fires_only_on_a_recorded_setting() -> None:
     from tcreport.rules import cv001_cudnn_benchmark_off as cv001
 
     base = api.analyze(_wgrad_run("wgrad_alg0_engine")).analysis
-    (f,) = cv001.check(_with_settings(base, cudnn_benchmark=False))
+    (f,) = cv001.check(_with_settings(base, RunSettings(cudnn_benchmark=False)))
     assert "cudnn.benchmark = True" in (f.fix or "")
-    assert not cv001.check(_with_settings(base, cudnn_benchmark=True))
+    assert not cv001.check(_with_settings(base, RunSettings(cudnn_benchmark=True)))
     assert not cv001.check(base)  # not recorded: silent, whatever the kernels look like
 
 
@@ -541,5 +538,6 @@ def test_gp001_whole_profile_fix_reads_as_one_sentence_on_the_a100_sample() -> N
     in lower case ("then: find what the GPU waits for")."""
     view = api.analyze(api.load(ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"))
     (gp,) = [f for f in view.findings if f.id == "GP001"]
+    assert gp.fix is not None
     assert "; then: find what the GPU waits for" in gp.fix
     assert "then: Find" not in gp.fix
