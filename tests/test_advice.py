@@ -106,7 +106,7 @@ def test_it005_silent_on_per_step_guards_synthetic() -> None:
     assert "IT005" not in _ids(_compile_run("_XlaCompile", 0.1))  # 1 % of the range
 
 
-def _fp16_scaler_run(cc: str) -> Run:
+def _fp16_scaler_run(cc: str | None) -> Run:
     return synthetic_rows_run(
         kernels=[
             kernel_row("ampere_fp16_s16816gemm_fp16_128x128", "mm", 1000, 5 * MS),
@@ -123,6 +123,13 @@ def test_pr001_suggests_bf16_instead_of_loss_scaling_on_ampere_synthetic() -> No
     assert "torch.bfloat16" in (f.fix or "") and "GradScaler" in (f.fix or "")
     assert f.estimated_saving_ns == 20 * US
     assert "PR001" not in _ids(_fp16_scaler_run("7.0"))  # Volta has no bf16
+
+
+def test_pr001_reads_ampere_from_kernel_names_when_the_gpu_is_unnamed_synthetic() -> None:
+    """No model and no compute capability recorded (as in Kineto traces and nsys exports without a
+    GPU table): the ampere_* GEMM says the GPU is Ampere or newer, so bfloat16 is there."""
+    (f,) = [f for f in api.analyze(_fp16_scaler_run(None)).findings if f.id == "PR001"]
+    assert "on cc 8.0" in f.detail
 
 
 def test_findings_doc_lists_the_new_rules() -> None:

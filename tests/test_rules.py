@@ -18,7 +18,7 @@ from trace_paths import ROOT
 
 from tcreport import api, rules
 from tcreport.analysis.result import Analysis
-from tcreport.model import Run, RunSettings
+from tcreport.model import Gpu, Run, RunSettings
 from tcreport.rules import Finding
 
 
@@ -480,3 +480,23 @@ def test_gp001_whole_profile_fix_reads_as_one_sentence_on_the_a100_sample() -> N
     assert gp.fix is not None
     assert "; then: find what the GPU waits for" in gp.fix
     assert "then: Find" not in gp.fix
+
+
+def test_rules_infer_the_gpu_generation_from_kernels_like_the_diff_guard(nsys_h100: Path) -> None:
+    """The real 2x H100 Nsight Systems export has no TARGET_INFO_GPU table: no GPU name and no
+    compute capability. Its sm90_/nvjet_ kernels say Hopper, which the diff guard already used to
+    identify it; the rules now read the same fallback (cc 9.0: bfloat16 and TF32 advice)."""
+    from tcreport.analysis import gpu_arch
+    from tcreport.compare import diff
+    from tcreport.rules import _common
+
+    a = api.analyze(api.load(nsys_h100)).analysis
+    assert len(a.meta.gpus) == 2
+    assert all(g.name is None and g.compute_capability is None for g in a.meta.gpus)
+    assert diff.inferred_gpu(a) == "Hopper"
+    cc = _common.compute_capability(a)
+    assert cc == 9.0
+    assert "TF32 Tensor Cores, cc 9.0" in _common.amp_fix(_common.flavour(a), cc)
+    # a GPU known not to be NVIDIA's has no compute capability, whatever the kernels say
+    amd = Gpu(0, "AMD Instinct MI250X", vendor="amd")
+    assert gpu_arch.run_compute_capability([amd], ["sm90_xmma_gemm_bf16"]) is None
