@@ -65,7 +65,9 @@ intervals = st.lists(
 )
 
 
-def _arrays(rows: list[tuple[int, int, int, int]]) -> tuple[np.ndarray, ...]:
+def _arrays(
+    rows: list[tuple[int, int, int, int]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     a = np.array(rows, np.int64)
     _, group = np.unique(a[:, 0], return_inverse=True)
     return group.astype(np.int64), a[:, 1], a[:, 1] + a[:, 2], a[:, 3].astype(np.int8)
