@@ -55,18 +55,25 @@ class Activity:
     start: np.ndarray  # int64 ns
     end: np.ndarray
     cat: np.ndarray  # int8, a Cat value
-    device: np.ndarray  # int64, -1 when unknown
+    # int32 where the canonical column is (device, iteration) or the value is a row number: a
+    # multi-million-launch trace holds these arrays through the whole step analysis
+    device: np.ndarray  # int32, -1 when unknown
     stream: np.ndarray  # int64, -1 when unknown
-    iteration: np.ndarray  # int64, -1 outside every iteration
+    iteration: np.ndarray  # int32, -1 outside every iteration
     process: np.ndarray  # int64, -1 when unknown
-    kernel_row: np.ndarray  # row in the kernels table, -1 for memory rows
+    kernel_row: np.ndarray  # int32 row in the kernels table, -1 for memory rows
 
     def __len__(self) -> int:
         return int(self.start.size)
 
 
-def _i64(col: pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), np.int64)
+def _i64(col: pa.ChunkedArray, fill: int = -1, dtype: type = np.int64) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype)
+
+
+def _i32(col: pa.ChunkedArray) -> np.ndarray:
+    """An int32 canonical column (device, iteration) as int32, nulls as -1."""
+    return _i64(col, -1, np.int32)
 
 
 def is_collective(names: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -97,7 +104,7 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
     """The timed intervals of a run; ``None`` when no launch has a timestamp (aggregated input)."""
     parts: list[tuple[pa.Table, np.ndarray, np.ndarray]] = []
     if kernels is not None and kernels.num_rows:
-        rows = np.arange(kernels.num_rows, dtype=np.int64)
+        rows = np.arange(kernels.num_rows, dtype=np.int32)
         ok = pc.and_(pc.is_valid(kernels.column("start_ns")), pc.equal(kernels.column("calls"), 1))
         keep = np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), bool)
         if keep.any():
@@ -109,7 +116,9 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
     if memory is not None and memory.num_rows:
         m = _timed(memory)
         if m.num_rows:
-            parts.append((m, np.full(m.num_rows, Cat.MEMORY, np.int8), np.full(m.num_rows, -1)))
+            parts.append(
+                (m, np.full(m.num_rows, Cat.MEMORY, np.int8), np.full(m.num_rows, -1, np.int32))
+            )
     if not parts:
         return None
     start = np.concatenate([_i64(t.column("start_ns"), 0) for t, _, _ in parts])
@@ -118,11 +127,11 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
         start=start,
         end=start + dur,
         cat=np.concatenate([c for _, c, _ in parts]),
-        device=np.concatenate([_i64(t.column("device_id")) for t, _, _ in parts]),
+        device=np.concatenate([_i32(t.column("device_id")) for t, _, _ in parts]),
         stream=np.concatenate([_i64(t.column("stream_id")) for t, _, _ in parts]),
-        iteration=np.concatenate([_i64(t.column("iteration")) for t, _, _ in parts]),
+        iteration=np.concatenate([_i32(t.column("iteration")) for t, _, _ in parts]),
         process=np.concatenate([_i64(t.column("process_id")) for t, _, _ in parts]),
-        kernel_row=np.concatenate([r for _, _, r in parts]).astype(np.int64),
+        kernel_row=np.concatenate([r for _, _, r in parts]).astype(np.int32, copy=False),
     )
 
 

@@ -90,9 +90,9 @@ def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     everything = bool(inside.all())
     it = act.iteration if everything else act.iteration[inside]
     dev = act.device if everything else act.device[inside]
-    packed = it * (int(dev.max(initial=0)) + 2) + (dev + 1)
+    packed = it.astype(np.int64) * (int(dev.max(initial=0)) + 2) + (dev + 1)
     uniq = np.unique(packed)  # few groups: hashed, then each row found by binary search
-    group: np.ndarray = np.searchsorted(uniq, packed).astype(np.int64)
+    group: np.ndarray = np.searchsorted(uniq, packed).astype(np.int32)
     return inside, group, uniq
 
 
@@ -130,6 +130,17 @@ def _containing(s: np.ndarray, e: np.ndarray, points: np.ndarray) -> np.ndarray:
     return hit
 
 
+_SLICE = 1 << 20
+
+
+def _bounds(t: pa.Table, end_of: str) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of each row of a ranges (``end``) or ops (``cpu``) table."""
+    s = np.asarray(t.column("start_ns").to_numpy(), np.int64)
+    if end_of == "end":
+        return s, np.asarray(pc.fill_null(t.column("end_ns"), 0).to_numpy(), np.int64)
+    return s, s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
+
+
 def host_intervals(
     ranges: pa.Table | None, ops: pa.Table | None, points: np.ndarray | None = None
 ) -> HostIntervals | None:
@@ -149,15 +160,13 @@ def host_intervals(
         t = table.select(["name", "start_ns", end_col[end_of], "process_id"])
         if t.column("start_ns").null_count:
             t = t.filter(pc.is_valid(t.column("start_ns")))
-        s = np.asarray(t.column("start_ns").to_numpy(), np.int64)
-        e = (
-            np.asarray(pc.fill_null(t.column("end_ns"), 0).to_numpy(), np.int64)
-            if end_of == "end"
-            else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
-        )
-        if points is not None:
-            hit = _containing(s, e, points)
-            t, s, e = t.filter(pa.array(hit)), s[hit], e[hit]
+        if (
+            points is not None and t.num_rows
+        ):  # a slice at a time: the ops of a long run are millions
+            hit = [_containing(*_bounds(t.slice(a, _SLICE), end_of), points)
+                   for a in range(0, t.num_rows, _SLICE)]  # fmt: skip
+            t = t.filter(pa.array(np.concatenate(hit)))
+        s, e = _bounds(t, end_of)
         marks = _codes.matches(t.column("name"), ITERATION_MARK)
         if pc.any(marks).as_py():
             keep = np.asarray(pc.invert(marks).to_numpy(zero_copy_only=False), bool)

@@ -90,11 +90,17 @@ def _packed(
         return None
     n = start.size
     key = np.empty(2 * n, np.int64)
-    for half, times, flag in ((key[:n], start, 0), (key[n:], end, _END)):
-        np.subtract(times, t0, out=half)  # first: times near the int64 limits must not wrap
-        half += group * width
-        half <<= _LOW
-        half |= cat.astype(np.int64) | flag
+    for a in range(0, n, CHUNK):  # in chunks: the temporaries stay a chunk's size
+        b = min(n, a + CHUNK)
+        low = cat[a:b].astype(np.int64)
+        offset = group[a:b].astype(np.int64) * width
+        for half, times, flag in ((key[a:b], start, 0), (key[n + a : n + b], end, _END)):
+            np.subtract(
+                times[a:b], t0, out=half
+            )  # first: times near the int64 limits must not wrap
+            half += offset
+            half <<= _LOW
+            half |= low | flag
     key.sort()
     return key, t0, width
 
