@@ -23,3 +23,16 @@ def int64_view(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
     if isinstance(col, pa.Array) and col.null_count == 0:
         return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
     return int64s(col, fill)
+
+
+def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Exact int64 sums of non-negative int64 ``weights`` per ``index`` (``bincount``'s).
+    ``bincount`` adds in float64, exact while every sum stays below 2**53 (104 days of ns), which
+    a bound on the largest weight proves cheaply; otherwise the high and low 32 bits are summed
+    apart, each exactly."""
+    if weights.size == 0 or int(weights.max()) < (1 << 53) // weights.size:
+        return np.bincount(index, weights=weights, minlength=size).astype(np.int64)
+    lo = np.bincount(index, weights=weights & 0xFFFFFFFF, minlength=size).astype(np.int64)
+    hi = np.bincount(index, weights=weights >> 32, minlength=size).astype(np.int64)
+    result: np.ndarray = (hi << 32) + lo
+    return result

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from profiles import budget
 from synthetic import HOSTILE, hostile_run
 from trace_paths import REALTRACES, need
 
@@ -86,3 +90,57 @@ def test_synthetic_hostile_names_stay_escaped_in_the_timeline() -> None:
     lanes = html[start : html.index("</svg>", start)]
     assert HOSTILE not in lanes and "&lt;/script&gt;&lt;img" in lanes
     assert html.count("<script") == 2  # the summary JSON and report.js, nothing more
+
+
+def _reference_blocks(
+    lane: list[int], start: list[int], dur: list[int], col: int
+) -> list[tuple[int, int, int, int, int, int]]:
+    """The merge rule by its definition: (lane, start, width, count, work, lead id) per block."""
+    out = [(ln, s, d, 1, d, i) for i, (ln, s, d) in enumerate(zip(lane, start, dur, strict=True))
+           if d >= col]  # fmt: skip
+    cells: dict[tuple[int, int], list[int]] = {}
+    for i, (ln, s, d) in enumerate(zip(lane, start, dur, strict=True)):
+        if d < col:
+            cells.setdefault((ln, s // col), []).append(i)
+    for (ln, c), members in cells.items():
+        lead = min(members, key=lambda i: (-dur[i], start[i], i))  # longest, earliest, first
+        out.append((ln, c * col, -1, len(members), sum(dur[i] for i in members), lead))
+    return sorted(out)
+
+
+@settings(max_examples=budget(80), deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 5_000), st.integers(0, 900)),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(1, 40),
+    st.integers(2, 30),
+)
+def test_synthetic_premerge_and_resolution_match_the_definition(
+    events: list[tuple[int, int, int]], lo: int, max_blocks: int
+) -> None:
+    lane = np.array([e[0] for e in events], np.int64)
+    start = np.array([e[1] for e in events], np.int64)
+    dur = np.array([e[2] for e in events], np.int64)
+    items = iteration_timeline._premerge(lane, start, dur, 0, 0, None, 0, lo)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(iteration_timeline, "MAX_BLOCKS", max_blocks)
+        col, blocks = iteration_timeline._resolution(items, lo, 4)
+    expected = _reference_blocks(lane.tolist(), start.tolist(), dur.tolist(), col)
+    got = sorted(
+        zip(blocks.lane.tolist(), blocks.start.tolist(), blocks.alone_ns.tolist(),
+            blocks.count.tolist(), blocks.work.tolist(), blocks.ref.tolist(), strict=True)
+    )  # fmt: skip
+    assert got == expected
+    # the column is lo times a power of two, the finest that fits (or one past every event)
+    k = (col // lo).bit_length() - 1
+    assert col == lo << k
+    finer = col // 2
+    # within the cap, or no coarser column could help: one block per lane
+    assert len(expected) <= max_blocks or len(expected) == len(set(lane.tolist()))
+    if k and finer >= lo:
+        assert (
+            len(_reference_blocks(lane.tolist(), start.tolist(), dur.tolist(), finer)) > max_blocks
+        )

@@ -4,8 +4,10 @@ The report's timeline must stay small whatever the trace holds (the grown export
 launches), so this module decides what is drawn, not the template: the window is one iteration
 (the median one, or the one asked for), cut into :data:`COLUMNS` columns; an event at least one
 column wide is one block, shorter events of a lane are merged per column into one block that says
-how many it holds and names the longest, and the coarseness doubles until at most
-:data:`MAX_BLOCKS` blocks remain. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
+how many it holds and names the longest, and the column doubles until at most :data:`MAX_BLOCKS`
+blocks remain. A window can hold every launch of a run (an export with no iterations), so the
+events are first folded into one-column cells with ``bincount``-style passes (no sort, no
+per-event strings); only the few thousand blocks drawn are ever named. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
 work, :data:`MAX_HOST_LANES` host threads) and what was merged or left out is counted, so the report
 can say so. Host-bound idle gaps (at least ``LAUNCH_GAP_NS``) on each GPU become blocks on that
 GPU's idle lane, named by the host range that enclosed them (:mod:`tcreport.analysis.steps`).
@@ -19,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes, steps
-from tcreport.analysis.activity import IDLE, Activity, Cat, order_by
+from tcreport.analysis.activity import IDLE, Activity, Cat
 
 COLUMNS = 1600
 MAX_BLOCKS = 5000
@@ -85,35 +88,6 @@ class _Names:
         return out
 
 
-def _blocks_of(ev: _Events, col_ns: int) -> list[Block]:
-    """Blocks at resolution ``col_ns``; ``ev`` sorted by (lane, start), so the (lane, column) key
-    of the merged events never decreases and blocks fall out of one pass with no further sort."""
-    alone = ev.dur >= col_ns
-    out = [
-        Block(int(ev.lane[i]), int(ev.start[i]), int(ev.dur[i]), int(ev.cat[i]),
-              str(ev.verdict[i]), int(ev.name[i]), int(ev.rule[i]), 1, int(ev.dur[i]))
-        for i in np.flatnonzero(alone)
-    ]  # fmt: skip
-    small = np.flatnonzero(~alone)
-    if small.size == 0:
-        return out
-    key = ev.lane[small] * (1 << 40) + ev.start[small] // col_ns
-    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    dur = ev.dur[small]
-    longest = np.maximum.reduceat(dur, first)
-    counts = np.diff(np.r_[first, small.size])
-    is_max = dur == np.repeat(longest, counts)
-    lead = small[np.minimum.reduceat(np.where(is_max, np.arange(small.size), small.size), first)]
-    work = np.add.reduceat(dur, first)
-    for i, n, w in zip(lead.tolist(), counts.tolist(), work.tolist(), strict=True):
-        col = int(ev.start[i] // col_ns)  # one per block: at most MAX_BLOCKS
-        out.append(
-            Block(int(ev.lane[i]), col * col_ns, col_ns, int(ev.cat[i]), str(ev.verdict[i]),
-                  int(ev.name[i]), int(ev.rule[i]), int(n), int(w))
-        )  # fmt: skip
-    return out
-
-
 def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], int, list[int]]:
     """Lane per selected interval (-1: dropped), lane labels, dropped count, and per lane its
     device."""
@@ -123,7 +97,7 @@ def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], 
     first = _codes.first_rows(key)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
-    lane_of = np.full(busy.size, -1, np.int64)
+    lane_of = np.full(busy.size, -1, np.int16)  # lanes are capped: per launch, 2 bytes
     lanes: list[Lane] = []
     devs: list[int] = []
     for k in keep.tolist():  # at most MAX_GPU_LANES
@@ -135,6 +109,130 @@ def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], 
         lanes.append(Lane(f"GPU {d} · stream {s}", "gpu"))
         devs.append(d)
     return lane_of[key], lanes, int(busy.size - keep.size), devs
+
+
+#: Where an event comes from, so that only the events that lead a block are ever named.
+_GPU, _GAP, _RANGE, _OP = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class _Items:
+    """Events, or cells of events merged per (lane, column), as arrays.
+
+    An event is its own item (``count`` 1, ``alone_ns`` its duration); a cell has ``alone_ns``
+    -1 (never drawn alone) and the lead of its events: the longest, then the earliest, then the
+    first in source order (``lead_id``)."""
+
+    lane: np.ndarray
+    start: np.ndarray  # ns from the window start (a cell: its column's start)
+    alone_ns: np.ndarray  # an event's duration; -1 for a cell
+    count: np.ndarray
+    work: np.ndarray  # summed duration
+    lead_ns: np.ndarray  # the lead's duration, start and id
+    lead_start: np.ndarray
+    lead_id: np.ndarray
+    cat: np.ndarray  # the lead's
+    src: np.ndarray
+    ref: np.ndarray  # the lead's row in its source
+
+    def take(self, idx: np.ndarray) -> _Items:
+        return _Items(*(getattr(self, f)[idx] for f in _ITEM_FIELDS))
+
+
+_ITEM_FIELDS = tuple(_Items.__dataclass_fields__)
+
+
+def _premerge(
+    lane: np.ndarray, start: np.ndarray, dur: np.ndarray, cat: np.ndarray | int, src: int,
+    ref: np.ndarray | None, first_id: int, lo: int,
+) -> _Items:  # fmt: skip
+    """Raw events of one source as items at resolution ``lo``: those at least ``lo`` long as
+    they are, the rest folded into (lane, column) cells. The raw arrays can hold every launch of
+    a run, so nothing per event is built beyond a key and a few masks (``ref`` None: the row is
+    the index)."""
+    cats = np.full(lane.size, cat, np.int8) if isinstance(cat, int) else cat
+    alone = np.flatnonzero(dur >= lo)
+    at = alone if ref is None else ref[alone]
+    items = [_Items(lane[alone].astype(np.int64), start[alone], dur[alone],
+                    np.ones(alone.size, np.int64), dur[alone], dur[alone], start[alone],
+                    first_id + alone, cats[alone], np.full(alone.size, src, np.int8), at)]  # fmt: skip
+    if alone.size < lane.size:
+        ncol = int(start.max()) // lo + 1
+        size = (int(lane.max()) + 1) * ncol
+        key = start // lo
+        key += np.multiply(lane, ncol, dtype=np.int64)
+        key[alone] = size  # a bucket of its own, never read
+        count = np.bincount(key, minlength=size + 1)
+        work = exact_sums(key, dur, size + 1)
+        best = np.full(size + 1, -1, np.int64)
+        np.maximum.at(best, key, dur)
+        cand = np.flatnonzero((dur == best[key]) & (key < size))  # the longest of each cell
+        first = np.full(size + 1, np.iinfo(np.int64).max)
+        np.minimum.at(first, key[cand], start[cand])
+        cand = cand[start[cand] == first[key[cand]]]  # ... then the earliest, then the first
+        lead = np.full(size + 1, np.iinfo(np.int64).max)
+        np.minimum.at(lead, key[cand], cand)
+        used = np.flatnonzero(count[:size])
+        li = lead[used]
+        items.append(
+            _Items(used // ncol, (used % ncol) * lo, np.full(used.size, -1, np.int64),
+                   count[used], work[used], dur[li], start[li], first_id + li, cats[li],
+                   np.full(used.size, src, np.int8), li if ref is None else ref[li])
+        )  # fmt: skip
+    return _concat(items)
+
+
+def _concat(parts: list[_Items]) -> _Items:
+    return _Items(*(np.concatenate([getattr(p, f) for p in parts]) for f in _ITEM_FIELDS))
+
+
+def _merge(items: _Items, col: int, lanes: int) -> _Items:
+    """Items at resolution ``col``: events at least ``col`` long stay alone, the rest merge per
+    (lane, column) into cells. Grouped by ``bincount`` and
+    ``ufunc.at`` over the (lane, column) space, which is small: no sort of the events."""
+    alone = items.alone_ns >= col
+    kept = items.take(np.flatnonzero(alone))
+    rest = np.flatnonzero(~alone)
+    if rest.size == 0:
+        return kept
+    r = items.take(rest) if rest.size < items.lane.size else items
+    ncol = int(r.start.max(initial=0)) // col + 1
+    size = lanes * ncol
+    key = r.lane * ncol + r.start // col
+    count = np.bincount(key, weights=r.count, minlength=size).astype(np.int64)
+    used = np.flatnonzero(count)
+    work = np.zeros(size, np.int64)
+    np.add.at(work, key, r.work)
+    best = np.full(size, -1, np.int64)
+    np.maximum.at(best, key, r.lead_ns)
+    cand = np.flatnonzero(r.lead_ns == best[key])  # the longest of each cell, then the earliest
+    first = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(first, key[cand], r.lead_start[cand])
+    cand = cand[r.lead_start[cand] == first[key[cand]]]
+    lead_id = np.full(size, np.iinfo(np.int64).max)
+    np.minimum.at(lead_id, key[cand], r.lead_id[cand])
+    row = np.full(size, -1, np.int64)  # the item holding each cell's lead
+    at = cand[r.lead_id[cand] == lead_id[key[cand]]]
+    row[key[at]] = at
+    lead = row[used]
+    cells = _Items(used // ncol, (used % ncol) * col, np.full(used.size, -1, np.int64),
+                   count[used], work[used], r.lead_ns[lead], r.lead_start[lead], r.lead_id[lead],
+                   r.cat[lead], r.src[lead], r.ref[lead])  # fmt: skip
+    return _concat([kept, cells])
+
+
+def _resolution(items: _Items, lo: int, lanes: int) -> tuple[int, _Items]:
+    """The finest column (``lo`` times a power of two) that keeps the blocks within
+    MAX_BLOCKS, and the blocks at that column. ``items`` are already merged at ``lo``, and a
+    column of ``lo * 2**k`` only merges whole cells of ``lo``: each step starts from the last.
+    Once a column is wider than every event and start, each lane is one block: no coarser
+    column has fewer, so the search stops there even above MAX_BLOCKS (more lanes than that)."""
+    col, blocks = lo, _merge(items, lo, lanes)
+    end = int((items.start + np.maximum(items.alone_ns, 0)).max(initial=0))
+    while blocks.lane.size > MAX_BLOCKS and col <= end:
+        col *= 2
+        blocks = _merge(blocks, col, lanes)
+    return col, blocks
 
 
 def build(
@@ -151,188 +249,171 @@ def build(
     host-bound gaps, drawn on each GPU's idle lane."""
     if act is None:
         return None
-    sel = (
-        np.flatnonzero(act.iteration == iteration) if chosen != "whole run" else np.arange(len(act))
-    )
+    whole = chosen == "whole run"
+    sel = np.arange(len(act)) if whole else np.flatnonzero(act.iteration == iteration)
     if sel.size == 0:
         return None
     t0, t1 = int(act.start[sel].min()), int(act.end[sel].max())
     span = max(1, t1 - t0)
+    lo = max(1, span // COLUMNS)
     lane, lanes, dropped, devs = _gpu_lanes(act, sel)
-    names = _Names()
-    kname, krule, verdict = _kernel_labels(kernels, act.kernel_row[sel], names)
-    hl = _host(ranges, ops, t0, t1, len(lanes), names)
     idle_lane = {devs[i]: i for i, lane_ in enumerate(lanes) if lane_.kind == "idle"}
-    keep = lane >= 0
-    gpu = _Events(lane[keep], act.start[sel][keep] - t0, (act.end - act.start)[sel][keep],
-                  act.cat[sel][keep], verdict[keep], kname[keep], krule[keep])  # fmt: skip
-    host_ev = _Events(hl.lane, hl.start, hl.dur, np.full(hl.lane.size, HOST, np.int8),
-                      np.full(hl.lane.size, "", object), hl.name, np.full(hl.lane.size, -1, np.int64))  # fmt: skip
-    gap_iter = 0 if chosen == "whole run" else iteration
-    ev = _cat([gpu, _gaps(gaps, gap_iter, idle_lane, t0, names), host_ev])
-    order = order_by(ev.lane, ev.start)
-    ev = _Events(*(getattr(ev, f)[order] for f in _Events.__dataclass_fields__))
-    col = _resolution(ev, span)
-    blocks = _blocks_of(ev, col)
+    kept = lane >= 0
+    n_gpu = int(np.count_nonzero(kept))
+    if whole and n_gpu == len(act):  # every launch of the run: no copies of the activity
+        parts = [_premerge(lane, act.start - t0, act.end - act.start, act.cat, _GPU, None, 0, lo)]
+    else:
+        rows = sel[kept]
+        parts = [_premerge(lane[kept], act.start[rows] - t0, act.end[rows] - act.start[rows],
+                           act.cat[rows], _GPU, rows, 0, lo)]  # fmt: skip
+    del lane, kept  # before the host side: the GPU's per-launch arrays are gone by then
+    hl = _host(ranges, ops, t0, t1, len(lanes))
+    nlanes = len(lanes) + len(hl.lanes)
+    next_id = len(act)
+    for src, s, d, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane, t0)):
+        cat = IDLE if src == _GAP else HOST
+        if ln.size:
+            parts.append(_premerge(ln, s, d, cat, src, ref, next_id, lo))
+        next_id += ln.size
+    col, blocks = _resolution(_concat(parts), lo, nlanes)
+    order = np.lexsort((blocks.start, blocks.lane))
+    blocks = blocks.take(order)
+    labels = _Labels(act, kernels, ranges, ops, gaps)
+    drawn = [labels.block(blocks, i, col) for i in range(blocks.lane.size)]  # <= MAX_BLOCKS
+    gpu_cells = (blocks.count > 1) & (blocks.cat <= Cat.MEMORY)
     return IterationTimeline(
         iteration=iteration,
         chosen=chosen,
         start_ns=t0,
         span_ns=span,
         lanes=(*lanes, *hl.lanes),
-        blocks=tuple(sorted(blocks, key=lambda b: (b.lane, b.start_ns))),
-        names=tuple(names.index),
-        events=int(gpu.lane.size),
-        merged_events=sum(b.merged for b in blocks if b.merged > 1 and b.cat <= Cat.MEMORY),
+        blocks=tuple(drawn),
+        names=tuple(labels.names.index),
+        events=n_gpu,
+        merged_events=int(blocks.count[gpu_cells].sum()),
         dropped_lanes=dropped + hl.dropped,
         column_ns=col,
     )
 
 
-def _kernel_labels(
-    kernels: pa.Table | None, rows: np.ndarray, names: _Names
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = rows.size
-    kname, krule = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-    verdict = np.full(n, "", dtype=object)
-    ok = rows >= 0
-    if kernels is None or not ok.any():
-        return kname, krule, verdict
-    for col, out in (("name", kname), ("tc_rule", krule)):
-        out[ok] = _labels(_codes.codes(kernels.column(col)), names, rows[ok])
-    v = kernels.column("uses_tc")
-    tc = np.asarray(pc.fill_null(v, False).to_numpy(zero_copy_only=False), bool)[rows[ok]]
-    known = np.asarray(pc.is_valid(v).to_numpy(zero_copy_only=False), bool)[rows[ok]]
-    verdict[ok] = np.where(known, np.where(tc, "yes", "no"), "unknown")
-    return kname, krule, verdict
+class _Labels:
+    """Names, rules and verdicts of the blocks' leads, resolved one block at a time."""
+
+    def __init__(
+        self, act: Activity, kernels: pa.Table | None, ranges: pa.Table | None,
+        ops: pa.Table | None, gaps: steps.HostGaps | None,
+    ) -> None:  # fmt: skip
+        self.names = _Names()
+        self.act, self.kernels, self.gaps = act, kernels, gaps
+        self.tables = {_RANGE: ranges, _OP: ops}
+
+    def _name(self, v: object) -> int:
+        return int(self.names.add([None if v is None else str(v)])[0])
+
+    def block(self, b: _Items, i: int, col: int) -> Block:
+        src, ref = int(b.src[i]), int(b.ref[i])
+        name = rule = -1
+        verdict = ""
+        if src == _GPU:
+            row = int(self.act.kernel_row[ref])
+            if row >= 0 and self.kernels is not None:
+                k = self.kernels
+                name = self._name(k.column("name")[row].as_py())
+                rule = self._name(k.column("tc_rule")[row].as_py())
+                uses = k.column("uses_tc")[row].as_py()
+                verdict = "unknown" if uses is None else "yes" if uses else "no"
+        elif src == _GAP and self.gaps is not None:
+            code = int(self.gaps.code[ref])
+            cause = self.gaps.names[code] if code >= 0 else None
+            name, rule = self._name(cause), self._name(steps.cause_kind(cause))
+        elif (table := self.tables.get(src)) is not None:
+            name = self._name(table.column("name")[ref].as_py())
+        n = int(b.count[i])
+        merged = int(b.alone_ns[i]) < 0
+        return Block(
+            int(b.lane[i]), int(b.start[i]), col if merged else int(b.alone_ns[i]), int(b.cat[i]),
+            verdict, name, rule, n, int(b.work[i]),
+        )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Events:
-    """Drawable events of one kind, as arrays (times from the window start)."""
-
-    lane: np.ndarray
-    start: np.ndarray
-    dur: np.ndarray
-    cat: np.ndarray
-    verdict: np.ndarray
-    name: np.ndarray
-    rule: np.ndarray
+_Raw = tuple[
+    int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None
+]  # src, start, dur, lane, ref
 
 
-def _cat(parts: list[_Events]) -> _Events:
-    return _Events(
-        *(np.concatenate([getattr(p, f) for p in parts]) for f in _Events.__dataclass_fields__)
-    )
-
-
-def _gaps(
-    gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int], t0: int,
-    names: _Names,
-) -> _Events:  # fmt: skip
-    """The breakdown's host-bound gaps of this iteration on each drawn GPU, with their causes."""
+def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int], t0: int) -> _Raw:
+    """The breakdown's host-bound gaps of this iteration on each drawn GPU."""
     empty = np.empty(0, np.int64)
     if gaps is None or not idle_lane:
-        return _Events(
-            empty, empty, empty, empty.astype(np.int8), empty.astype(object), empty, empty
-        )
+        return _GAP, empty, empty, empty, empty
     devs = np.array(sorted(idle_lane), np.int64)
-    m = (gaps.iteration == iteration) & np.isin(gaps.device, devs)
-    s, n, code = gaps.start[m], gaps.length[m], gaps.code[m]
+    m = np.flatnonzero((gaps.iteration == iteration) & np.isin(gaps.device, devs))
     lane = np.array([idle_lane[int(d)] for d in devs], np.int64)[
         np.searchsorted(devs, gaps.device[m])
     ]
-    used = np.unique(code)  # distinct causes: few
-    labels = [gaps.names[c] if c >= 0 else None for c in used.tolist()]
-    at = np.searchsorted(used, code)
-    idx = names.add(labels)[at]
-    kinds = names.add([steps.cause_kind(x) for x in labels])[at]
-    return _Events(lane, s - t0, n, np.full(s.size, IDLE, np.int8),
-                   np.full(s.size, "", object), idx, kinds)  # fmt: skip
-
-
-def _distinct_blocks(ev: _Events, col: int) -> int:
-    """How many blocks :func:`_blocks_of` would make at resolution ``col`` (``ev`` sorted by
-    (lane, start)): alone events plus distinct (lane, column) of the rest. O(n), no sort."""
-    small = ev.dur < col
-    key = ev.lane[small] * (1 << 40) + ev.start[small] // col
-    merged = 1 + int(np.count_nonzero(key[1:] != key[:-1])) if key.size else 0
-    return int(small.size - key.size) + merged
-
-
-def _resolution(ev: _Events, span: int) -> int:
-    """The finest column (at least span / COLUMNS) that keeps the blocks within MAX_BLOCKS."""
-    lo = max(1, span // COLUMNS)
-    if _distinct_blocks(ev, lo) <= MAX_BLOCKS:
-        return lo
-    hi = lo
-    while hi < span and _distinct_blocks(ev, hi) > MAX_BLOCKS:
-        lo, hi = hi, hi * 4
-    while hi > lo * 1.2:  # a few O(n) counts
-        mid = int((lo * hi) ** 0.5)
-        lo, hi = (lo, mid) if _distinct_blocks(ev, mid) <= MAX_BLOCKS else (mid, hi)
-    return hi
+    return _GAP, gaps.start[m] - t0, gaps.length[m], lane, m
 
 
 @dataclass(frozen=True)
 class _HostLanes:
     lanes: list[Lane]
-    lane: np.ndarray
-    start: np.ndarray
-    dur: np.ndarray
-    name: np.ndarray
+    parts: list[_Raw]  # ranges, ops: events on the drawn lanes, clipped to the window
     dropped: int
 
 
 def _host(
-    ranges: pa.Table | None, ops: pa.Table | None, t0: int, t1: int, first_lane: int,
-    names: _Names,
-) -> _HostLanes:  # fmt: skip
-    """Host lanes: the threads with the most range/op time in the window."""
-    parts = []
-    for table, is_range in ((ranges, True), (ops, False)):
+    ranges: pa.Table | None, ops: pa.Table | None, t0: int, t1: int, first_lane: int
+) -> _HostLanes:
+    """Host lanes: the threads with the most range/op time in the window. Threads are coded per
+    table by Arrow (a long run has millions of ops on a handful of threads)."""
+    found = []
+    for table, src in ((ranges, _RANGE), (ops, _OP)):
         if table is None or table.num_rows == 0:
             continue
-        t = table.select(["name", "start_ns", "end_ns" if is_range else "cpu_ns", "thread_id"])
-        if t.column("start_ns").null_count:
-            t = t.filter(pc.is_valid(t.column("start_ns")))
-        s = t.column("start_ns").to_numpy().astype(np.int64)
+        t = table.select(["start_ns", "end_ns" if src == _RANGE else "cpu_ns", "thread_id"])
+        s = np.asarray(pc.fill_null(t.column("start_ns"), t1).to_numpy(), np.int64)
         e = (
-            t.column("end_ns").to_numpy().astype(np.int64)
-            if is_range
+            np.asarray(pc.fill_null(t.column("end_ns"), t0).to_numpy(), np.int64)
+            if src == _RANGE
             else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
         )
-        inside = (e > t0) & (s < t1)
-        if not inside.any():
-            continue
-        t = t if inside.all() else t.filter(pa.array(inside))
-        tid = np.asarray(pc.fill_null(t.column("thread_id"), -1).to_numpy(), np.int64)
-        parts.append((s[inside], e[inside], tid, _labels(_codes.codes(t.column("name")), names)))
-    empty = np.empty(0, np.int64)
-    if not parts:
-        return _HostLanes([], empty, empty, empty, empty, 0)
-    s = np.maximum(np.concatenate([p[0] for p in parts]), t0) - t0
-    e = np.minimum(np.concatenate([p[1] for p in parts]), t1) - t0
-    threads, inv = np.unique(np.concatenate([p[2] for p in parts]), return_inverse=True)
-    cover = np.bincount(inv, weights=e - s)
-    keep = np.sort(np.argsort(-cover, kind="stable")[:MAX_HOST_LANES])
-    lane_of = np.full(threads.size, -1, np.int64)
-    lane_of[keep] = first_lane + np.arange(keep.size)
-    lane = lane_of[inv]
-    ok = lane >= 0
-    name = np.concatenate([p[3] for p in parts])
+        inside = (e > t0) & (s < t1)  # a null start is never inside
+        rows = None if inside.all() else np.flatnonzero(inside)
+        if rows is not None:
+            if rows.size == 0:
+                continue
+            s, e = s[rows], e[rows]
+        start = np.maximum(s, t0)
+        dur = np.minimum(e, t1, out=e if e.flags.writeable else None)  # in place when it can
+        dur -= start
+        start -= t0
+        del s, e
+        tid = _codes.codes(pc.fill_null(t.column("thread_id"), -1))
+        code = tid.codes if rows is None else tid.codes[rows]
+        cover = np.bincount(code, weights=dur, minlength=len(tid.values))
+        found.append(
+            (src, rows, start, dur, code, np.asarray(tid.values.to_numpy(), np.int64), cover)
+        )
+    if not found:
+        return _HostLanes([], [], 0)
+    threads = np.unique(np.concatenate([f[5] for f in found]))  # distinct threads: few
+    total = np.zeros(threads.size)
+    for f in found:
+        np.add.at(total, np.searchsorted(threads, f[5]), f[6])
+    top = np.lexsort((threads, -total))[:MAX_HOST_LANES]
+    top = np.sort(top)  # drawn in thread-id order
+    lane_of = np.full(threads.size, -1, np.int16)
+    lane_of[top] = first_lane + np.arange(top.size)
+    parts: list[_Raw] = []
+    for src, rows, start, dur, code, values, _ in found:
+        lane = lane_of[np.searchsorted(threads, values)][code]
+        ok = lane >= 0
+        if ok.all():
+            parts.append((src, start, dur, lane, rows))
+        else:
+            at = np.flatnonzero(ok)
+            parts.append((src, start[at], dur[at], lane[at], at if rows is None else rows[at]))
     return _HostLanes(
-        [Lane(f"host thread {int(threads[k])}", "host") for k in keep.tolist()],
-        lane[ok], s[ok], (e - s)[ok], name[ok], int(threads.size - keep.size),
+        [Lane(f"host thread {int(threads[k])}", "host") for k in top.tolist()], parts,
+        int(threads.size - top.size),
     )  # fmt: skip
-
-
-def _labels(c: _codes.Codes, names: _Names, rows: np.ndarray | None = None) -> np.ndarray:
-    """Per row (all, or ``rows``), the index of its value in ``names`` (-1: null), adding each
-    distinct value once."""
-    codes = c.codes if rows is None else c.codes[rows]
-    used = np.unique(codes[codes >= 0])
-    remap = np.full(len(c.values) + 1, -1, np.int64)
-    remap[used] = names.add(c.take(used))
-    out: np.ndarray = remap[codes]
-    return out

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis.activity import COMPUTE_MASK, IDLE, N_CATS, Cat
 
 #: Events per chunk: big enough that numpy's per-call overhead vanishes, small enough that the
@@ -166,11 +167,11 @@ def sweep(
         win = _WINNER[state]
         long = (win == IDLE) & (length >= long_gap_ns)
         col = np.where(long, LONG_IDLE, win)
-        by_winner += _sum(grp * _COLS + col, length, ngroups * _COLS)
+        by_winner += exact_sums(grp * _COLS + col, length, ngroups * _COLS)
         comm = (state >> np.uint8(Cat.COMM)) & 1 == 1
-        comm_total += _sum(grp, np.where(comm, length, 0), ngroups)
+        comm_total += exact_sums(grp, np.where(comm, length, 0), ngroups)
         hidden = comm & ((state & np.uint8(COMPUTE_MASK)) != 0)
-        comm_hidden += _sum(grp, np.where(hidden, length, 0), ngroups)
+        comm_hidden += exact_sums(grp, np.where(hidden, length, 0), ngroups)
         at = np.flatnonzero(long)
         if at.size:
             gaps.append((grp[at], ev.time[at], length[at]))
@@ -180,15 +181,3 @@ def sweep(
         else (np.empty(0, np.int64) for _ in range(3))
     )
     return SweepSums(by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden, g, s, ln)
-
-
-def _sum(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
-    """Exact int64 sums of non-negative int64 ``weights`` per ``index``. ``bincount`` adds in
-    float64, exact while a sum stays below 2**53 ns (104 days), which a chunk of real segments
-    never reaches; otherwise the high and low 32 bits are summed apart, each exactly."""
-    if weights.size == 0 or int(weights.max()) < (1 << 53) // weights.size:
-        return np.bincount(index, weights=weights, minlength=size).astype(np.int64)
-    lo = np.bincount(index, weights=weights & 0xFFFFFFFF, minlength=size).astype(np.int64)
-    hi = np.bincount(index, weights=weights >> 32, minlength=size).astype(np.int64)
-    result: np.ndarray = (hi << 32) + lo
-    return result
