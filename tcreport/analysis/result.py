@@ -98,6 +98,8 @@ class Analysis:
     # One representative iteration as drawable blocks (iteration_timeline.py); None without
     # per-launch timestamps.
     iteration_timeline: IterationTimeline | None = None
+    # Eligible GPU time not on Tensor Cores per aggregated iteration (derived.per_iteration).
+    eligible_not_using_per_iteration_ns: float | None = None
 
     @property
     def matrix_unit(self) -> str:
@@ -341,6 +343,7 @@ def compute(
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = derived.iteration_rows(all_iters, selection)
     parts = _steps(all_iters, iteration_rows, selection, timeline_iter, with_timeline)
+    iteration_rows = derived.with_steps(iteration_rows, parts.steps)  # measured idle, one truth
     return Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -380,6 +383,9 @@ def compute(
         iteration_timeline=parts.timeline,
         comm_overlap=parts.communication,
         throughput=_throughput(sliced, time),
+        eligible_not_using_per_iteration_ns=derived.per_iteration(
+            tc.eligible_not_using_gpu_ns, selection.info
+        ),
     )
 
 
