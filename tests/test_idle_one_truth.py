@@ -1,11 +1,12 @@
 """One truth for idle time: the step breakdown is the per-iteration, per-GPU idle every output
 shows where kernels carry per-launch timestamps (the HTML iteration table and chart, the summary
 JSON's steps, the launch-bound finding); the old estimate survives only, marked, for inputs
-without them. Also: per-iteration figures
+without them. Also: host time of a CPU-only run counts nested ops once, and per-iteration figures
 come from the analysis, not the renderer. Real traces first; synthetic inputs say so."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -17,7 +18,7 @@ from synthetic import synthetic_rows_run
 from trace_paths import REALTRACES, SAMPLES, need
 
 from tcreport import api, fmt, schema
-from tcreport.analysis import derived
+from tcreport.analysis import derived, host_time
 from tcreport.render import html_parts, terminal
 from tcreport.report import Report
 from tcreport.rules import thresholds
@@ -203,3 +204,45 @@ def test_per_iteration_card_and_savings_come_from_the_analysis() -> None:
         f = fv.finding
         if f.estimated_saving_ns:
             assert fv.per_iteration == f.saving_per_iteration_ns == f.estimated_saving_ns // n
+
+
+def _nested_cpu_trace_synthetic(path: Path) -> Path:
+    """A CPU-only Kineto trace (synthetic): on thread 1 ``aten::linear`` [0, 100) µs holds
+    ``aten::addmm`` [10, 90) which holds ``aten::mm`` [20, 80); thread 2 runs ``aten::relu``
+    [50, 70) at the same time. Host time in ops: 100 + 20 µs; the rows sum to 260 µs."""
+    ops = [
+        ("aten::linear", 1, 0, 100),
+        ("aten::addmm", 1, 10, 80),
+        ("aten::mm", 1, 20, 60),
+        ("aten::relu", 2, 50, 20),
+    ]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": n, "pid": 7, "tid": t, "ts": 1000 + ts, "dur": d,
+         "args": {"External id": i + 1}}
+        for i, (n, t, ts, d) in enumerate(ops)
+    ]  # fmt: skip
+    out = path / "cpu_only_synthetic.pt.trace.json.gz"
+    out.write_bytes(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    return out
+
+
+def test_cpu_only_host_time_counts_nested_ops_once_synthetic(tmp_path: Path) -> None:
+    view = api.analyze(api.load(_nested_cpu_trace_synthetic(tmp_path)))
+    a = view.analysis
+    assert a.cpu_only and a.host_time is not None
+    assert sum(r.cpu_ns for r in a.host_ops) == 260_000
+    assert (a.host_time.ns, a.host_time.method) == (120_000, host_time.UNION)
+    shown = fmt.ns(120_000)
+    data = json.loads(api.render_json(view))
+    assert (data["host"]["total_ns"], data["host"]["total_method"]) == (120_000, host_time.UNION)
+    assert f"Host time in ops: {shown} ({host_time.UNION})." in api.render_markdown(view)
+    assert f"Host time in ops: <strong>{shown}</strong>" in api.render_html(view)
+    out = io.StringIO()
+    terminal.render(view, Console(file=out, width=200))
+    (line,) = [x for x in out.getvalue().splitlines() if x.startswith("Host time (ops)")]
+    assert line.split()[-2:] == shown.split()
+
+
+def test_gpu_runs_have_no_host_total() -> None:
+    data = json.loads(api.render_json(_view(H100X2)))
+    assert data["host"]["total_ns"] is None and data["host"]["total_method"] is None

@@ -31,7 +31,7 @@ from tcreport.analysis.derived import GpuBusy, IterationRow
 from tcreport.analysis.devices import DeviceRow, device_rows
 from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
 from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
-from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
+from tcreport.analysis.host_time import HostRow, HostTime, host_rows, host_time, is_cpu_only
 from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
@@ -87,6 +87,7 @@ class Analysis:
     cpu_only: bool = False
     host_ops: tuple[HostRow, ...] = ()
     host_op_types: tuple[HostRow, ...] = ()
+    host_time: HostTime | None = None  # host time in ops, nested ops once (host_time.host_time)
     # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
     key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
     # Step breakdown per (iteration, GPU) from per-launch timestamps (steps.py); () without them.
@@ -339,6 +340,7 @@ def compute(
     op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     cpu_only = is_cpu_only(sliced.meta, time, ops)
+    in_ops = host_time(sliced.ops, ops) if cpu_only else None
     host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = derived.iteration_rows(all_iters, selection)
@@ -378,6 +380,7 @@ def compute(
         cpu_only=cpu_only,
         host_ops=host_ops,
         host_op_types=host_types,
+        host_time=in_ops,
         key_node_suggestions=suggestions,
         steps=parts.steps,
         iteration_timeline=parts.timeline,
