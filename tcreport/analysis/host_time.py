@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 from tcreport.analysis.figures import OpRow, TimeFigures
 from tcreport.model import RunMeta
 
-UNION = "union of op intervals per thread (nested and overlapping ops counted once)"
-SUMMED = "op host times summed as the profiler reported them (no timestamps to merge)"
+UNION = "union of op intervals per thread: nested and overlapping ops counted once"
+SUMMED = "op host times summed as the profiler reported them: no timestamps to merge"
 
 
 @dataclass(frozen=True)

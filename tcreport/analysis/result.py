@@ -99,8 +99,11 @@ class Analysis:
     # One representative iteration as drawable blocks (iteration_timeline.py); None without
     # per-launch timestamps.
     iteration_timeline: IterationTimeline | None = None
-    # Eligible GPU time not on Tensor Cores per aggregated iteration (derived.per_iteration).
-    eligible_not_using_per_iteration_ns: float | None = None
+
+    @property
+    def eligible_not_using_per_iteration_ns(self) -> float | None:
+        """Eligible GPU time not on Tensor Cores per aggregated iteration (the HTML card)."""
+        return derived.per_iteration(self.tc.eligible_not_using_gpu_ns, self.selection.info)
 
     @property
     def matrix_unit(self) -> str:
@@ -340,12 +343,10 @@ def compute(
     op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
     markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
     cpu_only = is_cpu_only(sliced.meta, time, ops)
-    in_ops = host_time(sliced.ops, ops) if cpu_only else None
     host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
     compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = derived.iteration_rows(all_iters, selection)
     parts = _steps(all_iters, iteration_rows, selection, timeline_iter, with_timeline)
-    iteration_rows = derived.with_steps(iteration_rows, parts.steps)  # measured idle, one truth
     return Analysis(
         meta=sliced.meta,
         selection=selection,
@@ -354,7 +355,7 @@ def compute(
         ops=tuple(ops),
         op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=iteration_rows,
+        iterations=derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
         why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
@@ -380,15 +381,12 @@ def compute(
         cpu_only=cpu_only,
         host_ops=host_ops,
         host_op_types=host_types,
-        host_time=in_ops,
+        host_time=host_time(sliced.ops, ops) if cpu_only else None,
         key_node_suggestions=suggestions,
         steps=parts.steps,
         iteration_timeline=parts.timeline,
         comm_overlap=parts.communication,
         throughput=_throughput(sliced, time),
-        eligible_not_using_per_iteration_ns=derived.per_iteration(
-            tc.eligible_not_using_gpu_ns, selection.info
-        ),
     )
 
 
