@@ -48,7 +48,7 @@ def run_family(
     fam: fuzzing.Family, start: int, cases: int, hang_s: int, every: int
 ) -> dict[str, object]:
     counts: collections.Counter[str] = collections.Counter()
-    sigs: dict[str, list[object]] = {}
+    sigs: dict[str, list[int]] = {}  # signature -> [count, first seed]
     neg_fields: collections.Counter[str] = collections.Counter()
     started = time.perf_counter()
     signal.signal(signal.SIGALRM, _alarm)
@@ -70,7 +70,7 @@ def run_family(
             if f"{v.kind}: {v.signature}" not in sigs:
                 print(f"  new {v.kind} (seed {i}): {v.signature}", flush=True)
             entry = sigs.setdefault(f"{v.kind}: {v.signature}", [0, i])
-            entry[0] = int(entry[0]) + 1  # type: ignore[call-overload]
+            entry[0] += 1
         if v.negative:
             counts["negative"] += 1
             neg_fields.update({p.split("[")[0] for p in v.negative})

@@ -8,17 +8,63 @@ figure; it only turns one into text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Protocol
 
 
-def ns(value: int | float | None) -> str:
-    """Human duration from nanoseconds: 589147 -> '589.1 µs'."""
+def ns(value: int | float | None, digits: int = 1) -> str:
+    """Human duration from nanoseconds: 589147 -> '589.1 µs'; ``digits=0`` for a round threshold
+    in a label (100_000 -> '100 µs')."""
     if value is None:
         return "n/a"
     v = float(value)
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if abs(v) >= scale:
-            return f"{v / scale:.1f} {unit}"
+            return f"{v / scale:.{digits}f} {unit}"
     return f"{v:.0f} ns"
+
+
+def flops(value: int) -> str:
+    """A floating-point operation count: 4_406_888_448 -> '4.41 GFLOP'."""
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value} FLOP"
+
+
+def tflops(value: float, unit: bool = True) -> str:
+    """An achieved rate in TFLOP/s: 106.757 -> '106.76 TFLOP/s'; ``unit=False`` for a table
+    column whose header names the unit ('106.76')."""
+    return f"{value:.2f} TFLOP/s" if unit else f"{value:.2f}"
+
+
+#: What a heading says for a GPU whose model the trace does not name.
+UNKNOWN_GPU = "unknown GPU"
+
+
+class GpuLike(Protocol):
+    """What :func:`gpus` reads of a :class:`tcreport.model.Gpu` (fmt sits beside model, below it
+    in no layer, so it takes the shape rather than the class)."""
+
+    @property
+    def device_id(self) -> int: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def compute_capability(self) -> str | None: ...
+
+
+def gpus(devices: Iterable[GpuLike], *, per_device: bool = False) -> str:
+    """A run's GPUs for a heading: the distinct model names, sorted, ``UNKNOWN_GPU`` for a missing
+    name or an empty list ('NVIDIA A100-SXM4-80GB'). ``per_device``: every device with its compute
+    capability, for the run's metadata table ('0: NVIDIA H100 (sm 9.0); 1: unknown')."""
+    if per_device:
+        return "; ".join(
+            f"{g.device_id}: {g.name or 'unknown'}"
+            + (f" (sm {g.compute_capability})" if g.compute_capability else "")
+            for g in devices
+        )
+    return ", ".join(sorted({g.name or UNKNOWN_GPU for g in devices})) or UNKNOWN_GPU
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -179,7 +179,7 @@ def _mutate_tree(rng: random.Random, doc: Any) -> Any:
     op = rng.randrange(4)
     if op == 0 and isinstance(parent, dict):
         del parent[key]
-    elif op == 1 and isinstance(parent, list):
+    elif op == 1 and isinstance(parent, list) and isinstance(key, int):  # a list's key is its index
         parent.insert(key, json.loads(json.dumps(node)))
     else:
         parent[key] = copy.deepcopy(rng.choice(JSON_VALUES))
@@ -316,9 +316,9 @@ def mutate_xplane(rng: random.Random, src: Path, tmp: Path) -> Path:
             if ev.stats:
                 st = rng.choice(ev.stats)
                 field = rng.choice(["metadata_id", "int64_value", "uint64_value", "str_value"])
-                value: object = rng.choice(_INTS) if field != "str_value" else "\x1b]0;x\x07"
-                if field == "uint64_value":
-                    value = abs(int(value)) % (2**64)  # type: ignore[call-overload]
+                value: int | str = rng.choice(_INTS) if field != "str_value" else "\x1b]0;x\x07"
+                if isinstance(value, int) and field == "uint64_value":
+                    value = abs(value) % (2**64)
                 setattr(st, field, value)
         elif op == 4:
             plane.name = rng.choice(["", "/device:GPU:0", "/host:CPU", "x" * 300])

@@ -32,4 +32,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def budget(examples: int) -> int:
     """``examples`` in the default profile, scaled by the loaded profile's search size."""
-    return max(1, examples * settings.default.max_examples // BASE_EXAMPLES)
+    loaded = settings.default
+    assert loaded is not None  # set by load_profile above
+    return max(1, examples * loaded.max_examples // BASE_EXAMPLES)

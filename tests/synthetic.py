@@ -181,16 +181,12 @@ def synthetic_rows_run(
         kernels = [{"calls": 1, "device_id": 0, **k} for k in kernels]
     if ops is not None:
         ops = [{"calls": 1, **o} for o in ops]
-    meta = RunMeta(
+    meta = run_meta(
         format=fmt,
-        path="synthetic",
         framework=framework,
         gpus=gpus
         if gpus is not None
         else (Gpu(device_id=0, name="synthetic", compute_capability=cc),),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
-        kernel_granularity=Granularity.LAUNCH,
-        op_granularity=Granularity.LAUNCH,
     )
     return Run(
         meta=meta,
@@ -230,6 +226,7 @@ def op_row(
         "gpu_ns": gpu_ns,
         "cpu_ns": 10 * US,
         "start_ns": start,
+        "input_shapes": shapes,
     }
 
 

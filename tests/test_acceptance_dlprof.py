@@ -10,6 +10,7 @@ import csv
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -19,10 +20,11 @@ from tcreport.cli import app
 runner = CliRunner()
 
 
-def _summary(path: Path) -> dict:  # type: ignore[type-arg]
+def _summary(path: Path) -> dict[str, Any]:  # the summary JSON (docs: SUMMARY-JSON.md)
     result = runner.invoke(app, ["summary", str(path), "--json"])
     assert result.exit_code == 0, result.stderr
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    summary: dict[str, Any] = json.loads(result.stdout)
+    return summary
 
 
 def _tc_report(folder: Path) -> dict[str, int]:

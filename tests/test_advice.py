@@ -8,6 +8,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -17,16 +18,18 @@ from typer.testing import CliRunner
 
 from tcreport import api, fmt
 from tcreport.analysis import host_time
+from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
-from tcreport.model import SourceFormat
+from tcreport.model import Run, SourceFormat
 from tcreport.render import terminal
+from tcreport.report import Report
 
 A100 = next((SAMPLES / "kineto-a100-tf32-alexnet").glob("*.json.gz"))
 ALIGNED = "[[64, 512], [512, 512]]"
 
 
-def _ids(run: object) -> list[str]:
-    return [f.id for f in api.analyze(run).findings]  # type: ignore[arg-type]
+def _ids(run: Run) -> list[str]:
+    return [f.id for f in api.analyze(run).findings]
 
 
 def test_a100_sample_top_finding_is_tf32_off_with_the_pytorch_fix() -> None:
@@ -78,7 +81,7 @@ def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
     assert f.title == "1 eligible op run in float32 outside autocast"
 
 
-def _compile_run(name: str, compile_ms: float) -> object:
+def _compile_run(name: str, compile_ms: float) -> Run:
     return synthetic_rows_run(
         kernels=[kernel_row("volta_h884gemm_128x128_nn", None, 50 * MS, 10 * MS)],
         ranges=[
@@ -90,10 +93,10 @@ def _compile_run(name: str, compile_ms: float) -> object:
 
 
 def test_it005_names_xla_and_torch_compile_compilation_synthetic() -> None:
-    xla = api.analyze(_compile_run("_XlaCompile", 40))  # type: ignore[arg-type]
+    xla = api.analyze(_compile_run("_XlaCompile", 40))
     (f,) = [f for f in xla.findings if f.id == "IT005"]
     assert f.title.startswith("XLA compilation") and "drop_remainder" in (f.fix or "")
-    dyn = api.analyze(_compile_run("TorchDynamo", 40))  # type: ignore[arg-type]
+    dyn = api.analyze(_compile_run("TorchDynamo", 40))
     (g,) = [f for f in dyn.findings if f.id == "IT005"]
     assert g.title.startswith("torch.compile") and "mark_dynamic" in (g.fix or "")
 
@@ -104,7 +107,7 @@ def test_it005_silent_on_per_step_guards_synthetic() -> None:
     assert "IT005" not in _ids(_compile_run("_XlaCompile", 0.1))  # 1 % of the range
 
 
-def _fp16_scaler_run(cc: str) -> object:
+def _fp16_scaler_run(cc: str | None) -> Run:
     return synthetic_rows_run(
         kernels=[
             kernel_row("ampere_fp16_s16816gemm_fp16_128x128", "mm", 1000, 5 * MS),
@@ -116,11 +119,18 @@ def _fp16_scaler_run(cc: str) -> object:
 
 
 def test_pr001_suggests_bf16_instead_of_loss_scaling_on_ampere_synthetic() -> None:
-    view = api.analyze(_fp16_scaler_run("8.0"))  # type: ignore[arg-type]
+    view = api.analyze(_fp16_scaler_run("8.0"))
     (f,) = [f for f in view.findings if f.id == "PR001"]
     assert "torch.bfloat16" in (f.fix or "") and "GradScaler" in (f.fix or "")
     assert f.estimated_saving_ns == 20 * US
     assert "PR001" not in _ids(_fp16_scaler_run("7.0"))  # Volta has no bf16
+
+
+def test_pr001_reads_ampere_from_kernel_names_when_the_gpu_is_unnamed_synthetic() -> None:
+    """No model and no compute capability recorded (as in Kineto traces and nsys exports without a
+    GPU table): the ampere_* GEMM says the GPU is Ampere or newer, so bfloat16 is there."""
+    (f,) = [f for f in api.analyze(_fp16_scaler_run(None)).findings if f.id == "PR001"]
+    assert "on cc 8.0" in f.detail
 
 
 def test_findings_doc_lists_the_new_rules() -> None:
@@ -200,7 +210,7 @@ def test_h100_and_a100_samples_suggest_no_per_layer_op_as_key_node() -> None:
         assert "record_function('train_step')" in (it001.fix or "")
 
 
-def _steps_with_noise(marker: str, kind: str, n: int = 6) -> object:
+def _steps_with_noise(marker: str, kind: str, n: int = 6) -> Run:
     """Synthetic: n steps of 10 ms, a step marker (an op or a range) in each, and per-layer ops
     at irregular times that repeat far more often than the marker."""
     kernels, ops, ranges = [], [], []
@@ -228,9 +238,9 @@ def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
         if kind == "range":  # a repeating outer range is used directly; ask as a fallback would
             from tcreport.analysis import key_nodes
 
-            (cand,) = key_nodes.validated_candidates(run)  # type: ignore[arg-type]
+            (cand,) = key_nodes.validated_candidates(run)
         else:
-            view = api.analyze(run)  # type: ignore[arg-type]
+            view = api.analyze(run)
             cand = view.analysis.key_node_suggestions[0]
             (it001,) = [f for f in view.findings if f.id == "IT001"]
             assert f"--key-node {marker!r}" in (it001.fix or "")
@@ -267,7 +277,7 @@ def test_unknown_key_node_is_exit_2_with_the_candidates() -> None:
 def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
     from tcreport.analysis import key_nodes
 
-    view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")  # type: ignore[arg-type]
+    view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")
     msg = key_nodes.ineffective_options(view.analysis.selection, "nope", None)
     assert msg is not None and "'Optimizer.step#SGD.step'" in msg
 
@@ -414,7 +424,8 @@ def test_guard_reasons_synthetic() -> None:
     )
     a = base.analysis
 
-    def variant(kernels: tuple[object, ...] | None = None, **meta: object) -> object:
+    # **meta: RunMeta fields of several types, forwarded to dataclasses.replace (which checks them)
+    def variant(kernels: tuple[KernelRow, ...] | None = None, **meta: Any) -> Report:
         ks = a.kernels if kernels is None else kernels
         return dataclasses.replace(
             base,
@@ -437,10 +448,10 @@ def test_guard_reasons_synthetic() -> None:
     }
     for reason, head in cases.items():
         with pytest.raises(compare.NotComparableError, match=re.escape(reason)):
-            compare.diff(variant(unmarked, gpus=(Gpu(0),)) if "base and" in reason else base, head)  # type: ignore[arg-type]
+            compare.diff(variant(unmarked, gpus=(Gpu(0),)) if "base and" in reason else base, head)
     assert compare.diff(base, variant(framework="PyTorch")).not_comparable == ()  # no version
     # an unrecorded GPU whose kernels say Ampere compares with the recorded A100
-    inferred = compare.diff(base, variant(gpus=(Gpu(0),)))  # type: ignore[arg-type]
+    inferred = compare.diff(base, variant(gpus=(Gpu(0),)))
     assert inferred.not_comparable == ()
     assert "head GPU not recorded: Ampere inferred from kernel names" in inferred.notes
 

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, NoReturn
 
 import pyarrow.dataset as ds
 import pytest
@@ -38,9 +40,9 @@ def archive(tmp_path: Path) -> Path:
     return root
 
 
-def _runs(out: Path) -> list[dict[str, object]]:
+def _runs(out: Path) -> list[dict[str, Any]]:  # a Parquet row: str, int, None, ...
     table = ds.dataset(out / "dataset" / "runs", format="parquet", partitioning="hive").to_table()
-    rows: list[dict[str, object]] = table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
     return rows
 
 
@@ -87,7 +89,6 @@ def test_a_second_writer_is_refused_with_one_line(archive: Path, tmp_path: Path)
     proc = _cli(["batch", str(archive), "-o", str(out)], uuid.uuid4().hex)
     with lock.exclusive(out):
         _, err = proc.communicate(timeout=120)
-    proc = None
     assert err.strip().count("\n") == 0 and "another tcreport batch" in err, err
     result = batch.run_batch(archive, out)  # the lock is gone with its holder
     assert result.processed == 4
@@ -211,12 +212,13 @@ def test_unreadable_entries_are_failures_and_the_batch_goes_on(
     denied = {locked_file, locked_dir}
     real_open, real_iterdir = Path.open, Path.iterdir
 
-    def fake_open(self: Path, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    def fake_open(self: Path, *args: Any, **kwargs: Any) -> IO[Any]:  # Path.open's signature
         if self.resolve() in denied:
             raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+        handle: IO[Any] = real_open(self, *args, **kwargs)
+        return handle
 
-    def fake_iterdir(self: Path):  # type: ignore[no-untyped-def]
+    def fake_iterdir(self: Path) -> Iterator[Path]:
         if self.resolve() in denied:
             raise PermissionError(13, "Permission denied", str(self))
         return real_iterdir(self)
@@ -265,7 +267,7 @@ def test_an_unreadable_root_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
     root = tmp_path / "in"
     root.mkdir()
 
-    def denied(self: Path):  # type: ignore[no-untyped-def]
+    def denied(self: Path) -> NoReturn:
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "iterdir", denied)

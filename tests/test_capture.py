@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from trace_paths import DLPROF_CNN, NSYS_WIN2022
@@ -52,7 +53,15 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-def _calls(log: Path) -> list[dict[str, object]]:
+class _Call(TypedDict):
+    """One line of ``$FAKE_PROFILER_LOG`` (tests/fixtures/fake_profilers/_fake.py ``record``)."""
+
+    tool: str
+    argv: list[str]
+    env: dict[str, str]
+
+
+def _calls(log: Path) -> list[_Call]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 

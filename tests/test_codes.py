@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,7 @@ SETTINGS = settings(
     max_examples=budget(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
-Col = pa.Array | pa.ChunkedArray
+Col: TypeAlias = pa.Array | pa.ChunkedArray
 
 # ---------------------------------------------------------------------------------------------
 # strategies: (column, the same column as Python strings)
@@ -380,8 +381,8 @@ def test_joint_empty_sides(
 # combine / first_rows
 
 
-def _reference_combine(rows: list[tuple[int, ...]]) -> tuple[list[int], list[int]]:
-    seen: dict[tuple[int, ...], int] = {}
+def _reference_combine(rows: Sequence[tuple[Hashable, ...]]) -> tuple[list[int], list[int]]:
+    seen: dict[tuple[Hashable, ...], int] = {}
     first: list[int] = []
     out = []
     for r, t in enumerate(rows):

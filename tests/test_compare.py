@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
 from tcreport import api
-from tcreport.analysis.result import IterationRow
+from tcreport.analysis.derived import IterationRow
 from tcreport.cli.app import app
 from tcreport.compare import diff as compare
 from tcreport.compare.model import Change
 from tcreport.model import Gpu, Run
 from tcreport.render import diff_html, diff_json, diff_markdown
+from tcreport.render.escape import markdown as esc
 from tcreport.report import Report
 
 runner = CliRunner()
@@ -99,10 +100,8 @@ def test_synthetic_fp32_to_bf16_markdown_line_by_line() -> None:
     # here and splice the rendered lines into the expectation, so every other line is exact.
     assert "TC001" in {f.id for f in d.resolved}
     assert "TC001" not in {f.id for f in d.added}
-    lines = [f"- added: **{f.severity}** `{f.id}` {diff_markdown.esc(f.title)}" for f in d.added]
-    lines += [
-        f"- resolved: **{f.severity}** `{f.id}` {diff_markdown.esc(f.title)}" for f in d.resolved
-    ]
+    lines = [f"- added: **{f.severity}** `{f.id}` {esc(f.title)}" for f in d.added]
+    lines += [f"- resolved: **{f.severity}** `{f.id}` {esc(f.title)}" for f in d.resolved]
     expected = EXPECTED_MARKDOWN.format(
         added=len(d.added),
         resolved=len(d.resolved),

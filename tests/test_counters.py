@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,7 +34,7 @@ FILL = (
 )
 
 
-def table(names: list[str], **cols: list[object]) -> pa.Table:
+def table(names: list[str], **cols: Sequence[object]) -> pa.Table:
     n = len(names)
     data: dict[str, object] = {"name": names, "calls": [1] * n}
     data["duration_ns"] = cols.pop("duration_ns", [10] * n)
@@ -74,7 +75,8 @@ def ncu_of(names: list[str], verdicts: list[bool | None], cc: str = "7.0") -> Ru
 
 def verdicts(run: Run) -> list[bool | None]:
     assert run.kernels is not None
-    return run.kernels.column("counter_uses_tc").to_pylist()
+    values: list[bool | None] = run.kernels.column("counter_uses_tc").to_pylist()
+    return values
 
 
 # --- the override -----------------------------------------------------------------------------------

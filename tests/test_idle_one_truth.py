@@ -19,9 +19,11 @@ from trace_paths import REALTRACES, SAMPLES, need
 
 from tcreport import api, fmt, schema
 from tcreport.analysis import derived, host_time
+from tcreport.model import Run
 from tcreport.render import html_parts, terminal
 from tcreport.report import Report
 from tcreport.rules import thresholds
+from tcreport.rules.base import EvidenceKind
 
 H100X2 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 V100 = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
@@ -158,7 +160,7 @@ def test_bert_gp002_reads_the_step_breakdowns_launch_bound_idle() -> None:
     assert share in out.getvalue()
 
 
-def _untimed_iterations_run_synthetic() -> object:
+def _untimed_iterations_run_synthetic() -> Run:
     """Two iterations of aggregated kernels (no per-launch timestamps), as a DLProf report has."""
     kernels = [
         {"name": "volta_sgemm_128x64_nn", "duration_ns": ns, "calls": 3, "iteration": i}
@@ -177,7 +179,7 @@ def _untimed_iterations_run_synthetic() -> object:
 
 
 def test_without_timestamps_idle_is_the_labelled_estimate_synthetic() -> None:
-    view = api.analyze(_untimed_iterations_run_synthetic())  # type: ignore[arg-type]
+    view = api.analyze(_untimed_iterations_run_synthetic())
     a = view.analysis
     assert not a.steps
     assert [(r.idle_ns, r.idle_estimated, r.span_ns) for r in a.iterations] == [
@@ -202,7 +204,7 @@ def test_per_iteration_card_and_savings_come_from_the_analysis() -> None:
     assert miss and a.eligible_not_using_per_iteration_ns == miss / n
     (card,) = [c for c in html_parts.cards(a) if c.label == "eligible GPU time not on Tensor Cores"]
     assert card.value == fmt.ns(miss / n) + " / iteration"
-    for fv in html_parts.findings(view, {k: {} for k in html_parts.EvidenceKind}):
+    for fv in html_parts.findings(view, {k: {} for k in EvidenceKind}):
         f = fv.finding
         if f.estimated_saving_ns:
             assert fv.per_iteration == f.saving_per_iteration_ns == f.estimated_saving_ns // n

@@ -183,27 +183,31 @@ _OPS = (("aten::mm", "mm"), ("aten::add", "add"), ("aten::conv2d", "conv2d"))
 @st.composite
 def _runs(draw: st.DrawFn) -> Run:
     n = draw(st.integers(1, 30))
+    # drawn in this order (the derandomized cases depend on it); typed lists for the op sums below
+    names = [draw(st.sampled_from(_KERNEL_NAMES)) for _ in range(n)]
+    devices = [draw(st.integers(0, 2)) for _ in range(n)]
+    starts = [draw(st.integers(0, 10**9)) for _ in range(n)]
+    durations = [draw(st.integers(0, 10**7)) for _ in range(n)]
+    op_ids = [draw(st.sampled_from(("0", "1", "2", None))) for _ in range(n)]
     kernels = {
-        "name": [draw(st.sampled_from(_KERNEL_NAMES)) for _ in range(n)],
-        "device_id": [draw(st.integers(0, 2)) for _ in range(n)],
-        "start_ns": [draw(st.integers(0, 10**9)) for _ in range(n)],
-        "duration_ns": [draw(st.integers(0, 10**7)) for _ in range(n)],
+        "name": names,
+        "device_id": devices,
+        "start_ns": starts,
+        "duration_ns": durations,
         "calls": [1] * n,
-        "op_id": [draw(st.sampled_from(("0", "1", "2", None))) for _ in range(n)],
+        "op_id": op_ids,
     }
     with_ops = draw(st.booleans())
     ops = None
     if with_ops:
+        op_keys = ["0", "1", "2"]
         ops_rows = {
-            "op_id": ["0", "1", "2"],
+            "op_id": op_keys,
             "name": [o for o, _ in _OPS],
             "type": [t for _, t in _OPS],
             "calls": [1, 1, 1],
         }
-        gpu = [
-            sum(d for d, o in zip(kernels["duration_ns"], kernels["op_id"], strict=True) if o == k)
-            for k in ops_rows["op_id"]
-        ]
+        gpu = [sum(d for d, o in zip(durations, op_ids, strict=True) if o == k) for k in op_keys]
         ops = conform({**ops_rows, "gpu_ns": gpu}, TableKind.OPS)
     memory = None
     if draw(st.booleans()):

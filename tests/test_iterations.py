@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from synthetic import run_meta
 
@@ -67,6 +69,7 @@ def test_repeating_outer_range_is_detected_without_key_node() -> None:
 def test_profiler_step_ranges_are_used() -> None:
     run = synthetic_steps_run(n=4)
     names = [f"ProfilerStep#{i + 7}" for i in range(4)]
+    assert run.ranges is not None
     ranges = run.ranges.set_column(
         0,
         run.ranges.schema.field("name"),
@@ -99,7 +102,7 @@ def test_candidates_rank_frequent_names() -> None:
     assert iterations.candidate_key_nodes(synthetic_steps_run())[0] == "train_step"
 
 
-def test_key_node_on_the_real_two_rank_export(nsys_h100) -> None:  # type: ignore[no-untyped-def]
+def test_key_node_on_the_real_two_rank_export(nsys_h100: Path) -> None:
     """Two ranks each run FlashAttnFunc 30 times: 30 iterations, not 60 half-iterations, and
     the aggregated figures are exactly the kept iterations' rows."""
     run = api.load(nsys_h100)
@@ -111,7 +114,8 @@ def test_key_node_on_the_real_two_rank_export(nsys_h100) -> None:  # type: ignor
     assert [r.iteration for r in kept] == [2, 3, 4, 5]
     assert sum(r.tc_ns + r.non_tc_ns for r in kept) == view.analysis.time.gpu_kernel_ns
     assert sum(r.tc_ns for r in kept) == view.analysis.time.tc_kernel_ns
-    assert 0 < view.analysis.time.gpu_kernel_ns < whole.analysis.time.gpu_kernel_ns  # type: ignore[operator]
+    assert whole.analysis.time.gpu_kernel_ns is not None
+    assert 0 < view.analysis.time.gpu_kernel_ns < whole.analysis.time.gpu_kernel_ns
     missing = api.analyze(run, key_node="no_such_range")
     assert missing.analysis.time.gpu_kernel_ns == whole.analysis.time.gpu_kernel_ns
     assert any(f.id == "IT001" and "no_such_range" in f.title for f in missing.findings)

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -342,7 +343,7 @@ def _one_per_line(doc: dict[str, Any]) -> str:
     return f'{head}, "traceEvents": [\n  {lines}\n], "baseTimeNanoseconds": 1000}}'
 
 
-LAYOUTS = {
+LAYOUTS: dict[str, Callable[[dict[str, Any]], str]] = {
     "pretty": lambda d: json.dumps(d, indent=2),
     "compact": lambda d: json.dumps(d, separators=(",", ":")),
     "one-per-line": _one_per_line,
@@ -394,7 +395,9 @@ def test_reader_works_without_msgspec() -> None:
         f"print(kineto_json.read(Path({str(SYNTHETIC)!r})).kernels.num_rows)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(kineto_json.read(SYNTHETIC).kernels.num_rows)
+    kernels = kineto_json.read(SYNTHETIC).kernels
+    assert kernels is not None
+    assert out.stdout.strip() == str(kernels.num_rows)
 
 
 @needs_msgspec

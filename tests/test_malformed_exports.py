@@ -88,6 +88,7 @@ def test_synthetic_inverted_nsys_intervals_are_dropped_with_a_note(tmp_path: Pat
             'SELECT SUM("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "end" >= start'
         ).fetchone()
     report = api.analyze(load(path)).analysis
+    assert report.time.gpu_kernel_ns is not None
     assert report.time.gpu_kernel_ns == kept > 0
     assert report.time.tc_kernel_ns is not None
     assert 0 <= report.time.tc_kernel_ns <= report.time.gpu_kernel_ns

@@ -20,6 +20,7 @@ from tcreport.analysis import tc_kernels as tk
 from tcreport.errors import InputError, TcreportError
 from tcreport.ingest import detect
 from tcreport.ingest.ncu import reader as ncu_csv
+from tcreport.kernel_names import short_name
 from tcreport.model import Granularity, SourceFormat
 
 FIX = ROOT / "tests" / "fixtures" / "ncu_synthetic"
@@ -214,7 +215,7 @@ def test_duration_units(unit: str, value: str, ns: int | None) -> None:
     ],
 )
 def test_short_names(full: str, short: str) -> None:
-    assert ncu_csv.short_name(full) == short
+    assert short_name(full) == short
 
 
 def test_tensor_metric_names() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tcreport.ingest.common import sqlite as common_sqlite
 from tcreport.ingest.nsys import db as nsys_db
 
 
@@ -31,7 +32,7 @@ def no_sqlite_fallback(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         used.append(path)
         raise AssertionError("fell back to sqlite3 after an interrupt")
 
-    monkeypatch.setattr(nsys_db._sqlite, "connect", connect)
+    monkeypatch.setattr(common_sqlite, "connect", connect)  # the module nsys_db calls
     return used
 
 

@@ -105,6 +105,7 @@ def test_cnn_tensor_core_eligible_ops_match_dlprof(cnn_export: Path) -> None:
     assert conv["cpu_ns"] == 2306368  # dlprof_detailed.csv "Total CPU Time"
     assert rows["linear_1"]["gpu_total_ns"] == 13632  # dlprof_detailed.csv, memory included
     assert rows["linear_1"]["kernel_calls"] == 3
+    assert run.kernels is not None
     kernel_sum = pc.sum(
         pc.filter(run.kernels["duration_ns"], pc.equal(run.kernels["op_id"], "conv2d_1"))
     )

@@ -130,3 +130,38 @@ def test_no_html_figure_is_negative_on_samples() -> None:
     for path in (A100, H100):
         page = html.render(_report(path))
         assert not re.search(r">-\d", page)
+
+
+def _terminal_text(view: Report) -> str:
+    buf = io.StringIO()
+    terminal.render(view, Console(file=buf, width=200, color_system=None, highlight=False))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("path", [A100, H100], ids=["a100-named", "h100x2-unnamed"])
+def test_gpu_label_is_one_text_in_every_renderer(path: Path) -> None:
+    """The A100 sample names its GPU; the H100 export has no TARGET_INFO_GPU table (no name)."""
+    from tcreport.render import markdown, notebook_html
+
+    view = _report(path)
+    label = fmt.gpus(view.analysis.meta.gpus)
+    assert label == ("NVIDIA A100-PG509-200" if path == A100 else fmt.UNKNOWN_GPU)
+    assert f"; {label})" in _terminal_text(view)
+    assert f" · {label} · " in markdown.render(view)
+    assert f" · {label} · " in notebook_html.render(view)
+
+
+def test_flop_figures_and_gap_label_in_html_come_from_fmt() -> None:
+    """BERT-small on an H100 (real): the throughput note's FLOPs and TFLOP/s are fmt's text, and
+    the launch-bound label follows the analysis threshold instead of a typed-in '100 µs'."""
+    from tcreport.analysis.timeline import LAUNCH_GAP_NS
+
+    view = _report(BERT)
+    t = view.analysis.throughput
+    assert t is not None and t.tflops is not None
+    page = html.render(view)
+    assert f"{fmt.flops(t.flops)} in {fmt.ns(t.wall_ns)}" in page
+    assert f"{fmt.tflops(t.tflops)} achieved" in page
+    assert fmt.flops(4_406_888_448) == "4.41 GFLOP" and fmt.flops(999) == "999 FLOP"
+    assert fmt.ns(LAUNCH_GAP_NS, 0) == "100 µs"
+    assert f"gaps &lt; {fmt.ns(LAUNCH_GAP_NS, 0)})" in page  # the step chart's legend

@@ -19,6 +19,7 @@ from tcreport.analysis import tc_kernels
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.why_not import Reason
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, SourceFormat
+from tcreport.report import Report
 from tcreport.rules import thresholds
 
 A100 = (Gpu(0, "A100", "8.0"),)
@@ -48,7 +49,7 @@ def _conv_ops(
     )
 
 
-def _view(ops: pa.Table) -> api.Report:
+def _view(ops: pa.Table) -> Report:
     meta = run_meta(
         format=SourceFormat.KINETO_JSON,
         framework="PyTorch 2.1",

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
-from typer.testing import CliRunner  # noqa: E402
+from typer.testing import CliRunner, Result  # noqa: E402
 
 import tcreport.cli.profile_cmd  # noqa: E402,F401  (registers the command until cli/app.py does)
 from tcreport import api  # noqa: E402
@@ -27,7 +27,7 @@ runner = CliRunner()
 pytestmark = pytest.mark.slow
 
 
-def _profile(args: list[str]) -> object:
+def _profile(args: list[str]) -> Result:
     return runner.invoke(app, ["profile", *args])
 
 

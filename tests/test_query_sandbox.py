@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fs_snapshot import snapshot
 from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
@@ -30,19 +31,15 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
-def listing(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
-
-
 def refused(dataset: Path, sql: str, needle: str) -> None:
-    before = listing(dataset.parent)
+    before = snapshot(dataset.parent)
     result = runner.invoke(app, ["query", str(dataset), sql])
     assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcreport: error: query "), result.stderr
     assert needle in lines[0], lines[0]
     assert "secret" not in result.stdout
-    assert listing(dataset.parent) == before  # nothing written anywhere under the tree
+    assert snapshot(dataset.parent) == before  # nothing written or changed under the tree
 
 
 def test_a_normal_select_works(dataset: Path) -> None:

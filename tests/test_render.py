@@ -12,14 +12,16 @@ from trace_paths import real_or_bundled
 
 from tcreport import api
 from tcreport.ingest.parquet import reader as parquet
+from tcreport.model import Run
+from tcreport.report import Report
 
 
 @pytest.fixture(scope="module")
-def view():  # type: ignore[no-untyped-def]
+def view() -> Report:
     return api.analyze(hostile_run(), source_path=f"traces/{HOSTILE}.sqlite")
 
 
-def test_html_shows_hostile_names_as_text(view) -> None:  # type: ignore[no-untyped-def]
+def test_html_shows_hostile_names_as_text(view: Report) -> None:
     html = api.render_html(view)
     assert "<img src=x" not in html
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
@@ -33,7 +35,7 @@ def test_html_shows_hostile_names_as_text(view) -> None:  # type: ignore[no-unty
     assert json.loads(block.group(1))["schema"] == "tcreport.summary/1"
 
 
-def test_html_is_self_contained_with_strict_csp(view) -> None:  # type: ignore[no-untyped-def]
+def test_html_is_self_contained_with_strict_csp(view: Report) -> None:
     html = api.render_html(view)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
     assert csp is not None
@@ -44,12 +46,12 @@ def test_html_is_self_contained_with_strict_csp(view) -> None:  # type: ignore[n
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "")
 
 
-def test_html_is_deterministic(view) -> None:  # type: ignore[no-untyped-def]
+def test_html_is_deterministic(view: Report) -> None:
     again = api.analyze(hostile_run(), source_path=f"traces/{HOSTILE}.sqlite")
     assert api.render_html(view) == api.render_html(again)
 
 
-def test_markdown_escapes_hostile_names(view) -> None:  # type: ignore[no-untyped-def]
+def test_markdown_escapes_hostile_names(view: Report) -> None:
     md = api.render_markdown(view)
     assert "</script>" not in md and "<img" not in md
     for line in md.splitlines():
@@ -57,13 +59,15 @@ def test_markdown_escapes_hostile_names(view) -> None:  # type: ignore[no-untype
             assert line.count(" | ") == 5, line  # the name did not add table cells
 
 
-def test_json_keeps_hostile_names_verbatim(view) -> None:  # type: ignore[no-untyped-def]
+def test_json_keeps_hostile_names_verbatim(view: Report) -> None:
     data = json.loads(api.render_json(view))
     assert data["kernels"][0]["name"] == HOSTILE
     assert list(data) == sorted(data)
 
 
-def test_terminal_summary_does_not_interpret_markup(view, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_terminal_summary_does_not_interpret_markup(
+    view: Report, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rich.console import Console
 
     from tcreport.render import terminal
@@ -132,7 +136,7 @@ def _assert_structurally_sound(html: str) -> None:
     assert "frame-ancestors" not in html  # ignored in a <meta> CSP, and logged as an error
 
 
-def test_html_links_resolve_for_hostile_names(view) -> None:  # type: ignore[no-untyped-def]
+def test_html_links_resolve_for_hostile_names(view: Report) -> None:
     html = api.render_html(view)
     _assert_structurally_sound(html)
     links, _ = _links_and_ids(html)
@@ -167,7 +171,9 @@ def test_precision_mix_sums_to_one_and_names_dtypes() -> None:
     assert segments and sum(s.width for s in segments) == pytest.approx(html_mod.CHART_W)
 
 
-def _huge_run(kernel_names: int = 200_000, launches: int = 3_600_000, iterations: int = 2_000):
+def _huge_run(
+    kernel_names: int = 200_000, launches: int = 3_600_000, iterations: int = 2_000
+) -> Run:
     """A synthetic run at the size of a long nsys capture: 200k distinct kernel names (templated
     CUTLASS names make this real), 3.6M launches, thousands of iterations, one slow iteration,
     and some hostile, unclassifiable names so that findings carry evidence."""

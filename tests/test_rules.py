@@ -7,98 +7,36 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import budget
-from synthetic import run_meta
+from synthetic import MS, US, kernel_row, op_row, synthetic_rows_run
+from trace_paths import ROOT
 
-from tcreport import api, rules, schema
+from tcreport import api, rules
 from tcreport.analysis.result import Analysis
-from tcreport.model import Gpu, Run
+from tcreport.model import Gpu, Run, RunSettings
 from tcreport.rules import Finding
-
-ROOT = Path(__file__).resolve().parent.parent
-US = 1_000
-MS = 1_000_000
-
-
-def synthetic_run(
-    kernels: list[dict[str, Any]] | None = None,
-    ops: list[dict[str, Any]] | None = None,
-    ranges: list[dict[str, Any]] | None = None,
-    framework: str | None = "PyTorch 2.3.0",
-    cc: str | None = "7.0",
-) -> Run:
-    """A run from row dicts; kernels default to one launch each, on device 0."""
-
-    def table(rows: list[dict[str, Any]] | None, kind: schema.TableKind) -> Any:
-        if rows is None:
-            return None
-        if not rows:
-            return schema.empty(kind)
-        cols = sorted({k for r in rows for k in r})
-        return schema.conform({c: [r.get(c) for r in rows] for c in cols}, kind)
-
-    if kernels is not None:
-        kernels = [{"calls": 1, "device_id": 0, **k} for k in kernels]
-    if ops is not None:
-        ops = [{"calls": 1, **o} for o in ops]
-    meta = run_meta(
-        framework=framework, gpus=(Gpu(device_id=0, name="synthetic", compute_capability=cc),)
-    )
-    return Run(
-        meta=meta,
-        kernels=table(kernels, schema.TableKind.KERNELS),
-        ops=table(ops, schema.TableKind.OPS),
-        ranges=table(ranges, schema.TableKind.RANGES),
-        memory=schema.empty(schema.TableKind.MEMORY),
-    )
 
 
 def findings(run: Run, rule_id: str, **kw: Any) -> list[Finding]:
     return [f for f in api.analyze(run, **kw).findings if f.id == rule_id]
 
 
-def _op(
-    op_id: str, type_: str, dtype: str, gpu_ns: int, shapes: str | None = None, start: int = 0
-) -> dict[str, Any]:
-    return {
-        "op_id": op_id,
-        "name": f"/model/{op_id}/{type_}",
-        "type": type_,
-        "dtype": dtype,
-        "gpu_ns": gpu_ns,
-        "cpu_ns": 10 * US,
-        "start_ns": start,
-        "input_shapes": shapes,
-    }
-
-
-def _k(name: str, op_id: str | None, start: int, dur: int) -> dict[str, Any]:
-    return {
-        "name": name,
-        "op_id": op_id,
-        "start_ns": start,
-        "launch_ns": start - 1,
-        "duration_ns": dur,
-    }
-
-
 def _gemm_run(
     dtype: str, kernel: str, shapes: str, framework: str = "PyTorch 2.3.0", cc: str = "7.0"
 ) -> Run:
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[
-            _k(kernel, "mm", 1000, 800 * US),
-            _k("vectorized_elementwise_kernel", "relu", 900 * US, 200 * US),
+            kernel_row(kernel, "mm", 1000, 800 * US),
+            kernel_row("vectorized_elementwise_kernel", "relu", 900 * US, 200 * US),
         ],
         ops=[
-            _op("mm", "linear", dtype, 800 * US, shapes),
-            _op("relu", "relu", dtype, 200 * US, "[[64, 512]]", start=800 * US),
+            op_row("mm", "linear", dtype, 800 * US, shapes),
+            op_row("relu", "relu", dtype, 200 * US, "[[64, 512]]", start=800 * US),
         ],
         framework=framework,
         cc=cc,
@@ -131,14 +69,14 @@ def test_tc001_silent_when_the_gemm_runs_on_tensor_cores() -> None:
 
 
 def test_tc004_fires_on_fp32_op_outside_autocast() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[
-            _k("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
-            _k("volta_sgemm_128x64_nn", "b", 200 * US, 300 * US),
+            kernel_row("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
+            kernel_row("volta_sgemm_128x64_nn", "b", 200 * US, 300 * US),
         ],
         ops=[
-            _op("a", "linear", "float16", 100 * US, ALIGNED),
-            _op("b", "linear", "float32", 300 * US, ALIGNED),
+            op_row("a", "linear", "float16", 100 * US, ALIGNED),
+            op_row("b", "linear", "float32", 300 * US, ALIGNED),
         ],
     )
     view = api.analyze(run)
@@ -164,14 +102,14 @@ def test_tc003_silent_on_aligned_dims() -> None:
 
 
 def test_op001_fires_on_heavy_resize() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[
-            _k("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
-            _k("upsample_bilinear2d_out_frame", "up", 800 * US, 300 * US),
+            kernel_row("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
+            kernel_row("upsample_bilinear2d_out_frame", "up", 800 * US, 300 * US),
         ],
         ops=[
-            _op("mm", "conv2d", "float16", 700 * US),
-            _op("up", "upsample_bilinear2d", "float16", 300 * US),
+            op_row("mm", "conv2d", "float16", 700 * US),
+            op_row("up", "upsample_bilinear2d", "float16", 300 * US),
         ],
     )
     (f,) = findings(run, "OP001")
@@ -180,16 +118,16 @@ def test_op001_fires_on_heavy_resize() -> None:
 
 
 def test_op001_silent_on_small_or_collective_ops() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         kernels=[
-            _k("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
-            _k("ncclKernel_AllReduce", "ar", 800 * US, 250 * US),
-            _k("k", "up", MS, 50 * US),
+            kernel_row("volta_h884gemm_128x128_nn", "mm", 1000, 700 * US),
+            kernel_row("ncclKernel_AllReduce", "ar", 800 * US, 250 * US),
+            kernel_row("k", "up", MS, 50 * US),
         ],
         ops=[
-            _op("mm", "conv2d", "float16", 700 * US),
-            _op("ar", "nccl:all_reduce", "float16", 250 * US),
-            _op("up", "upsample_nearest2d", "float16", 50 * US),
+            op_row("mm", "conv2d", "float16", 700 * US),
+            op_row("ar", "nccl:all_reduce", "float16", 250 * US),
+            op_row("up", "upsample_nearest2d", "float16", 50 * US),
         ],
     )
     assert not findings(run, "OP001")
@@ -198,7 +136,7 @@ def test_op001_silent_on_small_or_collective_ops() -> None:
 def test_pr002_fires_on_fp16_log_softmax() -> None:
     run = _gemm_run("float16", "volta_h884gemm_128x128_nn", ALIGNED)
     ops = run.ops
-    extra = synthetic_run(ops=[_op("sm", "log_softmax", "float16", 5 * US)]).ops
+    extra = synthetic_rows_run(ops=[op_row("sm", "log_softmax", "float16", 5 * US)]).ops
     import pyarrow as pa
 
     (f,) = findings(run.replace(ops=pa.concat_tables([ops, extra]).unify_dictionaries()), "PR002")
@@ -207,21 +145,21 @@ def test_pr002_fires_on_fp16_log_softmax() -> None:
 
 
 def test_pr002_silent_for_fp32_softmax_and_attention() -> None:
-    run = synthetic_run(
+    run = synthetic_rows_run(
         ops=[
-            _op("sm", "softmax", "float32", 5 * US),
-            {**_op("at", "softmax", "float16", 5 * US), "name": "/attn/flash_attention/softmax"},
+            op_row("sm", "softmax", "float32", 5 * US),
+            {**op_row("at", "softmax", "float16", 5 * US), "name": "/attn/flash_attention/softmax"},
         ]
     )
     assert not findings(run, "PR002")
 
 
 def _scaler_run(scale_ns: int) -> Run:
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[
-            _k("volta_h884gemm_128x128_nn", None, 1000, 100 * US),
-            _k("amp_update_scale_cuda_kernel", None, 200 * US, scale_ns),
-            _k("_amp_foreach_non_finite_check_and_unscale_cuda_", None, 300 * US, scale_ns),
+            kernel_row("volta_h884gemm_128x128_nn", None, 1000, 100 * US),
+            kernel_row("amp_update_scale_cuda_kernel", None, 200 * US, scale_ns),
+            kernel_row("_amp_foreach_non_finite_check_and_unscale_cuda_", None, 300 * US, scale_ns),
         ],
     )
 
@@ -240,14 +178,14 @@ def test_pr003_silent_when_loss_scaling_is_cheap() -> None:
 
 
 def _wgrad_run(name: str) -> Run:
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[
-            _k("volta_h884gemm_128x128_nn", "c", 1000, 100 * US),
-            _k(name, "cb", 200 * US, 400 * US),
+            kernel_row("volta_h884gemm_128x128_nn", "c", 1000, 100 * US),
+            kernel_row(name, "cb", 200 * US, 400 * US),
         ],
         ops=[
-            _op("c", "conv2d", "float16", 100 * US),
-            _op("cb", "cudnn_convolution_backward_weight", "float16", 400 * US),
+            op_row("c", "conv2d", "float16", 100 * US),
+            op_row("cb", "cudnn_convolution_backward_weight", "float16", 400 * US),
         ],
     )
 
@@ -263,21 +201,19 @@ def test_cv002_silent_on_tensor_core_wgrad() -> None:
     )
 
 
-def _with_settings(analysis: Analysis, **values: Any) -> Analysis:
-    meta = SimpleNamespace(
-        **{f.name: getattr(analysis.meta, f.name) for f in dataclasses.fields(analysis.meta)}
-    )
-    meta.settings = SimpleNamespace(**values)
-    return dataclasses.replace(analysis, meta=meta)  # type: ignore[arg-type]
+def _with_settings(analysis: Analysis, settings: RunSettings) -> Analysis:
+    """The analysis as if the profiler had recorded these settings."""
+    meta = dataclasses.replace(analysis.meta, settings=settings)
+    return dataclasses.replace(analysis, meta=meta)
 
 
 def test_cv001_fires_only_on_a_recorded_setting() -> None:
     from tcreport.rules import cv001_cudnn_benchmark_off as cv001
 
     base = api.analyze(_wgrad_run("wgrad_alg0_engine")).analysis
-    (f,) = cv001.check(_with_settings(base, cudnn_benchmark=False))
+    (f,) = cv001.check(_with_settings(base, RunSettings(cudnn_benchmark=False)))
     assert "cudnn.benchmark = True" in (f.fix or "")
-    assert not cv001.check(_with_settings(base, cudnn_benchmark=True))
+    assert not cv001.check(_with_settings(base, RunSettings(cudnn_benchmark=True)))
     assert not cv001.check(base)  # not recorded: silent, whatever the kernels look like
 
 
@@ -311,10 +247,10 @@ def _steps_run(durations_ms: list[float], loader_ms: float = 0.0, kernel_us: int
             for s in starts
         ]
     kernels = [
-        _k("volta_h884gemm_128x128_nn", None, s + int(loader_ms * MS) + 100, kernel_us * US)
+        kernel_row("volta_h884gemm_128x128_nn", None, s + int(loader_ms * MS) + 100, kernel_us * US)
         for s in starts
     ]
-    return synthetic_run(kernels=kernels, ranges=ranges)
+    return synthetic_rows_run(kernels=kernels, ranges=ranges)
 
 
 def test_it002_fires_on_warmup_first_iteration() -> None:
@@ -339,9 +275,9 @@ def test_it003_silent_on_steady_steps() -> None:
 
 
 def _conv_kernels(names: list[str]) -> Run:
-    return synthetic_run(
-        kernels=[_k(n, "c", 1000 + i * 20 * US, 10 * US) for i, n in enumerate(names)],
-        ops=[_op("c", "conv2d", "float32", 10 * US * len(names))],
+    return synthetic_rows_run(
+        kernels=[kernel_row(n, "c", 1000 + i * 20 * US, 10 * US) for i, n in enumerate(names)],
+        ops=[op_row("c", "conv2d", "float32", 10 * US * len(names))],
     )
 
 
@@ -382,9 +318,9 @@ def test_gp001_silent_when_the_gpu_is_busy() -> None:
 
 def _launch_run(kernel_us: float, gap_us: float, n: int = 200) -> Run:
     step = int((kernel_us + gap_us) * US)
-    return synthetic_run(
+    return synthetic_rows_run(
         kernels=[
-            _k("vectorized_elementwise_kernel", None, 1000 + i * step, int(kernel_us * US))
+            kernel_row("vectorized_elementwise_kernel", None, 1000 + i * step, int(kernel_us * US))
             for i in range(n)
         ]
     )
@@ -401,9 +337,9 @@ def test_gp002_silent_on_long_back_to_back_kernels() -> None:
 
 
 def test_tc002_fires_on_unknown_kernels_only() -> None:
-    assert findings(synthetic_run(kernels=[_k("test0", None, 0, 10 * US)]), "TC002")
+    assert findings(synthetic_rows_run(kernels=[kernel_row("test0", None, 0, 10 * US)]), "TC002")
     assert not findings(
-        synthetic_run(kernels=[_k("volta_sgemm_128x64_nn", None, 0, 10 * US)]), "TC002"
+        synthetic_rows_run(kernels=[kernel_row("volta_sgemm_128x64_nn", None, 0, 10 * US)]), "TC002"
     )
 
 
@@ -412,9 +348,9 @@ def test_tc002_fires_on_unknown_kernels_only() -> None:
 
 def test_rules_are_silent_without_kernels_or_ops() -> None:
     for run in (
-        synthetic_run(),
-        synthetic_run(kernels=[], ops=[]),
-        synthetic_run(ops=[_op("a", "linear", "float32", 0)]),
+        synthetic_rows_run(),
+        synthetic_rows_run(kernels=[], ops=[]),
+        synthetic_rows_run(ops=[op_row("a", "linear", "float32", 0)]),
     ):
         found = api.analyze(run).findings
         assert {f.id for f in found} <= {"IT001", "TC002"}
@@ -493,7 +429,7 @@ def test_evaluate_never_raises_and_savings_are_bounded(
     cc: str | None,
 ) -> None:
     view = api.analyze(
-        synthetic_run(kernels=kernels, ops=ops, ranges=ranges, framework=framework, cc=cc)
+        synthetic_rows_run(kernels=kernels, ops=ops, ranges=ranges, framework=framework, cc=cc)
     )
     a = view.analysis
     tl = a.timeline
@@ -541,5 +477,26 @@ def test_gp001_whole_profile_fix_reads_as_one_sentence_on_the_a100_sample() -> N
     in lower case ("then: find what the GPU waits for")."""
     view = api.analyze(api.load(ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"))
     (gp,) = [f for f in view.findings if f.id == "GP001"]
+    assert gp.fix is not None
     assert "; then: find what the GPU waits for" in gp.fix
     assert "then: Find" not in gp.fix
+
+
+def test_rules_infer_the_gpu_generation_from_kernels_like_the_diff_guard(nsys_h100: Path) -> None:
+    """The real 2x H100 Nsight Systems export has no TARGET_INFO_GPU table: no GPU name and no
+    compute capability. Its sm90_/nvjet_ kernels say Hopper, which the diff guard already used to
+    identify it; the rules now read the same fallback (cc 9.0: bfloat16 and TF32 advice)."""
+    from tcreport.analysis import gpu_arch
+    from tcreport.compare import diff
+    from tcreport.rules import _common
+
+    a = api.analyze(api.load(nsys_h100)).analysis
+    assert len(a.meta.gpus) == 2
+    assert all(g.name is None and g.compute_capability is None for g in a.meta.gpus)
+    assert diff.inferred_gpu(a) == "Hopper"
+    cc = _common.compute_capability(a)
+    assert cc == 9.0
+    assert "TF32 Tensor Cores, cc 9.0" in _common.amp_fix(_common.flavour(a), cc)
+    # a GPU known not to be NVIDIA's has no compute capability, whatever the kernels say
+    amd = Gpu(0, "AMD Instinct MI250X", vendor="amd")
+    assert gpu_arch.run_compute_capability([amd], ["sm90_xmma_gemm_bf16"]) is None

@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from fs_snapshot import snapshot
 from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
@@ -21,21 +22,6 @@ from tcreport.cli import app
 runner = CliRunner()
 KINETO = SAMPLES / "kineto-a100-tf32-alexnet" / "benchmark_result_2869224_1695835535_trace.json.gz"
 NSYS = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
-
-
-def snapshot(root: Path) -> dict[str, tuple[str, int, bytes | str]]:
-    """Every entry under ``root`` (links not followed): kind, mode and bytes or link target."""
-    out: dict[str, tuple[str, int, bytes | str]] = {}
-    for p in sorted([root, *root.rglob("*")]):
-        st = p.lstat()
-        key = p.relative_to(root).as_posix()
-        if stat.S_ISLNK(st.st_mode):
-            out[key] = ("link", 0, os.readlink(p))
-        elif stat.S_ISDIR(st.st_mode):
-            out[key] = ("dir", stat.S_IMODE(st.st_mode), b"")
-        else:
-            out[key] = ("file", stat.S_IMODE(st.st_mode), p.read_bytes())
-    return out
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from tcreport import api  # noqa: E402
 from tcreport.errors import TcreportError  # noqa: E402
 from tcreport.ingest import detect  # noqa: E402
 from tcreport.ingest.xplane import reader as tf_xplane
-from tcreport.model import SourceFormat  # noqa: E402
+from tcreport.model import Run, SourceFormat  # noqa: E402
 
 XPLANE_DIR = REALTRACES / "tf_profiler" / "gpu-multiworker-xplane"
 XPLANE = XPLANE_DIR / "34.83.195.179_6003.xplane.pb"
@@ -41,7 +41,7 @@ def xplane() -> Path:
 
 
 @pytest.fixture(scope="module")
-def run(xplane: Path) -> object:
+def run(xplane: Path) -> Run:
     return tf_xplane.read(xplane)
 
 
@@ -61,14 +61,15 @@ def test_sniff_file_folder_and_tensorboard_layout(xplane: Path, tmp_path: Path) 
         assert not tf_xplane.sniff(DLPROF_CNN)
 
 
-def test_gpus_from_plane_stats(run: object) -> None:
-    gpus = run.meta.gpus  # type: ignore[attr-defined]
+def test_gpus_from_plane_stats(run: Run) -> None:
+    gpus = run.meta.gpus
     assert [g.device_id for g in gpus] == list(range(8))
     assert {(g.compute_capability, g.sm_count) for g in gpus} == {("7.0", 80)}
 
 
-def test_kernels_per_launch_match_xprof_kernel_stats(run: object) -> None:
-    k = run.kernels  # type: ignore[attr-defined]
+def test_kernels_per_launch_match_xprof_kernel_stats(run: Run) -> None:
+    k = run.kernels
+    assert k is not None
     assert k.num_rows == 1330
     assert set(k.column("device_id").to_pylist()) == {4, 6}
     by_device = {
@@ -104,8 +105,9 @@ def _tool(path: Path, tool: str) -> bytes:
     return data if isinstance(data, bytes) else data.encode()
 
 
-def test_every_kernel_is_attributed_to_an_op(run: object) -> None:
-    k, ops = run.kernels, run.ops  # type: ignore[attr-defined]
+def test_every_kernel_is_attributed_to_an_op(run: Run) -> None:
+    k, ops = run.kernels, run.ops
+    assert k is not None and ops is not None
     assert k.column("op_id").null_count == 0
     assert set(k.column("op_id").cast(pa.string()).to_pylist()) <= set(
         ops.column("op_id").cast(pa.string()).to_pylist()
@@ -117,8 +119,9 @@ def test_every_kernel_is_attributed_to_an_op(run: object) -> None:
     )
 
 
-def test_op_rows_from_framework_op_stats(run: object) -> None:
-    ops = run.ops  # type: ignore[attr-defined]
+def test_op_rows_from_framework_op_stats(run: Run) -> None:
+    ops = run.ops
+    assert ops is not None
     rows = {r["name"]: r for r in ops.to_pylist()}
     drop = rows[
         "replica_4/bert_span_labeler/bert_encoder_1/transformer/layer_0/dropout/dropout/Mul"
@@ -132,8 +135,8 @@ def test_op_rows_from_framework_op_stats(run: object) -> None:
     assert "IDLE" not in rows
 
 
-def test_precision_mix_agrees_with_tensorflows_own_figure(run: object) -> None:
-    notes = run.meta.notes  # type: ignore[attr-defined]
+def test_precision_mix_agrees_with_tensorflows_own_figure(run: Run) -> None:
+    notes = run.meta.notes
     assert (
         "TensorFlow profiler: device compute time 30.5% in 16-bit ops, 69.5% in 32-bit ops."
         in notes
@@ -156,8 +159,8 @@ def test_reading_never_writes_beside_the_input(xplane: Path, tmp_path: Path) -> 
     assert sorted(p.name for p in folder.iterdir()) == before
 
 
-def test_whole_pipeline_renders(run: object) -> None:
-    view = api.analyze(run)  # type: ignore[arg-type]
+def test_whole_pipeline_renders(run: Run) -> None:
+    view = api.analyze(run)
     summary = json.loads(api.render_json(view))
     assert summary["source"]["format"] == "tf-xplane"
     assert summary["time"]["gpu_kernel_ns"] == 29_690_748

@@ -30,12 +30,14 @@ def test_bert_h100_gemm_and_attention_counted_by_hand() -> None:
     assert head.flops == 2 * 141 * 512 * 30522 == 4_406_888_448
     assert head.calls == 1 and head.gpu_ns == 41_280  # the kernel time Kineto recorded
     assert head.tflops == pytest.approx(4_406_888_448 / 41_280 / 1e3)
+    assert head.tflops is not None
     assert head.peak_share == pytest.approx(head.tflops / 989.4)
     # flash attention, [B, L, H, D] = [1, 141, 8, 64], 4 layers: Q·Kᵀ and P·V
     attn = next(o for o in t.ops if o.name == "aten::_flash_attention_forward")
     assert attn.flops == 4 * 2 * 1 * 8 * 141 * 141 * (64 + 64)
     # every GEMM and attention op has shapes and covers the Tensor Core kernel time: MFU given
     assert t.missing == () and t.mfu_note is None
+    assert t.wall_ns is not None and t.mfu is not None
     assert t.mfu == pytest.approx(t.flops / t.wall_ns / 1e3 / 989.4)
     assert 0 < t.mfu < 0.01  # a 141-token BERT-small forward pass is tiny for an H100
     assert t.iterations[0].flops == t.flops
@@ -92,7 +94,8 @@ def test_synthetic_formulas_on_dlprof_and_kineto_shapes() -> None:
 def test_peaks_table_has_a_source_for_every_model() -> None:
     for _, g in peaks.table():
         assert g.source and g.tflops
-    assert peaks.for_gpu("NVIDIA A100-SXM4-80GB").peak("tf32") == 156.0  # type: ignore[union-attr]
-    assert peaks.for_gpu("NVIDIA H100 PCIe").model == "H100 PCIe"  # type: ignore[union-attr]
+    a100, h100 = peaks.for_gpu("NVIDIA A100-SXM4-80GB"), peaks.for_gpu("NVIDIA H100 PCIe")
+    assert a100 is not None and a100.peak("tf32") == 156.0
+    assert h100 is not None and h100.model == "H100 PCIe"
     assert peaks.for_gpu("AMD Radeon Graphics") is None
     assert peaks.precision("fp32", True) == "tf32" and peaks.precision("fp32", False) == "fp32"

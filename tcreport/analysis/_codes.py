@@ -111,7 +111,7 @@ def matches(
     )
 
 
-def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str | None]:
+def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str]:
     """Distinct non-null values of a column, as Python strings (small: one per distinct value)."""
     c = codes(col)
     used = np.unique(c.codes[c.codes >= 0])

@@ -9,9 +9,8 @@ name and Tensor Core verdict:
 * Tensor Core compute, other compute (verdict no) and compute of unknown verdict;
 * memory: memcpy and memset rows.
 
-:func:`sweep` is the one interval sweep: events sorted by (group, time), a running count per
-category, so each elementary segment between two consecutive events knows which categories were
-active. Overlapped time is then counted once, by priority, with no per-launch Python.
+:mod:`tcreport.analysis.sweep` then cuts these intervals into elementary segments and counts
+overlapped time once, by category priority, with no per-launch Python.
 """
 
 from __future__ import annotations
@@ -127,62 +126,15 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
     )
 
 
-@dataclass(frozen=True)
-class Segments:
-    """Elementary segments between consecutive events of each group, with their active set."""
-
-    group: np.ndarray  # group of each segment
-    start: np.ndarray
-    length: np.ndarray  # ns, >= 0
-    state: np.ndarray  # uint8 bit mask of active categories (bit = Cat value)
-
-    def winner(self) -> np.ndarray:
-        """Category each segment counts as: the highest-priority active one, :data:`IDLE` if none."""
-        lowest = np.full(1 << N_CATS, IDLE, np.int8)
-        for mask in range(1, 1 << N_CATS):
-            lowest[mask] = (mask & -mask).bit_length() - 1
-        result: np.ndarray = lowest[self.state]
-        return result
-
-
 def order_by(groups: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Sort order by (group, time): one argsort of a packed key when it fits in int64."""
     if times.size == 0:
         return np.empty(0, np.int64)
-    t0, width = int(times.min()), int(times.max() - times.min()) + 1
-    g0, ngroups = int(groups.min()), int(groups.max() - groups.min()) + 1
+    t0, width = int(times.min()), int(times.max()) - int(times.min()) + 1
+    g0, ngroups = int(groups.min()), int(groups.max()) - int(groups.min()) + 1
     if ngroups * width < (1 << 62):
         key = (groups - g0) * width + (times - t0)
         result: np.ndarray = np.argsort(key)
         return result
     fallback: np.ndarray = np.lexsort((times, groups))
     return fallback
-
-
-def sweep(group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray) -> Segments:
-    """Sweep the intervals of every group at once (events sorted by group, then time).
-
-    Each category's running count is a cumulative sum of +1/-1 events; because every group's
-    events cancel out, one cumulative sum over all groups is exact. Segments that would cross
-    from one group into the next are dropped, so a group's segments tile exactly its span,
-    first start to last end.
-    """
-    n = start.size
-    times = np.concatenate([start, end])
-    groups = np.concatenate([group, group])
-    order = order_by(groups, times)
-    times, groups = times[order], groups[order]
-    cats = np.concatenate([cat, cat])[order]
-    sign = np.concatenate([np.ones(n, np.int8), -np.ones(n, np.int8)])[order]
-    state = np.zeros(2 * n, np.uint8)
-    for c in range(N_CATS):
-        delta = np.where(cats == c, sign, 0).astype(np.int32)
-        if delta.any():
-            state |= ((np.cumsum(delta) > 0).astype(np.uint8) << c).astype(np.uint8)
-    same = groups[1:] == groups[:-1]
-    return Segments(
-        group=groups[:-1][same],
-        start=times[:-1][same],
-        length=(times[1:] - times[:-1])[same],
-        state=state[:-1][same],
-    )

@@ -220,7 +220,8 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     it = run.iterations
     if it is None or it.num_rows == 0 or run.kernels is None:
         return ()
-    k = run.kernels.filter(pc.is_valid(run.kernels.column("iteration")))
+    k = run.kernels.select(["iteration", "device_id", "duration_ns", "uses_tc", "calls"])
+    k = k.filter(pc.is_valid(k.column("iteration")))  # after the select: kernel tables are wide
     dur = k.column("duration_ns")
     kt = pa.table(
         {
@@ -234,7 +235,8 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     kg = _sums(kt, ["iteration", "device"], {"tc": "tc", "all": "all", "calls": "calls"})
     mg: dict[tuple[object, ...], dict[str, int]] = {}
     if run.memory is not None and run.memory.num_rows:
-        m = run.memory.filter(pc.is_valid(run.memory.column("iteration")))
+        m = run.memory.select(["iteration", "device_id", "duration_ns"])
+        m = m.filter(pc.is_valid(m.column("iteration")))
         mt = pa.table(
             {
                 "iteration": m.column("iteration"),

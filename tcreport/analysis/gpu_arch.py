@@ -64,3 +64,31 @@ def generation_from_kernels(names: Iterable[str]) -> str | None:
                 best = i
                 break
     return _GENERATIONS[best][0] if best >= 0 else None
+
+
+#: The compute capability of each generation's first GPUs: what a kernel built for it proves the
+#: GPU has at least.
+_GENERATION_CC = {
+    "Volta": 7.0,
+    "Turing": 7.5,
+    "Ampere": 8.0,
+    "Ada": 8.9,
+    "Hopper": 9.0,
+    "Blackwell": 10.0,
+}
+
+
+def run_compute_capability(gpus: Iterable[Gpu], kernel_names: Iterable[str]) -> float | None:
+    """The run's compute capability for advice: the lowest of its GPUs' (recorded, else guessed from
+    the name); when no GPU yields one, that of the generation the kernel names were built for (the
+    fallback the diff guard uses to identify an unnamed GPU: a Kineto trace or an nsys export
+    without a GPU table still runs ``sm90_``/``nvjet_`` kernels). ``None`` for a GPU known not to
+    be NVIDIA's, or when nothing says."""
+    devices = tuple(gpus)
+    caps = [c for g in devices if (c := compute_capability(g)) is not None]
+    if caps:
+        return min(caps)
+    if any(g.vendor not in (None, "nvidia") for g in devices):
+        return None
+    generation = generation_from_kernels(kernel_names)
+    return _GENERATION_CC[generation] if generation else None

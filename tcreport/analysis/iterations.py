@@ -57,7 +57,9 @@ def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         and run.ops.num_rows
         and run.ops.column("start_ns").null_count < run.ops.num_rows
     ):
-        ops = run.ops.filter(pc.is_valid(run.ops.column("start_ns")))
+        ops = run.ops.select(["name", "type", "op_id", "start_ns", "cpu_ns", "process_id"])
+        if ops.column("start_ns").null_count:  # after the select: the ops table is wide
+            ops = ops.filter(pc.is_valid(ops.column("start_ns")))
         hit = pc.or_(
             pc.or_(
                 _codes.equals(ops.column("name"), name), _codes.equals(ops.column("type"), name)

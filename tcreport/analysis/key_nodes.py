@@ -99,7 +99,11 @@ def _occurrences_of(run: Run, names: list[str]) -> Occurrences:
     for table, cols, end_col in sources:
         if table is None or table.num_rows == 0:
             continue
-        table = table.filter(pc.is_valid(table.column("start_ns")))
+        # only the columns used: filtering a whole wide table copies every column (seconds on
+        # millions of ops), and most runs have no null start to drop at all
+        table = table.select([*cols, "start_ns", end_col, "process_id"])
+        if table.column("start_ns").null_count:
+            table = table.filter(pc.is_valid(table.column("start_ns")))
         codes = [_codes.codes(table.column(c)) for c in cols]
         lookups = [{v: i for i, v in enumerate(c.values.to_pylist()) if v in wanted} for c in codes]
         hit = np.zeros(table.num_rows, dtype=bool)

@@ -11,18 +11,19 @@ collectives, whether that stream is the GPU's compute stream (the one with the m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from tcreport.analysis import _codes
-from tcreport.analysis.activity import COMPUTE_MASK, Activity, Cat, sweep
+from tcreport.analysis.activity import Activity, Cat
 from tcreport.analysis.steps import StepRow
+from tcreport.analysis.sweep import sweep
+from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 #: Collective kernel names kept as evidence, by time.
 TOP_NAMES = 5
-_FIELDS = tuple(f.name for f in fields(Activity))
 
 
 @dataclass(frozen=True)
@@ -87,24 +88,40 @@ def _opt(v: int) -> int | None:
     return None if v < 0 else v
 
 
-def _stream_table(act: Activity) -> tuple[tuple[CollectiveStream, ...], dict[int, int]]:
-    """Per (device, stream): collective and compute time; the compute stream of each device."""
-    compute = (act.cat == Cat.TC) | (act.cat == Cat.OTHER) | (act.cat == Cat.UNKNOWN)
-    comm = act.cat == Cat.COMM
+def _stream_table(
+    act: Activity, rows: np.ndarray | None = None
+) -> tuple[tuple[CollectiveStream, ...], dict[int, int]]:
+    """Per (device, stream): collective and compute time; the compute stream of each device.
+    ``rows``: a mask of the intervals to count (``None``: all)."""
+    counted = np.ones(len(act), bool) if rows is None else rows
+    comm = (act.cat == Cat.COMM) & counted
+    compute = (act.cat <= Cat.UNKNOWN) & counted  # the three compute categories
     dur = act.end - act.start
-    key = _codes.combine(act.device, act.stream)
-    n = int(key.max(initial=-1)) + 1
-    comm_ns = np.bincount(key, weights=np.where(comm, dur, 0), minlength=n).astype(np.int64)
-    comp_ns = np.bincount(key, weights=np.where(compute, dur, 0), minlength=n).astype(np.int64)
-    comm_n = np.bincount(key, weights=comm, minlength=n).astype(np.int64)
-    first = _codes.first_rows(key)
-    dev, stream = act.device[first], act.stream[first]
+    # rows left out weigh zero instead of being filtered out: no copy of the columns
+    t = pa.table(
+        {
+            "device": act.device,
+            "stream": act.stream,
+            "comm_ns": np.where(comm, dur, 0),
+            "comp_ns": np.where(compute, dur, 0),
+            "comm_n": comm.view(np.int8),
+        }
+    )
+    del dur, comm, compute
+    per = (
+        t.group_by(["device", "stream"])
+        .aggregate([("comm_ns", "sum"), ("comp_ns", "sum"), ("comm_n", "sum")])
+        .sort_by([("device", "ascending"), ("stream", "ascending")])
+    )
+    dev, stream = per.column("device").to_numpy(), per.column("stream").to_numpy()
+    comm_ns, comp_ns = per.column("comm_ns_sum").to_numpy(), per.column("comp_ns_sum").to_numpy()
+    comm_n = per.column("comm_n_sum").to_numpy()
     busiest: dict[int, int] = {}
     for d in np.unique(dev):  # one per GPU
         sel = np.flatnonzero(dev == d)
         if comp_ns[sel].max() > 0:
             busiest[int(d)] = int(stream[sel[np.argmax(comp_ns[sel])]])
-    rows = [
+    out = [
         CollectiveStream(
             device_id=_opt(int(dev[i])),
             stream_id=_opt(int(stream[i])),
@@ -115,17 +132,22 @@ def _stream_table(act: Activity) -> tuple[tuple[CollectiveStream, ...], dict[int
         )
         for i in np.flatnonzero(comm_n > 0)  # streams with collectives: a handful
     ]
-    rows.sort(key=lambda s: (s.device_id or -1, s.stream_id or -1))
-    return tuple(rows), busiest
+    out.sort(key=lambda s: (s.device_id or -1, s.stream_id or -1))
+    return tuple(out), busiest
 
 
-def _top_names(kernels: pa.Table | None, act: Activity) -> tuple[str, ...]:
-    rows = act.kernel_row[(act.cat == Cat.COMM) & (act.kernel_row >= 0)]
-    if kernels is None or rows.size == 0:
+def _top_names(
+    kernels: pa.Table | None, act: Activity, rows: np.ndarray | None = None
+) -> tuple[str, ...]:
+    is_comm = (act.cat == Cat.COMM) & (act.kernel_row >= 0)
+    if rows is not None:
+        is_comm &= rows
+    krow = act.kernel_row[is_comm]
+    if kernels is None or krow.size == 0:
         return ()
     c = _codes.codes(kernels.column("name"))
-    code = c.codes[rows]
-    dur = (act.end - act.start)[(act.cat == Cat.COMM) & (act.kernel_row >= 0)]
+    code = c.codes[krow]
+    dur = (act.end - act.start)[is_comm]
     total = np.bincount(code[code >= 0], weights=dur[code >= 0])
     top = np.argsort(-total, kind="stable")[:TOP_NAMES]
     top = top[total[top] > 0]
@@ -137,13 +159,9 @@ def comm_overlap(act: Activity | None, kernels: pa.Table | None = None) -> CommO
     if act is None or not (act.cat == Cat.COMM).any():
         return None
     dev_code = _codes.combine(act.device)
-    seg = sweep(dev_code, act.start, act.end, act.cat)
     n = int(dev_code.max()) + 1
-    comm_on = ((seg.state >> Cat.COMM) & 1) == 1
-    hidden = comm_on & ((seg.state & COMPUTE_MASK) != 0)
-    total = np.bincount(seg.group, weights=np.where(comm_on, seg.length, 0), minlength=n)
-    over = np.bincount(seg.group, weights=np.where(hidden, seg.length, 0), minlength=n)
-    span = np.bincount(seg.group, weights=seg.length, minlength=n)
+    sums = sweep(dev_code, act.start, act.end, act.cat, n, LAUNCH_GAP_NS)
+    total, over, span = sums.comm_total, sums.comm_hidden, sums.span
     streams, busiest = _stream_table(act)
     dev_of = act.device[_codes.first_rows(dev_code)]
     devices = tuple(
@@ -185,11 +203,12 @@ def from_steps(
     if not any(v[0] for v in per.values()):
         return None
     mask = (act.iteration >= lo) & (act.iteration <= hi) if iterations is not None else None
-    sub = act if mask is None else Activity(*(getattr(act, f)[mask] for f in _FIELDS))
-    streams, busiest = _stream_table(sub)
+    streams, busiest = _stream_table(act, mask)
     devices = tuple(
         DeviceComm(d, v[0], v[1], busiest.get(d if d is not None else -1))
         for d, v in sorted(per.items(), key=lambda p: p[0] if p[0] is not None else -1)
         if v[0] > 0
     )
-    return CommOverlap(devices, streams, _top_names(kernels, sub), sum(r.span_ns for r in kept))
+    return CommOverlap(
+        devices, streams, _top_names(kernels, act, mask), sum(r.span_ns for r in kept)
+    )

@@ -251,16 +251,15 @@ def _steps(
 ) -> _StepParts:
     """Step breakdown of every iteration (warm-up included, like the per-iteration rows), the
     communication overlap of the aggregated ones, and the timeline of the requested iteration,
-    else of the median aggregated one: one activity collection, one host-range index and one
-    sweep shared by the three, which is what keeps a multi-million-launch trace fast."""
+    else of the median aggregated one: one activity collection and one sweep shared by the
+    three, which is what keeps a multi-million-launch trace fast."""
     from tcreport.analysis import activity, iteration_timeline, overlap, steps
 
     whole_run = run.iterations is None or run.iterations.num_rows == 0
     act = activity.collect(run.kernels, run.memory)
     if act is None:
         return _StepParts((), None, None)
-    host = steps.host_intervals(run.ranges, run.ops)
-    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, host)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run)
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)

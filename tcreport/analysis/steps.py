@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import _codes
-from tcreport.analysis.activity import COMPUTE_MASK, IDLE, Activity, Cat, Segments, sweep
+from tcreport.analysis import _codes, sweep
+from tcreport.analysis.activity import IDLE, Activity, Cat
 from tcreport.analysis.timeline import DATA_LOADER, LAUNCH_GAP_NS
 
 #: Host ranges and ops that wait for the GPU: explicit synchronisation, or reading a GPU value on
@@ -87,10 +87,13 @@ class StepRow:
 def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row mask of intervals inside an iteration, their group code, and (iteration, device) per group."""
     inside = act.iteration >= 0
-    it, dev = act.iteration[inside], act.device[inside]
+    everything = bool(inside.all())
+    it = act.iteration if everything else act.iteration[inside]
+    dev = act.device if everything else act.device[inside]
     packed = it * (int(dev.max(initial=0)) + 2) + (dev + 1)
-    uniq, group = np.unique(packed, return_inverse=True)
-    return inside, group.astype(np.int64), uniq
+    uniq = np.unique(packed)  # few groups: hashed, then each row found by binary search
+    group: np.ndarray = np.searchsorted(uniq, packed).astype(np.int64)
+    return inside, group, uniq
 
 
 @dataclass(frozen=True)
@@ -102,30 +105,65 @@ class HostIntervals:
     process: np.ndarray
     code: np.ndarray  # into names
     names: list[str | None]
+    single_process: bool  # every range and op (those left out too) on one process (or none)
 
 
-def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostIntervals | None:
-    """Timed host ranges and ops (iteration markers left out), names in one code space."""
+def _process_ids(tables: list[pa.Table]) -> set[int]:
+    """Distinct process ids of the tables (-1 for a null), from their min and max only: all that
+    matters is whether there is more than one."""
+    seen: set[int] = set()
+    for t in tables:
+        col = t.column("process_id")
+        if col.null_count:
+            seen.add(-1)
+        if col.null_count < len(col):
+            mm = pc.min_max(col)
+            seen.update(int(v.as_py()) for v in (mm["min"], mm["max"]))
+    return seen
+
+
+def _containing(s: np.ndarray, e: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Per interval [s, e): does it contain any of the sorted ``points``?"""
+    i = np.searchsorted(points, s, side="left")  # the first point at or after the start
+    hit = i < points.size
+    hit[hit] = points[i[hit]] < e[hit]
+    return hit
+
+
+def host_intervals(
+    ranges: pa.Table | None, ops: pa.Table | None, points: np.ndarray | None = None
+) -> HostIntervals | None:
+    """Timed host ranges and ops (iteration markers left out), names in one code space.
+
+    ``points`` (sorted): keep only the intervals containing one of them, before anything else is
+    done with the rows: the gaps to explain are few, the ops of a long run are millions.
+    """
     starts, ends, procs, codes = [], [], [], []
     names: list[str | None] = []
     end_col = {"end": "end_ns", "cpu": "cpu_ns"}
+    present = [t for t in (ranges, ops) if t is not None and t.num_rows]
+    single = len(_process_ids(present)) <= 1
     for table, end_of in ((ranges, "end"), (ops, "cpu")):
         if table is None or table.num_rows == 0:
             continue
         t = table.select(["name", "start_ns", end_col[end_of], "process_id"])
         if t.column("start_ns").null_count:
             t = t.filter(pc.is_valid(t.column("start_ns")))
-        marks = _codes.matches(t.column("name"), ITERATION_MARK)
-        if pc.any(marks).as_py():
-            t = t.filter(pc.invert(marks))
-        if t.num_rows == 0:
-            continue
-        s = t.column("start_ns").to_numpy().astype(np.int64)
+        s = np.asarray(t.column("start_ns").to_numpy(), np.int64)
         e = (
-            t.column("end_ns").to_numpy().astype(np.int64)
+            np.asarray(pc.fill_null(t.column("end_ns"), 0).to_numpy(), np.int64)
             if end_of == "end"
             else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
         )
+        if points is not None:
+            hit = _containing(s, e, points)
+            t, s, e = t.filter(pa.array(hit)), s[hit], e[hit]
+        marks = _codes.matches(t.column("name"), ITERATION_MARK)
+        if pc.any(marks).as_py():
+            keep = np.asarray(pc.invert(marks).to_numpy(zero_copy_only=False), bool)
+            t, s, e = t.filter(pa.array(keep)), s[keep], e[keep]
+        if t.num_rows == 0:
+            continue
         c = _codes.codes(t.column("name"))
         starts.append(s)
         ends.append(e)
@@ -138,7 +176,7 @@ def host_intervals(ranges: pa.Table | None, ops: pa.Table | None) -> HostInterva
     order = np.argsort(start, kind="stable")  # once: every lookup below relies on start order
     return HostIntervals(
         start[order], np.concatenate(ends)[order], np.concatenate(procs)[order],
-        np.concatenate(codes)[order], names,
+        np.concatenate(codes)[order], names, single,
     )  # fmt: skip
 
 
@@ -179,38 +217,32 @@ def cause_kind(name: str | None) -> str:
 
 
 def _gap_codes(
-    seg: Segments, gaps: np.ndarray, act: Activity, inside: np.ndarray, uniq: np.ndarray,
-    host: HostIntervals | None,
-) -> np.ndarray:  # fmt: skip
-    """Per host-bound gap (``gaps``: mask over ``seg``), the name code of its enclosing host
-    range on the GPU's launching process (-1: none)."""
-    g, length = seg.group[gaps], seg.length[gaps]
-    mid = seg.start[gaps] + length // 2
-    code = np.full(g.size, -1, np.int64)
-    if host is not None and g.size:
-        ndev = int(act.device[inside].max(initial=0)) + 2
-        gdev = uniq % ndev - 1
-        dev_of_gap = gdev[g]
-        single = np.unique(host.process).size <= 1
-        for dev in np.unique(dev_of_gap):  # one pass per GPU, not per gap
-            procs = np.unique(act.process[inside & (act.device == dev)])
-            keep: np.ndarray | None = None
-            if not single and (procs >= 0).any():
+    gap_dev: np.ndarray, mid: np.ndarray, act: Activity, host: HostIntervals | None
+) -> np.ndarray:
+    """Per host-bound gap (its GPU and midpoint), the name code of its enclosing host range on
+    the GPU's launching process (-1: none)."""
+    code = np.full(mid.size, -1, np.int64)
+    if host is None or mid.size == 0:
+        return code
+    for dev in np.unique(gap_dev):  # one pass per GPU, not per gap
+        keep: np.ndarray | None = None
+        if not host.single_process:
+            procs = np.unique(act.process[act.device == dev])
+            if (procs >= 0).any():
                 keep = np.isin(host.process, procs[procs >= 0]) | (host.process < 0)
                 if not keep.any():
                     keep = None
-            sel = dev_of_gap == dev
-            code[sel] = enclosing(host, keep, mid[sel])
+        sel = gap_dev == dev
+        code[sel] = enclosing(host, keep, mid[sel])
     return code
 
 
 def _host_causes(
-    seg: Segments, gaps: np.ndarray, code: np.ndarray, host: HostIntervals | None
+    group: np.ndarray, length: np.ndarray, code: np.ndarray, host: HostIntervals | None
 ) -> dict[int, tuple[IdleCause, ...]]:
-    """Top causes of the host-bound gaps of each group (gaps: mask over ``seg``)."""
-    g, length = seg.group[gaps], seg.length[gaps]
+    """Top causes of the host-bound gaps of each group."""
     names = host.names if host is not None else []
-    key = g * (len(names) + 1) + (code + 1)
+    key = group * (len(names) + 1) + (code + 1)
     uk, inv = np.unique(key, return_inverse=True)
     total = np.bincount(inv, weights=length).astype(np.int64)
     out: dict[int, list[IdleCause]] = {}
@@ -240,10 +272,9 @@ def breakdown(
     ranges: pa.Table | None = None,
     ops: pa.Table | None = None,
     whole_run: bool = False,
-    host: HostIntervals | None = None,
 ) -> tuple[StepRow, ...]:
     """:func:`breakdown_with_gaps` without the gaps."""
-    return breakdown_with_gaps(act, ranges, ops, whole_run, host)[0]
+    return breakdown_with_gaps(act, ranges, ops, whole_run)[0]
 
 
 def breakdown_with_gaps(
@@ -251,48 +282,39 @@ def breakdown_with_gaps(
     ranges: pa.Table | None = None,
     ops: pa.Table | None = None,
     whole_run: bool = False,
-    host: HostIntervals | None = None,
 ) -> tuple[tuple[StepRow, ...], HostGaps | None]:
     """The step breakdown of every (iteration, GPU) with timed activity; () without timestamps.
 
     ``whole_run``: the run has no iterations table, so its whole span counts as iteration 0
-    (otherwise rows outside every iteration are left out, as everywhere else). ``host``: the
-    index of ``ranges`` and ``ops`` when the caller already built it.
+    (otherwise rows outside every iteration are left out, as everywhere else). The host ranges
+    and ops are indexed only where they contain a host-bound gap.
     """
     if act is not None and whole_run:
         act = dataclasses.replace(act, iteration=np.zeros_like(act.iteration))
     if act is None or not (act.iteration >= 0).any():
         return (), None
     inside, group, uniq = _group_keys(act)
-    seg = sweep(group, act.start[inside], act.end[inside], act.cat[inside])
+    every = bool(inside.all())  # then no copies of the activity arrays
+    start, end, cat = (a if every else a[inside] for a in (act.start, act.end, act.cat))
     ng = uniq.size
-    win = seg.winner().astype(np.int64)
-    idle = win == IDLE
-    short = idle & (seg.length < LAUNCH_GAP_NS)
-    win = np.where(idle & ~short, IDLE + 1, win)  # IDLE = launch-bound, IDLE + 1 = host-bound
-    per = np.bincount(seg.group * (IDLE + 2) + win, weights=seg.length, minlength=ng * (IDLE + 2))
-    per = per.reshape(ng, IDLE + 2).astype(np.int64)
-    comm_on = (seg.state >> Cat.COMM) & 1 == 1
-    comm_total = np.bincount(seg.group, weights=np.where(comm_on, seg.length, 0), minlength=ng)
-    hidden = comm_on & ((seg.state & COMPUTE_MASK) != 0)
-    comm_hidden = np.bincount(seg.group, weights=np.where(hidden, seg.length, 0), minlength=ng)
+    sums = sweep.sweep(group, start, end, cat, ng, LAUNCH_GAP_NS)
     g_start = np.full(ng, np.iinfo(np.int64).max)
-    np.minimum.at(g_start, group, act.start[inside])
-    if host is None:
-        host = host_intervals(ranges, ops)
-    gap_mask = idle & ~short
-    code = _gap_codes(seg, gap_mask, act, inside, uniq, host)
-    causes = _host_causes(seg, gap_mask, code, host)
+    np.minimum.at(g_start, group, start)
     ndev = int(act.device[inside].max(initial=0)) + 2
-    gg = seg.group[gap_mask]
+    gdev = uniq % ndev - 1
+    mid = sums.gap_start + sums.gap_length // 2
+    host = host_intervals(ranges, ops, np.sort(mid))
+    code = _gap_codes(gdev[sums.gap_group], mid, act, host)
+    causes = _host_causes(sums.gap_group, sums.gap_length, code, host)
     gaps = HostGaps(
-        iteration=uniq[gg] // ndev, device=uniq[gg] % ndev - 1, start=seg.start[gap_mask],
-        length=seg.length[gap_mask], code=code, names=host.names if host is not None else [],
+        iteration=uniq[sums.gap_group] // ndev, device=gdev[sums.gap_group],
+        start=sums.gap_start, length=sums.gap_length, code=code,
+        names=host.names if host is not None else [],
     )  # fmt: skip
     rows = []
     for g in range(ng):  # one per (iteration, GPU): small
         it, dev = divmod(int(uniq[g]), ndev)
-        p = per[g]
+        p = sums.by_winner[g]
         rows.append(
             StepRow(
                 iteration=it,
@@ -305,9 +327,9 @@ def breakdown_with_gaps(
                 communication_ns=int(p[Cat.COMM]),
                 memory_ns=int(p[Cat.MEMORY]),
                 idle_launch_ns=int(p[IDLE]),
-                idle_host_ns=int(p[IDLE + 1]),
-                communication_total_ns=int(comm_total[g]),
-                communication_overlap_ns=int(comm_hidden[g]),
+                idle_host_ns=int(p[sweep.LONG_IDLE]),
+                communication_total_ns=int(sums.comm_total[g]),
+                communication_overlap_ns=int(sums.comm_hidden[g]),
                 host_causes=causes.get(g, ()),
             )
         )

@@ -124,6 +124,9 @@ def compute(
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return None
+    # the columns used, before the filter: the ops table is wide and has millions of rows
+    ops = ops.select(["name", "type", "input_shapes", "output_shapes", "dtype", "uses_tc",
+                      "calls", "gpu_ns", "iteration"])  # fmt: skip
     ops = ops.filter(pc.greater(pc.fill_null(ops.column("gpu_ns"), 0), 0))
     if ops.num_rows == 0:
         return None
@@ -131,11 +134,11 @@ def compute(
     calls = pc.fill_null(ops.column("calls"), -1).to_numpy().astype(np.int64)
     row_flops = np.where(calls >= 0, per_call * calls, np.nan)
     gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
-    kinds = np.array([c.kind for c in counts])[dkey]
-    heavy = kinds != "other"
+    heavy = np.array([c.kind != "other" for c in counts], bool)[dkey]
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
-    groups = _groups(ops, row_flops, dkey, counts, gpu)
+    prec_code, prec_names = _row_precision(ops)
+    groups = _groups(ops, row_flops, dkey, counts, gpu, prec_code, prec_names)
     name = _codes.codes(ops.column("name"))
     miss = heavy & ~has
     missing: tuple[str, ...] = ()
@@ -143,8 +146,10 @@ def compute(
         per_name = np.bincount(name.codes[miss], weights=gpu_ns[miss])
         order = np.argsort(-per_name, kind="stable")
         missing = tuple(str(v) for v in name.take(order[per_name[order] > 0]) if v is not None)
-    prec = _row_precision(ops)
-    total = {p: float(row_flops[has & (prec == p)].sum()) for p in np.unique(prec[has])}
+    per_prec = np.bincount(prec_code[has], weights=row_flops[has], minlength=len(prec_names))
+    seen = np.zeros(len(prec_names), bool)
+    seen[np.unique(prec_code[has])] = True
+    total = {prec_names[i]: float(per_prec[i]) for i in np.flatnonzero(seen)}
     precision = max(total, key=lambda p: total[p]) if total else None
     counted = int(gpu_ns[has].sum())
     note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()))
@@ -185,21 +190,28 @@ def _mfu_note(
     return None
 
 
-def _row_precision(ops: pa.Table) -> np.ndarray:
+def _row_precision(ops: pa.Table) -> tuple[np.ndarray, list[str]]:
+    """Per row, a code into the returned precision names ("" when the dtype is unknown): the
+    normalised dtype, with fp32 on Tensor Cores counted as tf32. Codes, not strings: millions of
+    rows share a handful of dtypes."""
     d = _codes.codes(ops.column("dtype"))
-    norm = np.array([normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""], dtype=object)
-    dt = norm[np.where(d.codes >= 0, d.codes, len(norm) - 1)]
+    labels = [normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""]
+    names = sorted(set(labels) | {"tf32"})
+    index = {n: i for i, n in enumerate(names)}
+    code_of = np.array([index[v] for v in labels], np.int64)
+    dt = code_of[np.where(d.codes >= 0, d.codes, len(labels) - 1)]
     tc = np.asarray(pc.fill_null(ops.column("uses_tc"), False).to_numpy(zero_copy_only=False))
-    return np.where(dt == "fp32", np.where(tc, "tf32", "fp32"), dt).astype(str)
+    if "fp32" in index:
+        dt = np.where((dt == index["fp32"]) & tc, index["tf32"], dt)
+    return dt, names
 
 
 def _groups(
     ops: pa.Table, row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
-    gpu: peaks.GpuPeaks | None,
+    gpu: peaks.GpuPeaks | None, prec: np.ndarray, prec_names: list[str],
 ) -> tuple[OpThroughput, ...]:  # fmt: skip
     """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
     name = _codes.codes(ops.column("name"))
-    prec = _row_precision(ops)
     key = _codes.combine(name.codes, dkey)
     n = int(key.max()) + 1
     gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
@@ -218,7 +230,7 @@ def _groups(
     out = []
     for i, g in enumerate(order):  # at most TOP_OPS
         c = counts[dkey[first[g]]]
-        p = str(prec[first[g]]) or None
+        p = prec_names[prec[first[g]]] or None
         out.append(
             OpThroughput(
                 name=str(names[i]),

@@ -109,8 +109,12 @@ def kernel_timeline(kernels: pa.Table | None) -> TimelineFigures | None:
     """Timeline figures of a canonical kernels table; ``None`` without per-launch timestamps."""
     if kernels is None or kernels.num_rows == 0:
         return None
-    valid = pc.and_(pc.is_valid(kernels.column("start_ns")), pc.equal(kernels.column("calls"), 1))
-    k = kernels.filter(pc.fill_null(valid, False))
+    k = kernels.select(["name", "start_ns", "duration_ns", "calls", "device_id"])  # not wide
+    valid = pc.fill_null(
+        pc.and_(pc.is_valid(k.column("start_ns")), pc.equal(k.column("calls"), 1)), False
+    )
+    if not pc.all(valid).as_py():
+        k = k.filter(valid)
     if k.num_rows == 0:
         return None
     starts = k.column("start_ns").to_numpy().astype(np.int64)

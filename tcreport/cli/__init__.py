@@ -6,6 +6,8 @@ import os
 
 from tcreport.cli.app import app
 
+__all__ = ["app", "main"]  # `app` is public: tests and embedders invoke the Typer app
+
 
 def main() -> None:
     # Arrow's default pool (mimalloc in the wheels) keeps freed pages for reuse; a trace is read

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -14,8 +15,6 @@ from tcreport.errors import TcreportError, UsageError
 from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from tcreport.report import Report
 
 err_console = Console(stderr=True, highlight=False)
@@ -46,6 +45,14 @@ AllowEmpty = Annotated[
         "--allow-empty",
         help="Go on when --key-node never occurs or --iter-start is past the last iteration "
         "(the whole run is aggregated) instead of stopping with exit 2.",
+    ),
+]
+#: ``-o`` for a command that writes one file; a command with a default file name says it in its
+#: own help (the name depends on other options, so it cannot sit in one shared text).
+OutputFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", metavar="FILE", help="File to write, '-' for stdout.", show_default=False
     ),
 ]
 FollowLink = Annotated[

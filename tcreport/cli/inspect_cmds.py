@@ -13,6 +13,7 @@ from tcreport.cli._common import (
     IterStart,
     IterStop,
     KeyNode,
+    OutputFile,
     ReplaceReadOnly,
     is_stdout,
     load_and_analyze,
@@ -49,17 +50,7 @@ TracePath = Annotated[
 @app.command()
 def report(
     path: TracePath,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="File to write, '-' for stdout [default: tcreport.html, tcreport.md with "
-            "--markdown].",
-            show_default=False,
-        ),
-    ] = None,
+    output: OutputFile = None,
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
@@ -83,7 +74,10 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """Write one self-contained HTML report (or Markdown for a PR comment)."""
+    """Write one self-contained HTML report (or Markdown for a PR comment).
+
+    Without -o it goes to tcreport.html (tcreport.md with --markdown).
+    """
     with user_errors():
         from tcreport import _fs, api
 

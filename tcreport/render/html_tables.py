@@ -66,11 +66,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         )
         if v
     )
-    gpus = "; ".join(
-        f"{g.device_id}: {g.name or 'unknown'}"
-        + (f" (sm {g.compute_capability})" if g.compute_capability else "")
-        for g in m.gpus
-    )
+    gpus = fmt.gpus(m.gpus, per_device=True)
     rng = (
         f"{it.start}–{it.stop} of {fmt.count(it.total)}"
         if it.start is not None and it.stop is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tcreport import fmt
 from tcreport.render import diff_html, html, page
 
 CHART_W = 1000
@@ -70,7 +71,7 @@ def trend(rows: tuple[IndexRow, ...]) -> Trend | None:
         Point(
             x=x_of(i, r.timestamp or 0.0),
             y=round(PAD_T + h * (1.0 - (r.tc_share or 0.0)), 2),
-            title=f"{r.date}  {r.source}  ({r.gpu or 'unknown GPU'}): {(r.tc_share or 0) * 100:.1f} %",
+            title=f"{r.date}  {r.source}  ({r.gpu or fmt.UNKNOWN_GPU}): {(r.tc_share or 0) * 100:.1f} %",
         )
         for i, r in enumerate(pts)
     )
@@ -94,7 +95,7 @@ def trends(rows: tuple[IndexRow, ...]) -> tuple[tuple[str, Trend], ...]:
     because the hardware changed is not a trend. Models in name order."""
     by_gpu: dict[str, list[IndexRow]] = {}
     for r in rows:
-        by_gpu.setdefault(r.gpu or "unknown GPU", []).append(r)
+        by_gpu.setdefault(r.gpu or fmt.UNKNOWN_GPU, []).append(r)
     out = []
     for gpu in sorted(by_gpu):
         t = trend(tuple(by_gpu[gpu]))

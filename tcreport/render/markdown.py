@@ -63,7 +63,7 @@ def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
     it = a.selection.info
-    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    gpus = fmt.gpus(m.gpus)
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",

@@ -29,7 +29,7 @@ def _e(text: object) -> str:
 def _head(view: Report) -> list[str]:
     a = view.analysis
     m = a.meta
-    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    gpus = fmt.gpus(m.gpus)
     it = a.selection.info
     if not it.total:
         iters = "whole run"

@@ -71,7 +71,7 @@ def render(view: Report, console: Console | None = None) -> None:
     out = console or Console(highlight=False)
     a = view.analysis
     m = a.meta
-    gpus = ", ".join(sorted({g.name or "unknown GPU" for g in m.gpus})) or "unknown GPU"
+    gpus = fmt.gpus(m.gpus)
     out.print(
         f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
         f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",

@@ -15,6 +15,7 @@ from tcreport import fmt
 from tcreport.analysis.activity import IDLE, Cat
 from tcreport.analysis.iteration_timeline import HOST
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 STEP_W = 1000  # user units of the step chart
 STEP_LABEL = 110
@@ -32,7 +33,7 @@ STEP_PARTS = (
     ("unk", "compute, verdict unknown"),
     ("comm", "communication (not hidden)"),
     ("mem", "memory copies/sets"),
-    ("launch", "idle: launch-bound (gaps < 100 µs)"),
+    ("launch", f"idle: launch-bound (gaps < {fmt.ns(LAUNCH_GAP_NS, 0)})"),
     ("host", "idle: host-bound"),
 )
 _BLOCK_CSS = {Cat.TC: "tc", Cat.OTHER: "other", Cat.UNKNOWN: "unk", Cat.COMM: "comm",
@@ -105,15 +106,6 @@ class StepSection:
     timeline: TimelineView | None
 
 
-def _flops(v: int | None) -> str:
-    if v is None:
-        return "—"
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
-        if v >= scale:
-            return f"{v / scale:.2f} {unit}"
-    return f"{v} FLOP"
-
-
 def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
     rows = a.steps[:MAX_STEP_ROWS]
     if not rows:
@@ -181,8 +173,8 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
     rows = tuple(
         ThroughputRow(
             name=o.name, shapes=o.input_shapes or "", precision=o.precision or "—", calls=o.calls,
-            gpu_ns=o.gpu_ns, flops=_flops(o.flops),
-            tflops="—" if o.tflops is None else f"{o.tflops:.2f}",
+            gpu_ns=o.gpu_ns, flops="—" if o.flops is None else fmt.flops(o.flops),
+            tflops="—" if o.tflops is None else fmt.tflops(o.tflops, unit=False),
             peak="—" if o.peak_share is None else fmt.pct(o.peak_share),
             formula=o.formula,
         )
@@ -197,8 +189,8 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
         else "Peak: the trace does not name a GPU model in the peaks table, so no % of peak."
     )
     mfu = (
-        f"Model FLOP utilisation {fmt.pct(t.mfu, 2)}: {_flops(t.flops)} in {fmt.ns(t.wall_ns)} on "
-        f"{t.gpus} GPU(s), {t.tflops:.2f} TFLOP/s achieved."
+        f"Model FLOP utilisation {fmt.pct(t.mfu, 2)}: {fmt.flops(t.flops)} in {fmt.ns(t.wall_ns)} "
+        f"on {t.gpus} GPU(s), {fmt.tflops(t.tflops)} achieved."
         if t.mfu is not None and t.tflops is not None
         else f"No model FLOP utilisation: {t.mfu_note}."
     )
@@ -238,7 +230,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
     names = [n if len(n) <= MAX_NAME else n[: MAX_NAME - 1] + "…" for n in tl.names]
     return TimelineView(
         title=title,
-        note=merged + dropped + ". Launch-bound gaps under 100 µs are not marked.",
+        note=f"{merged}{dropped}. Launch-bound gaps under {fmt.ns(LAUNCH_GAP_NS, 0)} are not marked.",
         height=max(y, LANE_H),
         lanes=tuple(
             LaneView(lane.label, lane.kind, yy) for lane, yy in zip(tl.lanes, ys, strict=True)

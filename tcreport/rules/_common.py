@@ -45,9 +45,9 @@ def flavour(analysis: Analysis) -> Flavour:
 
 
 def compute_capability(analysis: Analysis) -> float | None:
-    """The lowest known compute capability in the run; a guess from the GPU name when absent."""
-    caps = [c for g in analysis.meta.gpus if (c := gpu_arch.compute_capability(g)) is not None]
-    return min(caps) if caps else None
+    """The lowest known compute capability in the run; a guess from the GPU name, else from the
+    kernel names' architecture marks, when absent (:func:`gpu_arch.run_compute_capability`)."""
+    return gpu_arch.run_compute_capability(analysis.meta.gpus, (k.name for k in analysis.kernels))
 
 
 def amp_fix(fl: Flavour, cc: float | None) -> str:

@@ -49,7 +49,8 @@ from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, Source
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
-    from tcreport.ingest.kineto import fast
+    # Re-exported: callers and tests ask `reader.fast is None` to learn whether msgspec is there.
+    from tcreport.ingest.kineto import fast as fast
 except ModuleNotFoundError as exc:  # msgspec comes with the [fast] extra
     if exc.name != "msgspec":
         raise

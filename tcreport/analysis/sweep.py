@@ -1,0 +1,188 @@
+"""The one interval sweep: per group (an iteration on a GPU, or a GPU), what was active when.
+
+Every interval contributes two events, its start and its end; sorted by (group, time), a running
+count per category says which categories are active in each elementary segment between two
+consecutive events, and the highest-priority active one (:class:`activity.Cat`: Tensor Core
+compute before other compute before communication before memory) takes the segment. Overlapped
+time is therefore counted once, and each group's segments tile exactly its span, first start to
+last end.
+
+Speed and memory are what decide the design, because a training trace has millions of launches:
+
+* one ``int64`` per event packs (group, time, start/end, category), so a single in-place sort of
+  one array replaces an argsort and four gathers (a lexsort on three arrays is kept for the rare
+  trace whose time range is too wide to pack);
+* starts sort before ends at equal times, so no running count is ever negative;
+* the sorted events are walked in chunks of :data:`CHUNK` events, carrying the counts from one
+  chunk to the next, and only the sums are kept: time per (group, winning category), the union
+  of collective time and the part of it compute hid, and the idle segments at least
+  ``long_gap_ns`` long (the host-bound gaps, few). Temporaries are a chunk's size, whatever the
+  trace's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tcreport.analysis.activity import COMPUTE_MASK, IDLE, N_CATS, Cat
+
+#: Events per chunk: big enough that numpy's per-call overhead vanishes, small enough that the
+#: chunk's temporaries (a few dozen bytes per event) stay in tens of MiB.
+CHUNK = 1 << 20
+#: Bits below the (group, time) part of a packed event: 3 for the category, 1 for start/end.
+_LOW = 4
+_END = 1 << 3
+#: Column of the long idle segments in :attr:`SweepSums.by_winner` (column ``IDLE`` holds the
+#: short ones).
+LONG_IDLE = IDLE + 1
+_COLS = IDLE + 2
+
+
+def _lowest_active() -> np.ndarray:
+    """Per state bit mask, the highest-priority (lowest) active category, or IDLE."""
+    lowest = np.full(1 << N_CATS, IDLE, np.int64)
+    for mask in range(1, 1 << N_CATS):
+        lowest[mask] = (mask & -mask).bit_length() - 1
+    return lowest
+
+
+_WINNER = _lowest_active()
+
+
+@dataclass(frozen=True)
+class SweepSums:
+    """Sums over each group's segments (``ngroups`` rows), and its long idle segments."""
+
+    by_winner: np.ndarray  # (ngroups, IDLE + 2) int64 ns: Cat columns, short idle, long idle
+    comm_total: np.ndarray  # (ngroups,) int64: union of collective time
+    comm_hidden: np.ndarray  # (ngroups,) int64: of which some compute ran at the same time
+    gap_group: np.ndarray  # per long idle segment: its group
+    gap_start: np.ndarray  # absolute ns
+    gap_length: np.ndarray  # ns, >= long_gap_ns
+
+    @property
+    def span(self) -> np.ndarray:
+        result: np.ndarray = self.by_winner.sum(axis=1)
+        return result
+
+
+@dataclass
+class _Events:
+    """One chunk of sorted events, plus the next event (for the last segment's end), if any."""
+
+    group: np.ndarray
+    time: np.ndarray
+    cat: np.ndarray
+    is_end: np.ndarray
+
+
+def _packed(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray, ngroups: int
+) -> tuple[np.ndarray, int, int] | None:
+    """Every event as ``((group * width + time - t0) << 4) | end << 3 | cat``, sorted in place;
+    ``None`` when that does not fit in 63 bits (a time range of years, or hostile timestamps)."""
+    t0, t1 = int(min(start.min(), end.min())), int(max(start.max(), end.max()))
+    width = t1 - t0 + 1
+    if ngroups * width >= 1 << (62 - _LOW):
+        return None
+    n = start.size
+    key = np.empty(2 * n, np.int64)
+    for half, times, flag in ((key[:n], start, 0), (key[n:], end, _END)):
+        np.subtract(times, t0, out=half)  # first: times near the int64 limits must not wrap
+        half += group * width
+        half <<= _LOW
+        half |= cat.astype(np.int64) | flag
+    key.sort()
+    return key, t0, width
+
+
+def _chunks_packed(key: np.ndarray, t0: int, width: int) -> Iterator[_Events]:
+    for a in range(0, key.size, CHUNK):
+        k = key[a : a + CHUNK + 1]  # one event past the chunk: the end of its last segment
+        hi = k >> _LOW
+        grp = hi // width
+        yield _Events(grp, hi - grp * width + t0, (k & 7).astype(np.int8), (k & _END) != 0)
+
+
+def _chunks_sorted(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray
+) -> Iterator[_Events]:
+    """The same events for a time range too wide to pack: a lexsort, then gathers per chunk."""
+    n = start.size
+    times = np.concatenate([start, end])
+    groups = np.concatenate([group, group])
+    is_end = np.arange(2 * n) >= n
+    order = np.lexsort((is_end, times, groups))  # starts before ends at equal times
+    for a in range(0, order.size, CHUNK):
+        idx = order[a : a + CHUNK + 1]
+        yield _Events(groups[idx], times[idx], cat[idx % n], is_end[idx])
+
+
+def sweep(
+    group: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    cat: np.ndarray,
+    ngroups: int,
+    long_gap_ns: int,
+) -> SweepSums:
+    """Sweep the intervals of every group at once; ``group`` holds codes ``0..ngroups-1``."""
+    by_winner = np.zeros(ngroups * _COLS, np.int64)
+    comm_total = np.zeros(ngroups, np.int64)
+    comm_hidden = np.zeros(ngroups, np.int64)
+    gaps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    if start.size == 0:
+        empty = np.empty(0, np.int64)
+        return SweepSums(by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden,
+                         empty, empty, empty)  # fmt: skip
+    present = [c for c in range(N_CATS) if (cat == c).any()]
+    packed = _packed(group, start, end, cat, ngroups)
+    chunks = (
+        _chunks_packed(*packed) if packed is not None else _chunks_sorted(group, start, end, cat)
+    )
+    carry = np.zeros(N_CATS, np.int64)
+    for ev in chunks:
+        m = ev.group.size - 1  # segments in this chunk (the last event only closes one)
+        if m <= 0:
+            break
+        sign = np.where(ev.is_end[:m], -1, 1).astype(np.int64)
+        state = np.zeros(m, np.uint8)
+        for c in present:
+            counts = np.cumsum(np.where(ev.cat[:m] == c, sign, 0))
+            counts += carry[c]
+            carry[c] = counts[-1]
+            state |= (counts > 0).astype(np.uint8) << np.uint8(c)
+        grp = ev.group[:m]
+        length = np.where(ev.group[1:] == grp, ev.time[1:] - ev.time[:m], 0)
+        win = _WINNER[state]
+        long = (win == IDLE) & (length >= long_gap_ns)
+        col = np.where(long, LONG_IDLE, win)
+        by_winner += _sum(grp * _COLS + col, length, ngroups * _COLS)
+        comm = (state >> np.uint8(Cat.COMM)) & 1 == 1
+        comm_total += _sum(grp, np.where(comm, length, 0), ngroups)
+        hidden = comm & ((state & np.uint8(COMPUTE_MASK)) != 0)
+        comm_hidden += _sum(grp, np.where(hidden, length, 0), ngroups)
+        at = np.flatnonzero(long)
+        if at.size:
+            gaps.append((grp[at], ev.time[at], length[at]))
+    g, s, ln = (
+        (np.concatenate(x) for x in zip(*gaps, strict=True))
+        if gaps
+        else (np.empty(0, np.int64) for _ in range(3))
+    )
+    return SweepSums(by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden, g, s, ln)
+
+
+def _sum(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Exact int64 sums of non-negative int64 ``weights`` per ``index``. ``bincount`` adds in
+    float64, exact while a sum stays below 2**53 ns (104 days), which a chunk of real segments
+    never reaches; otherwise the high and low 32 bits are summed apart, each exactly."""
+    if weights.size == 0 or int(weights.max()) < (1 << 53) // weights.size:
+        return np.bincount(index, weights=weights, minlength=size).astype(np.int64)
+    lo = np.bincount(index, weights=weights & 0xFFFFFFFF, minlength=size).astype(np.int64)
+    hi = np.bincount(index, weights=weights >> 32, minlength=size).astype(np.int64)
+    result: np.ndarray = (hi << 32) + lo
+    return result
