@@ -16,7 +16,8 @@ from synthetic import MS, US, kernel_row, op_row, range_row, synthetic_rows_run
 from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
-from tcreport import api
+from tcreport import api, fmt
+from tcreport.analysis import host_time
 from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
 from tcreport.model import Run, SourceFormat
@@ -320,6 +321,17 @@ def test_cpu_only_tf_capture_has_no_tc_verdict_and_host_time_columns(cpu_capture
     md = runner.invoke(app, ["report", str(xplane), "--markdown", "-o", str(cpu_capture / "r.md")])
     assert md.exit_code == 0
     assert "**CPU-only run: no GPU kernels**" in (cpu_capture / "r.md").read_text()
+    # host time in ops: TF's op statistics are self time without timestamps, so the rows' sum is
+    # the total (nothing nests); every output shows the analysis' one figure
+    assert host["total_method"] == host_time.SUMMED
+    assert host["total_ns"] >= sum(r["cpu_ns"] for r in host["ops"])
+    if len(host["op_types"]) < 20:
+        assert host["total_ns"] == sum(r["cpu_ns"] for r in host["op_types"])
+    shown = fmt.ns(host["total_ns"])
+    (line,) = [x for x in text.splitlines() if x.startswith("Host time (ops)")]
+    assert line.split()[-2:] == shown.split()
+    assert f"Host time in ops: {shown} (" in (cpu_capture / "r.md").read_text()
+    assert f"Host time in ops: <strong>{shown}</strong>" in html
 
 
 def test_batch_index_shows_no_tc_finding_for_a_cpu_run(cpu_capture: Path, tmp_path: Path) -> None:

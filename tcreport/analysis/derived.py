@@ -1,22 +1,29 @@
-"""Figures derived from the headline ones: GPU busy share, per-iteration stacks per GPU, and the
-iterations that stand out.
+"""Figures derived from the headline ones: GPU busy share, per-iteration stacks per GPU, the
+iterations that stand out, and figures per aggregated iteration.
 
 Each had two or three definitions before (the HTML card, the low-utilisation finding and the
 iteration chart each worked its own out, so one page said "GPU busy 59.5 %" beside "the GPU is
 busy 55.5 %"). They live here once; rules, renderers, diff and batch read the result.
+
+Per-iteration idle time has one source where kernels carry per-launch timestamps: the step
+breakdown (:mod:`tcreport.analysis.steps`), an interval sweep that counts overlapped work once.
+:func:`with_steps` puts its figures on the iteration rows; the older estimate (iteration duration
+minus kernel and memory time summed over launches) is kept only for inputs without timestamps
+(DLProf's aggregated reports), and every row says which of the two it holds (``idle_estimated``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis.figures import TimeFigures
 from tcreport.analysis.iterations import Selection
+from tcreport.analysis.steps import StepRow
 from tcreport.analysis.timeline import TimelineFigures
-from tcreport.model import Run, RunMeta
+from tcreport.model import IterationInfo, Run, RunMeta
 
 #: An iteration this many times slower (or faster) than the median of the aggregated ones stands
 #: out: steady training steps vary by a few per cent, a recompilation or a data stall by far more.
@@ -70,15 +77,68 @@ def gpu_busy(meta: RunMeta, time: TimeFigures, timeline: TimelineFigures | None)
 
 
 @dataclass(frozen=True)
+class GpuTime:
+    """One iteration's GPU time as the iteration chart stacks it: Tensor Core kernels, other
+    kernels (collectives and kernels of unknown verdict included), memory copies/sets, idle.
+
+    From the step breakdown where there is one: each instant counted once (compute before
+    communication before memory), so the parts sum to the GPU span exactly. Without per-launch
+    timestamps: kernel and memory time summed over launches, and the estimated idle."""
+
+    tc_ns: int
+    other_ns: int
+    memory_ns: int
+    idle_ns: int
+
+    @property
+    def total_ns(self) -> int:
+        return self.tc_ns + self.other_ns + self.memory_ns + self.idle_ns
+
+    def __add__(self, o: GpuTime) -> GpuTime:
+        return GpuTime(
+            self.tc_ns + o.tc_ns,
+            self.other_ns + o.other_ns,
+            self.memory_ns + o.memory_ns,
+            self.idle_ns + o.idle_ns,
+        )
+
+
+def step_idle_ns(s: StepRow) -> int:
+    """A step's idle time: launch-bound plus host-bound gaps inside its GPU span."""
+    return s.idle_launch_ns + s.idle_host_ns
+
+
+def step_time(s: StepRow) -> GpuTime:
+    """A step's parts as the chart's four: unknown-verdict compute and exposed communication
+    join the other kernels, as they do in the kernel-time columns."""
+    other = s.other_compute_ns + s.unknown_compute_ns + s.communication_ns
+    return GpuTime(s.tc_compute_ns, other, s.memory_ns, step_idle_ns(s))
+
+
+@dataclass(frozen=True)
 class IterationStack:
     """One GPU's share of one iteration: what its kernels and copies took, and its idle time."""
 
     device_id: int | None
-    tc_ns: int
+    tc_ns: int  # kernel time summed over launches, like every kernel-time figure
     non_tc_ns: int
     memory_ns: int
     kernel_count: int
-    idle_ns: int  # the iteration's wall time this GPU computed and copied nothing (an estimate)
+    #: Idle time. Measured where ``step`` is set: the step breakdown's launch- and host-bound gaps
+    #: inside the GPU span of the iteration's work. Otherwise an estimate: the iteration's wall
+    #: time minus kernel and memory time (too low where streams overlap).
+    idle_ns: int
+    step: StepRow | None = None  # this (iteration, GPU) in the step breakdown
+
+    @property
+    def idle_estimated(self) -> bool:
+        return self.step is None
+
+    @property
+    def stacked(self) -> GpuTime:
+        if self.step is not None:
+            return step_time(self.step)
+        return GpuTime(self.tc_ns, self.non_tc_ns, self.memory_ns, self.idle_ns)
 
 
 @dataclass(frozen=True)
@@ -93,13 +153,51 @@ class IterationRow:
     #: one stack per GPU when the run has several (a wall-clock row cannot hold two GPUs' time)
     gpus: tuple[IterationStack, ...] = ()
     outlier: bool = False
+    #: the step breakdown of this iteration, one row per GPU with timed activity (:func:`with_steps`);
+    #: () without per-launch timestamps, and the idle time is then an estimate
+    steps: tuple[StepRow, ...] = ()
 
     @property
     def idle_ns(self) -> int:
-        """Idle GPU time in the iteration: per GPU where there are several, summed."""
+        """Idle GPU time in the iteration: per GPU where there are several, summed; measured by
+        the step breakdown where it covers the iteration (see :attr:`idle_estimated`)."""
         if self.gpus:
             return sum(g.idle_ns for g in self.gpus)
+        if self.steps:
+            return sum(step_idle_ns(s) for s in self.steps)
         return max(0, self.duration_ns - self.tc_ns - self.non_tc_ns - self.memory_ns)
+
+    @property
+    def idle_estimated(self) -> bool:
+        """Whether :attr:`idle_ns` is (partly) the estimate rather than the step breakdown's."""
+        if self.gpus:
+            return any(g.idle_estimated for g in self.gpus)
+        return not self.steps
+
+    @property
+    def span_ns(self) -> int | None:
+        """The GPU span of the iteration's work (first to last activity), summed over GPUs;
+        ``None`` without the step breakdown."""
+        return sum(s.span_ns for s in self.steps) if self.steps else None
+
+    @property
+    def idle_split_ns(self) -> tuple[int, int] | None:
+        """(launch-bound, host-bound) idle, summed over GPUs; ``None`` unless all of it is measured."""
+        if self.idle_estimated:
+            return None
+        return (
+            sum(s.idle_launch_ns for s in self.steps),
+            sum(s.idle_host_ns for s in self.steps),
+        )
+
+    @property
+    def stacked(self) -> GpuTime:
+        """The chart's stack, summed over GPUs (:class:`GpuTime`)."""
+        if self.gpus:
+            return sum((g.stacked for g in self.gpus), GpuTime(0, 0, 0, 0))
+        if self.steps:
+            return sum((step_time(s) for s in self.steps), GpuTime(0, 0, 0, 0))
+        return GpuTime(self.tc_ns, self.non_tc_ns, self.memory_ns, self.idle_ns)
 
     @property
     def per_gpu_divisor(self) -> int:
@@ -177,9 +275,72 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     return tuple(r if r.iteration not in out else _flag(r) for r in rows)
 
 
-def _flag(r: IterationRow) -> IterationRow:
-    from dataclasses import replace
+def with_steps(
+    rows: tuple[IterationRow, ...], steps: tuple[StepRow, ...]
+) -> tuple[IterationRow, ...]:
+    """The rows with the step breakdown's figures in place of the estimated idle, per
+    (iteration, GPU) where the breakdown has that pair; a pair it lacks (no timed activity of
+    that iteration on that GPU) keeps the estimate, flagged as such."""
+    if not steps:
+        return rows
+    by_iter: dict[int, list[StepRow]] = {}
+    for s in steps:  # one per (iteration, GPU): small
+        by_iter.setdefault(s.iteration, []).append(s)
+    out = []
+    for r in rows:
+        mine = tuple(by_iter.get(r.iteration, ()))
+        if not mine:
+            out.append(r)
+            continue
+        dev = {s.device_id: s for s in mine}
+        gpus = tuple(_measured(g, dev.get(g.device_id)) for g in r.gpus)
+        out.append(replace(r, steps=mine, gpus=gpus))
+    return tuple(out)
 
+
+def _measured(g: IterationStack, s: StepRow | None) -> IterationStack:
+    return g if s is None else replace(g, idle_ns=step_idle_ns(s), step=s)
+
+
+@dataclass(frozen=True)
+class StepIdle:
+    """The step breakdown's idle time over the aggregated iterations, summed over GPUs: the one
+    launch-bound figure the launch-bound finding (GP002) and the step chart share."""
+
+    span_ns: int  # GPU spans of the aggregated iterations' work
+    launch_ns: int  # idle in gaps under timeline.LAUNCH_GAP_NS
+    host_ns: int  # idle in longer gaps
+    devices: int
+
+    @property
+    def launch_share(self) -> float | None:
+        return self.launch_ns / self.span_ns if self.span_ns > 0 else None
+
+
+def aggregated_idle(steps: tuple[StepRow, ...], info: IterationInfo) -> StepIdle | None:
+    """Sum the step rows of the aggregated iterations (``info.start`` to ``info.stop``; a run
+    without iterations is one step, iteration 0); ``None`` without any."""
+    lo = info.start or 0
+    hi = info.stop if info.stop is not None else 1 << 31
+    kept = [s for s in steps if lo <= s.iteration <= hi]
+    if not kept:
+        return None
+    return StepIdle(
+        span_ns=sum(s.span_ns for s in kept),
+        launch_ns=sum(s.idle_launch_ns for s in kept),
+        host_ns=sum(s.idle_host_ns for s in kept),
+        devices=len({s.device_id for s in kept}),
+    )
+
+
+def per_iteration(ns: int | None, info: IterationInfo) -> float | None:
+    """A time per aggregated iteration (the diff, the cards and the findings compare runs of
+    different lengths this way); ``None`` when the time or the iteration count is unknown."""
+    n = info.aggregated or 0
+    return ns / n if ns is not None and n > 0 else None
+
+
+def _flag(r: IterationRow) -> IterationRow:
     return replace(r, outlier=True)
 
 

@@ -4,6 +4,15 @@ A laptop run of a TF or PyTorch script has no GPU kernels, so every GPU column o
 ``n/a`` and no Tensor Core verdict exists. It still says where the step's time goes, in host
 (CPU) time per op; these rows are that view, computed once from the op rows so every renderer
 shows the same numbers. :func:`is_cpu_only` is the one definition of "CPU-only run".
+
+The run's total host time in ops (:func:`host_time`) is not the sum of the rows: PyTorch records
+an op's host time inclusive of the ops it calls (``aten::linear`` holds its ``aten::addmm``), so a
+sum counts nested time twice or more. Where op rows carry timestamps it is the union of the op
+intervals per thread: the time each thread spent inside some op, outermost ops only, each instant
+once (what ``torch.profiler`` calls the self CPU time total). Threads running ops side by side
+each count, as CPU time does. Without timestamps there is nothing to merge, so the rows' times are
+summed as the profiler reported them; TensorFlow's op statistics (the only CPU-only input without
+timestamps) report self time, which does not nest.
 """
 
 from __future__ import annotations
@@ -11,8 +20,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from tcreport.analysis.figures import OpRow, TimeFigures
 from tcreport.model import RunMeta
+
+UNION = "union of op intervals per thread: nested and overlapping ops counted once"
+SUMMED = "op host times summed as the profiler reported them: no timestamps to merge"
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """Host (CPU) time spent inside ops over the aggregated range, and how it was measured."""
+
+    ns: int
+    method: str  # UNION or SUMMED
 
 
 @dataclass(frozen=True)
@@ -37,13 +61,48 @@ def is_cpu_only(meta: RunMeta, time: TimeFigures, ops: Sequence[OpRow]) -> bool:
     return any(o.cpu_ns for o in ops)
 
 
+def _union_ns(start: np.ndarray, end: np.ndarray) -> int:
+    """Length of the union of intervals: sort, running maximum of ends, add up what is new."""
+    order = np.argsort(start, kind="stable")
+    s = start[order]
+    e = np.maximum(end[order], s)
+    reach = np.maximum.accumulate(e)
+    gaps = s[1:] - reach[:-1]
+    return int(reach[-1] - s[0] - gaps[gaps > 0].sum())
+
+
+def host_time(ops: pa.Table | None, rows: Sequence[OpRow]) -> HostTime | None:
+    """Host time in ops (see the module docstring): the union per thread of the timed op rows,
+    plus the summed time of any rows without a timestamp; ``None`` without op host time."""
+    total = sum(o.cpu_ns or 0 for o in rows)
+    if ops is None or ops.num_rows == 0 or total <= 0:
+        return None
+    timed = pc.fill_null(pc.and_(pc.is_valid(ops["start_ns"]), pc.is_valid(ops["cpu_ns"])), False)
+    if not pc.any(timed).as_py():
+        return HostTime(total, SUMMED)
+    t = ops.filter(timed)
+    start = t["start_ns"].to_numpy().astype(np.int64)
+    end = start + np.maximum(t["cpu_ns"].to_numpy().astype(np.int64), 0)
+    proc = np.asarray(pc.fill_null(t["process_id"], -1).to_numpy(), np.int64)
+    thread = np.asarray(pc.fill_null(t["thread_id"], -1).to_numpy(), np.int64)
+    keys = np.unique(np.stack([proc, thread]), axis=1)
+    ns = 0
+    for p, th in keys.T:  # one pass per thread, not per op
+        sel = (proc == p) & (thread == th)
+        ns += _union_ns(start[sel], end[sel])
+    untimed = ops.filter(pc.invert(timed))["cpu_ns"]
+    return HostTime(ns + int(pc.sum(untimed).as_py() or 0), UNION)
+
+
 def _share(part: int, whole: int) -> float | None:
     return part / whole if whole > 0 else None
 
 
 def host_rows(ops: Sequence[OpRow]) -> tuple[tuple[HostRow, ...], tuple[HostRow, ...]]:
     """(ops by host time, op types by host time), largest first. Ops are already grouped (one
-    row per name), so this is a small loop over distinct ops, not over instances."""
+    row per name), so this is a small loop over distinct ops, not over instances. Shares are of
+    the summed rows, so the op types' add up to 1 (the summary's contract); the run's host time in
+    ops, nested time once, is :func:`host_time`."""
     total = sum(o.cpu_ns or 0 for o in ops)
     by_op = sorted(
         (

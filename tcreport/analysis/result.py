@@ -31,7 +31,7 @@ from tcreport.analysis.derived import GpuBusy, IterationRow
 from tcreport.analysis.devices import DeviceRow, device_rows
 from tcreport.analysis.figures import KernelRow, OpRow, TcFigures, TimeFigures
 from tcreport.analysis.groups import OpTypeRow, op_type_rows, scope_rows
-from tcreport.analysis.host_time import HostRow, host_rows, is_cpu_only
+from tcreport.analysis.host_time import HostRow, HostTime, host_rows, host_time, is_cpu_only
 from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
@@ -87,6 +87,7 @@ class Analysis:
     cpu_only: bool = False
     host_ops: tuple[HostRow, ...] = ()
     host_op_types: tuple[HostRow, ...] = ()
+    host_time: HostTime | None = None  # host time in ops, nested ops once (host_time.host_time)
     # key nodes that could split a run that was not split, with their evidence (analysis.key_nodes)
     key_node_suggestions: tuple[KeyNodeCandidate, ...] = ()
     # Step breakdown per (iteration, GPU) from per-launch timestamps (steps.py); () without them.
@@ -98,6 +99,11 @@ class Analysis:
     # One representative iteration as drawable blocks (iteration_timeline.py); None without
     # per-launch timestamps.
     iteration_timeline: IterationTimeline | None = None
+
+    @property
+    def eligible_not_using_per_iteration_ns(self) -> float | None:
+        """Eligible GPU time not on Tensor Cores per aggregated iteration (the HTML card)."""
+        return derived.per_iteration(self.tc.eligible_not_using_gpu_ns, self.selection.info)
 
     @property
     def matrix_unit(self) -> str:
@@ -348,7 +354,7 @@ def compute(
         ops=tuple(ops),
         op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
-        iterations=iteration_rows,
+        iterations=derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
         why_not=() if cpu_only else _why_not(sliced),
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
@@ -374,6 +380,7 @@ def compute(
         cpu_only=cpu_only,
         host_ops=host_ops,
         host_op_types=host_types,
+        host_time=host_time(sliced.ops, ops) if cpu_only else None,
         key_node_suggestions=suggestions,
         steps=parts.steps,
         iteration_timeline=parts.timeline,

@@ -119,6 +119,7 @@ class IterTableRow:
     idle_ns: int
     flag: str
     outlier: bool
+    idle_estimated: bool = False  # "≈": duration − kernel − memory time (no per-launch timestamps)
 
 
 def capped(rows: Sequence[_T], key: Callable[[_T], str], keep: set[str]) -> list[_T]:
@@ -159,13 +160,9 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             )
             for e in f.evidence[:MAX_LINKS]
         )
-        n = view.analysis.selection.info.aggregated or 0
-        per: float | None = f.saving_per_iteration_ns
-        if per is None and f.estimated_saving_ns and n > 1:
-            per = f.estimated_saving_ns / n
-        out.append(
-            FindingView(f, links, max(0, len(f.evidence) - MAX_LINKS), per if n > 1 else None)
-        )
+        several = (view.analysis.selection.info.aggregated or 0) > 1
+        per = f.saving_per_iteration_ns if several else None  # one iteration: the saving itself
+        out.append(FindingView(f, links, max(0, len(f.evidence) - MAX_LINKS), per))
     return tuple(out)
 
 
@@ -232,6 +229,21 @@ def _nice_top(value: float) -> float:
     return float(next(m * mag for m in (1, 2, 4, 5, 10) if m * mag >= value))
 
 
+def _idle_note(rows: Sequence[IterationRow], gpus: int) -> str:
+    """Where a bar's idle comes from: the step breakdown (with its GPU span and the launch/host
+    split), or the estimate for inputs without per-launch timestamps."""
+    if any(r.idle_estimated for r in rows):
+        return " (estimate: duration − kernel − memory time)"
+    n = len(rows) * gpus
+    span = sum(r.span_ns or 0 for r in rows) / n
+    launch = sum((r.idle_split_ns or (0, 0))[0] for r in rows) / n
+    host = sum((r.idle_split_ns or (0, 0))[1] for r in rows) / n
+    return (
+        f" ({fmt.ns(launch)} launch-bound, {fmt.ns(host)} host-bound) in a GPU span of "
+        f"{fmt.ns(span)}, each instant counted once"
+    )
+
+
 def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
     rows = a.iterations
     if len(rows) < 2:
@@ -248,14 +260,16 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
 
     stacks = []
     for g in groups:
+        parts = [r.stacked for r in g]  # analysis.derived: the step breakdown where measured
         tc, other, mem, idle = (
-            mean(r.tc_ns for r in g) / gpus,
-            mean(r.non_tc_ns for r in g) / gpus,
-            mean(r.memory_ns for r in g) / gpus,
-            mean(r.idle_ns for r in g) / gpus,
+            mean(p.tc_ns for p in parts) / gpus,
+            mean(p.other_ns for p in parts) / gpus,
+            mean(p.memory_ns for p in parts) / gpus,
+            mean(p.idle_ns for p in parts) / gpus,
         )
         stacks.append((g, tc, other, mem, idle, mean(r.duration_ns for r in g)))
-    top = _nice_top(max(max(s[5], s[1] + s[2] + s[3]) for s in stacks))
+    # the axis holds the longest bar, idle included (a GPU span can outlast its iteration)
+    top = _nice_top(max(max(s[5], s[1] + s[2] + s[3] + s[4]) for s in stacks))
     scale = (y1 - y0) / top
     slot = (x1 - x0) / len(groups)
     bars = []
@@ -276,6 +290,7 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
                 segments=tuple(segs),
                 title=f"{name}: {fmt.ns(dur)}; Tensor Core kernels {fmt.ns(tc)}, other kernels "
                 f"{fmt.ns(other)}, memory {fmt.ns(mem)}, idle {fmt.ns(idle)}"
+                + _idle_note(g, gpus)
                 + ("" if all(r.aggregated for r in g) else "; not aggregated")
                 + ("; outlier" if flagged else ""),
                 dim=not all(r.aggregated for r in g),
@@ -309,6 +324,7 @@ def iter_rows(a: Analysis, keep: set[str]) -> list[IterTableRow]:
             row=r,
             id=anchor("iter", str(r.iteration)),
             idle_ns=r.idle_ns,
+            idle_estimated=r.idle_estimated,
             flag=", ".join(
                 f for f, on in (("not aggregated", not r.aggregated), ("outlier", r.outlier)) if on
             ),
@@ -332,13 +348,13 @@ def cards(a: Analysis) -> tuple[Card, ...]:
         )
     ]
     miss = tc.eligible_not_using_gpu_ns
-    n_it = it.aggregated or 0
-    per_iter = miss / n_it if miss is not None and n_it > 0 else miss
+    per_iter = a.eligible_not_using_per_iteration_ns
+    several = (it.aggregated or 0) > 1 and per_iter is not None
     cards.append(
         Card(
             "none"
             if miss == 0
-            else fmt.ns(per_iter) + (" / iteration" if n_it > 1 and miss is not None else ""),
+            else fmt.ns(per_iter if several else miss) + (" / iteration" if several else ""),
             "eligible GPU time not on Tensor Cores",
             (
                 f"{fmt.pct(tc.eligible_not_using_share)} of kernel time; "

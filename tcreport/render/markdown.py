@@ -35,7 +35,10 @@ def _iterations(it: IterationInfo) -> str:
 
 def _host_tables(view: Report) -> list[str]:
     a = view.analysis
-    lines = ["| op | type | host time | share |", "|---|---|---:|---:|"]
+    lines = []
+    if a.host_time is not None:
+        lines += [f"Host time in ops: {fmt.ns(a.host_time.ns)} ({a.host_time.method}).", ""]
+    lines += ["| op | type | host time | share |", "|---|---|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
         for r in a.host_ops[:TOP]

@@ -34,6 +34,8 @@ def _advice(view: Report) -> dict[str, Any]:
         "host": {
             "ops": [_host(r) for r in a.host_ops[:TOP_N]],
             "op_types": [_host(r) for r in a.host_op_types[:TOP_N]],
+            "total_ns": a.host_time.ns if a.host_time else None,
+            "total_method": a.host_time.method if a.host_time else None,
         },
         "communication": None
         if a.communication is None

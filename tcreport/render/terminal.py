@@ -225,7 +225,7 @@ def _headline(view: Report) -> Table:
     head.add_column(style="bold")
     head.add_column()
     if a.cpu_only:
-        head.add_row("Host time (ops)", fmt.ns(sum(r.cpu_ns for r in a.host_ops)))
+        head.add_row("Host time (ops)", fmt.ns(a.host_time.ns if a.host_time else None))
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
         head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))

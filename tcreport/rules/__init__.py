@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tcreport.analysis import derived
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
     cm001_communication,
@@ -84,12 +85,12 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         return f
     ns = max(0, ns) if bound is None else min(max(0, ns), max(0, bound))
     wall = analysis.time.wall_ns
-    iters = analysis.selection.info.aggregated
+    per = derived.per_iteration(ns, analysis.selection.info)
     return dataclasses.replace(
         f,
         estimated_saving_ns=ns,
         saving_share=min(1.0, ns / wall) if wall else None,
-        saving_per_iteration_ns=ns // iters if iters and iters > 0 else None,
+        saving_per_iteration_ns=None if per is None else int(per),
     )
 
 

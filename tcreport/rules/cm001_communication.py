@@ -2,8 +2,8 @@
 
 Tensor Core share says nothing about a step that waits for an all-reduce or all-to-all. Nsight-based
 tools report communication as its own slice; this rule does so once it reaches
-``COMMUNICATION_SHARE`` of GPU kernel time. Only exposed communication (no compute kernel running
-on the same GPU) can be won back by overlapping; the saving assumes ``COMMUNICATION_RECOVERABLE``
+``COMM_SHARE`` of GPU kernel time. Only exposed communication (no compute kernel running
+on the same GPU) can be won back by overlapping; the saving assumes ``COMM_RECOVERABLE``
 of it, per GPU.
 """
 
@@ -46,7 +46,7 @@ def check(analysis: Analysis) -> list[Finding]:
         return []
     if cm002_comm_overlap.check(analysis):  # the timeline shows the cause: CM002 says it once
         return []
-    if comm.kernel_share < thresholds.COMMUNICATION_SHARE:
+    if comm.kernel_share < thresholds.COMM_SHARE:
         return []
     wall = comm.wall_share(analysis.time.wall_ns)
     op = communication.collective_op(analysis.ops)
@@ -68,7 +68,7 @@ def check(analysis: Analysis) -> list[Finding]:
             "its layout copies included."
         )
     exposed = comm.exposed_ns if comm.exposed_ns is not None else comm.kernel_ns
-    saving = int(exposed / max(1, comm.devices) * thresholds.COMMUNICATION_RECOVERABLE)
+    saving = int(exposed / max(1, comm.devices) * thresholds.COMM_RECOVERABLE)
     high = comm.kernel_share >= 2 * thresholds.HIGH_SEVERITY_SHARE
     ev = [Evidence(EvidenceKind.KERNEL, n) for n in comm.names[:5]]
     if op is not None:
@@ -81,7 +81,7 @@ def check(analysis: Analysis) -> list[Finding]:
             detail=detail,
             fix=_fix(c.flavour(analysis)),
             estimated_saving_ns=saving,
-            assumptions=f"{thresholds.COMMUNICATION_RECOVERABLE:.0%} of the exposed collective "
+            assumptions=f"{thresholds.COMM_RECOVERABLE:.0%} of the exposed collective "
             "time per GPU can be hidden behind compute; overlapped time is already free",
             evidence=tuple(ev),
         )

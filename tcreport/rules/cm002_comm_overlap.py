@@ -78,9 +78,7 @@ def check(analysis: Analysis) -> list[Finding]:
     return [
         Finding(
             id=ID,
-            severity=Severity.HIGH
-            if exposed_share >= thresholds.COMM_HIGH_SHARE
-            else Severity.MEDIUM,
+            severity=Severity.HIGH if exposed_share >= thresholds.COMM_SHARE else Severity.MEDIUM,
             title=f"{title}: {fmt.ns(cm.exposed_ns // ndev)} exposed per GPU",
             detail=_detail(cm, share) + _collective_op(analysis),
             fix=_fix(c.flavour(analysis)),

@@ -4,11 +4,20 @@ When kernels finish in a few microseconds, the CPU cannot issue them fast enough
 microseconds, an eager framework op tens), so the GPU waits in short gaps between kernels however
 fast its Tensor Cores are. The remedy is fewer, larger launches: CUDA graphs, a compiler that fuses
 (torch.compile, XLA), or more work per launch (batch size). Needs per-launch timestamps.
+
+The idle figure is the step breakdown's launch-bound idle (``StepRow.idle_launch_ns``: gaps under
+``LAUNCH_GAP_NS`` inside each iteration's GPU span, copies counted as GPU work) summed over the
+aggregated iterations (:func:`tcreport.analysis.derived.aggregated_idle`), so the finding and the
+"Where the step time goes" bars show one number. The timeline's own short-gap sum
+(``TimelineFigures.short_gap_idle_ns``) measured the same thing differently (kernels only, across
+iteration boundaries) and disagreed with the bars by a few per cent; only its kernel-length
+statistics (short launches, median kernel and gap, the short kernels' names) are used here.
 """
 
 from __future__ import annotations
 
 from tcreport import fmt
+from tcreport.analysis import derived
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -19,10 +28,13 @@ ID = "GP002"
 
 def check(analysis: Analysis) -> list[Finding]:
     tl = analysis.timeline
-    if tl is None or tl.launches < thresholds.LAUNCH_BOUND_MIN_LAUNCHES or tl.span_ns <= 0:
+    idle = derived.aggregated_idle(analysis.steps, analysis.selection.info)
+    if tl is None or tl.launches < thresholds.LAUNCH_BOUND_MIN_LAUNCHES or idle is None:
         return []
     short = tl.short_launch_share or 0.0
-    gap_share = tl.short_gap_idle_ns / tl.span_ns
+    gap_share = idle.launch_share
+    if gap_share is None:
+        return []
     if (
         short < thresholds.LAUNCH_BOUND_SHORT_SHARE
         or gap_share < thresholds.LAUNCH_BOUND_IDLE_SHARE
@@ -38,7 +50,7 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "Use CUDA graphs or a fusing compiler (torch.compile, XLA) and a larger batch "
         "so each launch does more work.",
     }[fl]
-    saving = int(tl.short_gap_idle_ns / max(1, tl.devices) * thresholds.LAUNCH_GAP_RECOVERABLE)
+    saving = int(idle.launch_ns / max(1, idle.devices) * thresholds.LAUNCH_GAP_RECOVERABLE)
     names = {k.name for k in analysis.kernels}
     return [
         Finding(
@@ -51,7 +63,8 @@ def check(analysis: Analysis) -> list[Finding]:
             detail=f"{tl.short_launches} of {tl.launches} kernel launches take less than "
             f"{fmt.ns(thresholds.SHORT_KERNEL_NS)} (median kernel {fmt.ns(tl.median_kernel_ns)}, "
             f"median gap {fmt.ns(tl.median_gap_ns)}); gaps under {fmt.ns(thresholds.LAUNCH_GAP_NS)} "
-            f"leave the GPU idle for {fmt.ns(tl.short_gap_idle_ns)} of the {fmt.ns(tl.span_ns)} kernel span.",
+            f"leave the GPU idle for {fmt.ns(idle.launch_ns)} of the {fmt.ns(idle.span_ns)} GPU span "
+            "(the step breakdown's launch-bound idle).",
             fix=fix,
             estimated_saving_ns=saving,
             assumptions=f"CUDA graphs / fusion recover {thresholds.LAUNCH_GAP_RECOVERABLE:.0%} of the "

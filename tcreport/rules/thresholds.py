@@ -60,17 +60,6 @@ ITERATION_CV = 0.20
 #: guards run on every step).
 COMPILE_SHARE = 0.05
 
-# --- communication -----------------------------------------------------------------------------------
-
-#: Collective-communication kernels (NCCL/RCCL) at or above this share of GPU kernel time are worth
-#: a finding: Nsight-based tools flag communication once it is a visible slice of the step; below
-#: it, overlap tuning buys little.
-COMMUNICATION_SHARE = 0.05
-
-#: Share of exposed (not overlapped) communication time assumed recoverable by overlapping it with
-#: compute (DDP bucket sizes, FSDP prefetch, async collectives): a floor, never all of it.
-COMMUNICATION_RECOVERABLE = 0.5
-
 # --- GPU utilisation and launches -------------------------------------------------------------------
 
 #: GPU busy below this share of the aggregated wall time: the GPU waits more than it works.
@@ -98,10 +87,17 @@ LAUNCH_BOUND_MIN_LAUNCHES = 50
 #: removes the CPU's per-launch cost, but not the GPU's own inter-kernel time or uncapturable work.
 LAUNCH_GAP_RECOVERABLE = 0.5
 
-# --- communication (CM002) ------------------------------------------------------------------------
+# --- communication (CM001, CM002) -----------------------------------------------------------------
 
-#: Collectives below this share of the kernel span are not worth a finding: a final all-reduce of a
-#: few hundred microseconds in a second-long step is noise.
+#: Communication is a visible slice of the step at this share: Nsight-based tools flag it there, and
+#: below it overlap tuning buys little. One bound for both rules, against the figure each has: CM001
+#: fires when collective kernels take this share of GPU kernel time (no timestamps needed); CM002
+#: (which fires from COMM_MIN_SHARE of the kernel span) is high severity when the exposed collective
+#: time reaches this share of the kernel span.
+COMM_SHARE = 0.05
+
+#: Collectives below this share of the kernel span are not worth a CM002 finding: a final all-reduce
+#: of a few hundred microseconds in a second-long step is noise.
 COMM_MIN_SHARE = 0.01
 
 #: Below this share of collective time hidden under compute, overlap is low. DDP and FSDP are
@@ -109,10 +105,8 @@ COMM_MIN_SHARE = 0.01
 #: collectives mostly serialise with it.
 COMM_LOW_OVERLAP = 0.5
 
-#: Share of exposed collective time assumed recoverable by moving collectives to their own stream
-#: and prefetching: compute must exist to hide them under, and some (the last bucket, the first
-#: gather) stays exposed.
+#: Share of exposed (not overlapped) collective time assumed recoverable by overlapping it with
+#: compute (collectives on their own stream, DDP bucket sizes, FSDP prefetch, async collectives):
+#: compute must exist to hide them under, and some (the last bucket, the first gather) stays
+#: exposed, so a floor, never all of it. Both rules' savings use it.
 COMM_RECOVERABLE = 0.5
-
-#: Exposed collective time at or above this share of the kernel span is high severity.
-COMM_HIGH_SHARE = 0.05
