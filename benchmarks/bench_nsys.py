@@ -9,6 +9,7 @@ RSS of that one child. Issue #3's target: ratio <= 3, tcreport peak RSS <= 2 GiB
     python benchmarks/grow_nsys.py sample_traces/nsys-h100x2-bf16/mfu_2gpu_after.sqlite /tmp/big.sqlite 1000
     python benchmarks/bench_nsys.py /tmp/big.sqlite --repeat 5
     python benchmarks/bench_nsys.py /tmp/big.sqlite --pythonpath /tmp/old-checkout  # another tree
+    python benchmarks/bench_nsys.py /tmp/big.sqlite --report  # the HTML report, timeline included
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pythonpath", type=Path, help="run tcreport from this source tree instead")
     ap.add_argument("--load-only", action="store_true", help="time api.load() instead of summary")
+    ap.add_argument(
+        "--report", action="store_true", help="time `tcreport report` (HTML with the timeline)"
+    )
     args = ap.parse_args()
     env = dict(os.environ)
     if args.pythonpath:
@@ -131,6 +135,7 @@ def main() -> None:
     if args.load_only:  # the reader's share: tcreport.api.load() alone, no analysis
         code = "import sys; from tcreport import api; api.load(sys.argv[1])"
         tcreport = [sys.executable, "-P", "-c", code, str(args.path)]
+    out_dir = Path(tempfile.mkdtemp(prefix="bench-report-"))
     version = subprocess.run([shell, "--version"], capture_output=True, text=True).stdout.split()
     print(f"machine   {_machine()}")
     print(f"software  Python {platform.python_version()}, sqlite3 shell {version[0]}")
@@ -150,18 +155,33 @@ def main() -> None:
     for i in range(args.repeat):
         scans.append(_run([shell, "-readonly", str(args.path)], SCAN))
         issue_scans.append(_run([shell, "-readonly", str(args.path)], SCAN_ISSUE))
-        runs.append(_run(tcreport, env=env))
+        html = out_dir / f"report-{i}.html"
+        argv = tcreport
+        if args.report:  # the HTML report, timeline included, to a new file each run
+            argv = [
+                sys.executable,
+                "-P",
+                "-m",
+                "tcreport",
+                "report",
+                str(args.path),
+                "-o",
+                str(html),
+            ]
+        runs.append(_run(argv, env=env))
         s, r = scans[-1], runs[-1]
+        size = f", HTML {html.stat().st_size / 1e6:.2f} MB" if args.report else ""
         print(
             f"  run {i + 1}: scan {s.wall:6.2f} s (issue's scan {issue_scans[-1].wall:5.2f} s), "
             f"tcreport {r.wall:6.2f} s ({r.cpu:6.2f} s CPU, {r.rss:6.0f} MiB), "
-            f"ratio {r.wall / s.wall:5.2f}",
+            f"ratio {r.wall / s.wall:5.2f}{size}",
             flush=True,
         )
+    shutil.rmtree(out_dir)
     print(f"load      {os.getloadavg()[0]:.2f} (1-min average, after)")
     ratios = [r.wall / s.wall for r, s in zip(runs, scans, strict=True)]
     issue_ratios = [r.wall / s.wall for r, s in zip(runs, issue_scans, strict=True)]
-    what = "api.load()" if args.load_only else "summary --json"
+    what = "api.load()" if args.load_only else "report (HTML)" if args.report else "summary --json"
     for label, xs, unit, digits in (
         ("sqlite3 shell scan, wall", [s.wall for s in scans], "s", 2),
         ("sqlite3 shell scan, CPU", [s.cpu for s in scans], "s", 2),
