@@ -84,16 +84,26 @@ class StepRow:
         )
 
 
-def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row mask of intervals inside an iteration, their group code, and (iteration, device) per group."""
+def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row mask of intervals inside an iteration, their group code, and per group its iteration
+    and device (-1: unknown).
+
+    The device is packed as its offset from the lowest one, in int64: any int32 id (a hostile
+    ``2**31 - 1``, a negative one) keeps its own group, and the product cannot wrap."""
     inside = act.iteration >= 0
     everything = bool(inside.all())
     it = act.iteration if everything else act.iteration[inside]
     dev = act.device if everything else act.device[inside]
-    packed = it.astype(np.int64) * (int(dev.max(initial=0)) + 2) + (dev + 1)
+    low = int(dev.min(initial=0))
+    width = int(dev.max(initial=0)) - low + 1  # <= 2**32, iterations < 2**31: fits in int64
+    packed = it.astype(np.int64)
+    packed *= width
+    packed += dev  # in place, in int64
+    packed -= low
     uniq = np.unique(packed)  # few groups: hashed, then each row found by binary search
     group: np.ndarray = np.searchsorted(uniq, packed).astype(np.int32)
-    return inside, group, uniq
+    g_iter, g_dev = np.divmod(uniq, width)
+    return inside, group, g_iter, g_dev + low
 
 
 @dataclass(frozen=True)
@@ -302,32 +312,30 @@ def breakdown_with_gaps(
         act = dataclasses.replace(act, iteration=np.zeros_like(act.iteration))
     if act is None or not (act.iteration >= 0).any():
         return (), None
-    inside, group, uniq = _group_keys(act)
+    inside, group, g_iter, gdev = _group_keys(act)
     every = bool(inside.all())  # then no copies of the activity arrays
     start, end, cat = (a if every else a[inside] for a in (act.start, act.end, act.cat))
-    ng = uniq.size
+    ng = g_iter.size
     sums = sweep.sweep(group, start, end, cat, ng, LAUNCH_GAP_NS)
     g_start = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(g_start, group, start)
-    ndev = int(act.device[inside].max(initial=0)) + 2
-    gdev = uniq % ndev - 1
     mid = sums.gap_start + sums.gap_length // 2
     host = host_intervals(ranges, ops, np.sort(mid))
     code = _gap_codes(gdev[sums.gap_group], mid, act, host)
     causes = _host_causes(sums.gap_group, sums.gap_length, code, host)
     gaps = HostGaps(
-        iteration=uniq[sums.gap_group] // ndev, device=gdev[sums.gap_group],
+        iteration=g_iter[sums.gap_group], device=gdev[sums.gap_group],
         start=sums.gap_start, length=sums.gap_length, code=code,
         names=host.names if host is not None else [],
     )  # fmt: skip
     rows = []
     for g in range(ng):  # one per (iteration, GPU): small
-        it, dev = divmod(int(uniq[g]), ndev)
+        dev = int(gdev[g])
         p = sums.by_winner[g]
         rows.append(
             StepRow(
-                iteration=it,
-                device_id=dev - 1 if dev > 0 else None,
+                iteration=int(g_iter[g]),
+                device_id=dev if dev != -1 else None,
                 start_ns=int(g_start[g]),
                 span_ns=int(p.sum()),
                 tc_compute_ns=int(p[Cat.TC]),
