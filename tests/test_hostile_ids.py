@@ -13,6 +13,7 @@ from pathlib import Path
 from trace_paths import SAMPLES
 
 from tcreport import api
+from tcreport.analysis.activity import Cat
 
 H100X2 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 GPU_TABLES = (
@@ -60,3 +61,21 @@ def test_synthetic_negative_device_ids_keep_their_own_steps(tmp_path: Path) -> N
         after = _steps(_edited(tmp_path, *_renumber(device)))
         assert sorted(after, key=str) == sorted([(0, 0), (0, device)], key=str)
         assert after[(0, device)] == before[(0, 1)]
+
+
+def test_synthetic_stream_id_int64_max_gets_its_own_timeline_lane(tmp_path: Path) -> None:
+    """GPU 1's stream renumbered 2**63 - 1: the HTML timeline still draws it as its own lane (the
+    lane key used to overflow packing (device, stream) into one int64)."""
+    path = _edited(
+        tmp_path,
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = {2**63 - 1} WHERE deviceId = 1",
+    )
+    view = api.analyze(api.load(path), with_timeline=True)
+    tl = view.analysis.iteration_timeline
+    assert tl is not None
+    gpu_lanes = [lane.label for lane in tl.lanes if lane.kind == "gpu"]
+    assert f"GPU 1 · stream {2**63 - 1}" in gpu_lanes
+    assert "GPU 0 · stream 7" in gpu_lanes
+    gpu_blocks = [b for b in tl.blocks if b.cat <= Cat.MEMORY]
+    assert sum(b.merged for b in gpu_blocks) == tl.events  # nothing lost, only merged
+    assert f"stream {2**63 - 1}" in api.render_html(view)

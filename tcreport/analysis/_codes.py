@@ -123,15 +123,32 @@ def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
     return int(np.unique(c.codes[c.codes >= 0]).size)
 
 
+def _dense(a: np.ndarray) -> np.ndarray:
+    """Codes 0..n-1 of ``a``'s distinct values, in order of first appearance (hashed)."""
+    return _np(pc.dictionary_encode(pa.array(a, pa.int64())).indices)
+
+
 def combine(*cols: np.ndarray) -> np.ndarray:
-    """One dense code per distinct tuple of codes (each >= -1), numbered in order of first
-    appearance: pairs are packed into one int64 and hashed, never compared as tuples."""
+    """One dense code per distinct tuple of values, numbered in order of first appearance:
+    pairs are packed into one int64 and hashed, never compared as tuples.
+
+    Values need not be codes: raw ids (a device, a stream) are packed as offsets from their
+    column's lowest value, and a pair whose ranges do not fit in int64 together (a hostile
+    stream id of 2**63 - 1) is packed from each column's dense codes instead."""
     key = np.asarray(cols[0], np.int64)
-    for c in cols[1:]:
-        packed = (key + 1) * (int(c.max(initial=0)) + 2) + (c + 1)
-        key = _np(pc.dictionary_encode(pa.array(packed, pa.int64())).indices)
+    for col in cols[1:]:
+        c = np.asarray(col, np.int64)
+        k_low, c_low = int(key.min(initial=0)), int(c.min(initial=0))
+        k_width = int(key.max(initial=0)) - k_low + 1
+        c_width = int(c.max(initial=0)) - c_low + 1
+        if k_width * c_width >= 1 << 63:
+            key, c = _dense(key), _dense(c)
+            k_low = c_low = 0
+            c_width = int(c.max(initial=0)) + 1
+        packed = (key - k_low) * c_width + (c - c_low)
+        key = _dense(packed)
     if len(cols) == 1:
-        key = _np(pc.dictionary_encode(pa.array(key, pa.int64())).indices)
+        key = _dense(key)
     return key
 
 
