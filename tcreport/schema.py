@@ -26,6 +26,11 @@ _META_TABLE = b"tcreport.table"
 NAME = pa.dictionary(pa.int32(), pa.string())
 NS = {b"unit": b"ns"}
 BYTES = {b"unit": b"bytes"}
+#: Where a timed GPU row may start, in ns on its trace clock: the step breakdown and the timeline
+#: subtract positions in int64, which holds any difference inside [-2**60, 2**62) plus one
+#: interval (< 2**50 ns, 13 days). An epoch clock stays inside until the year 2116; a start
+#: outside is damage (an INT64 sentinel), and readers drop such rows with a note.
+POSITIONS_NS = (-(2**60), 2**62)
 
 
 class TableKind(StrEnum):

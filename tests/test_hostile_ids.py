@@ -6,16 +6,25 @@ figures must stay those of the unedited file, or the damaged rows are left out w
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from trace_paths import SAMPLES
+from trace_paths import REALTRACES, SAMPLES, need
 
 from tcreport import api
 from tcreport.analysis.activity import Cat
 
 H100X2 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+H100_KINETO = (
+    REALTRACES
+    / "kineto"
+    / "h100-bf16-bert-small"
+    / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
+)
 GPU_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -79,3 +88,64 @@ def test_synthetic_stream_id_int64_max_gets_its_own_timeline_lane(tmp_path: Path
     gpu_blocks = [b for b in tl.blocks if b.cat <= Cat.MEMORY]
     assert sum(b.merged for b in gpu_blocks) == tl.events  # nothing lost, only merged
     assert f"stream {2**63 - 1}" in api.render_html(view)
+
+
+def test_synthetic_nsys_start_near_int64_min_is_dropped_with_a_note(tmp_path: Path) -> None:
+    """A kernel starting at -(2**63 - 1) (a sentinel, not a time): the HTML timeline used to take
+    differences past int64 and raise; the reader now drops the row and says so."""
+    before = _steps(H100X2)
+    path = _edited(
+        tmp_path,
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = {-(2**63 - 1)}, end = {-(2**63 - 1) + 1000}"
+        " WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 1"
+        " AND start < (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 1) + 1)",
+    )
+    run = api.load(path)
+    assert any("dropped 1 kernel rows" in n for n in run.meta.notes)
+    view = api.analyze(run, with_timeline=True)
+    assert view.analysis.iteration_timeline is not None
+    assert "<html" in api.render_html(view).lower()
+    after = {(r.iteration, r.device_id): r for r in view.analysis.steps}
+    assert after[(0, 0)].parts == before[(0, 0)][1:]
+    assert all(sum(r.parts) == r.span_ns and min(r.parts) >= 0 for r in after.values())
+
+
+def _kineto(edit: Any, tmp_path: Path) -> Path:
+    """The H100 Kineto trace without its ProfilerStep (the whole run is one window), ``edit``ed."""
+    doc = json.loads(gzip.decompress(need(H100_KINETO).read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]
+    edit([e for e in doc["traceEvents"] if e.get("cat") == "kernel"])
+    path = tmp_path / "edited.pt.trace.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_synthetic_kineto_positions_past_int64_differences_are_dropped(tmp_path: Path) -> None:
+    """Two kernels 8e18 ns apart, one lasting 3.9e18 ns: the breakdown's span wrapped negative
+    (-3.9e18 ns of span, a negative idle). Such rows are dropped and counted in the notes."""
+
+    def edit(kernels: list[dict[str, Any]]) -> None:
+        kernels[0]["ts"] = -3.99e15
+        kernels[1]["ts"], kernels[1]["dur"] = 3.99e15, 3.9e15
+
+    run = api.load(_kineto(edit, tmp_path))
+    assert any("2 malformed events skipped" in n for n in run.meta.notes)
+    view = api.analyze(run, with_timeline=True)
+    (row,) = view.analysis.steps
+    assert min(row.parts) >= 0 and sum(row.parts) == row.span_ns
+    assert 0 < row.span_ns < 10**9  # the H100 trace's own few milliseconds
+    summary = json.loads(api.render_json(view))
+    assert summary["steps"][0]["span_ns"] == row.span_ns
+
+
+def test_synthetic_host_causes_never_exceed_the_host_bound_idle(tmp_path: Path) -> None:
+    """Gaps of 1e18 ns summed in float64 came out larger than the exact idle they explain."""
+
+    def edit(kernels: list[dict[str, Any]]) -> None:
+        kernels[0]["ts"] = -1e15
+        kernels[1]["ts"], kernels[1]["dur"] = 1e15, 1e12
+
+    view = api.analyze(api.load(_kineto(edit, tmp_path)), with_timeline=True)
+    (row,) = view.analysis.steps
+    assert row.idle_host_ns > 10**18
+    assert sum(c.idle_ns for c in row.host_causes) == row.idle_host_ns

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes, sweep
 from tcreport.analysis.activity import IDLE, Activity, Cat
 from tcreport.analysis.timeline import DATA_LOADER, LAUNCH_GAP_NS
@@ -263,7 +264,7 @@ def _host_causes(
     names = host.names if host is not None else []
     key = group * (len(names) + 1) + (code + 1)
     uk, inv = np.unique(key, return_inverse=True)
-    total = np.bincount(inv, weights=length).astype(np.int64)
+    total = exact_sums(inv, length, uk.size)  # float sums of long gaps could outgrow the idle
     out: dict[int, list[IdleCause]] = {}
     for k, ns in sorted(zip(uk.tolist(), total.tolist(), strict=True), key=lambda p: -p[1]):
         grp, c = divmod(k, len(names) + 1)  # one per (group, distinct cause): small

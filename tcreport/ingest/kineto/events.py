@@ -17,6 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.ingest.kineto import columns as col
+from tcreport.schema import POSITIONS_NS
+
+#: No event lasts 2**50 ns (13 days): one that does is damage (the Nsight Systems reader's bound).
+MAX_INTERVAL_NS = 2**50
 
 # Event categories, current spelling and the 2021 legacy one.
 KERNEL, RUNTIME, MEMCPY, MEMSET, OP, ANNOTATION, MODULE = range(7)
@@ -109,7 +113,8 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
     """Columns of one piece of one category, and how many events were dropped.
 
     Events without a name, a start or a non-negative duration are dropped (and counted) so that
-    later joins never see half an event."""
+    later joins never see half an event; so are those lasting 2**50 ns (13 days) or more, damage
+    that would wrap the int64 differences of the step breakdown and the timeline."""
     need = ARGS[kind]
     name = col.str_column(r.name)
     start = col.ns_column(r.ts)
@@ -142,7 +147,7 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
     table = pa.table(cols)
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),
-        pc.fill_null(pc.greater_equal(dur, 0), False),
+        pc.fill_null(pc.and_(pc.greater_equal(dur, 0), pc.less(dur, MAX_INTERVAL_NS)), False),
     )
     kept = pc.sum(ok).as_py() or 0
     return (table if kept == len(ok) else table.filter(ok)), len(ok) - kept
@@ -220,6 +225,18 @@ class Collector:
             self._parts[kind].append(table)
             self.dropped += dropped
 
+    def _placed(self, table: pa.Table) -> pa.Table:
+        """The events starting inside :data:`schema.POSITIONS_NS` (base time added); the others
+        are counted as dropped (a ``ts`` of 4e15 us on a base time, a negative epoch)."""
+        lo, hi = POSITIONS_NS
+        start = table.column("start_ns")
+        ok = pc.fill_null(pc.and_(pc.greater_equal(start, lo), pc.less(start, hi)), False)
+        kept = pc.sum(ok).as_py() or 0
+        if kept == table.num_rows:
+            return table
+        self.dropped += table.num_rows - kept
+        return table.filter(ok)
+
     def finish(self, header: Header, parser: str) -> Parsed:
         base = header.base_time_ns
         base_ns = base if type(base) is int and 0 <= base <= col.MAX_BASE_NS else 0
@@ -230,6 +247,6 @@ class Collector:
             if base_ns:
                 i = table.schema.get_field_index("start_ns")
                 table = table.set_column(i, "start_ns", pc.add(table.column(i), base_ns))
-            frames.append(Frame(table))
+            frames.append(Frame(self._placed(table)))
         self._parts = [[] for _ in KINDS]
         return Parsed(header, tuple(frames), self.malformed, self.dropped, self.legacy, parser)

@@ -313,7 +313,7 @@ class _Builder:
             self.notes.append("2021 legacy event categories (Operator/Runtime/Kernel)")
         if self.dropped:
             self.notes.append(
-                f"{self.dropped} malformed events skipped (no name, time or duration)"
+                f"{self.dropped} malformed events skipped (no name, time or duration, or one out of range)"
             )
         schema_v = self.header.schema_version
         started_at, started_source = self._started()

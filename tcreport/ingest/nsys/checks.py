@@ -11,6 +11,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.schema import POSITIONS_NS
+
 #: No single GPU activity lasts 2^50 ns (13 days); an interval that does is damage (an end written
 #: as INT64_MAX), and summing it would wrap int64 totals negative.
 MAX_INTERVAL_NS = 2**50
@@ -25,6 +27,8 @@ def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:
     # in float64 (unsafe cast: ints past 2^53 only lose precision), so INT64 extremes cannot wrap
     length = pc.subtract(_f64(raw["end"]), _f64(raw["start"])) if end == "end" else _f64(raw[end])
     ok = pc.and_(ok, pc.and_(pc.greater_equal(length, 0), pc.less(length, MAX_INTERVAL_NS)))
+    lo, hi = POSITIONS_NS  # a start near INT64_MIN would wrap every difference taken with it
+    ok = pc.and_(ok, pc.and_(pc.greater_equal(raw["start"], lo), pc.less(raw["start"], hi)))
     ok = pc.fill_null(ok, False)
     bad = raw.num_rows - (pc.sum(ok).as_py() or 0)
     return (raw.filter(ok), bad) if bad else (raw, 0)
@@ -41,7 +45,8 @@ def dropped_note(kernels: int, memory: int, nvtx: int = 0) -> list[str]:
         return []
     return [
         f"dropped {' and '.join(parts)} rows whose end lies before their start (or that have "
-        "no end, or last more than 13 days): they are left out of every figure"
+        "no end, last more than 13 days, or start more than 36 years before the clock's origin "
+        "or 146 years after it): they are left out of every figure"
     ]
 
 
