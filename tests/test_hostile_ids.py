@@ -149,3 +149,18 @@ def test_synthetic_host_causes_never_exceed_the_host_bound_idle(tmp_path: Path) 
     (row,) = view.analysis.steps
     assert row.idle_host_ns > 10**18
     assert sum(c.idle_ns for c in row.host_causes) == row.idle_host_ns
+
+
+def test_synthetic_profiler_step_number_past_int64_is_not_a_step(tmp_path: Path) -> None:
+    """``ProfilerStep#9223372036854775808``: the analysis cast the number to int64 and raised
+    ArrowInvalid; a number of 19 digits or more is a name, and the run is one whole-run window."""
+    doc = json.loads(gzip.decompress(need(H100_KINETO).read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "user_annotation":
+            e["name"] = f"ProfilerStep#{2**63}"
+    path = tmp_path / "step.pt.trace.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    view = api.analyze(api.load(path), with_timeline=True)
+    (row,) = view.analysis.steps
+    assert sum(row.parts) == row.span_ns > 0
+    assert json.loads(api.render_json(view))["steps"][0]["span_ns"] == row.span_ns

@@ -93,7 +93,7 @@ def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
     if run.ranges is None or run.ranges.num_rows == 0:
         return None
     extracted = _codes.per_value(
-        run.ranges.column("name"), lambda d: pc.extract_regex(d, r"^ProfilerStep#(?P<n>\d+)$")
+        run.ranges.column("name"), lambda d: pc.extract_regex(d, r"^ProfilerStep#(?P<n>\d{1,18})$")
     )
     valid = pc.is_valid(extracted)
     if not pc.any(valid).as_py():
