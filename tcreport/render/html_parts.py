@@ -10,6 +10,7 @@ kilobytes; rows a finding points to are kept past the cap.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from tcreport.rules.base import EvidenceKind, Finding
 
 MAX_ROWS = 200  # longer tables are capped; the full data is in `tcreport ingest` Parquet
 MAX_BARS = 15  # bars per ranking chart: more is unreadable
+MAX_ID = 160  # characters of a row id after the kind (a longer one ends in a digest)
 MAX_LINKS = 12  # evidence links shown per finding; the rest are counted
 MAX_ITER_BARS = 300  # more iterations are drawn as buckets (mean of consecutive iterations)
 CHART_W = 1000  # SVG user units; every chart scales to the page width
@@ -39,7 +41,13 @@ def anchor(kind: str, key: str) -> str:
     Everything but ASCII letters, digits and ``_.-~`` is percent-encoded, so the id has no space and
     the ``#fragment`` that points at it needs no further encoding by the browser.
     """
-    return f"{kind}-{quote(key, safe='')}"
+    encoded = quote(key, safe="")
+    if len(encoded) <= MAX_ID:
+        return f"{kind}-{encoded}"
+    # a kilobyte-long template name would be spelt twice per row (id and link): cut, and kept
+    # unique by a digest of the whole name
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{kind}-{encoded[: MAX_ID - 17]}-{digest}"
 
 
 @dataclass(frozen=True)

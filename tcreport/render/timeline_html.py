@@ -9,6 +9,7 @@ no client-side layout: the one script only zooms, pans and shows the hover card.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcreport import fmt
@@ -24,6 +25,11 @@ TL_W = 1200  # user units of the timeline's time axis
 LANE_H = 18
 LANE_GAP = 4
 MAX_NAME = 240  # characters of a name kept for the hover card
+#: Characters of all the hover-card names together: up to MAX_BLOCKS distinct names (C++ template
+#: kernel names run to kilobytes) must not take the page past its size bound; with many names each
+#: keeps fewer characters, never fewer than MIN_NAME.
+NAMES_BUDGET = 160_000
+MIN_NAME = 40
 TOP_OPS = 15
 
 #: (css suffix, legend) of the step parts, in StepRow.parts order
@@ -227,7 +233,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
         else f"all {fmt.count(tl.events)} GPU events drawn"
     )
     dropped = f"; {tl.dropped_lanes} more streams/threads not drawn" if tl.dropped_lanes else ""
-    names = [n if len(n) <= MAX_NAME else n[: MAX_NAME - 1] + "…" for n in tl.names]
+    names = hover_names(tl.names)
     return TimelineView(
         title=title,
         note=f"{merged}{dropped}. Launch-bound gaps under {fmt.ns(LAUNCH_GAP_NS, 0)} are not marked.",
@@ -239,6 +245,13 @@ def _timeline(a: Analysis) -> TimelineView | None:
         span_ns=tl.span_ns,
         names_json=json.dumps(names, ensure_ascii=False, separators=(",", ":")),
     )
+
+
+def hover_names(names: Sequence[str]) -> list[str]:
+    """The timeline's names as its hover card shows them: each cut to MAX_NAME characters, fewer
+    when there are so many that together they would pass NAMES_BUDGET."""
+    keep = max(MIN_NAME, min(MAX_NAME, NAMES_BUDGET // max(1, len(names))))
+    return [n if len(n) <= keep else n[: keep - 1] + "…" for n in names]
 
 
 def section(a: Analysis) -> StepSection | None:
