@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.analysis import _codes
 from tcreport.analysis.figures import OpRow, TimeFigures
 from tcreport.model import RunMeta
 
@@ -61,14 +62,19 @@ def is_cpu_only(meta: RunMeta, time: TimeFigures, ops: Sequence[OpRow]) -> bool:
     return any(o.cpu_ns for o in ops)
 
 
-def _union_ns(start: np.ndarray, end: np.ndarray) -> int:
-    """Length of the union of intervals: sort, running maximum of ends, add up what is new."""
-    order = np.argsort(start, kind="stable")
-    s = start[order]
-    e = np.maximum(end[order], s)
-    reach = np.maximum.accumulate(e)
-    gaps = s[1:] - reach[:-1]
-    return int(reach[-1] - s[0] - gaps[gaps > 0].sum())
+def _union_ns(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """Summed length of each thread's union of intervals, every thread at once (a run may have
+    thousands of threads; one pass per thread would be quadratic). The 2n start/end events are
+    sorted by (thread, time, starts first) and a running count of open intervals taken over all
+    of them: a thread's intervals all close before the next thread's open, so the count is 0
+    between threads, and the union is the time during which it is positive."""
+    n = start.size
+    times = np.concatenate([start, np.maximum(end, start)])
+    is_end = np.arange(2 * n) >= n
+    order = np.lexsort((is_end, times, np.concatenate([thread, thread])))
+    open_ = np.cumsum(np.where(is_end[order], -1, 1))
+    length = np.diff(times[order])
+    return int(length[open_[:-1] > 0].sum())
 
 
 def host_time(ops: pa.Table | None, rows: Sequence[OpRow]) -> HostTime | None:
@@ -85,11 +91,7 @@ def host_time(ops: pa.Table | None, rows: Sequence[OpRow]) -> HostTime | None:
     end = start + np.maximum(t["cpu_ns"].to_numpy().astype(np.int64), 0)
     proc = np.asarray(pc.fill_null(t["process_id"], -1).to_numpy(), np.int64)
     thread = np.asarray(pc.fill_null(t["thread_id"], -1).to_numpy(), np.int64)
-    keys = np.unique(np.stack([proc, thread]), axis=1)
-    ns = 0
-    for p, th in keys.T:  # one pass per thread, not per op
-        sel = (proc == p) & (thread == th)
-        ns += _union_ns(start[sel], end[sel])
+    ns = _union_ns(_codes.combine(proc, thread), start, end)
     untimed = ops.filter(pc.invert(timed))["cpu_ns"]
     return HostTime(ns + int(pc.sum(untimed).as_py() or 0), UNION)
 
