@@ -236,23 +236,43 @@ def cause_kind(name: str | None) -> str:
     return "host range"
 
 
+def _launching_processes(gap_dev: np.ndarray, act: Activity) -> dict[int, tuple[int, ...]]:
+    """Per GPU with a gap, the processes (ids >= 0) that launched work on it, from the distinct
+    (device, process) pairs: one pass over the activity, whatever the number of GPUs."""
+    first = _codes.first_rows(_codes.combine(act.device, act.process))
+    dev, proc = act.device[first], act.process[first]
+    want = np.isin(dev, gap_dev) & (proc >= 0)
+    order = np.lexsort((proc[want], dev[want]))
+    out: dict[int, list[int]] = {}
+    for d, p in zip(dev[want][order].tolist(), proc[want][order].tolist(), strict=True):
+        out.setdefault(d, []).append(p)  # one per distinct (GPU, process): small
+    return {d: tuple(ps) for d, ps in out.items()}
+
+
 def _gap_codes(
     gap_dev: np.ndarray, mid: np.ndarray, act: Activity, host: HostIntervals | None
 ) -> np.ndarray:
     """Per host-bound gap (its GPU and midpoint), the name code of its enclosing host range on
-    the GPU's launching process (-1: none)."""
+    the GPU's launching process (-1: none). One lookup per set of launching processes, not per
+    GPU: a trace can name thousands of devices, and a pass over the activity per GPU was
+    quadratic."""
     code = np.full(mid.size, -1, np.int64)
     if host is None or mid.size == 0:
         return code
-    for dev in np.unique(gap_dev):  # one pass per GPU, not per gap
+    if host.single_process:
+        return enclosing(host, None, mid)
+    procs = _launching_processes(gap_dev, act)
+    devs, inverse = np.unique(gap_dev, return_inverse=True)
+    sharing: dict[tuple[int, ...], list[int]] = {}
+    for i, d in enumerate(devs.tolist()):  # one per GPU with a gap
+        sharing.setdefault(procs.get(d, ()), []).append(i)
+    for ps, members in sharing.items():  # one per distinct set of launching processes
         keep: np.ndarray | None = None
-        if not host.single_process:
-            procs = np.unique(act.process[act.device == dev])
-            if (procs >= 0).any():
-                keep = np.isin(host.process, procs[procs >= 0]) | (host.process < 0)
-                if not keep.any():
-                    keep = None
-        sel = gap_dev == dev
+        if ps:
+            keep = np.isin(host.process, ps) | (host.process < 0)
+            if not keep.any():
+                keep = None
+        sel = np.isin(inverse, members)
         code[sel] = enclosing(host, keep, mid[sel])
     return code
 

@@ -90,6 +90,43 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int, np.ndarray]:
     return span - int(gaps.sum()), span, gaps
 
 
+#: Up to this many GPUs the per-GPU loop is fastest; past it (a hostile trace naming a device per
+#: launch) a pass per GPU over every launch would be quadratic, and :func:`_unions` takes over.
+_FEW_DEVICES = 64
+
+
+def _union_per_device(
+    uniq: np.ndarray, devices: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[int, int, np.ndarray]:
+    busy = span = 0
+    all_gaps: list[np.ndarray] = []
+    for dev in uniq:  # one iteration per GPU, not per launch
+        sel = devices == dev
+        b, s, g = _union(starts[sel], ends[sel])
+        busy, span = busy + b, span + s
+        all_gaps.append(g)
+    return busy, span, np.concatenate(all_gaps) if all_gaps else np.empty(0, np.int64)
+
+
+def _unions(
+    devices: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[int, int, np.ndarray]:
+    """:func:`_union_per_device` for every GPU at once: the start/end events sorted by (GPU,
+    time, starts first) and a running count of open launches, which is 0 between two GPUs; busy
+    is where it is positive, a gap where it is 0 between two launches of one GPU."""
+    n = starts.size
+    times = np.concatenate([starts, np.maximum(ends, starts)])
+    grp = np.concatenate([devices, devices])
+    is_end = np.arange(2 * n) >= n
+    order = np.lexsort((is_end, times, grp))
+    t, g = times[order], grp[order]
+    open_ = np.cumsum(np.where(is_end[order], -1, 1))[:-1]
+    seg = np.diff(t)
+    busy = int(seg[open_ > 0].sum())
+    gaps = seg[(open_ == 0) & (g[1:] == g[:-1]) & (seg > 0)]
+    return busy, busy + int(gaps.sum()), gaps
+
+
 def _name_counts(names: pa.ChunkedArray, mask: np.ndarray, top: int) -> tuple[str, ...]:
     """The ``top`` most frequent names among masked rows (value counts over distinct names)."""
     if not mask.any():
@@ -121,15 +158,12 @@ def kernel_timeline(kernels: pa.Table | None) -> TimelineFigures | None:
     durs = np.maximum(k.column("duration_ns").to_numpy().astype(np.int64), 0)
     ends = starts + durs
     devices = pc.fill_null(k.column("device_id"), -1).to_numpy()
-    busy = span = 0
-    all_gaps: list[np.ndarray] = []
     uniq = np.unique(devices)
-    for dev in uniq:  # one iteration per GPU, not per launch
-        sel = devices == dev
-        b, s, g = _union(starts[sel], ends[sel])
-        busy, span = busy + b, span + s
-        all_gaps.append(g)
-    gaps = np.concatenate(all_gaps) if all_gaps else np.empty(0, np.int64)
+    busy, span, gaps = (
+        _union_per_device(uniq, devices, starts, ends)
+        if uniq.size <= _FEW_DEVICES
+        else _unions(devices, starts, ends)
+    )
     short_gaps = gaps < LAUNCH_GAP_NS
     short = durs < SHORT_KERNEL_NS
     return TimelineFigures(
