@@ -164,3 +164,22 @@ def test_synthetic_profiler_step_number_past_int64_is_not_a_step(tmp_path: Path)
     (row,) = view.analysis.steps
     assert sum(row.parts) == row.span_ns > 0
     assert json.loads(api.render_json(view))["steps"][0]["span_ns"] == row.span_ns
+
+
+def test_synthetic_unknown_device_is_gpu_question_mark_in_chart_and_timeline(
+    tmp_path: Path,
+) -> None:
+    """A kernel whose device id is past int32 (read as unknown): the step chart and the timeline
+    lanes both call its GPU "?" (the timeline used to write "GPU -1")."""
+
+    def edit(kernels: list[dict[str, Any]]) -> None:
+        kernels[0]["args"]["device"] = 2**31
+
+    view = api.analyze(api.load(_kineto(edit, tmp_path)), with_timeline=True)
+    assert None in {r.device_id for r in view.analysis.steps}
+    tl = view.analysis.iteration_timeline
+    assert tl is not None
+    labels = [lane.label for lane in tl.lanes]
+    assert "GPU ? · stream 7" in labels and not any("GPU -1" in x for x in labels)
+    html = api.render_html(view)
+    assert "iter 0 · GPU ?" in html and "GPU -1" not in html

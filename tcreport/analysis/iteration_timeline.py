@@ -88,6 +88,11 @@ class _Names:
         return out
 
 
+def _id(value: int) -> str:
+    """A device or stream id as the step chart writes it: -1 is an unknown one, "?"."""
+    return "?" if value == -1 else str(value)
+
+
 def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], int, list[int]]:
     """Lane per selected interval (-1: dropped), lane labels, dropped count, and per lane its
     device."""
@@ -103,10 +108,10 @@ def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], 
     for k in keep.tolist():  # at most MAX_GPU_LANES
         d, s = int(dev[first[k]]), int(stream[first[k]])
         if not devs or devs[-1] != d:
-            lanes.append(Lane(f"GPU {d} idle (host-bound gaps)", "idle"))
+            lanes.append(Lane(f"GPU {_id(d)} idle (host-bound gaps)", "idle"))
             devs.append(d)
         lane_of[k] = len(lanes)
-        lanes.append(Lane(f"GPU {d} · stream {s}", "gpu"))
+        lanes.append(Lane(f"GPU {_id(d)} · stream {_id(s)}", "gpu"))
         devs.append(d)
     return lane_of[key], lanes, int(busy.size - keep.size), devs
 
