@@ -6,6 +6,7 @@ figures must stay those of the unedited file, or the damaged rows are left out w
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -13,6 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 from trace_paths import REALTRACES, SAMPLES, need
 
 from tcreport import api
@@ -183,3 +185,21 @@ def test_synthetic_unknown_device_is_gpu_question_mark_in_chart_and_timeline(
     assert "GPU ? · stream 7" in labels and not any("GPU -1" in x for x in labels)
     html = api.render_html(view)
     assert "iter 0 · GPU ?" in html and "GPU -1" not in html
+
+
+def test_synthetic_negative_host_durations_draw_as_points() -> None:
+    """Ops with a negative ``cpu_ns`` and ranges ending before they start (a hand-edited ingest
+    folder carries them): the timeline's cell leads were never found and it raised IndexError."""
+    run = api.load(H100X2)
+    assert run.ops is not None and run.ranges is not None
+    cpu = pc.subtract(pc.negate(pc.fill_null(run.ops["cpu_ns"], 0)), 1_000_000)
+    ends = pc.subtract(run.ranges["start_ns"], 10_000_000)
+    hostile = dataclasses.replace(
+        run,
+        ops=run.ops.set_column(run.ops.schema.get_field_index("cpu_ns"), "cpu_ns", cpu),
+        ranges=run.ranges.set_column(run.ranges.schema.get_field_index("end_ns"), "end_ns", ends),
+    )
+    tl = api.analyze(hostile, with_timeline=True).analysis.iteration_timeline
+    assert tl is not None
+    host = [b for b in tl.blocks if tl.lanes[b.lane].kind == "host"]
+    assert host and all(b.dur_ns >= 0 and b.work_ns == 0 for b in host)
