@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from trace_paths import REALTRACES, SAMPLES, need
 
 from tcreport import api
@@ -203,3 +204,34 @@ def test_synthetic_negative_host_durations_draw_as_points() -> None:
     assert tl is not None
     host = [b for b in tl.blocks if tl.lanes[b.lane].kind == "host"]
     assert host and all(b.dur_ns >= 0 and b.work_ns == 0 for b in host)
+
+
+def test_synthetic_edited_ingest_folder_rows_no_reader_writes_are_dropped(tmp_path: Path) -> None:
+    """An ingest folder of the 2xH100 export, edited: one kernel at -(2**63 - 1), one lasting
+    2**62 ns, one with a negative duration. The HTML timeline raised (or asked for 1.4 PiB) and
+    summaries went negative; the folder's reader drops the three rows and says so."""
+    folder = api.ingest(api.load(H100X2), tmp_path / "ingest")
+    path = folder / "kernels.parquet"
+    k = pq.read_table(path)
+    start, dur = k["start_ns"].to_pylist(), k["duration_ns"].to_pylist()
+    start[0], dur[1], dur[2] = -(2**63 - 1), 2**62, -5
+    k = k.set_column(k.schema.get_field_index("start_ns"), k.schema.field("start_ns"), [start])
+    k = k.set_column(k.schema.get_field_index("duration_ns"), k.schema.field("duration_ns"), [dur])
+    pq.write_table(k, path)
+    run = api.load(folder)
+    assert run.kernels is not None and run.kernels.num_rows == k.num_rows - 3
+    assert any("dropped 3 rows of kernels.parquet" in n for n in run.meta.notes)
+    view = api.analyze(run, with_timeline=True)
+    assert view.analysis.iteration_timeline is not None
+    assert all(sum(r.parts) == r.span_ns and min(r.parts) >= 0 for r in view.analysis.steps)
+    summary = json.loads(api.render_json(view))
+    assert summary["time"]["gpu_kernel_ns"] > 0
+    assert "<html" in api.render_html(view).lower()
+
+
+def test_synthetic_unedited_ingest_folder_keeps_every_row(tmp_path: Path) -> None:
+    run = api.load(H100X2)
+    again = api.load(api.ingest(run, tmp_path / "ingest"))
+    for name in ("kernels", "memory", "ops", "ranges"):
+        assert getattr(again, name).num_rows == getattr(run, name).num_rows, name
+    assert again.meta.notes == run.meta.notes
