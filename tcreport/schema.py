@@ -31,6 +31,9 @@ BYTES = {b"unit": b"bytes"}
 #: interval (< 2**50 ns, 13 days). An epoch clock stays inside until the year 2116; a start
 #: outside is damage (an INT64 sentinel), and readers drop such rows with a note.
 POSITIONS_NS = (-(2**60), 2**62)
+#: No single GPU activity, op or range lasts 2**50 ns (13 days): one that does is damage (an end
+#: written as INT64_MAX), and summing it would wrap int64 totals negative. Readers drop it.
+MAX_INTERVAL_NS = 2**50
 
 
 class TableKind(StrEnum):

@@ -17,10 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.ingest.kineto import columns as col
-from tcreport.schema import POSITIONS_NS
-
-#: No event lasts 2**50 ns (13 days): one that does is damage (the Nsight Systems reader's bound).
-MAX_INTERVAL_NS = 2**50
+from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS
 
 # Event categories, current spelling and the 2021 legacy one.
 KERNEL, RUNTIME, MEMCPY, MEMSET, OP, ANNOTATION, MODULE = range(7)

@@ -11,11 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.schema import POSITIONS_NS
-
-#: No single GPU activity lasts 2^50 ns (13 days); an interval that does is damage (an end written
-#: as INT64_MAX), and summing it would wrap int64 totals negative.
-MAX_INTERVAL_NS = 2**50
+from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS
 
 
 def timed(raw: pa.Table, end: str) -> tuple[pa.Table, int]:

@@ -167,8 +167,6 @@ def read(path: Path) -> Run:
     return Run(meta=meta, **tables)
 
 
-#: No single interval lasts 2**50 ns (13 days); the readers drop those that do.
-_MAX_INTERVAL_NS = 2**50
 _DURATIONS = ("duration_ns", "cpu_ns", "gpu_ns", "gpu_total_ns")
 
 
@@ -193,7 +191,7 @@ def _plausible(table: pa.Table) -> tuple[pa.Table, int]:
         ok.append(
             pc.or_kleene(
                 pc.is_null(length),
-                pc.and_(pc.greater_equal(length, 0), pc.less(length, _MAX_INTERVAL_NS)),
+                pc.and_(pc.greater_equal(length, 0), pc.less(length, schema.MAX_INTERVAL_NS)),
             )
         )
     if "duration_ns" in cols:  # per launch only: an aggregated row's total may be long
@@ -201,7 +199,7 @@ def _plausible(table: pa.Table) -> tuple[pa.Table, int]:
         ok.append(
             pc.or_kleene(
                 pc.invert(pc.fill_null(timed, False)),
-                pc.less(table.column("duration_ns"), _MAX_INTERVAL_NS),
+                pc.less(table.column("duration_ns"), schema.MAX_INTERVAL_NS),
             )
         )
     keep = ok[0]

@@ -255,6 +255,7 @@ def _read(path: Path) -> Run:
         one = collect(space)
         facts.gpus += one.gpus
         facts.host_planes += one.host_planes
+        facts.dropped += one.dropped
         for k, v in one.kernels.data.items():
             facts.kernels.data[k] += v
         for k, v in one.memory.data.items():
@@ -296,6 +297,10 @@ def _read(path: Path) -> Run:
         notes_mod.eager_share(tables.op_stats or []),
         notes_mod.per_device(facts.gpus, per_dev),
         f"xprof could not convert: {', '.join(tables.failed)}." if tables.failed else None,
+        f"dropped {facts.dropped:,} GPU events whose duration is negative or 13 days or more, or "
+        "whose start lies past the int64 clock's range: they are left out of every figure"
+        if facts.dropped
+        else None,
     ]
     notes += [n for n in candidates if n]
     keys = [f.name for f in schema.OPS]

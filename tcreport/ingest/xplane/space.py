@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcreport.model import Gpu
-from tcreport.schema import MemoryKind
+from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS, MemoryKind
 
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
 _DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
@@ -55,6 +55,7 @@ class SpaceFacts:
     op_shapes: dict[str, str] = field(default_factory=dict)  # op name -> "(half[4,384];half[])"
     op_types: dict[str, str] = field(default_factory=dict)  # op name -> type, from kernel events
     hostnames: tuple[str, ...] = ()
+    dropped: int = 0  # GPU events with a negative or 13-day duration, or a start past the clock
 
 
 def main_dtype(shapes: str | None) -> str | None:
@@ -123,6 +124,9 @@ def _device_plane(plane: Any, device: int, facts: SpaceFacts) -> None:
                 facts.op_shapes.setdefault(op, shape)
             if op and typ:
                 facts.op_types.setdefault(op, typ)
+            if not (0 <= dur < MAX_INTERVAL_NS and POSITIONS_NS[0] <= start < POSITIONS_NS[1]):
+                facts.dropped += 1  # damage: summed, it would wrap int64 totals negative
+                continue
             kind = _MEMORY.get(md.name.lower().replace(" ", ""))
             if kind is not None or "memcpy_details" in stats or "memset_details" in stats:
                 detail = str(stats.get("memcpy_details") or stats.get("memset_details") or "")
