@@ -245,11 +245,8 @@ def read(path: Path) -> Run:
         raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
 
 
-def _read(path: Path) -> Run:
-    files = _candidates(path)
-    if not files:
-        raise InputError(f"no {SUFFIX} file here", path)
-    spaces = _parse(files)
+def _merged(spaces: list[Any]) -> SpaceFacts:
+    """The facts of every XSpace (one per host of a multi-worker run) as one."""
     facts = SpaceFacts()
     for space in spaces:
         one = collect(space)
@@ -262,6 +259,15 @@ def _read(path: Path) -> Run:
             facts.memory.data[k] += v
         facts.op_shapes.update(one.op_shapes)
         facts.op_types.update(one.op_types)
+    return facts
+
+
+def _read(path: Path) -> Run:
+    files = _candidates(path)
+    if not files:
+        raise InputError(f"no {SUFFIX} file here", path)
+    spaces = _parse(files)
+    facts = _merged(spaces)
     tables = convert(files)
     side = _sidecar(files[0].parent)
     raw_layers = side.get("layers")
