@@ -1,0 +1,59 @@
+"""What the iteration chart and the timeline say about the bundled 2xH100 sample, read as a
+newcomer reads them: a figure the report shows twice is the same number with the same name, and
+no hint points at something the run does not have."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from trace_paths import NSYS_H100
+
+from tcreport import api, fmt
+
+
+def _html() -> str:
+    return api.render_html(api.analyze(api.load(NSYS_H100), with_timeline=True))
+
+
+def _timeline_title(page: str) -> str:
+    m = re.search(r'<svg class="tl-lanes"[^>]*aria-label="([^"]*)"', page)
+    assert m is not None
+    return html.unescape(m.group(1))
+
+
+def test_whole_run_timeline_is_not_called_a_median_iteration() -> None:
+    """The sample has no iteration marker: one whole-run row is no "median", and there is no
+    other iteration for --timeline-iter to show."""
+    page = _html()
+    title = _timeline_title(page)
+    assert title.startswith("The whole run (no iteration markers): ")
+    assert "median" not in title
+    assert title.endswith("from the first GPU activity to the last")
+    assert "--timeline-iter" not in page
+    assert "Every kernel: <code>tcreport export --perfetto</code>" in page
+
+
+def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
+    """With 15 iterations on 2 GPUs, a bar's hover starts with the iteration's wall-clock time
+    (the table's *duration*) and says that the parts after it are the mean of the 2 GPUs, whose
+    GPU span is the step breakdown's; the dashed line is the mean iteration time of the card."""
+    view = api.analyze(
+        api.load(NSYS_H100), key_node="aten::stack", iter_start=2, with_timeline=True
+    )
+    page = api.render_html(view)
+    a = view.analysis
+    row = next(r for r in a.iterations if r.iteration == 2)
+    spans = [s.span_ns for s in a.steps if s.iteration == 2]
+    assert len(spans) == 2
+    titles = [html.unescape(t) for t in re.findall(r"<title>(iteration 2: [^<]*)</title>", page)]
+    assert len(titles) == 1
+    assert titles[0].startswith(
+        f"iteration 2: {fmt.ns(row.duration_ns)} wall-clock; mean of 2 GPUs: Tensor Core kernels "
+    )
+    assert f"in a GPU span of {fmt.ns(sum(spans) / 2)}" in titles[0]
+    mean = a.selection.info.mean_ns
+    assert mean is not None
+    assert f"dashed line: mean iteration time of the aggregated ones ({fmt.ns(mean)})" in page
+    assert "the median aggregated iteration" in _timeline_title(page)
+    assert "Other iterations: <code>tcreport report --timeline-iter N</code>." in page
