@@ -57,3 +57,24 @@ def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
     assert f"dashed line: mean iteration time of the aggregated ones ({fmt.ns(mean)})" in page
     assert "the median aggregated iteration" in _timeline_title(page)
     assert "Other iterations: <code>tcreport report --timeline-iter N</code>." in page
+
+
+def test_python_api_gives_the_step_breakdown_as_the_docs_say() -> None:
+    """docs/python-api.md: ``pd.DataFrame(run.summary()["steps"])`` is one row per iteration and
+    GPU with the named columns; ``.iterations`` one row per iteration, kernels over all GPUs."""
+    import pandas as pd
+
+    import tcreport
+
+    run = tcreport.open(NSYS_H100, key_node="aten::stack", iter_start=2)
+    steps = pd.DataFrame(run.summary()["steps"])
+    assert {"span_ns", "tc_compute_ns", "idle_launch_ns", "idle_host_ns", "host_causes"} <= set(
+        steps.columns
+    )
+    assert len(steps) == 2 * len(run.iterations) == 30
+    assert sorted(set(steps["device_id"])) == [0, 1]
+    # Tensor Core kernels never overlap on one GPU in this trace: their time summed over the GPUs
+    # (.iterations) equals the breakdown's Tensor Core compute summed over the GPUs
+    per_iteration = steps.groupby("iteration")["tc_compute_ns"].sum()
+    tc_ns = run.iterations.set_index("iteration")["tc_ns"]
+    assert per_iteration.astype(int).to_dict() == tc_ns.astype(int).to_dict()
