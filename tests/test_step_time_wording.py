@@ -78,3 +78,15 @@ def test_python_api_gives_the_step_breakdown_as_the_docs_say() -> None:
     per_iteration = steps.groupby("iteration")["tc_compute_ns"].sum()
     tc_ns = run.iterations.set_index("iteration")["tc_ns"]
     assert per_iteration.astype(int).to_dict() == tc_ns.astype(int).to_dict()
+
+
+def test_cm002_title_says_its_per_gpu_figure_is_a_mean() -> None:
+    """The sample's GPUs expose 10.0 and 23.8 ms of collectives: the title's one figure is their
+    mean, which the Fix first line and the batch dataset's top_finding_title repeat."""
+    view = api.analyze(api.load(NSYS_H100))
+    cm = view.analysis.comm_overlap
+    assert cm is not None and len(cm.devices) == 2
+    exposed = [d.collective_ns - d.overlap_ns for d in cm.devices]
+    assert exposed[0] != exposed[1]
+    (f,) = [f for f in view.findings if f.id == "CM002"]
+    assert f.title.endswith(f": {fmt.ns(cm.exposed_ns // 2)} exposed per GPU on average")
