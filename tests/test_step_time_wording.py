@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
-from trace_paths import NSYS_H100
+from trace_paths import NSYS_H100, SAMPLES
+from typer.testing import CliRunner
 
 from tcreport import api, fmt
+from tcreport.cli import app
 
 
 def _html() -> str:
@@ -90,3 +93,31 @@ def test_cm002_title_says_its_per_gpu_figure_is_a_mean() -> None:
     assert exposed[0] != exposed[1]
     (f,) = [f for f in view.findings if f.id == "CM002"]
     assert f.title.endswith(f": {fmt.ns(cm.exposed_ns // 2)} exposed per GPU on average")
+
+
+def test_timeline_iter_that_cannot_be_drawn_is_said_not_silently_replaced(tmp_path: Path) -> None:
+    """``--timeline-iter`` past the last iteration, or on a run without iteration markers, used to
+    draw another iteration without a word; the report is still written (exit 0)."""
+    runner = CliRunner()
+    out = tmp_path / "r.html"
+    cases = [
+        (
+            [str(NSYS_H100), "--key-node", "aten::stack", "--timeline-iter", "99"],
+            "--timeline-iter 99 ignored: no iteration 99 with GPU activity; the timeline shows "
+            "iteration 9, the median aggregated one",
+        ),
+        (
+            [str(SAMPLES / "kineto-a100-tf32-alexnet"), "--timeline-iter", "3"],
+            "--timeline-iter 3 ignored: the run has no iteration markers; the timeline shows the "
+            "whole run",
+        ),
+        ([str(NSYS_H100), "--key-node", "aten::stack", "--timeline-iter", "4"], None),
+    ]
+    for args, warning in cases:
+        result = runner.invoke(app, ["report", *args, "-o", str(out)])
+        assert result.exit_code == 0, result.stderr
+        assert out.is_file()
+        if warning is None:
+            assert "warning" not in result.stderr
+        else:
+            assert f"tcreport: warning: {warning}\n" in result.stderr
