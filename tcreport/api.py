@@ -119,7 +119,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     )
     if not allow_empty:
         refuse_ineffective_options(view, path, key_node, iter_start)
-    return AnalysedRun(report=view, run=run)
+    return AnalysedRun(report=view, run=run, key_node=key_node)
 
 
 def refuse_ineffective_options(
@@ -193,16 +193,25 @@ def export_perfetto(
     key_node: str | None = None,
     iter_start: int | None = None,
     iter_stop: int | None = None,
+    allow_empty: bool = False,
+    source: str | Path = "",
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
     rule); returns the file and the number of kernel events. A binary stream (stdout for
-    ``-o -``) is written as is, and the returned path is then ``-``."""
+    ``-o -``) is written as is, and the returned path is then ``-``. A key node that never
+    occurs (or an ``iter_start`` past the end) is refused as by ``report``, unless
+    ``allow_empty``; ``source`` names the input in that message."""
     from tcreport.analysis import result
+    from tcreport.analysis.key_nodes import ineffective_options
+    from tcreport.errors import UsageError
     from tcreport.render import perfetto
 
-    classified = result.classified_run(
+    classified, selection = result.classified_selection(
         run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
     )
+    problem = None if allow_empty else ineffective_options(selection, key_node, iter_start)
+    if problem is not None:
+        raise UsageError(f"{source or run.meta.path}: {problem}")
     count = 0
 
     def writer(fh: IO[bytes]) -> None:

@@ -88,6 +88,7 @@ class AnalysedRun:
 
     report: Report
     run: Run
+    key_node: str | None = None  # the iteration boundaries ``launches`` is numbered by
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -117,12 +118,15 @@ class AnalysedRun:
 
     @cached_property
     def launches(self) -> pd.DataFrame:
-        from tcreport.analysis import tc_kernels
+        from tcreport.analysis import result
 
-        k = self.run.kernels
-        if k is None:
+        if self.run.kernels is None:
             raise InputError("this input has no kernel rows", self.report.source_path)
-        return to_pandas(tc_kernels.classify_kernels(k))
+        # every iteration, numbered as .iterations numbers them (the reader's own numbers, e.g.
+        # ProfilerStep#5, are not the analysis's)
+        classified = result.classified_run(self.run, key_node=self.key_node)
+        assert classified.kernels is not None
+        return to_pandas(classified.kernels)
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document (schema ``tcreport.summary/1``) as a dict."""

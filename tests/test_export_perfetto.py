@@ -135,3 +135,15 @@ def test_export_to_stdout_writes_no_file_named_dash(
     assert res.exit_code == 0 and out.stat().st_size > 0
     usage = CliRunner().invoke(app, ["export", "--help"])
     assert "--perfetto FILE" in usage.stdout and "PATH" in usage.stdout
+
+
+def test_export_refuses_a_key_node_that_never_occurs(tmp_path: Path) -> None:
+    """As ``report`` and ``summary`` do: exit 2, one line, nothing written; --allow-empty goes on."""
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(app, ["export", str(H100X2), "--key-node", "nosuch", "-o", str(out)])
+    assert res.exit_code == 2 and "never occurs" in res.output and not out.exists()
+    assert "Traceback" not in res.output
+    ok = CliRunner().invoke(
+        app, ["export", str(H100X2), "--key-node", "nosuch", "--allow-empty", "-o", str(out)]
+    )
+    assert ok.exit_code == 0 and out.exists()

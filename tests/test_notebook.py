@@ -190,3 +190,13 @@ def test_import_tcreport_stays_light() -> None:
     ).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "False"  # tcreport.open exists without importing pandas: the call imports it
+
+
+def test_launches_are_numbered_like_the_iterations() -> None:
+    """``.launches`` carries the analysis's iteration numbers, not the reader's: split at a key
+    node, the launches' iterations are the rows of ``.iterations``."""
+    run = tcreport.open(NSYS, key_node="FlashAttnFunc")
+    numbers = set(run.iterations["iteration"].tolist())
+    assert len(numbers) > 1
+    assert set(run.launches["iteration"].dropna().unique().tolist()) <= numbers
+    assert run.launches["iteration"].dropna().nunique() > 1

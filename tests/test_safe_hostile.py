@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from trace_paths import REALTRACES, SAMPLES
+from trace_paths import REALTRACES, SAMPLES, need
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
@@ -129,7 +129,7 @@ def test_synthetic_unmarked_legacy_batch_out_is_still_accepted(work: Path) -> No
 
 def test_synthetic_output_onto_the_xplane_sidecar_is_refused(tmp_path: Path) -> None:
     """The xplane reader reads ``tcreport-capture.json`` beside the profile: never written over."""
-    shutil.copy(XPLANE, tmp_path / "w.xplane.pb")
+    shutil.copy(need(XPLANE), tmp_path / "w.xplane.pb")
     sidecar = tmp_path / "tcreport-capture.json"
     sidecar.write_text('{"notes": ["synthetic sidecar"], "tensorflow": "2.15"}\n')
     before = sidecar.read_bytes()

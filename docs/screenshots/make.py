@@ -77,7 +77,8 @@ def main() -> int:
             src = _input_of(folder)
             rel = src.relative_to(ROOT).as_posix()
             html = Path(tmp) / f"{folder.name}.html"
-            html.write_text(api.render_html(api.analyze(api.load(src), source_path=rel)), "utf-8")
+            view = api.analyze(api.load(src), source_path=rel, with_timeline=True)  # as `report`
+            html.write_text(api.render_html(view), "utf-8")
             for scheme, full, name in (("light", True, ""), ("dark", False, "-dark")):
                 page = browser.new_page(viewport={"width": 1280, "height": 1000}, color_scheme=scheme)
                 page.goto(html.as_uri())

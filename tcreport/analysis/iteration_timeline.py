@@ -391,7 +391,7 @@ def _host(
         start = np.maximum(s, t0)
         dur = np.minimum(e, t1, out=e if e.flags.writeable else None)  # in place when it can
         dur -= start
-        np.maximum(dur, 0, out=dur)  # an inverted range or a negative cpu_ns draws as a point
+        np.maximum(dur, 0, out=dur)  # a negative op time is no time
         start -= t0
         del s, e
         tid = _codes.codes(pc.fill_null(t.column("thread_id"), -1))

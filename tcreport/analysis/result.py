@@ -397,5 +397,20 @@ def classified_run(
 ) -> Run:
     """The run with every kernel's verdict, sliced to the aggregated iterations: the bulk rows an
     export writes (the :class:`Analysis` keeps only per-name rows)."""
-    sliced, _ = iterations.select(_classify(run, run_vendor(run)), key_node, iter_start, iter_stop)
-    return sliced
+    return classified_selection(run, key_node, iter_start, iter_stop)[0]
+
+
+def classified_selection(
+    run: Run,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+) -> tuple[Run, Selection]:
+    """:func:`classified_run` and the iteration selection it made (to refuse options that
+    selected nothing, as the reports do)."""
+    sliced, selection = iterations.select(
+        _classify(run, run_vendor(run)), key_node, iter_start, iter_stop
+    )
+    if not selection.key_node_found or selection.info.method == "whole run":
+        selection, _ = _suggestions(sliced, selection)  # the names an error can offer
+    return sliced, selection

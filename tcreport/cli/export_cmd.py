@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from tcreport.cli._common import (
+    AllowEmpty,
     IterStart,
     IterStop,
     KeyNode,
@@ -46,6 +47,7 @@ def export(
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
+    allow_empty: AllowEmpty = False,
 ) -> None:
     """Export the analysed trace for a timeline viewer, Tensor Core verdicts included."""
     with user_errors():
@@ -66,6 +68,8 @@ def export(
                 key_node=key_node,
                 iter_start=iter_start,
                 iter_stop=iter_stop,
+                allow_empty=allow_empty,
+                source=path,
             )
         if stdout is not None:
             stdout.flush()

@@ -289,14 +289,16 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
             segs.append((css, round(y, 2), round(h, 2)))
         first, last = g[0].iteration, g[-1].iteration
         name = f"iteration {first}" if per == 1 else f"iterations {first}–{last} (mean)"
-        name += f", mean of {gpus} GPUs" if gpus > 1 else ""
+        # the duration is the wall-clock iteration; the parts below it are per GPU
+        per_gpu = f"mean of {gpus} GPUs: " if gpus > 1 else ""
         flagged = any(r.iteration in out for r in g)
         bars.append(
             IterBar(
                 x=round(x0 + i * slot + slot * 0.1, 2),
                 width=round(max(slot * 0.8, 0.5), 2),
                 segments=tuple(segs),
-                title=f"{name}: {fmt.ns(dur)}; Tensor Core kernels {fmt.ns(tc)}, other kernels "
+                title=f"{name}: {fmt.ns(dur)} wall-clock; {per_gpu}Tensor Core kernels "
+                f"{fmt.ns(tc)}, other kernels "
                 f"{fmt.ns(other)}, memory {fmt.ns(mem)}, idle {fmt.ns(idle)}"
                 + _idle_note(g, gpus)
                 + ("" if all(r.aggregated for r in g) else "; not aggregated")

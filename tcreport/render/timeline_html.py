@@ -86,6 +86,7 @@ class TimelineView:
     blocks: tuple[BlockView, ...]
     span_ns: int
     names_json: str  # plain JSON for an attribute: the template's autoescape escapes it
+    other_iterations: bool  # whether --timeline-iter has another iteration to show
 
 
 @dataclass(frozen=True)
@@ -223,9 +224,14 @@ def _timeline(a: Analysis) -> TimelineView | None:
     )  # fmt: skip
     which = {"median": "the median aggregated iteration", "requested": "the requested iteration",
              "whole run": "the whole run (no iteration markers)"}[tl.chosen]  # fmt: skip
+    # a run without iteration markers may still carry its one whole-run iteration row: it is not
+    # a "median" to the reader, and there is no other iteration to ask --timeline-iter for
+    whole = tl.chosen == "whole run" or a.selection.info.method == "whole run"
     title = (
-        f"Iteration {tl.iteration}, {which}" if tl.chosen != "whole run" else which.capitalize()
-    ) + f": {fmt.ns(tl.span_ns)} of GPU activity"
+        which.capitalize() if tl.chosen == "whole run" else
+        "The whole run (no iteration markers)" if whole else
+        f"Iteration {tl.iteration}, {which}"
+    ) + f": {fmt.ns(tl.span_ns)} from the first GPU activity to the last"  # fmt: skip
     merged = (
         f"{fmt.count(tl.merged_events)} of {fmt.count(tl.events)} GPU events shorter than "
         f"{fmt.ns(tl.column_ns)} are merged into per-pixel blocks (hover names the longest)"
@@ -244,6 +250,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
         blocks=blocks,
         span_ns=tl.span_ns,
         names_json=json.dumps(names, ensure_ascii=False, separators=(",", ":")),
+        other_iterations=not whole and len(a.iterations) > 1,
     )
 
 
