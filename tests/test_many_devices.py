@@ -92,3 +92,16 @@ def test_synthetic_gap_causes_over_many_gpus_and_processes_match_the_definition(
     assert host is not None and not host.single_process
     assert np.array_equal(gaps.code, _causes_one_gpu_at_a_time(act, gaps, host))
     assert (gaps.code >= 0).any()
+
+
+def test_synthetic_per_gpu_table_is_capped_like_every_table(tmp_path: Path) -> None:
+    """300 GPUs: the HTML's Per GPU table shows the first MAX_ROWS and says how many there are
+    (it had a row per GPU: 20,000 device ids made a 4.4 MB section)."""
+    from tcreport.render.html_parts import MAX_ROWS
+
+    html = api.render_html(api.analyze(api.load(_spread(tmp_path, 300))))
+    table = html[
+        html.index('id="t-devices"') : html.index("</table>", html.index('id="t-devices"'))
+    ]
+    assert table.count('<tr><th scope="row">') == MAX_ROWS
+    assert f"(first {MAX_ROWS} of 300)" in table
