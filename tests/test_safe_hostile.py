@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_checks import fails_cleanly
 from trace_paths import REALTRACES, SAMPLES, need
 from typer.testing import CliRunner
 
@@ -34,15 +35,6 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(KINETO, tmp_path / "run.json.gz")
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def fails_cleanly(args: list[str], code: int, needle: str) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tcreport: error: "), result.stderr
-    assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def test_synthetic_output_onto_fifo_is_refused_and_fifo_stays(work: Path) -> None:

@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from cli_checks import fails_cleanly
 from fs_snapshot import snapshot
 from trace_paths import SAMPLES
 from typer.testing import CliRunner
@@ -36,15 +37,6 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (important / "sub" / "data.csv").write_text("a,b\n1,2\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def fails_cleanly(args: list[str], code: int, needle: str) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("tcreport: error: "), result.stderr
-    assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def test_ingest_force_never_deletes_a_folder_tcreport_did_not_write(work: Path) -> None:

@@ -143,9 +143,7 @@ class ViewerMeta:
         kernel_ns, memory_ns = _int(ks[1]), _int(ks[3])
         not_using, using = _int(ms[12]), _int(ms[14])
         return ReportedFigures(
-            wall_ns=_int(ms[0])
-            if self._duration(ms[0], "model_summary wall time")
-            else _int(ms[0]),
+            wall_ns=_int(ms[0]),  # checked non-negative above
             all_kernel_ns=_add(kernel_ns, memory_ns),
             gpu_kernel_ns=kernel_ns,
             tc_kernel_ns=_int(ks[2]),
