@@ -14,6 +14,7 @@ minus kernel and memory time summed over launches) is kept only for inputs witho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -331,6 +332,16 @@ def aggregated_idle(steps: tuple[StepRow, ...], info: IterationInfo) -> StepIdle
         host_ns=sum(s.idle_host_ns for s in kept),
         devices=len({s.device_id for s in kept}),
     )
+
+
+def mean_gpu_span(rows: Sequence[IterationRow], gpus: int) -> tuple[float, float, float]:
+    """Mean GPU span, launch-bound idle and host-bound idle per (iteration, GPU) over ``rows``
+    (the iteration chart's note); zeros for rows without a step breakdown."""
+    n = max(1, len(rows) * max(1, gpus))
+    span = sum(r.span_ns or 0 for r in rows) / n
+    launch = sum((r.idle_split_ns or (0, 0))[0] for r in rows) / n
+    host = sum((r.idle_split_ns or (0, 0))[1] for r in rows) / n
+    return span, launch, host
 
 
 def per_iteration(ns: int | None, info: IterationInfo) -> float | None:

@@ -18,7 +18,7 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from tcreport import fmt
-from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow
+from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow, mean_gpu_span
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.groups import OpGroup, group_ops
 from tcreport.analysis.result import Analysis
@@ -242,10 +242,7 @@ def _idle_note(rows: Sequence[IterationRow], gpus: int) -> str:
     split), or the estimate for inputs without per-launch timestamps."""
     if any(r.idle_estimated for r in rows):
         return " (estimate: duration − kernel − memory time)"
-    n = len(rows) * gpus
-    span = sum(r.span_ns or 0 for r in rows) / n
-    launch = sum((r.idle_split_ns or (0, 0))[0] for r in rows) / n
-    host = sum((r.idle_split_ns or (0, 0))[1] for r in rows) / n
+    span, launch, host = mean_gpu_span(rows, gpus)
     return (
         f" ({fmt.ns(launch)} launch-bound, {fmt.ns(host)} host-bound) in a GPU span of "
         f"{fmt.ns(span)}, each instant counted once"
