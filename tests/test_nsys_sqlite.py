@@ -17,6 +17,7 @@ from tcreport.errors import InputError
 from tcreport.ingest import detect, load
 from tcreport.ingest.nsys import db as _nsys_db
 from tcreport.ingest.nsys import nvtx_nesting as _nvtx_nesting
+from tcreport.ingest.nsys import nvtx_scan as _nvtx_scan
 from tcreport.ingest.nsys import reader as nsys_sqlite
 from tcreport.model import Granularity, Run, SourceFormat
 from tcreport.schema import TableKind, validate
@@ -354,6 +355,53 @@ def test_small_chunks_and_batches_give_the_same_tables(
         monkeypatch.setattr(_nsys_db, "BATCH_ROWS", 5)
         _same_run(nsys_sqlite.read(path), whole)
         monkeypatch.undo()
+
+
+def test_merged_chunk_orders_give_the_sorted_tables(
+    nsys_h100: Path, cnn_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outline takes the ranges in (thread, start, -end) order merged from the chunks' own
+    sorted orders; with the merge turned off it sorts them again, and the tables are the same."""
+    monkeypatch.setattr(_nsys_db, "CHUNK_ROWS", 7)
+    for path in (nsys_h100, cnn_export):
+        merged = nsys_sqlite.read(path)
+        with monkeypatch.context() as m:
+            m.setattr(_nvtx_scan, "_MAX_CELLS", 0)
+            _same_run(nsys_sqlite.read(path), merged)
+
+
+def test_rows_out_of_time_order_across_chunks_are_sorted_again(
+    nsys_h100: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export whose NVTX rows are not in time order (here: written backwards) has chunks that
+    are each sorted but do not join up: the seams between them are checked, the merge is refused,
+    and the ranges are sorted as one table, as without the merge."""
+    path = tmp_path / "backwards.sqlite"
+    shutil.copyfile(nsys_h100, path)
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE nvtx_copy AS SELECT * FROM NVTX_EVENTS ORDER BY rowid DESC")
+    con.execute("DELETE FROM NVTX_EVENTS")
+    con.execute("INSERT INTO NVTX_EVENTS SELECT * FROM nvtx_copy")
+    con.execute("DROP TABLE nvtx_copy")
+    con.commit()
+    con.close()
+    monkeypatch.setattr(_nsys_db, "CHUNK_ROWS", 1000)
+    seams: list[bool] = []
+    checked = _nvtx_scan._seams_ordered
+
+    def spy(*args: np.ndarray) -> bool:
+        seams.append(checked(*args))
+        return seams[-1]
+
+    with monkeypatch.context() as m:
+        m.setattr(_nvtx_scan, "_seams_ordered", spy)
+        merged = nsys_sqlite.read(path)
+    assert seams == [False]
+    monkeypatch.setattr(_nvtx_scan, "_MAX_CELLS", 0)
+    _same_run(nsys_sqlite.read(path), merged)
+    forwards = nsys_sqlite.read(nsys_h100).ops
+    assert merged.ops is not None and forwards is not None
+    assert merged.ops.num_rows == forwards.num_rows
 
 
 def test_start_end_ranges_land_in_ranges(cnn_export: Path, tmp_path: Path) -> None:

@@ -198,11 +198,15 @@ def _op_row(
 def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     """Threads, and the push/pop ranges outside every op in (thread, start, -end) order: their
     rows in ``nvtx``, thread codes, starts, ends and whether each is an op."""
-    push_pop = np.flatnonzero(~nvtx.start_end)
-    threads, tcode = thread_codes(nvtx.gtid[push_pop])
-    order = time_order(tcode, nvtx.start[push_pop], nvtx.end[push_pop])
-    rows, tcode = push_pop[order], tcode[order]
-    del push_pop, order
+    if nvtx.by_time is not None:  # the scan's chunks were sorted already: merged, not sorted
+        threads, rows, tcode = nvtx.by_time
+        nvtx.by_time = None
+    else:
+        push_pop = np.flatnonzero(~nvtx.start_end)
+        threads, tcode = thread_codes(nvtx.gtid[push_pop])
+        order = time_order(tcode, nvtx.start[push_pop], nvtx.end[push_pop])
+        rows, tcode = push_pop[order], tcode[order]
+        del push_pop, order
     st, en = nvtx.start[rows], nvtx.end[rows]
     op = is_op(nvtx.parsed.kind[nvtx.code[rows]])
     # Everything inside an op is the op's business: keep the outermost ops and what is around them.

@@ -9,7 +9,7 @@ joins the chunks for the nesting that follows (:mod:`tcreport.ingest.nsys.nvtx`)
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,12 @@ class _Chunk:
     span: tuple[int | None, int | None]  # of every event in the chunk, ranges or not
     domains: list[tuple[int, str]]
     dropped: int = 0  # ranges left out: no end (never closed) or an end before the start
+    # The push/pop ranges in (thread, start, -end) order, as _kept sorted them anyway: rows of
+    # this chunk, each one's code into ``threads`` (the chunk's threads, ascending). Kept so that
+    # the outline merges the chunks' orders instead of sorting every range of the export again.
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    order_thread: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    threads: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan[_Chunk]]:
@@ -100,14 +106,16 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
             cols_["x"].append(et[ok] == START_END)
         distinct, code = texts.result()
         cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols_.items()}
-        keep, kept_code, parsed = _kept(cat["g"], cat["s"], cat["e"], cat["x"], code, distinct)
+        keep, kept_code, parsed, by_time = _kept(
+            cat["g"], cat["s"], cat["e"], cat["x"], code, distinct
+        )
         # only the texts still referenced travel on, collapsed to what they parse to (millions
         # of distinct autograd-nvtx texts are a few thousand results)
         used = pc.dictionary_encode(pa.array(kept_code))
         entry, small = parsed.take(used.dictionary).collapse()
         return _Chunk(
             cat["s"][keep], cat["e"][keep], cat["g"][keep], cat["d"][keep], cat["x"][keep],
-            entry[_np(used.indices)].astype(np.int32), small, (lo, hi), domains, dropped,
+            entry[_np(used.indices)].astype(np.int32), small, (lo, hi), domains, dropped, *by_time,
         )  # fmt: skip
 
     return [Scan(f"{sql} {w}", names, fold) for w in db.chunks(TABLE)]
@@ -181,16 +189,17 @@ def _kept(
     start_end: np.ndarray,
     code: np.ndarray,
     texts: pa.Array,
-) -> tuple[np.ndarray, np.ndarray, Parsed]:
+) -> tuple[np.ndarray, np.ndarray, Parsed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The ranges not inside an op of this chunk (inside one for good, so dropped before they
     cost memory; ranges inside an op that began in an earlier chunk go after merging), and their
-    texts parsed: (keep mask, each kept range's entry in the Parsed, the Parsed).
+    texts parsed: (keep mask, each kept range's entry in the Parsed, the Parsed, and the kept
+    push/pop ranges in (thread, start, -end) order as :class:`_Chunk` keeps them).
 
     Only texts that matter are parsed. An op hides what starts inside it, so a range's kind
     decides anything only when something starts inside it (40 % of an autograd export's ranges);
     the kept ranges are then parsed in full, most of them already among those."""
     pp = np.flatnonzero(~start_end.astype(bool))
-    _, tcode = thread_codes(gtid[pp])
+    threads, tcode = thread_codes(gtid[pp])
     local = time_order(tcode, start[pp], end[pp])
     order, t_sorted = pp[local], tcode[local]  # (thread, start, -end) order
     s_o, e_o = start[order], end[order]
@@ -211,7 +220,15 @@ def _kept(
     rest = kept[at[kept] < 0]
     at[rest] = len(parents) + np.arange(len(rest))
     parsed = Parsed.concat([first, parse(texts.take(pa.array(rest)))])
-    return keep, at[code[keep]], parsed
+    # The first range of a thread is inside nothing, so every thread keeps at least one range.
+    sorted_kept = keep[order]
+    row_after = (np.cumsum(keep) - 1).astype(np.int32)  # each kept row's index among the kept
+    by_time = (
+        row_after[order[sorted_kept]],
+        t_sorted[sorted_kept].astype(np.int32),
+        threads,
+    )
+    return keep, at[code[keep]], parsed, by_time
 
 
 def _distinct(codes: np.ndarray, size: int) -> np.ndarray:
@@ -234,12 +251,16 @@ class Ranges:
     parsed: Parsed
     span: tuple[int | None, int | None]
     domains: dict[int, str]
+    # (threads ascending, push/pop rows in (thread, start, -end) order, each one's thread code),
+    # merged from the chunks' own orders; None when that was not possible (then sort them again)
+    by_time: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def merge_ranges(chunks: list[_Chunk]) -> Ranges:
     """One set of ranges from the chunks, copying each column once and freeing as it goes."""
     n = sum(len(c.start) for c in chunks)
     out: dict[str, np.ndarray] = {}
+    merged = _merged_order(chunks)
     for name in ("start", "end", "gtid", "domain", "start_end", "code"):
         col = np.empty(n, dtype=getattr(chunks[0], name).dtype)
         at, base = 0, 0
@@ -267,7 +288,61 @@ def merge_ranges(chunks: list[_Chunk]) -> Ranges:
         parsed=parsed,
         span=(min(firsts) if firsts else None, max(lasts) if lasts else None),
         domains=domains,
+        by_time=(
+            merged[0]
+            if merged is not None
+            and _seams_ordered(merged[0][1], merged[1], out["start"], out["end"])
+            else None
+        ),
     )
+
+
+#: Most (chunk, thread) cells the merge of the chunks' orders tabulates; past it (a hostile export
+#: with millions of threads) the outline sorts the ranges again instead.
+_MAX_CELLS = 1 << 22
+
+
+def _merged_order(
+    chunks: list[_Chunk],
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None:
+    """The chunks' push/pop ranges in (thread, start, -end) order, without a sort: ((threads
+    ascending, rows of the merged table, each one's thread code), the seams to check with
+    :func:`_seams_ordered`); None past :data:`_MAX_CELLS` cells.
+
+    Each chunk comes sorted by its own thread codes; chunks are consecutive row ranges, so
+    putting every thread's part of chunk 0, then of chunk 1, ... one after the other is the order
+    a stable sort by thread of the whole table gives. Each row's place is the start of its
+    (chunk, thread) cell, counted from a table of counts, plus its rank within the cell."""
+    threads = np.unique(np.concatenate([c.threads for c in chunks]))
+    if len(threads) * len(chunks) > _MAX_CELLS:
+        return None
+    codes = [np.searchsorted(threads, c.threads)[c.order_thread] for c in chunks]
+    counts = np.stack([np.bincount(g, minlength=len(threads)) for g in codes])
+    total = counts.sum(axis=0)
+    earlier = np.cumsum(counts, axis=0) - counts  # of the thread, in the chunks before
+    cell = (np.cumsum(total) - total) + earlier  # where each (chunk, thread) part begins
+    order = np.empty(int(total.sum()), dtype=np.int64)
+    base = 0
+    for c, g, count, at in zip(chunks, codes, counts, cell, strict=True):
+        first_in_chunk = np.cumsum(count) - count
+        order[at[g] + np.arange(len(g)) - first_in_chunk[g]] = c.order.astype(np.int64) + base
+        base += len(c.start)
+        c.order = c.order_thread = np.zeros(0, np.int32)
+    seams = cell[(counts > 0) & (earlier > 0)]  # first of a part with a part of its thread before
+    tcode = np.repeat(np.arange(len(threads), dtype=np.int64), total)
+    return (threads, order, tcode), seams
+
+
+def _seams_ordered(
+    order: np.ndarray, seams: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> bool:
+    """Whether, at each seam of the merged order (the first range of a chunk's part of a thread,
+    after the part of an earlier chunk), the two neighbours are in (start, -end) order. The
+    chunks checked everything else; an export whose rows are out of time order across chunks
+    fails here and is sorted again, as a single table would have been."""
+    cur, prev = order[seams], order[seams - 1]
+    s_cur, s_prev = start[cur], start[prev]
+    return not bool(((s_cur < s_prev) | ((s_cur == s_prev) & (end[cur] > end[prev]))).any())
 
 
 def _valid(col: pa.Array) -> np.ndarray:
