@@ -195,12 +195,16 @@ def export_perfetto(
     iter_stop: int | None = None,
     allow_empty: bool = False,
     source: str | Path = "",
+    follow_link: bool = False,
+    replace_read_only: bool = False,
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
     rule); returns the file and the number of kernel events. A binary stream (stdout for
     ``-o -``) is written as is, and the returned path is then ``-``. A key node that never
     occurs (or an ``iter_start`` past the end) is refused as by ``report``, unless
-    ``allow_empty``; ``source`` names the input in that message."""
+    ``allow_empty``; ``source`` names the input in that message. A symbolic link or read-only
+    file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as for every
+    output."""
     from tcreport.analysis import result
     from tcreport.analysis.key_nodes import ineffective_options
     from tcreport.errors import UsageError
@@ -221,4 +225,7 @@ def export_perfetto(
     if not isinstance(out_path, str | Path):
         writer(out_path)
         return Path("-"), count
-    return write_atomic(Path(out_path), writer), count
+    target = write_atomic(
+        Path(out_path), writer, follow_link=follow_link, replace_read_only=replace_read_only
+    )
+    return target, count

@@ -176,6 +176,41 @@ def test_a_symlinked_output_is_refused_unless_asked(work: Path) -> None:
     assert "<html" in elsewhere.read_text() and stat.S_IMODE(elsewhere.stat().st_mode) == 0o640
 
 
+#: Every command that writes one file, with the arguments that make it write ``OUT``.
+ONE_FILE_WRITERS = {
+    "report": ["report", "run.json.gz", "-o", "OUT"],
+    "summary --json": ["summary", "run.json.gz", "--json", "-o", "OUT"],
+    "export": ["export", "run.json.gz", "--perfetto", "OUT"],
+    "diff": ["diff", "run.json.gz", "run.json.gz", "-o", "OUT"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(ONE_FILE_WRITERS))
+def test_every_output_offers_the_options_its_refusals_name(work: Path, command: str) -> None:
+    """A refusal says which option overrides it ('pass --follow-link'): every command that can
+    refuse has that option, and it works."""
+    args = ONE_FILE_WRITERS[command]
+    elsewhere = work / "important" / "target.out"
+    elsewhere.write_text("theirs")
+    os.symlink(elsewhere, work / "link.out")
+    locked = work / "locked.out"
+    locked.write_text("keep me")
+    locked.chmod(0o444)
+    before = snapshot(work)
+    link_args = [a if a != "OUT" else "link.out" for a in args]
+    locked_args = [a if a != "OUT" else "locked.out" for a in args]
+    fails_cleanly(link_args, 4, "pass --follow-link")
+    fails_cleanly(locked_args, 4, "pass --replace-read-only")
+    assert snapshot(work) == before
+    ok = runner.invoke(app, [*link_args, "--follow-link"])
+    assert ok.exit_code == 0, ok.stderr
+    assert os.readlink(work / "link.out") == str(elsewhere)
+    assert elsewhere.read_text() != "theirs"
+    ok = runner.invoke(app, [*locked_args, "--replace-read-only"])
+    assert ok.exit_code == 0, ok.stderr
+    assert locked.read_text() != "keep me" and stat.S_IMODE(locked.stat().st_mode) == 0o444
+
+
 @pytest.mark.parametrize("name", ["run#2.sqlite", "run?x=1.sqlite", "run%41.sqlite", "a b.sqlite"])
 def test_odd_characters_in_a_sqlite_path_read_the_file_and_create_nothing(
     tmp_path: Path, name: str

@@ -9,10 +9,12 @@ import typer
 
 from tcreport.cli._common import (
     AllowEmpty,
+    FollowLink,
     IterStart,
     IterStop,
     KeyNode,
     OutputFile,
+    ReplaceReadOnly,
     is_stdout,
     say,
     status,
@@ -48,6 +50,8 @@ def export(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     allow_empty: AllowEmpty = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """Export the analysed trace for a timeline viewer, Tensor Core verdicts included."""
     with user_errors():
@@ -58,6 +62,13 @@ def export(
         target = perfetto if perfetto is not None else output
         if target is None:
             raise UsageError("say what to export: --perfetto OUT.json (or -o OUT.json)")
+        if not is_stdout(target):  # refused before a long read, as report and summary do
+            from tcreport import _fs
+
+            _fs.refuse_inputs(target, [path])
+            _fs.check_file_target(
+                target, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         with status(f"Reading {path}"):
             run = api.load(path)
         stdout = typer.get_binary_stream("stdout") if is_stdout(target) else None
@@ -70,6 +81,8 @@ def export(
                 iter_stop=iter_stop,
                 allow_empty=allow_empty,
                 source=path,
+                follow_link=follow_link,
+                replace_read_only=replace_read_only,
             )
         if stdout is not None:
             stdout.flush()

@@ -140,6 +140,8 @@ def summary(
     iter_stop: IterStop = None,
     counters: Counters = None,
     allow_empty: AllowEmpty = False,
+    follow_link: FollowLink = False,
+    replace_read_only: ReplaceReadOnly = False,
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
@@ -149,12 +151,19 @@ def summary(
             raise UsageError("--output writes the JSON summary; add --json")
         if output is not None and not is_stdout(output):
             _fs.refuse_inputs(output, [path, counters])
-            _fs.check_file_target(output)
+            _fs.check_file_target(
+                output, follow_link=follow_link, replace_read_only=replace_read_only
+            )
         view = load_and_analyze(
             path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
         )
         if json_out:
-            write_text_output(output if output is not None else Path("-"), api.render_json(view))
+            write_text_output(
+                output if output is not None else Path("-"),
+                api.render_json(view),
+                follow_link=follow_link,
+                replace_read_only=replace_read_only,
+            )
         else:
             from tcreport.render import terminal
 
