@@ -91,6 +91,19 @@ def test_synthetic_formulas_on_dlprof_and_kineto_shapes() -> None:
     assert flops.count("aten::mm", None, None).formula == "no shapes recorded"
 
 
+def test_flash_attn_package_functions_are_attention() -> None:
+    """The flash-attn package's autograd functions (nsys autograd-nvtx names them, e.g. the 2xH100
+    sample's FlashAttnFunc, half its GPU time) are attention: counted from [B, L, H, D] shapes
+    when recorded, listed as heavy ops without a count otherwise, never "not attention"."""
+    qkv = "[[2,1024,16,64],[2,1024,16,64],[2,1024,16,64]]"
+    c = flops.count("FlashAttnFunc", qkv, None)
+    assert (c.kind, c.flops) == ("attention", 2 * 2 * 16 * 1024 * 1024 * (64 + 64))
+    assert flops.count("FlashAttnFunc", None, None).formula == "no shapes recorded"
+    varlen = flops.count("FlashAttnVarlenFunc", "[[4096,16,64],[4096,16,64],[4096,16,64]]", None)
+    assert varlen.kind == "attention" and varlen.flops is None
+    assert flops.HEAVY.match("flashattnfunc") and flops.HEAVY.match("flashattnvarlenqkvpackedfunc")
+
+
 def test_peaks_table_has_a_source_for_every_model() -> None:
     for _, g in peaks.table():
         assert g.source and g.tflops

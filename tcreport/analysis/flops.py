@@ -16,8 +16,11 @@ Formulas (shapes as PyTorch gives them):
 * convolution with an output shape [N,K,P,Q..] and weight [K,C/g,R,S..]: 2·N·K·P·Q·(C/g)·R·S;
   ``*convolution_backward_input`` from grad-output and weight: the same count
 * attention (``scaled_dot_product_attention`` and its flash / efficient / cuDNN variants, and
-  ``_flash_attention_forward``): Q·Kᵀ and P·V, 2·B·H·L·S·(D + Dv); no causal halving, because the
-  canonical tables do not keep the ``is_causal`` flag (stated wherever the figure is shown).
+  ``_flash_attention_forward``, and the flash-attn package's ``FlashAttnFunc`` autograd function,
+  whose q, k, v are [B, L, H, D] as in ``_flash_attention_forward``): Q·Kᵀ and P·V,
+  2·B·H·L·S·(D + Dv); no causal halving, because the canonical tables do not keep the
+  ``is_causal`` flag (stated wherever the figure is shown). flash-attn's other functions (packed
+  QKV, variable length) are attention with no formula here: their shapes need ``cu_seqlens``.
 """
 
 from __future__ import annotations
@@ -34,14 +37,16 @@ _GEMM = {"mm", "addmm", "addmm_", "_addmm_activation", "matmul", "bmm", "baddbmm
 _BIAS_FIRST = {"addmm", "addmm_", "_addmm_activation", "baddbmm", "baddbmm_"}
 _ATTN = re.compile(
     r"^(_?scaled_dot_product(_flash|_efficient|_cudnn)?_attention|_flash_attention_forward"
-    r"|_efficient_attention_forward|flash_attn.*fwd)$"
+    r"|_efficient_attention_forward|flash_attn.*fwd|flashattnfunc)$"
 )
+#: Attention ops whose q, k, v come as [B, L, H, D] (heads third), not SDPA's [B, H, L, D].
+_HEADS_THIRD = ("_flash_attention", "_efficient_attention", "flashattnfunc")
 _CONV = re.compile(r"^(_?convolution|conv[123]d|cudnn_convolution|mkldnn_convolution|conv2d)$")
 _CONV_DGRAD = re.compile(r"convolution_backward_input$")
 #: Op types whose FLOPs this module can count: the "heavy" ops an MFU figure must cover.
 HEAVY = re.compile(
     r"^(mm|addmm_?|_addmm_activation|matmul|bmm|baddbmm_?|linear|.*conv.*|.*attention.*"
-    r"|_flash_attention_.*|flash_attn.*)$"
+    r"|_flash_attention_.*|flash_attn.*|flashattn.*func)$"
 )
 
 
@@ -106,7 +111,7 @@ def _attention(t: str, shapes: list[Shape]) -> Count:
     if len(dims) < 3:
         return _none("attention", "query/key/value shapes not recorded")
     q, k, v = dims
-    if t.startswith("_flash_attention") or t.startswith("_efficient_attention"):
+    if t.startswith(_HEADS_THIRD):
         q, k, v = ((d[0], d[2], d[1], d[3]) for d in (q, k, v))  # [B, L, H, D] -> [B, H, L, D]
     b, h, lq, d = q
     if k[3] != d or k[2] != v[2]:
@@ -130,5 +135,6 @@ def count(op_type: str | None, input_shapes: str | None, output_shapes: str | No
             return _none("conv", "no shapes recorded")
         return _conv(t, shapes, parse_shapes(output_shapes))
     if HEAVY.match(t):
-        return _none("other", f"no FLOP formula for {t}")
+        kind = "attention" if "attn" in t or "attention" in t else "other"
+        return _none(kind, f"no FLOP formula for {t}")
     return _none("other", "not a GEMM, convolution or attention op")
