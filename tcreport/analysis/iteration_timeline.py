@@ -93,12 +93,19 @@ def _id(value: int) -> str:
     return "?" if value == -1 else str(value)
 
 
-def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], int, list[int]]:
+def _pick(a: np.ndarray, sel: np.ndarray | None) -> np.ndarray:
+    """The selected rows of ``a``; ``None`` selects every row (and copies nothing)."""
+    return a if sel is None else a[sel]
+
+
+def _gpu_lanes(
+    act: Activity, sel: np.ndarray | None
+) -> tuple[np.ndarray, list[Lane], int, list[int]]:
     """Lane per selected interval (-1: dropped), lane labels, dropped count, and per lane its
-    device."""
-    dev, stream = act.device[sel], act.stream[sel]
+    device. ``sel``: the selected rows, ``None`` for all."""
+    dev, stream = _pick(act.device, sel), _pick(act.stream, sel)
     key = _codes.combine(dev, stream)
-    busy = np.bincount(key, weights=(act.end - act.start)[sel])
+    busy = np.bincount(key, weights=_pick(act.end, sel) - _pick(act.start, sel))
     first = _codes.first_rows(key)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
@@ -164,14 +171,19 @@ def _premerge(
     if alone.size < lane.size:
         ncol = int(start.max()) // lo + 1
         size = (int(lane.max()) + 1) * ncol
-        key = start // lo
-        key += np.multiply(lane, ncol, dtype=np.int64)
+        key = start // lo  # the one per-event array; the rest is built a slice at a time
+        for a in range(0, key.size, _SLICE):
+            key[a : a + _SLICE] += np.multiply(lane[a : a + _SLICE], ncol, dtype=np.int64)
         key[alone] = size  # a bucket of its own, never read
         count = np.bincount(key, minlength=size + 1)
         work = exact_sums(key, dur, size + 1)
         best = np.full(size + 1, -1, np.int64)
         np.maximum.at(best, key, dur)
-        cand = np.flatnonzero((dur == best[key]) & (key < size))  # the longest of each cell
+        cand = np.concatenate(  # the longest of each cell
+            [np.flatnonzero((dur[a : a + _SLICE] == best[key[a : a + _SLICE]])
+                            & (key[a : a + _SLICE] < size)) + a
+             for a in range(0, key.size, _SLICE)]
+        )  # fmt: skip
         first = np.full(size + 1, np.iinfo(np.int64).max)
         np.minimum.at(first, key[cand], start[cand])
         cand = cand[start[cand] == first[key[cand]]]  # ... then the earliest, then the first
@@ -185,6 +197,10 @@ def _premerge(
                    np.full(used.size, src, np.int8), li if ref is None else ref[li])
         )  # fmt: skip
     return _concat(items)
+
+
+#: Events per slice where a per-event temporary is built a slice at a time.
+_SLICE = 1 << 20
 
 
 def _concat(parts: list[_Items]) -> _Items:
@@ -255,23 +271,31 @@ def build(
     if act is None:
         return None
     whole = chosen == "whole run"
-    sel = np.arange(len(act)) if whole else np.flatnonzero(act.iteration == iteration)
-    if sel.size == 0:
+    # the intervals of the window; None: all of them (an export split into one iteration, or
+    # none), and then no index array or copy of the per-launch arrays is made for it
+    sel: np.ndarray | None = None
+    if not whole:
+        inside = act.iteration == iteration
+        sel = None if inside.all() else np.flatnonzero(inside)
+        del inside
+    if (len(act) if sel is None else sel.size) == 0:
         return None
-    t0, t1 = int(act.start[sel].min()), int(act.end[sel].max())
+    t0, t1 = int(_pick(act.start, sel).min()), int(_pick(act.end, sel).max())
     span = max(1, t1 - t0)
     lo = max(1, span // COLUMNS)
     lane, lanes, dropped, devs = _gpu_lanes(act, sel)
     idle_lane = {devs[i]: i for i, lane_ in enumerate(lanes) if lane_.kind == "idle"}
     kept = lane >= 0
     n_gpu = int(np.count_nonzero(kept))
-    if whole and n_gpu == len(act):  # every launch of the run: no copies of the activity
+    if sel is None and n_gpu == len(act):  # every launch of the run: no copies of the activity
         parts = [_premerge(lane, act.start - t0, act.end - act.start, act.cat, _GPU, None, 0, lo)]
     else:
-        rows = sel[kept]
+        rows = np.flatnonzero(kept) if sel is None else sel[kept]
         parts = [_premerge(lane[kept], act.start[rows] - t0, act.end[rows] - act.start[rows],
                            act.cat[rows], _GPU, rows, 0, lo)]  # fmt: skip
-    del lane, kept  # before the host side: the GPU's per-launch arrays are gone by then
+        del rows
+    # before the host side: the GPU's per-launch arrays are gone by then
+    del lane, kept, sel
     hl = _host(ranges, ops, t0, t1, len(lanes))
     nlanes = len(lanes) + len(hl.lanes)
     next_id = len(act)
@@ -359,6 +383,20 @@ def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]
     return _GAP, gaps.start[m] - t0, gaps.length[m], lane, m
 
 
+def _thread_codes(col: pa.ChunkedArray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (``rows``; None: all), a code into the returned thread ids; a null thread is
+    thread -1. Coded without filling the nulls first, which would copy the whole int64 column:
+    a null row gets a code of its own, whose value may repeat a real -1 (the caller adds up
+    per thread id, so a repeated value is harmless)."""
+    tid = _codes.codes(col)
+    code = tid.codes if rows is None else tid.codes[rows]
+    values = np.asarray(tid.values.to_numpy(zero_copy_only=False), np.int64)
+    if (code < 0).any():
+        code = np.where(code < 0, values.size, code)
+        values = np.append(values, -1)
+    return code, values
+
+
 @dataclass(frozen=True)
 class _HostLanes:
     lanes: list[Lane]
@@ -388,18 +426,15 @@ def _host(
             if rows.size == 0:
                 continue
             s, e = s[rows], e[rows]
-        start = np.maximum(s, t0)
-        dur = np.minimum(e, t1, out=e if e.flags.writeable else None)  # in place when it can
+        start = np.maximum(s, t0, out=s if s.flags.writeable else None)  # in place when it can
+        dur = np.minimum(e, t1, out=e if e.flags.writeable else None)
         dur -= start
         np.maximum(dur, 0, out=dur)  # a negative op time is no time
         start -= t0
         del s, e
-        tid = _codes.codes(pc.fill_null(t.column("thread_id"), -1))
-        code = tid.codes if rows is None else tid.codes[rows]
-        cover = np.bincount(code, weights=dur, minlength=len(tid.values))
-        found.append(
-            (src, rows, start, dur, code, np.asarray(tid.values.to_numpy(), np.int64), cover)
-        )
+        code, values = _thread_codes(t.column("thread_id"), rows)
+        cover = exact_sums(code, dur, values.size)
+        found.append((src, rows, start, dur, code, values, cover))
     if not found:
         return _HostLanes([], [], 0)
     threads = np.unique(np.concatenate([f[5] for f in found]))  # distinct threads: few
