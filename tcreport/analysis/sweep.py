@@ -30,9 +30,11 @@ import numpy as np
 from tcreport._arrays import exact_sums
 from tcreport.analysis.activity import COMPUTE_MASK, IDLE, N_CATS, Cat
 
-#: Events per chunk: big enough that numpy's per-call overhead vanishes, small enough that the
-#: chunk's temporaries (a few dozen bytes per event) stay in tens of MiB.
-CHUNK = 1 << 20
+#: Events per chunk: big enough that numpy's per-call overhead vanishes (a chunk costs a few
+#: dozen numpy calls, ~40 chunks on a 4.7-million-launch trace), small enough that the chunk's
+#: temporaries (~100 bytes per event) stay near 25 MiB: they come on top of the activity arrays
+#: and the packed events, at the step analysis' highest point.
+CHUNK = 1 << 18
 #: Bits below the (group, time) part of a packed event: 3 for the category, 1 for start/end.
 _LOW = 4
 _END = 1 << 3
