@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tcreport._arrays import exact_sums
+from tcreport._arrays import exact_sums, int64_view
 from tcreport.analysis import _codes, steps
 from tcreport.analysis.activity import IDLE, Activity, Cat
 
@@ -105,8 +104,11 @@ def _gpu_lanes(
     device. ``sel``: the selected rows, ``None`` for all."""
     dev, stream = _pick(act.device, sel), _pick(act.stream, sel)
     key = _codes.combine(dev, stream)
-    busy = np.bincount(key, weights=_pick(act.end, sel) - _pick(act.start, sel))
     first = _codes.first_rows(key)
+    busy = np.zeros(first.size, np.int64)  # time per (device, stream), exactly
+    for a in range(0, key.size, _SLICE):  # a slice at a time: no per-launch duration array
+        rows = slice(a, a + _SLICE) if sel is None else sel[a : a + _SLICE]
+        busy += exact_sums(key[a : a + _SLICE], act.end[rows] - act.start[rows], first.size)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
     lane_of = np.full(busy.size, -1, np.int16)  # lanes are capped: per launch, 2 bytes
@@ -155,52 +157,98 @@ _ITEM_FIELDS = tuple(_Items.__dataclass_fields__)
 
 
 def _premerge(
-    lane: np.ndarray, start: np.ndarray, dur: np.ndarray, cat: np.ndarray | int, src: int,
-    ref: np.ndarray | None, first_id: int, lo: int,
+    lane: np.ndarray, start: np.ndarray, end: np.ndarray, origin: int, cat: np.ndarray | int,
+    src: int, ref: np.ndarray | None, first_id: int, lo: int,
+    clip: tuple[int, int] | None = None,
 ) -> _Items:  # fmt: skip
     """Raw events of one source as items at resolution ``lo``: those at least ``lo`` long as
-    they are, the rest folded into (lane, column) cells. The raw arrays can hold every launch of
-    a run, so nothing per event is built beyond a key and a few masks (``ref`` None: the row is
-    the index)."""
-    cats = np.full(lane.size, cat, np.int8) if isinstance(cat, int) else cat
-    alone = np.flatnonzero(dur >= lo)
+    they are, the rest folded into (lane, column) cells. ``start``/``end`` are absolute, drawn
+    from ``origin``; ``ref`` None: the row is the index; ``clip``: the window the events are
+    cut to (host ranges and ops overhang it; a negative duration is no time).
+
+    The raw arrays can hold every launch of a run (the activity's own arrays, not copies), so
+    they are read a slice at a time: durations and cell keys are recomputed per slice rather
+    than kept, and nothing per event outlives its slice but a few index arrays of the events
+    that matter (those drawn alone, the candidate leads of each cell)."""
+    n = lane.size
+    cats = np.full(n, cat, np.int8) if isinstance(cat, int) else cat
+    parts = [slice(a, a + _SLICE) for a in range(0, n, _SLICE)]
+
+    def dur(rows: slice | np.ndarray) -> np.ndarray:
+        return _window_dur(start[rows], end[rows], clip)
+
+    def rel(rows: slice | np.ndarray) -> np.ndarray:
+        s = start[rows] if clip is None else np.maximum(start[rows], clip[0])
+        result: np.ndarray = s - origin
+        return result
+
+    alone = np.concatenate([np.flatnonzero(dur(p) >= lo) + p.start for p in parts])
+    a_start, a_dur = rel(alone), dur(alone)
     at = alone if ref is None else ref[alone]
-    items = [_Items(lane[alone].astype(np.int64), start[alone], dur[alone],
-                    np.ones(alone.size, np.int64), dur[alone], dur[alone], start[alone],
-                    first_id + alone, cats[alone], np.full(alone.size, src, np.int8), at)]  # fmt: skip
-    if alone.size < lane.size:
-        ncol = int(start.max()) // lo + 1
+    items = [_Items(lane[alone].astype(np.int64), a_start, a_dur, np.ones(alone.size, np.int64),
+                    a_dur, a_dur, a_start, first_id + alone, cats[alone],
+                    np.full(alone.size, src, np.int8), at)]  # fmt: skip
+    if alone.size < n:
+        last = int(start.max()) if clip is None else max(int(start.max()), clip[0])
+        ncol = (last - origin) // lo + 1
         size = (int(lane.max()) + 1) * ncol
-        key = start // lo  # the one per-event array; the rest is built a slice at a time
-        for a in range(0, key.size, _SLICE):
-            key[a : a + _SLICE] += np.multiply(lane[a : a + _SLICE], ncol, dtype=np.int64)
-        key[alone] = size  # a bucket of its own, never read
-        count = np.bincount(key, minlength=size + 1)
-        work = exact_sums(key, dur, size + 1)
+
+        def cell(rows: slice | np.ndarray) -> np.ndarray:
+            key = rel(rows)
+            key //= lo
+            key += np.multiply(lane[rows], ncol, dtype=np.int64)
+            return key
+
+        def key(p: slice) -> tuple[np.ndarray, np.ndarray]:
+            """Cell per event of the slice, ``size`` (a bucket never read) for those alone."""
+            d = dur(p)
+            k = cell(p)
+            k[d >= lo] = size
+            return k, d
+
+        count = np.zeros(size + 1, np.int64)
+        work = np.zeros(size + 1, np.int64)
         best = np.full(size + 1, -1, np.int64)
-        np.maximum.at(best, key, dur)
+        for p in parts:
+            k, d = key(p)
+            count += np.bincount(k, minlength=size + 1)
+            work += exact_sums(k, d, size + 1)
+            np.maximum.at(best, k, d)
         cand = np.concatenate(  # the longest of each cell
-            [np.flatnonzero((dur[a : a + _SLICE] == best[key[a : a + _SLICE]])
-                            & (key[a : a + _SLICE] < size)) + a
-             for a in range(0, key.size, _SLICE)]
+            [np.flatnonzero((d == best[k]) & (k < size)) + p.start
+             for p in parts for k, d in (key(p),)]
         )  # fmt: skip
+        cand_key = cell(cand)
+        cand_start = rel(cand)
         first = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first, key[cand], start[cand])
-        cand = cand[start[cand] == first[key[cand]]]  # ... then the earliest, then the first
+        np.minimum.at(first, cand_key, cand_start)
+        earliest = cand_start == first[cand_key]  # ... then the earliest, then the first
+        cand, cand_key = cand[earliest], cand_key[earliest]
         lead = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(lead, key[cand], cand)
+        np.minimum.at(lead, cand_key, cand)
         used = np.flatnonzero(count[:size])
         li = lead[used]
         items.append(
             _Items(used // ncol, (used % ncol) * lo, np.full(used.size, -1, np.int64),
-                   count[used], work[used], dur[li], start[li], first_id + li, cats[li],
+                   count[used], work[used], dur(li), rel(li), first_id + li, cats[li],
                    np.full(used.size, src, np.int8), li if ref is None else ref[li])
         )  # fmt: skip
     return _concat(items)
 
 
-#: Events per slice where a per-event temporary is built a slice at a time.
-_SLICE = 1 << 20
+#: Events per slice where a per-event temporary is built a slice at a time: ~2 MiB per array.
+_SLICE = 1 << 18
+
+
+def _window_dur(s: np.ndarray, e: np.ndarray, clip: tuple[int, int] | None) -> np.ndarray:
+    """Durations of events, cut to the window ``clip`` (a negative one is no time) if given."""
+    if clip is None:
+        result: np.ndarray = e - s
+        return result
+    d: np.ndarray = np.minimum(e, clip[1])
+    d -= np.maximum(s, clip[0])
+    np.maximum(d, 0, out=d)
+    return d
 
 
 def _concat(parts: list[_Items]) -> _Items:
@@ -288,21 +336,22 @@ def build(
     kept = lane >= 0
     n_gpu = int(np.count_nonzero(kept))
     if sel is None and n_gpu == len(act):  # every launch of the run: no copies of the activity
-        parts = [_premerge(lane, act.start - t0, act.end - act.start, act.cat, _GPU, None, 0, lo)]
+        parts = [_premerge(lane, act.start, act.end, t0, act.cat, _GPU, None, 0, lo)]
     else:
         rows = np.flatnonzero(kept) if sel is None else sel[kept]
-        parts = [_premerge(lane[kept], act.start[rows] - t0, act.end[rows] - act.start[rows],
-                           act.cat[rows], _GPU, rows, 0, lo)]  # fmt: skip
+        parts = [_premerge(lane[kept], act.start[rows], act.end[rows], t0, act.cat[rows], _GPU,
+                           rows, 0, lo)]  # fmt: skip
         del rows
     # before the host side: the GPU's per-launch arrays are gone by then
     del lane, kept, sel
     hl = _host(ranges, ops, t0, t1, len(lanes))
     nlanes = len(lanes) + len(hl.lanes)
     next_id = len(act)
-    for src, s, d, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane, t0)):
+    for src, s, e, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane)):
         cat = IDLE if src == _GAP else HOST
-        if ln.size:
-            parts.append(_premerge(ln, s, d, cat, src, ref, next_id, lo))
+        if ln.size:  # host ranges and ops are cut to the window, a slice at a time
+            window = None if src == _GAP else (t0, t1)
+            parts.append(_premerge(ln, s, e, t0, cat, src, ref, next_id, lo, window))
         next_id += ln.size
     col, blocks = _resolution(_concat(parts), lo, nlanes)
     order = np.lexsort((blocks.start, blocks.lane))
@@ -367,10 +416,10 @@ class _Labels:
 
 _Raw = tuple[
     int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None
-]  # src, start, dur, lane, ref
+]  # src, start, end (absolute ns), lane, ref
 
 
-def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int], t0: int) -> _Raw:
+def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]) -> _Raw:
     """The breakdown's host-bound gaps of this iteration on each drawn GPU."""
     empty = np.empty(0, np.int64)
     if gaps is None or not idle_lane:
@@ -380,7 +429,8 @@ def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]
     lane = np.array([idle_lane[int(d)] for d in devs], np.int64)[
         np.searchsorted(devs, gaps.device[m])
     ]
-    return _GAP, gaps.start[m] - t0, gaps.length[m], lane, m
+    start = gaps.start[m]
+    return _GAP, start, start + gaps.length[m], lane, m
 
 
 def _thread_codes(col: pa.ChunkedArray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -400,7 +450,7 @@ def _thread_codes(col: pa.ChunkedArray, rows: np.ndarray | None) -> tuple[np.nda
 @dataclass(frozen=True)
 class _HostLanes:
     lanes: list[Lane]
-    parts: list[_Raw]  # ranges, ops: events on the drawn lanes, clipped to the window
+    parts: list[_Raw]  # ranges, ops: events on the drawn lanes (overhanging the window)
     dropped: int
 
 
@@ -414,11 +464,12 @@ def _host(
         if table is None or table.num_rows == 0:
             continue
         t = table.select(["start_ns", "end_ns" if src == _RANGE else "cpu_ns", "thread_id"])
-        s = np.asarray(pc.fill_null(t.column("start_ns"), t1).to_numpy(), np.int64)
+        # views of Arrow's buffers where a column has no null (fill_null always copies)
+        s = int64_view(t.column("start_ns"), t1)
         e = (
-            np.asarray(pc.fill_null(t.column("end_ns"), t0).to_numpy(), np.int64)
+            int64_view(t.column("end_ns"), t0)
             if src == _RANGE
-            else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
+            else s + int64_view(t.column("cpu_ns"), 0)
         )
         inside = (e > t0) & (s < t1)  # a null start is never inside
         rows = None if inside.all() else np.flatnonzero(inside)
@@ -426,15 +477,12 @@ def _host(
             if rows.size == 0:
                 continue
             s, e = s[rows], e[rows]
-        start = np.maximum(s, t0, out=s if s.flags.writeable else None)  # in place when it can
-        dur = np.minimum(e, t1, out=e if e.flags.writeable else None)
-        dur -= start
-        np.maximum(dur, 0, out=dur)  # a negative op time is no time
-        start -= t0
-        del s, e
         code, values = _thread_codes(t.column("thread_id"), rows)
-        cover = exact_sums(code, dur, values.size)
-        found.append((src, rows, start, dur, code, values, cover))
+        cover = np.zeros(values.size, np.int64)  # time in the window per thread
+        for a in range(0, s.size, _SLICE):  # cut to the window a slice at a time
+            part = slice(a, a + _SLICE)
+            cover += exact_sums(code[part], _window_dur(s[part], e[part], (t0, t1)), values.size)
+        found.append((src, rows, s, e, code, values, cover))
     if not found:
         return _HostLanes([], [], 0)
     threads = np.unique(np.concatenate([f[5] for f in found]))  # distinct threads: few
@@ -446,14 +494,14 @@ def _host(
     lane_of = np.full(threads.size, -1, np.int16)
     lane_of[top] = first_lane + np.arange(top.size)
     parts: list[_Raw] = []
-    for src, rows, start, dur, code, values, _ in found:
+    for src, rows, start, end, code, values, _ in found:
         lane = lane_of[np.searchsorted(threads, values)][code]
         ok = lane >= 0
         if ok.all():
-            parts.append((src, start, dur, lane, rows))
+            parts.append((src, start, end, lane, rows))
         else:
             at = np.flatnonzero(ok)
-            parts.append((src, start[at], dur[at], lane[at], at if rows is None else rows[at]))
+            parts.append((src, start[at], end[at], lane[at], at if rows is None else rows[at]))
     return _HostLanes(
         [Lane(f"host thread {int(threads[k])}", "host") for k in top.tolist()], parts,
         int(threads.size - top.size),
