@@ -102,12 +102,54 @@ class Throughput:
         return t / (p * max(1, self.gpus))
 
 
-def _per_distinct(ops: pa.Table) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
+@dataclass(frozen=True)
+class _Rows:
+    """The op rows that own GPU time, as arrays (nothing of the ops table is copied whole).
+
+    Codes are taken from the whole table's columns (views of their index buffers) and then
+    gathered for these rows; the numeric columns are gathered from views of their buffers."""
+
+    keep: np.ndarray  # per op row of the table: does it own GPU time
+    gpu_ns: np.ndarray  # int64, > 0
+    calls: np.ndarray  # int64, -1 where not counted
+
+    def codes(self, ops: pa.Table, name: str) -> tuple[_codes.Codes, np.ndarray]:
+        """The column's codes (over every row, to name values) and their kept rows."""
+        c = _codes.codes(ops.column(name))
+        return c, c.codes[self.keep]
+
+    def numbers(self, ops: pa.Table, name: str, fill: int | bool) -> np.ndarray:
+        """The column's kept rows, nulls as ``fill``, in the column's own type."""
+        result: np.ndarray = _numbers(ops.column(name), fill)[self.keep]
+        return result
+
+
+def _numbers(col: pa.ChunkedArray, fill: int | bool) -> np.ndarray:
+    """A column as numpy in its own type, nulls as ``fill``: a view when it has no null."""
+    if col.num_chunks == 1 and col.null_count == 0:
+        return np.asarray(col.chunk(0).to_numpy(zero_copy_only=False))
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False))
+
+
+def _rows(ops: pa.Table) -> _Rows | None:
+    gpu = _numbers(ops.column("gpu_ns"), 0)
+    keep = gpu > 0
+    if not keep.any():
+        return None
+    return _Rows(
+        keep=keep,
+        gpu_ns=gpu[keep].astype(np.int64, copy=False),
+        calls=_numbers(ops.column("calls"), -1)[keep].astype(np.int64, copy=False),
+    )
+
+
+def _per_distinct(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
     """Per row: FLOPs of one call (nan: none) and index into the distinct counts."""
-    cols = [_codes.codes(ops.column(c)) for c in ("type", "input_shapes", "output_shapes")]
-    key = _codes.combine(*(c.codes for c in cols))
+    cols = [rows.codes(ops, c) for c in ("type", "input_shapes", "output_shapes")]
+    key = _codes.combine(*(kept for _, kept in cols))
     first = _codes.first_rows(key)
-    vals = [c.take(c.codes[first]) for c in cols]
+    vals = [c.take(kept[first]) for c, kept in cols]
+    del cols
     counts = [flops.count(*v) for v in zip(*vals, strict=True)]  # one per distinct: small
     per_call = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
     return per_call[key], key, counts
@@ -124,26 +166,27 @@ def compute(
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return None
-    # the columns used, before the filter: the ops table is wide and has millions of rows
-    ops = ops.select(["name", "type", "input_shapes", "output_shapes", "dtype", "uses_tc",
-                      "calls", "gpu_ns", "iteration"])  # fmt: skip
-    ops = ops.filter(pc.greater(pc.fill_null(ops.column("gpu_ns"), 0), 0))
-    if ops.num_rows == 0:
+    # the rows that own GPU time as arrays, never a filtered copy of the table: millions of rows
+    rows = _rows(ops)
+    if rows is None:
         return None
-    per_call, dkey, counts = _per_distinct(ops)
-    calls = pc.fill_null(ops.column("calls"), -1).to_numpy().astype(np.int64)
+    per_call, dkey, counts = _per_distinct(ops, rows)
+    calls = rows.calls
     row_flops = np.where(calls >= 0, per_call * calls, np.nan)
-    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
+    del per_call
+    gpu_ns = rows.gpu_ns
     heavy = np.array([c.kind != "other" for c in counts], bool)[dkey]
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
-    prec_code, prec_names = _row_precision(ops)
-    groups = _groups(ops, row_flops, dkey, counts, gpu, prec_code, prec_names)
-    name = _codes.codes(ops.column("name"))
+    prec_code, prec_names = _row_precision(ops, rows)
+    name, name_codes = rows.codes(ops, "name")
+    groups = _groups(ops, rows, name, name_codes, row_flops, dkey, counts, gpu, prec_code,
+                     prec_names)  # fmt: skip
+    del dkey
     miss = heavy & ~has
     missing: tuple[str, ...] = ()
     if miss.any():
-        per_name = np.bincount(name.codes[miss], weights=gpu_ns[miss])
+        per_name = np.bincount(name_codes[miss], weights=gpu_ns[miss])
         order = np.argsort(-per_name, kind="stable")
         missing = tuple(str(v) for v in name.take(order[per_name[order] > 0]) if v is not None)
     per_prec = np.bincount(prec_code[has], weights=row_flops[has], minlength=len(prec_names))
@@ -153,7 +196,7 @@ def compute(
     precision = max(total, key=lambda p: total[p]) if total else None
     counted = int(gpu_ns[has].sum())
     note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()))
-    iters = _iterations(run, ops, row_flops)
+    iters = _iterations(run, ops, rows, row_flops)
     if wall_ns is None and iters:  # one iteration: no reported wall, but its own span
         wall_ns = sum(i.duration_ns for i in iters)
     return Throughput(
@@ -190,43 +233,43 @@ def _mfu_note(
     return None
 
 
-def _row_precision(ops: pa.Table) -> tuple[np.ndarray, list[str]]:
+def _row_precision(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, list[str]]:
     """Per row, a code into the returned precision names ("" when the dtype is unknown): the
     normalised dtype, with fp32 on Tensor Cores counted as tf32. Codes, not strings: millions of
     rows share a handful of dtypes."""
-    d = _codes.codes(ops.column("dtype"))
+    d, codes = rows.codes(ops, "dtype")
     labels = [normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""]
     names = sorted(set(labels) | {"tf32"})
     index = {n: i for i, n in enumerate(names)}
-    code_of = np.array([index[v] for v in labels], np.int64)
-    dt = code_of[np.where(d.codes >= 0, d.codes, len(labels) - 1)]
-    tc = np.asarray(pc.fill_null(ops.column("uses_tc"), False).to_numpy(zero_copy_only=False))
+    code_of = np.array([index[v] for v in labels], np.int32)
+    dt = code_of[np.where(codes >= 0, codes, len(labels) - 1)]
     if "fp32" in index:
-        dt = np.where((dt == index["fp32"]) & tc, index["tf32"], dt)
+        tc = rows.numbers(ops, "uses_tc", False).astype(bool, copy=False)
+        dt[(dt == index["fp32"]) & tc] = index["tf32"]
     return dt, names
 
 
 def _groups(
-    ops: pa.Table, row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
+    ops: pa.Table, rows: _Rows, name: _codes.Codes, name_codes: np.ndarray,
+    row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
     gpu: peaks.GpuPeaks | None, prec: np.ndarray, prec_names: list[str],
 ) -> tuple[OpThroughput, ...]:  # fmt: skip
     """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
-    name = _codes.codes(ops.column("name"))
-    key = _codes.combine(name.codes, dkey)
+    key = _codes.combine(name_codes, dkey)
     n = int(key.max()) + 1
-    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
-    calls = pc.fill_null(ops.column("calls"), 1).to_numpy().astype(np.int64)
-    g_ns = np.bincount(key, weights=gpu_ns, minlength=n)
+    g_ns = np.bincount(key, weights=rows.gpu_ns, minlength=n)
+    calls = rows.numbers(ops, "calls", 1).astype(np.int64, copy=False)
     g_calls = np.bincount(key, weights=calls, minlength=n)
+    del calls
     nan_rows = np.isnan(row_flops)
     g_flops = np.bincount(key, weights=np.where(nan_rows, 0, row_flops), minlength=n)
     g_nan = np.bincount(key, weights=nan_rows, minlength=n) > 0
     first = _codes.first_rows(key)
     heavy = np.array([counts[d].kind != "other" for d in dkey[first]])
     order = np.lexsort((-g_ns, ~heavy))[:TOP_OPS]
-    names = name.take(name.codes[first[order]])
-    shapes = _codes.codes(ops.column("input_shapes"))
-    shape_text = shapes.take(shapes.codes[first[order]])
+    names = name.take(name_codes[first[order]])
+    shapes, shape_codes = rows.codes(ops, "input_shapes")
+    shape_text = shapes.take(shape_codes[first[order]])
     out = []
     for i, g in enumerate(order):  # at most TOP_OPS
         c = counts[dkey[first[g]]]
@@ -247,11 +290,13 @@ def _groups(
     return tuple(out)
 
 
-def _iterations(run: Run, ops: pa.Table, row_flops: np.ndarray) -> tuple[IterationThroughput, ...]:
+def _iterations(
+    run: Run, ops: pa.Table, kept: _Rows, row_flops: np.ndarray
+) -> tuple[IterationThroughput, ...]:
     it = run.iterations
     if it is None or it.num_rows == 0:
         return ()
-    itc = pc.fill_null(ops.column("iteration"), -1).to_numpy().astype(np.int64)
+    itc = kept.numbers(ops, "iteration", -1)
     ok = (itc >= 0) & ~np.isnan(row_flops)
     if not ok.any():
         return ()
