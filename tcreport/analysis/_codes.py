@@ -86,6 +86,26 @@ def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
     return Codes(idx, values)
 
 
+def index_column(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A column as (``values``, one int32 index per row into them, null where the row is): what
+    :func:`codes` gives, as Arrow arrays to group on. Where the column already is that (one
+    chunk of a dictionary with int32 indices, no null and no repeat in the dictionary) these are
+    its own buffers; a null row needs no -1 copy."""
+    arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
+    if (
+        isinstance(arr, pa.DictionaryArray)
+        and pa.types.is_int32(arr.type.index_type)
+        and arr.dictionary.null_count == 0
+        and (
+            len(arr.dictionary) > _DEDUPE_MAX
+            or len(pc.unique(arr.dictionary)) == len(arr.dictionary)
+        )
+    ):
+        return arr.dictionary, arr.indices
+    c = codes(col)
+    return c.values, pa.array(c.codes.astype(np.int32, copy=False), mask=c.codes < 0)
+
+
 def per_value(
     col: pa.ChunkedArray | pa.Array, fn: Callable[[pa.Array], pa.Array]
 ) -> pa.ChunkedArray:
@@ -128,6 +148,25 @@ def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str]:
     c = codes(col)
     used = np.unique(c.codes[c.codes >= 0])
     return [v for v in c.take(used) if v is not None]
+
+
+#: Rows per slice in :func:`value_counts`.
+_COUNT_SLICE = 1 << 20
+
+
+def value_counts(c: Codes) -> np.ndarray:
+    """Rows per value of ``c.values`` (null rows not counted). A slice at a time when the values
+    are few: ``bincount`` copies its input to intp, and masking out the nulls first is two more
+    copies, each as long as the column."""
+    size = len(c.values)
+    if c.codes.size <= _COUNT_SLICE or size > _COUNT_SLICE // 8:
+        counts: np.ndarray = np.bincount(c.codes[c.codes >= 0], minlength=size)
+        return counts
+    total = np.zeros(size, np.int64)
+    for a in range(0, c.codes.size, _COUNT_SLICE):
+        part = c.codes[a : a + _COUNT_SLICE]
+        total += np.bincount(part[part >= 0], minlength=size)
+    return total
 
 
 def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
