@@ -71,6 +71,8 @@ def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
     """Integer codes of a column: a dictionary column's indices, any other column encoded."""
     arr = _single(col)
     if not pa.types.is_dictionary(arr.type):
+        if len(arr) and arr.null_count == len(arr):  # an unrecorded column: nothing to hash
+            return Codes(np.full(len(arr), -1, np.int32), pa.array([], arr.type))
         arr = pc.dictionary_encode(arr)
     indices = arr.indices
     values = arr.dictionary
@@ -203,6 +205,7 @@ def combine(*cols: np.ndarray) -> np.ndarray:
         packed -= c_low  # first: every partial sum stays in [0, k_width * c_width)
         packed += c
         key = _dense(packed)
+        del packed  # before the next column's: one int64 array at a time
     if len(cols) == 1:
         key = _dense(key)
     return key

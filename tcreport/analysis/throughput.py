@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes, flops, peaks
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Run
@@ -113,10 +114,10 @@ class _Rows:
     gpu_ns: np.ndarray  # int64, > 0
     calls: np.ndarray  # int64, -1 where not counted
 
-    def codes(self, ops: pa.Table, name: str) -> tuple[_codes.Codes, np.ndarray]:
-        """The column's codes (over every row, to name values) and their kept rows."""
+    def codes(self, ops: pa.Table, name: str) -> _codes.Codes:
+        """The column's codes, of the kept rows (the whole column's are dropped at once)."""
         c = _codes.codes(ops.column(name))
-        return c, c.codes[self.keep]
+        return _codes.Codes(c.codes[self.keep], c.values)
 
     def numbers(self, ops: pa.Table, name: str, fill: int | bool) -> np.ndarray:
         """The column's kept rows, nulls as ``fill``, in the column's own type."""
@@ -146,9 +147,9 @@ def _rows(ops: pa.Table) -> _Rows | None:
 def _per_distinct(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
     """Per row: FLOPs of one call (nan: none) and index into the distinct counts."""
     cols = [rows.codes(ops, c) for c in ("type", "input_shapes", "output_shapes")]
-    key = _codes.combine(*(kept for _, kept in cols))
+    key = _codes.combine(*(c.codes for c in cols))
     first = _codes.first_rows(key)
-    vals = [c.take(kept[first]) for c, kept in cols]
+    vals = [c.take(c.codes[first]) for c in cols]
     del cols
     counts = [flops.count(*v) for v in zip(*vals, strict=True)]  # one per distinct: small
     per_call = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
@@ -179,14 +180,13 @@ def compute(
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
     prec_code, prec_names = _row_precision(ops, rows)
-    name, name_codes = rows.codes(ops, "name")
-    groups = _groups(ops, rows, name, name_codes, row_flops, dkey, counts, gpu, prec_code,
-                     prec_names)  # fmt: skip
+    name = rows.codes(ops, "name")
+    groups = _groups(ops, rows, name, row_flops, dkey, counts, gpu, prec_code, prec_names)
     del dkey
     miss = heavy & ~has
     missing: tuple[str, ...] = ()
     if miss.any():
-        per_name = np.bincount(name_codes[miss], weights=gpu_ns[miss])
+        per_name = np.bincount(name.codes[miss], weights=gpu_ns[miss])
         order = np.argsort(-per_name, kind="stable")
         missing = tuple(str(v) for v in name.take(order[per_name[order] > 0]) if v is not None)
     per_prec = np.bincount(prec_code[has], weights=row_flops[has], minlength=len(prec_names))
@@ -237,12 +237,12 @@ def _row_precision(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, list[str]]:
     """Per row, a code into the returned precision names ("" when the dtype is unknown): the
     normalised dtype, with fp32 on Tensor Cores counted as tf32. Codes, not strings: millions of
     rows share a handful of dtypes."""
-    d, codes = rows.codes(ops, "dtype")
+    d = rows.codes(ops, "dtype")
     labels = [normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""]
     names = sorted(set(labels) | {"tf32"})
     index = {n: i for i, n in enumerate(names)}
     code_of = np.array([index[v] for v in labels], np.int32)
-    dt = code_of[np.where(codes >= 0, codes, len(labels) - 1)]
+    dt = code_of[np.where(d.codes >= 0, d.codes, len(labels) - 1)]
     if "fp32" in index:
         tc = rows.numbers(ops, "uses_tc", False).astype(bool, copy=False)
         dt[(dt == index["fp32"]) & tc] = index["tf32"]
@@ -250,26 +250,34 @@ def _row_precision(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, list[str]]:
 
 
 def _groups(
-    ops: pa.Table, rows: _Rows, name: _codes.Codes, name_codes: np.ndarray,
-    row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
+    ops: pa.Table, rows: _Rows, name: _codes.Codes, row_flops: np.ndarray, dkey: np.ndarray,
+    counts: list[flops.Count],
     gpu: peaks.GpuPeaks | None, prec: np.ndarray, prec_names: list[str],
 ) -> tuple[OpThroughput, ...]:  # fmt: skip
     """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
-    key = _codes.combine(name_codes, dkey)
+    key = _codes.combine(name.codes, dkey)
     n = int(key.max()) + 1
-    g_ns = np.bincount(key, weights=rows.gpu_ns, minlength=n)
+    # per group, without bincount's intp copy of the keys and float64 copies of the weights:
+    # the integer sums exactly (a slice at a time), the FLOPs added in row order as bincount
+    # adds them (rows without a count added 0.0 there, which changes no sum)
+    g_ns = exact_sums(key, rows.gpu_ns, n)
     calls = rows.numbers(ops, "calls", 1).astype(np.int64, copy=False)
-    g_calls = np.bincount(key, weights=calls, minlength=n)
+    g_calls = exact_sums(key, calls, n)
     del calls
     nan_rows = np.isnan(row_flops)
-    g_flops = np.bincount(key, weights=np.where(nan_rows, 0, row_flops), minlength=n)
-    g_nan = np.bincount(key, weights=nan_rows, minlength=n) > 0
+    g_nan = np.zeros(n, bool)
+    g_nan[key[nan_rows]] = True
+    counted = np.flatnonzero(~nan_rows)
+    del nan_rows
+    g_flops = np.zeros(n)
+    np.add.at(g_flops, key[counted], row_flops[counted])
+    del counted
     first = _codes.first_rows(key)
     heavy = np.array([counts[d].kind != "other" for d in dkey[first]])
     order = np.lexsort((-g_ns, ~heavy))[:TOP_OPS]
-    names = name.take(name_codes[first[order]])
-    shapes, shape_codes = rows.codes(ops, "input_shapes")
-    shape_text = shapes.take(shape_codes[first[order]])
+    names = name.take(name.codes[first[order]])
+    shapes = rows.codes(ops, "input_shapes")
+    shape_text = shapes.take(shapes.codes[first[order]])
     out = []
     for i, g in enumerate(order):  # at most TOP_OPS
         c = counts[dkey[first[g]]]
