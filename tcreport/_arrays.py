@@ -25,8 +25,9 @@ def int64_view(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
     return int64s(col, fill)
 
 
-#: Rows per ``bincount`` call in :func:`exact_sums`.
+#: Rows per ``bincount`` call in :func:`exact_sums`, when there are at most _FEW_SUMS sums.
 _SUM_SLICE = 1 << 20
+_FEW_SUMS = 1 << 17
 
 
 def _slice_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
@@ -46,7 +47,7 @@ def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     index to intp and its weights to float64, which on millions of rows are tens of MiB each, and
     sums of exact slice sums are the same sums (many sums, one per op, are summed in one go: each
     slice would cost an output as large as the input)."""
-    if weights.size <= _SUM_SLICE or size > _SUM_SLICE // 8:
+    if weights.size <= _SUM_SLICE or size > _FEW_SUMS:
         return _slice_sums(index, weights, size)
     total = np.zeros(size, np.int64)
     for a in range(0, weights.size, _SUM_SLICE):

@@ -115,6 +115,26 @@ def test_as_strings_and_count_distinct(case: tuple[Col, list[str | None]]) -> No
     assert _codes.count_distinct(col) == len(distinct)
 
 
+@SETTINGS
+@given(columns(), st.sampled_from([1, 2, 3, 1 << 20]))
+def test_value_counts_and_index_column_match_codes(
+    case: tuple[Col, list[str | None]], slice_rows: int
+) -> None:
+    """Counted a slice at a time or not; the index column says what codes() says."""
+    col, expected = case
+    c = _codes.codes(col)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_codes, "_COUNT_SLICE", slice_rows)
+        counts = _codes.value_counts(c)
+    want = {v: expected.count(v) for v in expected if v is not None}
+    values = c.values.to_pylist()
+    assert {values[i]: int(n) for i, n in enumerate(counts) if n} == want
+    dictionary, index = _codes.index_column(col)
+    assert pa.types.is_int32(index.type)
+    got = index.to_pylist()
+    assert [None if i is None else dictionary[i].as_py() for i in got] == expected
+
+
 def test_codes_plain_strings_first_appearance() -> None:
     c = _check_codes(pa.array(["b", "a", None, "b"]), ["b", "a", None, "b"])
     assert c.codes.tolist() == [0, 1, -1, 0]

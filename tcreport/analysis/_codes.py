@@ -145,15 +145,9 @@ def matches(
     )
 
 
-def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str]:
-    """Distinct non-null values of a column, as Python strings (small: one per distinct value)."""
-    c = codes(col)
-    used = np.unique(c.codes[c.codes >= 0])
-    return [v for v in c.take(used) if v is not None]
-
-
-#: Rows per slice in :func:`value_counts`.
+#: Rows per slice in :func:`value_counts`, when there are at most _FEW_VALUES values.
 _COUNT_SLICE = 1 << 20
+_FEW_VALUES = 1 << 17
 
 
 def value_counts(c: Codes) -> np.ndarray:
@@ -161,7 +155,7 @@ def value_counts(c: Codes) -> np.ndarray:
     are few: ``bincount`` copies its input to intp, and masking out the nulls first is two more
     copies, each as long as the column."""
     size = len(c.values)
-    if c.codes.size <= _COUNT_SLICE or size > _COUNT_SLICE // 8:
+    if c.codes.size <= _COUNT_SLICE or size > _FEW_VALUES:
         counts: np.ndarray = np.bincount(c.codes[c.codes >= 0], minlength=size)
         return counts
     total = np.zeros(size, np.int64)
@@ -171,9 +165,23 @@ def value_counts(c: Codes) -> np.ndarray:
     return total
 
 
-def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
+def _used(c: Codes) -> np.ndarray:
+    """The codes that occur, ascending: counted (no sort, no copy of the rows) unless there are
+    more values than rows (a filtered table keeps the whole dictionary)."""
+    if len(c.values) > c.codes.size:
+        used: np.ndarray = np.unique(c.codes[c.codes >= 0])
+        return used
+    return np.flatnonzero(value_counts(c))
+
+
+def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str]:
+    """Distinct non-null values of a column, as Python strings (small: one per distinct value)."""
     c = codes(col)
-    return int(np.unique(c.codes[c.codes >= 0]).size)
+    return [v for v in c.take(_used(c)) if v is not None]
+
+
+def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
+    return int(_used(codes(col)).size)
 
 
 def _dense(a: np.ndarray) -> np.ndarray:
