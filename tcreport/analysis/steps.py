@@ -263,8 +263,17 @@ def cause_kind(name: str | None) -> str:
 def _launching_processes(gap_dev: np.ndarray, act: Activity) -> dict[int, tuple[int, ...]]:
     """Per GPU with a gap, the processes (ids >= 0) that launched work on it, from the distinct
     (device, process) pairs: one pass over the activity, whatever the number of GPUs."""
-    first = _codes.first_rows(_codes.combine(act.device, act.process))
-    dev, proc = act.device[first], act.process[first]
+    if not len(act):
+        return {}
+    devs, procs = [], []
+    for a in range(0, len(act), _SLICE):  # distinct pairs of each slice: no per-launch key
+        d, p = act.device[a : a + _SLICE], act.process[a : a + _SLICE]
+        first = _codes.first_rows(_codes.combine(d, p))
+        devs.append(d[first])
+        procs.append(p[first])
+    dev, proc = np.concatenate(devs), np.concatenate(procs)
+    first = _codes.first_rows(_codes.combine(dev, proc))  # distinct over the slices
+    dev, proc = dev[first], proc[first]
     want = np.isin(dev, gap_dev) & (proc >= 0)
     order = np.lexsort((proc[want], dev[want]))
     out: dict[int, list[int]] = {}
