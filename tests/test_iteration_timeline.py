@@ -119,18 +119,22 @@ def _reference_blocks(
     st.integers(2, 30),
     st.sampled_from([1, 7, 1 << 20]),
     st.integers(-3, 3),
+    st.booleans(),
 )
 def test_synthetic_premerge_and_resolution_match_the_definition(
-    events: list[tuple[int, int, int]], lo: int, max_blocks: int, slice_rows: int, origin: int
-) -> None:
-    """Whatever the slices the events are read in, and wherever the window starts."""
+    events: list[tuple[int, int, int]], lo: int, max_blocks: int, slice_rows: int, origin: int,
+    lengths: bool,
+) -> None:  # fmt: skip
+    """Whatever the slices the events are read in, wherever the window starts, and whether
+    the events come as ends or as lengths."""
     lane = np.array([e[0] for e in events], np.int64)
     start = np.array([e[1] for e in events], np.int64)
     dur = np.array([e[2] for e in events], np.int64)
+    stop = dur if lengths else start + origin + dur
     with pytest.MonkeyPatch.context() as m:
         m.setattr(iteration_timeline, "_SLICE", slice_rows)
         items = iteration_timeline._premerge(
-            lane, start + origin, start + origin + dur, origin, 0, 0, None, 0, lo
+            lane, start + origin, stop, origin, 0, 0, None, 0, lo, lengths=lengths
         )
     with pytest.MonkeyPatch.context() as m:
         m.setattr(iteration_timeline, "MAX_BLOCKS", max_blocks)

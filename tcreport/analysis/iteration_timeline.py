@@ -159,12 +159,13 @@ _ITEM_FIELDS = tuple(_Items.__dataclass_fields__)
 def _premerge(
     lane: np.ndarray, start: np.ndarray, end: np.ndarray, origin: int, cat: np.ndarray | int,
     src: int, ref: np.ndarray | None, first_id: int, lo: int,
-    clip: tuple[int, int] | None = None,
+    clip: tuple[int, int] | None = None, lengths: bool = False,
 ) -> _Items:  # fmt: skip
     """Raw events of one source as items at resolution ``lo``: those at least ``lo`` long as
     they are, the rest folded into (lane, column) cells. ``start``/``end`` are absolute, drawn
-    from ``origin``; ``ref`` None: the row is the index; ``clip``: the window the events are
-    cut to (host ranges and ops overhang it; a negative duration is no time).
+    from ``origin`` (``lengths``: ``end`` holds lengths, the ends are start + length); ``ref``
+    None: the row is the index; ``clip``: the window the events are cut to (host ranges and ops
+    overhang it; a negative duration is no time).
 
     The raw arrays can hold every launch of a run (the activity's own arrays, not copies), so
     they are read a slice at a time: durations and cell keys are recomputed per slice rather
@@ -175,7 +176,8 @@ def _premerge(
     parts = [slice(a, a + _SLICE) for a in range(0, n, _SLICE)]
 
     def dur(rows: slice | np.ndarray) -> np.ndarray:
-        return _window_dur(start[rows], end[rows], clip)
+        s = start[rows]
+        return _window_dur(s, s + end[rows] if lengths else end[rows], clip)
 
     def rel(rows: slice | np.ndarray) -> np.ndarray:
         s = start[rows] if clip is None else np.maximum(start[rows], clip[0])
@@ -347,11 +349,11 @@ def build(
     hl = _host(ranges, ops, t0, t1, len(lanes))
     nlanes = len(lanes) + len(hl.lanes)
     next_id = len(act)
-    for src, s, e, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane)):
+    for src, s, length, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane)):
         cat = IDLE if src == _GAP else HOST
         if ln.size:  # host ranges and ops are cut to the window, a slice at a time
             window = None if src == _GAP else (t0, t1)
-            parts.append(_premerge(ln, s, e, t0, cat, src, ref, next_id, lo, window))
+            parts.append(_premerge(ln, s, length, t0, cat, src, ref, next_id, lo, window, True))
         next_id += ln.size
     col, blocks = _resolution(_concat(parts), lo, nlanes)
     order = np.lexsort((blocks.start, blocks.lane))
@@ -416,7 +418,7 @@ class _Labels:
 
 _Raw = tuple[
     int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None
-]  # src, start, end (absolute ns), lane, ref
+]  # src, start (absolute ns), length, lane, ref
 
 
 def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]) -> _Raw:
@@ -429,8 +431,7 @@ def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]
     lane = np.array([idle_lane[int(d)] for d in devs], np.int64)[
         np.searchsorted(devs, gaps.device[m])
     ]
-    start = gaps.start[m]
-    return _GAP, start, start + gaps.length[m], lane, m
+    return _GAP, gaps.start[m], gaps.length[m], lane, m
 
 
 def _thread_codes(col: pa.ChunkedArray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -464,25 +465,31 @@ def _host(
         if table is None or table.num_rows == 0:
             continue
         t = table.select(["start_ns", "end_ns" if src == _RANGE else "cpu_ns", "thread_id"])
-        # views of Arrow's buffers where a column has no null (fill_null always copies)
+        # starts and lengths (an op's CPU time; a range's end - start, so that start + length
+        # is its end again): views of Arrow's buffers where a column has no null, and the ends
+        # are only ever made a slice at a time
         s = int64_view(t.column("start_ns"), t1)
-        e = (
-            int64_view(t.column("end_ns"), t0)
+        length = (
+            int64_view(t.column("end_ns"), t0) - s
             if src == _RANGE
-            else s + int64_view(t.column("cpu_ns"), 0)
+            else int64_view(t.column("cpu_ns"), 0)
         )
-        inside = (e > t0) & (s < t1)  # a null start is never inside
+        slices = [slice(a, a + _SLICE) for a in range(0, s.size, _SLICE)]
+        inside = np.concatenate(  # a null start is never inside
+            [(s[p] + length[p] > t0) & (s[p] < t1) for p in slices]
+        )
         rows = None if inside.all() else np.flatnonzero(inside)
         if rows is not None:
             if rows.size == 0:
                 continue
-            s, e = s[rows], e[rows]
+            s, length = s[rows], length[rows]
+            slices = [slice(a, a + _SLICE) for a in range(0, s.size, _SLICE)]
         code, values = _thread_codes(t.column("thread_id"), rows)
         cover = np.zeros(values.size, np.int64)  # time in the window per thread
-        for a in range(0, s.size, _SLICE):  # cut to the window a slice at a time
-            part = slice(a, a + _SLICE)
-            cover += exact_sums(code[part], _window_dur(s[part], e[part], (t0, t1)), values.size)
-        found.append((src, rows, s, e, code, values, cover))
+        for p in slices:  # cut to the window a slice at a time
+            ends = s[p] + length[p]
+            cover += exact_sums(code[p], _window_dur(s[p], ends, (t0, t1)), values.size)
+        found.append((src, rows, s, length, code, values, cover))
     if not found:
         return _HostLanes([], [], 0)
     threads = np.unique(np.concatenate([f[5] for f in found]))  # distinct threads: few
@@ -494,14 +501,14 @@ def _host(
     lane_of = np.full(threads.size, -1, np.int16)
     lane_of[top] = first_lane + np.arange(top.size)
     parts: list[_Raw] = []
-    for src, rows, start, end, code, values, _ in found:
+    for src, rows, start, length, code, values, _ in found:
         lane = lane_of[np.searchsorted(threads, values)][code]
         ok = lane >= 0
         if ok.all():
-            parts.append((src, start, end, lane, rows))
+            parts.append((src, start, length, lane, rows))
         else:
             at = np.flatnonzero(ok)
-            parts.append((src, start[at], end[at], lane[at], at if rows is None else rows[at]))
+            parts.append((src, start[at], length[at], lane[at], at if rows is None else rows[at]))
     return _HostLanes(
         [Lane(f"host thread {int(threads[k])}", "host") for k in top.tolist()], parts,
         int(threads.size - top.size),
