@@ -15,7 +15,7 @@ from synthetic import HOSTILE, hostile_run
 from trace_paths import REALTRACES, need
 
 from tcreport import api, schema
-from tcreport.analysis import activity, iteration_timeline, result
+from tcreport.analysis import activity, iteration_timeline, result, timeline_blocks
 from tcreport.analysis.activity import Cat
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,13 +132,11 @@ def test_synthetic_premerge_and_resolution_match_the_definition(
     dur = np.array([e[2] for e in events], np.int64)
     stop = dur if lengths else start + origin + dur
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(iteration_timeline, "_SLICE", slice_rows)
-        items = iteration_timeline._premerge(
+        m.setattr(timeline_blocks, "SLICE", slice_rows)
+        items = timeline_blocks.premerge(
             lane, start + origin, stop, origin, 0, 0, None, 0, lo, lengths=lengths
         )
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(iteration_timeline, "MAX_BLOCKS", max_blocks)
-        col, blocks = iteration_timeline._resolution(items, lo, 4)
+    col, blocks = timeline_blocks.resolution(items, lo, 4, max_blocks)
     expected = _reference_blocks(lane.tolist(), start.tolist(), dur.tolist(), col)
     got = sorted(
         zip(blocks.lane.tolist(), blocks.start.tolist(), blocks.alone_ns.tolist(),

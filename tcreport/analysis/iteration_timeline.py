@@ -5,9 +5,10 @@ launches), so this module decides what is drawn, not the template: the window is
 (the median one, or the one asked for), cut into :data:`COLUMNS` columns; an event at least one
 column wide is one block, shorter events of a lane are merged per column into one block that says
 how many it holds and names the longest, and the column doubles until at most :data:`MAX_BLOCKS`
-blocks remain. A window can hold every launch of a run (an export with no iterations), so the
-events are first folded into one-column cells with ``bincount``-style passes (no sort, no
-per-event strings); only the few thousand blocks drawn are ever named. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
+blocks remain (:mod:`tcreport.analysis.timeline_blocks`). A window can hold every launch of a run
+(an export with no iterations), so the events are first folded into one-column cells with
+``bincount``-style passes, a slice at a time (no sort, no per-event strings); only the few
+thousand blocks drawn are ever named. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
 work, :data:`MAX_HOST_LANES` host threads) and what was merged or left out is counted, so the report
 can say so. Host-bound idle gaps (at least ``LAUNCH_GAP_NS``) on each GPU become blocks on that
 GPU's idle lane, named by the host range that enclosed them (:mod:`tcreport.analysis.steps`).
@@ -23,6 +24,14 @@ import pyarrow as pa
 from tcreport._arrays import exact_sums, int64_view
 from tcreport.analysis import _codes, steps
 from tcreport.analysis.activity import IDLE, Activity, Cat
+from tcreport.analysis.timeline_blocks import (
+    SLICE,
+    Items,
+    concat,
+    premerge,
+    resolution,
+    window_dur,
+)
 
 COLUMNS = 1600
 MAX_BLOCKS = 5000
@@ -106,9 +115,9 @@ def _gpu_lanes(
     key = _codes.combine(dev, stream)
     first = _codes.first_rows(key)
     busy = np.zeros(first.size, np.int64)  # time per (device, stream), exactly
-    for a in range(0, key.size, _SLICE):  # a slice at a time: no per-launch duration array
-        rows = slice(a, a + _SLICE) if sel is None else sel[a : a + _SLICE]
-        busy += exact_sums(key[a : a + _SLICE], act.end[rows] - act.start[rows], first.size)
+    for a in range(0, key.size, SLICE):  # a slice at a time: no per-launch duration array
+        rows = slice(a, a + SLICE) if sel is None else sel[a : a + SLICE]
+        busy += exact_sums(key[a : a + SLICE], act.end[rows] - act.start[rows], first.size)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
     lane_of = np.full(busy.size, -1, np.int16)  # lanes are capped: per launch, 2 bytes
@@ -127,183 +136,6 @@ def _gpu_lanes(
 
 #: Where an event comes from, so that only the events that lead a block are ever named.
 _GPU, _GAP, _RANGE, _OP = 0, 1, 2, 3
-
-
-@dataclass(frozen=True)
-class _Items:
-    """Events, or cells of events merged per (lane, column), as arrays.
-
-    An event is its own item (``count`` 1, ``alone_ns`` its duration); a cell has ``alone_ns``
-    -1 (never drawn alone) and the lead of its events: the longest, then the earliest, then the
-    first in source order (``lead_id``)."""
-
-    lane: np.ndarray
-    start: np.ndarray  # ns from the window start (a cell: its column's start)
-    alone_ns: np.ndarray  # an event's duration; -1 for a cell
-    count: np.ndarray
-    work: np.ndarray  # summed duration
-    lead_ns: np.ndarray  # the lead's duration, start and id
-    lead_start: np.ndarray
-    lead_id: np.ndarray
-    cat: np.ndarray  # the lead's
-    src: np.ndarray
-    ref: np.ndarray  # the lead's row in its source
-
-    def take(self, idx: np.ndarray) -> _Items:
-        return _Items(*(getattr(self, f)[idx] for f in _ITEM_FIELDS))
-
-
-_ITEM_FIELDS = tuple(_Items.__dataclass_fields__)
-
-
-def _premerge(
-    lane: np.ndarray, start: np.ndarray, end: np.ndarray, origin: int, cat: np.ndarray | int,
-    src: int, ref: np.ndarray | None, first_id: int, lo: int,
-    clip: tuple[int, int] | None = None, lengths: bool = False,
-) -> _Items:  # fmt: skip
-    """Raw events of one source as items at resolution ``lo``: those at least ``lo`` long as
-    they are, the rest folded into (lane, column) cells. ``start``/``end`` are absolute, drawn
-    from ``origin`` (``lengths``: ``end`` holds lengths, the ends are start + length); ``ref``
-    None: the row is the index; ``clip``: the window the events are cut to (host ranges and ops
-    overhang it; a negative duration is no time).
-
-    The raw arrays can hold every launch of a run (the activity's own arrays, not copies), so
-    they are read a slice at a time: durations and cell keys are recomputed per slice rather
-    than kept, and nothing per event outlives its slice but a few index arrays of the events
-    that matter (those drawn alone, the candidate leads of each cell)."""
-    n = lane.size
-    cats = np.full(n, cat, np.int8) if isinstance(cat, int) else cat
-    parts = [slice(a, a + _SLICE) for a in range(0, n, _SLICE)]
-
-    def dur(rows: slice | np.ndarray) -> np.ndarray:
-        s = start[rows]
-        return _window_dur(s, s + end[rows] if lengths else end[rows], clip)
-
-    def rel(rows: slice | np.ndarray) -> np.ndarray:
-        s = start[rows] if clip is None else np.maximum(start[rows], clip[0])
-        result: np.ndarray = s - origin
-        return result
-
-    alone = np.concatenate([np.flatnonzero(dur(p) >= lo) + p.start for p in parts])
-    a_start, a_dur = rel(alone), dur(alone)
-    at = alone if ref is None else ref[alone]
-    items = [_Items(lane[alone].astype(np.int64), a_start, a_dur, np.ones(alone.size, np.int64),
-                    a_dur, a_dur, a_start, first_id + alone, cats[alone],
-                    np.full(alone.size, src, np.int8), at)]  # fmt: skip
-    if alone.size < n:
-        last = int(start.max()) if clip is None else max(int(start.max()), clip[0])
-        ncol = (last - origin) // lo + 1
-        size = (int(lane.max()) + 1) * ncol
-
-        def cell(rows: slice | np.ndarray) -> np.ndarray:
-            key = rel(rows)
-            key //= lo
-            key += np.multiply(lane[rows], ncol, dtype=np.int64)
-            return key
-
-        def key(p: slice) -> tuple[np.ndarray, np.ndarray]:
-            """Cell per event of the slice, ``size`` (a bucket never read) for those alone."""
-            d = dur(p)
-            k = cell(p)
-            k[d >= lo] = size
-            return k, d
-
-        count = np.zeros(size + 1, np.int64)
-        work = np.zeros(size + 1, np.int64)
-        best = np.full(size + 1, -1, np.int64)
-        for p in parts:
-            k, d = key(p)
-            count += np.bincount(k, minlength=size + 1)
-            work += exact_sums(k, d, size + 1)
-            np.maximum.at(best, k, d)
-        cand = np.concatenate(  # the longest of each cell
-            [np.flatnonzero((d == best[k]) & (k < size)) + p.start
-             for p in parts for k, d in (key(p),)]
-        )  # fmt: skip
-        cand_key = cell(cand)
-        cand_start = rel(cand)
-        first = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first, cand_key, cand_start)
-        earliest = cand_start == first[cand_key]  # ... then the earliest, then the first
-        cand, cand_key = cand[earliest], cand_key[earliest]
-        lead = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(lead, cand_key, cand)
-        used = np.flatnonzero(count[:size])
-        li = lead[used]
-        items.append(
-            _Items(used // ncol, (used % ncol) * lo, np.full(used.size, -1, np.int64),
-                   count[used], work[used], dur(li), rel(li), first_id + li, cats[li],
-                   np.full(used.size, src, np.int8), li if ref is None else ref[li])
-        )  # fmt: skip
-    return _concat(items)
-
-
-#: Events per slice where a per-event temporary is built a slice at a time: ~2 MiB per array.
-_SLICE = 1 << 18
-
-
-def _window_dur(s: np.ndarray, e: np.ndarray, clip: tuple[int, int] | None) -> np.ndarray:
-    """Durations of events, cut to the window ``clip`` (a negative one is no time) if given."""
-    if clip is None:
-        result: np.ndarray = e - s
-        return result
-    d: np.ndarray = np.minimum(e, clip[1])
-    d -= np.maximum(s, clip[0])
-    np.maximum(d, 0, out=d)
-    return d
-
-
-def _concat(parts: list[_Items]) -> _Items:
-    return _Items(*(np.concatenate([getattr(p, f) for p in parts]) for f in _ITEM_FIELDS))
-
-
-def _merge(items: _Items, col: int, lanes: int) -> _Items:
-    """Items at resolution ``col``: events at least ``col`` long stay alone, the rest merge per
-    (lane, column) into cells. Grouped by ``bincount`` and
-    ``ufunc.at`` over the (lane, column) space, which is small: no sort of the events."""
-    alone = items.alone_ns >= col
-    kept = items.take(np.flatnonzero(alone))
-    rest = np.flatnonzero(~alone)
-    if rest.size == 0:
-        return kept
-    r = items.take(rest) if rest.size < items.lane.size else items
-    ncol = int(r.start.max(initial=0)) // col + 1
-    size = lanes * ncol
-    key = r.lane * ncol + r.start // col
-    count = np.bincount(key, weights=r.count, minlength=size).astype(np.int64)
-    used = np.flatnonzero(count)
-    work = np.zeros(size, np.int64)
-    np.add.at(work, key, r.work)
-    best = np.full(size, -1, np.int64)
-    np.maximum.at(best, key, r.lead_ns)
-    cand = np.flatnonzero(r.lead_ns == best[key])  # the longest of each cell, then the earliest
-    first = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(first, key[cand], r.lead_start[cand])
-    cand = cand[r.lead_start[cand] == first[key[cand]]]
-    lead_id = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(lead_id, key[cand], r.lead_id[cand])
-    row = np.full(size, -1, np.int64)  # the item holding each cell's lead
-    at = cand[r.lead_id[cand] == lead_id[key[cand]]]
-    row[key[at]] = at
-    lead = row[used]
-    cells = _Items(used // ncol, (used % ncol) * col, np.full(used.size, -1, np.int64),
-                   count[used], work[used], r.lead_ns[lead], r.lead_start[lead], r.lead_id[lead],
-                   r.cat[lead], r.src[lead], r.ref[lead])  # fmt: skip
-    return _concat([kept, cells])
-
-
-def _resolution(items: _Items, lo: int, lanes: int) -> tuple[int, _Items]:
-    """The finest column (``lo`` times a power of two) that keeps the blocks within
-    MAX_BLOCKS, and the blocks at that column. ``items`` are already merged at ``lo``, and a
-    column of ``lo * 2**k`` only merges whole cells of ``lo``: each step starts from the last.
-    Once a column is wider than every event and start, each lane is one block: no coarser
-    column has fewer, so the search stops there even above MAX_BLOCKS (more lanes than that)."""
-    col, blocks = lo, _merge(items, lo, lanes)
-    end = int((items.start + np.maximum(items.alone_ns, 0)).max(initial=0))
-    while blocks.lane.size > MAX_BLOCKS and col <= end:
-        col *= 2
-        blocks = _merge(blocks, col, lanes)
-    return col, blocks
 
 
 def build(
@@ -338,10 +170,10 @@ def build(
     kept = lane >= 0
     n_gpu = int(np.count_nonzero(kept))
     if sel is None and n_gpu == len(act):  # every launch of the run: no copies of the activity
-        parts = [_premerge(lane, act.start, act.end, t0, act.cat, _GPU, None, 0, lo)]
+        parts = [premerge(lane, act.start, act.end, t0, act.cat, _GPU, None, 0, lo)]
     else:
         rows = np.flatnonzero(kept) if sel is None else sel[kept]
-        parts = [_premerge(lane[kept], act.start[rows], act.end[rows], t0, act.cat[rows], _GPU,
+        parts = [premerge(lane[kept], act.start[rows], act.end[rows], t0, act.cat[rows], _GPU,
                            rows, 0, lo)]  # fmt: skip
         del rows
     # before the host side: the GPU's per-launch arrays are gone by then
@@ -353,9 +185,9 @@ def build(
         cat = IDLE if src == _GAP else HOST
         if ln.size:  # host ranges and ops are cut to the window, a slice at a time
             window = None if src == _GAP else (t0, t1)
-            parts.append(_premerge(ln, s, length, t0, cat, src, ref, next_id, lo, window, True))
+            parts.append(premerge(ln, s, length, t0, cat, src, ref, next_id, lo, window, True))
         next_id += ln.size
-    col, blocks = _resolution(_concat(parts), lo, nlanes)
+    col, blocks = resolution(concat(parts), lo, nlanes, MAX_BLOCKS)
     order = np.lexsort((blocks.start, blocks.lane))
     blocks = blocks.take(order)
     labels = _Labels(act, kernels, ranges, ops, gaps)
@@ -390,7 +222,7 @@ class _Labels:
     def _name(self, v: object) -> int:
         return int(self.names.add([None if v is None else str(v)])[0])
 
-    def block(self, b: _Items, i: int, col: int) -> Block:
+    def block(self, b: Items, i: int, col: int) -> Block:
         src, ref = int(b.src[i]), int(b.ref[i])
         name = rule = -1
         verdict = ""
@@ -474,7 +306,7 @@ def _host(
             if src == _RANGE
             else int64_view(t.column("cpu_ns"), 0)
         )
-        slices = [slice(a, a + _SLICE) for a in range(0, s.size, _SLICE)]
+        slices = [slice(a, a + SLICE) for a in range(0, s.size, SLICE)]
         inside = np.concatenate(  # a null start is never inside
             [(s[p] + length[p] > t0) & (s[p] < t1) for p in slices]
         )
@@ -483,12 +315,12 @@ def _host(
             if rows.size == 0:
                 continue
             s, length = s[rows], length[rows]
-            slices = [slice(a, a + _SLICE) for a in range(0, s.size, _SLICE)]
+            slices = [slice(a, a + SLICE) for a in range(0, s.size, SLICE)]
         code, values = _thread_codes(t.column("thread_id"), rows)
         cover = np.zeros(values.size, np.int64)  # time in the window per thread
         for p in slices:  # cut to the window a slice at a time
             ends = s[p] + length[p]
-            cover += exact_sums(code[p], _window_dur(s[p], ends, (t0, t1)), values.size)
+            cover += exact_sums(code[p], window_dur(s[p], ends, (t0, t1)), values.size)
         found.append((src, rows, s, length, code, values, cover))
     if not found:
         return _HostLanes([], [], 0)
