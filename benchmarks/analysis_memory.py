@@ -14,6 +14,12 @@ the call minus its start RSS. Nested calls are listed under their caller, indent
     python benchmarks/analysis_memory.py /tmp/big.sqlite --no-timeline  # as summary --json
     python benchmarks/analysis_memory.py /tmp/big.sqlite --trim --repeat 3
     python benchmarks/analysis_memory.py /tmp/big.sqlite --pythonpath /tmp/old-checkout
+    python benchmarks/analysis_memory.py /tmp/big.sqlite --trim --repeat 3 --baseline /tmp/old
+
+``--baseline TREE`` runs the script twice in child processes (a fresh heap each), on TREE and
+on this tree (or ``--pythonpath``), and prints the two side by side: the baseline measured in
+the same run, as every benchmark here does. TREE holds a ``tcreport`` package, e.g. from
+``git archive <commit> tcreport | tar -x -C TREE``.
 
 The Arrow memory pool is the system allocator, as the CLI sets it. glibc keeps part of what a
 step frees and hands it to the next step, so a step's transient depends on what ran before it;
@@ -31,7 +37,9 @@ import ctypes
 import ctypes.util
 import functools
 import importlib
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -167,30 +175,29 @@ def _patch(original: Callable[..., Any], wrapped: Callable[..., Any]) -> None:
                     setattr(mod, attr, wrapped)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("path")
-    parser.add_argument("--detail", action="store_true", help="also the functions inside steps")
-    parser.add_argument("--no-timeline", action="store_true", help="as summary --json does")
-    parser.add_argument("--trim", action="store_true", help="malloc_trim before each step")
-    parser.add_argument("--repeat", type=int, default=1, help="analyses of the loaded run")
-    parser.add_argument("--pythonpath", help="import tcreport from this tree instead")
-    args = parser.parse_args()
-    if args.pythonpath:
-        sys.path.insert(0, args.pythonpath)
+@dataclass
+class Row:
+    """One step of the first analysis, with its range over every analysis."""
 
+    label: str
+    up_min: float
+    up_max: float
+    cpu_min: float
+    cpu_max: float
+
+
+def measure(args: argparse.Namespace) -> tuple[list[str], list[Row]]:
+    """Load, analyse ``--repeat`` times, and return the summary lines and one row per step."""
     from tcreport import api
 
-    print(f"tcreport from {os.path.dirname(api.__file__)}")
-
+    lines = [f"tcreport from {os.path.dirname(api.__file__)}"]
     for module in {m for m, _ in STEPS + DETAIL}:  # every binding exists before patching
         importlib.import_module(module)
     rec = Recorder(args.trim)
     rec.start()
     t = time.perf_counter()
     run = api.load(args.path)
-    loaded = time.perf_counter()
-    print(f"load: {loaded - t:.1f} s wall, RSS after {rss_mib():,.0f} MiB")
+    lines.append(f"load: {time.perf_counter() - t:.1f} s wall, RSS after {rss_mib():,.0f} MiB")
     for module, name in STEPS + (DETAIL if args.detail else []):
         rec.wrap(module, name)
     for i in range(args.repeat):
@@ -200,23 +207,74 @@ def main() -> None:
         api.analyze(run, source_path=args.path, with_timeline=not args.no_timeline)
         a1 = time.perf_counter()
         cpu = time.process_time() - cpu0
-        print(
-            f"analysis {i + 1}: start {rss0:,.0f} MiB, peak {rec.peak(a0, a1, rss0):,.0f} MiB "
-            f"(+{rec.peak(a0, a1, rss0) - rss0:,.0f}), CPU {cpu:.2f} s, wall {a1 - a0:.2f} s"
+        top = rec.peak(a0, a1, rss0)
+        lines.append(
+            f"analysis {i + 1}: start {rss0:,.0f} MiB, peak {top:,.0f} MiB "
+            f"(+{top - rss0:,.0f}), CPU {cpu:.2f} s, wall {a1 - a0:.2f} s"
         )
     rec.stop()
-    # one line per call of the first analysis, with the range over every analysis
     first = [c for c in rec.calls if c.run == 0]
     per_run = [[c for c in rec.calls if c.run == i] for i in range(args.repeat)]
-    print(f"{'step':34s} {'start MiB':>9s} {'+peak MiB':>11s} {'CPU s':>11s} {'wall s':>6s}")
+    rows = []
     for j, c in enumerate(first):
         same = [calls[j] for calls in per_run if j < len(calls) and calls[j].name == c.name]
         ups = [rec.peak(x.t0, x.t1, x.rss0) - x.rss0 for x in same]
         cpus = [x.cpu_s for x in same]
-        up = f"{min(ups):+,.0f}" + (f"..{max(ups):+,.0f}" if len(same) > 1 else "")
-        cpu_s = f"{min(cpus):.2f}" + (f"..{max(cpus):.2f}" if len(same) > 1 else "")
-        label = "  " * c.depth + c.name
-        print(f"{label:34s} {c.rss0:9,.0f} {up:>11s} {cpu_s:>11s} {c.t1 - c.t0:6.2f}")
+        rows.append(Row("  " * c.depth + c.name, min(ups), max(ups), min(cpus), max(cpus)))
+    return lines, rows
+
+
+def _range(lo: float, hi: float, fmt: str) -> str:
+    return format(lo, fmt) + ("" if lo == hi else ".." + format(hi, fmt))
+
+
+def _child(args: argparse.Namespace, tree: str | None) -> tuple[list[str], list[Row]]:
+    """This script on one tree in a child process (a fresh heap), its results as JSON."""
+    cmd = [sys.executable, __file__, args.path, "--repeat", str(args.repeat), "--json"]
+    cmd += [f for f, on in (("--trim", args.trim), ("--detail", args.detail),
+                            ("--no-timeline", args.no_timeline)) if on]  # fmt: skip
+    cmd += ["--pythonpath", tree] if tree else []
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return out["lines"], [Row(**r) for r in out["rows"]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("path")
+    parser.add_argument("--detail", action="store_true", help="also the functions inside steps")
+    parser.add_argument("--no-timeline", action="store_true", help="as summary --json does")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim before each step")
+    parser.add_argument("--repeat", type=int, default=1, help="analyses of the loaded run")
+    parser.add_argument("--pythonpath", help="import tcreport from this tree instead")
+    parser.add_argument("--baseline", help="also measure this tree, side by side (two children)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline:
+        base_lines, base = _child(args, args.baseline)
+        lines, rows = _child(args, args.pythonpath)
+        print("\n".join(["baseline:", *base_lines, "this tree:", *lines]))
+        print(f"{'step':34s} {'+peak MiB':>21s} {'CPU s':>21s}")
+        print(f"{'':34s} {'baseline':>10s} {'this':>10s} {'baseline':>10s} {'this':>10s}")
+        for b, r in zip(base, rows, strict=False):
+            label = r.label if b.label == r.label else f"{b.label} / {r.label}"
+            print(
+                f"{label:34s} {_range(b.up_min, b.up_max, '+,.0f'):>10s} "
+                f"{_range(r.up_min, r.up_max, '+,.0f'):>10s} "
+                f"{_range(b.cpu_min, b.cpu_max, '.2f'):>10s} "
+                f"{_range(r.cpu_min, r.cpu_max, '.2f'):>10s}"
+            )
+        return
+    if args.pythonpath:
+        sys.path.insert(0, args.pythonpath)
+    lines, rows = measure(args)
+    if args.json:
+        print(json.dumps({"lines": lines, "rows": [r.__dict__ for r in rows]}))
+        return
+    print("\n".join(lines))
+    print(f"{'step':34s} {'+peak MiB':>11s} {'CPU s':>11s}")
+    for r in rows:
+        up, cpu = _range(r.up_min, r.up_max, "+,.0f"), _range(r.cpu_min, r.cpu_max, ".2f")
+        print(f"{r.label:34s} {up:>11s} {cpu:>11s}")
 
 
 if __name__ == "__main__":
