@@ -25,14 +25,34 @@ def int64_view(col: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
     return int64s(col, fill)
 
 
-def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
-    """Exact int64 sums of non-negative int64 ``weights`` per ``index`` (``bincount``'s).
-    ``bincount`` adds in float64, exact while every sum stays below 2**53 (104 days of ns), which
-    a bound on the largest weight proves cheaply; otherwise the high and low 32 bits are summed
-    apart, each exactly."""
+#: Rows per ``bincount`` call in :func:`exact_sums`, when there are at most _FEW_SUMS sums.
+_SUM_SLICE = 1 << 20
+_FEW_SUMS = 1 << 17
+
+
+def _slice_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     if weights.size == 0 or int(weights.max()) < (1 << 53) // weights.size:
         return np.bincount(index, weights=weights, minlength=size).astype(np.int64)
     lo = np.bincount(index, weights=weights & 0xFFFFFFFF, minlength=size).astype(np.int64)
     hi = np.bincount(index, weights=weights >> 32, minlength=size).astype(np.int64)
     result: np.ndarray = (hi << 32) + lo
     return result
+
+
+def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Exact int64 sums of non-negative int64 ``weights`` per ``index`` (``bincount``'s).
+    ``bincount`` adds in float64, exact while every sum stays below 2**53 (104 days of ns), which
+    a bound on the largest weight proves cheaply; otherwise the high and low 32 bits are summed
+    apart, each exactly. A million rows at a time when the sums are few: ``bincount`` copies its
+    index to intp and its weights to float64, which on millions of rows are tens of MiB each, and
+    sums of exact slice sums are the same sums (many sums, one per op, are summed in one go: each
+    slice would cost an output as large as the input)."""
+    if weights.size <= _SUM_SLICE or size > _FEW_SUMS:
+        return _slice_sums(index, weights, size)
+    total = np.zeros(size, np.int64)
+    for a in range(0, weights.size, _SUM_SLICE):
+        part = _slice_sums(index[a : a + _SUM_SLICE], weights[a : a + _SUM_SLICE], size)
+        if part.size > total.size:  # an index past ``size``, as bincount allows
+            total = np.concatenate([total, np.zeros(part.size - total.size, np.int64)])
+        total[: part.size] += part
+    return total

@@ -15,7 +15,7 @@ from synthetic import HOSTILE, hostile_run
 from trace_paths import REALTRACES, need
 
 from tcreport import api, schema
-from tcreport.analysis import activity, iteration_timeline, result
+from tcreport.analysis import activity, iteration_timeline, result, timeline_blocks
 from tcreport.analysis.activity import Cat
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,17 +117,26 @@ def _reference_blocks(
     ),
     st.integers(1, 40),
     st.integers(2, 30),
+    st.sampled_from([1, 7, 1 << 20]),
+    st.integers(-3, 3),
+    st.booleans(),
 )
 def test_synthetic_premerge_and_resolution_match_the_definition(
-    events: list[tuple[int, int, int]], lo: int, max_blocks: int
-) -> None:
+    events: list[tuple[int, int, int]], lo: int, max_blocks: int, slice_rows: int, origin: int,
+    lengths: bool,
+) -> None:  # fmt: skip
+    """Whatever the slices the events are read in, wherever the window starts, and whether
+    the events come as ends or as lengths."""
     lane = np.array([e[0] for e in events], np.int64)
     start = np.array([e[1] for e in events], np.int64)
     dur = np.array([e[2] for e in events], np.int64)
-    items = iteration_timeline._premerge(lane, start, dur, 0, 0, None, 0, lo)
+    stop = dur if lengths else start + origin + dur
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(iteration_timeline, "MAX_BLOCKS", max_blocks)
-        col, blocks = iteration_timeline._resolution(items, lo, 4)
+        m.setattr(timeline_blocks, "SLICE", slice_rows)
+        items = timeline_blocks.premerge(
+            lane, start + origin, stop, origin, 0, 0, None, 0, lo, lengths=lengths
+        )
+    col, blocks = timeline_blocks.resolution(items, lo, 4, max_blocks)
     expected = _reference_blocks(lane.tolist(), start.tolist(), dur.tolist(), col)
     got = sorted(
         zip(blocks.lane.tolist(), blocks.start.tolist(), blocks.alone_ns.tolist(),

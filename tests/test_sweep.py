@@ -105,6 +105,18 @@ def test_synthetic_sweep_in_tiny_chunks(rows: list[tuple[int, int, int, int]]) -
 
 
 @settings(max_examples=budget(60), deadline=None)
+@given(intervals, st.sampled_from([1, 2, 5]), st.sampled_from([1, 3, 1 << 20]))
+def test_synthetic_sweep_in_slabs(
+    rows: list[tuple[int, int, int, int]], slab: int, chunk: int
+) -> None:
+    """Events sorted slab by slab, walked in chunks that straddle the slabs."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sweep, "SLAB", slab)
+        m.setattr(sweep, "CHUNK", chunk)
+        _check(rows)
+
+
+@settings(max_examples=budget(60), deadline=None)
 @given(intervals)
 def test_synthetic_sweep_too_wide_to_pack(rows: list[tuple[int, int, int, int]]) -> None:
     group, start, end, cat = _arrays(rows)

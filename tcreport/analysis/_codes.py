@@ -6,6 +6,10 @@ node") is asked once per distinct value and spread to the rows by their indices,
 a grouping on names is a join or grouping on int codes. Casting a dictionary column to strings
 instead builds one string per row: on a 3.6 M-kernel, 5.3 M-op trace that was most of the
 analysis time and a GiB of memory.
+
+Codes are int32, as the canonical dictionaries' indices are: a code per row of a 5-million-row
+table is 20 MiB instead of 40, and where a column has no null it is Arrow's own index buffer,
+not a copy. Callers that pack codes into a wider key widen them first (:func:`combine`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport._arrays import int64s as _np
-
 #: Below this many values a dictionary is de-duplicated before use (a hand-built dictionary may
 #: repeat a value); above it (op ids) the readers' and ``conform``'s distinct dictionaries are
 #: trusted, since hashing millions of strings is what this module exists to avoid.
@@ -27,9 +29,9 @@ _DEDUPE_MAX = 1 << 20
 
 @dataclass(frozen=True)
 class Codes:
-    """A dictionary column as one int64 code per row (-1 = null) into ``values``."""
+    """A dictionary column as one code per row (-1 = null) into ``values``."""
 
-    codes: np.ndarray
+    codes: np.ndarray  # int32 (int64 for a dictionary with 64-bit indices); may be read-only
     values: pa.Array  # string (or the dictionary's value type), distinct below _DEDUPE_MAX
 
     def valid(self) -> np.ndarray:
@@ -55,23 +57,55 @@ def _single(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return col
 
 
+def _indices(indices: pa.Array) -> np.ndarray:
+    """Dictionary indices as numpy codes, nulls as -1: int32 (int64 for 64-bit indices), and a
+    read-only view of Arrow's buffer when there is no null."""
+    wide = pa.types.is_int64(indices.type) or pa.types.is_uint32(indices.type)
+    dtype = np.int64 if wide or pa.types.is_uint64(indices.type) else np.int32
+    if indices.null_count:
+        indices = pc.fill_null(indices, -1)
+    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype)
+
+
 def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
     """Integer codes of a column: a dictionary column's indices, any other column encoded."""
     arr = _single(col)
     if not pa.types.is_dictionary(arr.type):
+        if len(arr) and arr.null_count == len(arr):  # an unrecorded column: nothing to hash
+            return Codes(np.full(len(arr), -1, np.int32), pa.array([], arr.type))
         arr = pc.dictionary_encode(arr)
     indices = arr.indices
     values = arr.dictionary
-    idx = _np(indices)
+    idx = _indices(indices)
     if len(values) <= _DEDUPE_MAX:
         distinct = pc.dictionary_encode(values)  # a null value gets a null index: -1 below
         if len(distinct.dictionary) < len(values):
-            remap = _np(distinct.indices)
+            remap = _indices(distinct.indices)
             return Codes(np.where(idx >= 0, remap[np.maximum(idx, 0)], -1), distinct.dictionary)
     if values.null_count:  # a null inside the dictionary is a null row
         null_value = np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), dtype=bool)
         idx = np.where((idx >= 0) & ~null_value[np.maximum(idx, 0)], idx, -1)
     return Codes(idx, values)
+
+
+def index_column(col: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A column as (``values``, one int32 index per row into them, null where the row is): what
+    :func:`codes` gives, as Arrow arrays to group on. Where the column already is that (one
+    chunk of a dictionary with int32 indices, no null and no repeat in the dictionary) these are
+    its own buffers; a null row needs no -1 copy."""
+    arr = col.chunk(0) if isinstance(col, pa.ChunkedArray) and col.num_chunks == 1 else col
+    if (
+        isinstance(arr, pa.DictionaryArray)
+        and pa.types.is_int32(arr.type.index_type)
+        and arr.dictionary.null_count == 0
+        and (
+            len(arr.dictionary) > _DEDUPE_MAX
+            or len(pc.unique(arr.dictionary)) == len(arr.dictionary)
+        )
+    ):
+        return arr.dictionary, arr.indices
+    c = codes(col)
+    return c.values, pa.array(c.codes.astype(np.int32, copy=False), mask=c.codes < 0)
 
 
 def per_value(
@@ -111,21 +145,48 @@ def matches(
     )
 
 
+#: Rows per slice in :func:`value_counts`, when there are at most _FEW_VALUES values.
+_COUNT_SLICE = 1 << 20
+_FEW_VALUES = 1 << 17
+
+
+def value_counts(c: Codes) -> np.ndarray:
+    """Rows per value of ``c.values`` (null rows not counted). A slice at a time when the values
+    are few: ``bincount`` copies its input to intp, and masking out the nulls first is two more
+    copies, each as long as the column."""
+    size = len(c.values)
+    if c.codes.size <= _COUNT_SLICE or size > _FEW_VALUES:
+        counts: np.ndarray = np.bincount(c.codes[c.codes >= 0], minlength=size)
+        return counts
+    total = np.zeros(size, np.int64)
+    for a in range(0, c.codes.size, _COUNT_SLICE):
+        part = c.codes[a : a + _COUNT_SLICE]
+        total += np.bincount(part[part >= 0], minlength=size)
+    return total
+
+
+def _used(c: Codes) -> np.ndarray:
+    """The codes that occur, ascending: counted (no sort, no copy of the rows) unless there are
+    more values than rows (a filtered table keeps the whole dictionary)."""
+    if len(c.values) > c.codes.size:
+        used: np.ndarray = np.unique(c.codes[c.codes >= 0])
+        return used
+    return np.flatnonzero(value_counts(c))
+
+
 def as_strings(col: pa.ChunkedArray | pa.Array) -> list[str]:
     """Distinct non-null values of a column, as Python strings (small: one per distinct value)."""
     c = codes(col)
-    used = np.unique(c.codes[c.codes >= 0])
-    return [v for v in c.take(used) if v is not None]
+    return [v for v in c.take(_used(c)) if v is not None]
 
 
 def count_distinct(col: pa.ChunkedArray | pa.Array) -> int:
-    c = codes(col)
-    return int(np.unique(c.codes[c.codes >= 0]).size)
+    return int(_used(codes(col)).size)
 
 
 def _dense(a: np.ndarray) -> np.ndarray:
-    """Codes 0..n-1 of ``a``'s distinct values, in order of first appearance (hashed)."""
-    return _np(pc.dictionary_encode(pa.array(a, pa.int64())).indices)
+    """Codes 0..n-1 (int32) of ``a``'s distinct values, in order of first appearance (hashed)."""
+    return _indices(pc.dictionary_encode(pa.array(a, pa.int64())).indices)
 
 
 def combine(*cols: np.ndarray) -> np.ndarray:
@@ -134,10 +195,12 @@ def combine(*cols: np.ndarray) -> np.ndarray:
 
     Values need not be codes: raw ids (a device, a stream) are packed as offsets from their
     column's lowest value, and a pair whose ranges do not fit in int64 together (a hostile
-    stream id of 2**63 - 1) is packed from each column's dense codes instead."""
-    key = np.asarray(cols[0], np.int64)
+    stream id of 2**63 - 1) is packed from each column's dense codes instead. The codes are
+    int32 (there are fewer distinct tuples than rows); the packing is done in one int64 array,
+    in place, whatever the columns' own integer types."""
+    key = np.asarray(cols[0])
     for col in cols[1:]:
-        c = np.asarray(col, np.int64)
+        c = np.asarray(col)
         k_low, c_low = int(key.min(initial=0)), int(c.min(initial=0))
         k_width = int(key.max(initial=0)) - k_low + 1
         c_width = int(c.max(initial=0)) - c_low + 1
@@ -145,8 +208,12 @@ def combine(*cols: np.ndarray) -> np.ndarray:
             key, c = _dense(key), _dense(c)
             k_low = c_low = 0
             c_width = int(c.max(initial=0)) + 1
-        packed = (key - k_low) * c_width + (c - c_low)
+        packed = np.subtract(key, k_low, dtype=np.int64)  # (key - k_low) * c_width + c - c_low
+        packed *= c_width
+        packed -= c_low  # first: every partial sum stays in [0, k_width * c_width)
+        packed += c
         key = _dense(packed)
+        del packed  # before the next column's: one int64 array at a time
     if len(cols) == 1:
         key = _dense(key)
     return key
@@ -156,7 +223,9 @@ def first_rows(key: np.ndarray) -> np.ndarray:
     """Row of the first occurrence of each code of :func:`combine` (codes appear in order)."""
     if not len(key):
         return np.zeros(0, dtype=np.int64)
-    seen = np.maximum.accumulate(np.r_[-1, key[:-1]])
+    seen = np.empty(len(key), key.dtype)  # the highest code before each row
+    seen[0] = -1
+    np.maximum.accumulate(key[:-1], out=seen[1:])
     return np.flatnonzero(key > seen)
 
 
@@ -195,7 +264,7 @@ def joint(ops_col: pa.ChunkedArray | pa.Array, other_col: pa.ChunkedArray | pa.A
     if _same(o.values, k.values):
         return Joint(o.codes, k.codes, len(o.values))
     both = pc.dictionary_encode(pa.concat_arrays([o.values, k.values.cast(o.values.type)]))
-    unified = _np(both.indices)
+    unified = _indices(both.indices)
     to_o, to_k = unified[: len(o.values)], unified[len(o.values) :]
     ocodes = np.where(o.codes >= 0, to_o[np.maximum(o.codes, 0)], -1) if len(to_o) else o.codes
     kcodes = np.where(k.codes >= 0, to_k[np.maximum(k.codes, 0)], -1) if len(to_k) else k.codes

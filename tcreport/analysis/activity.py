@@ -58,22 +58,13 @@ class Activity:
     # int32 where the canonical column is (device, iteration) or the value is a row number: a
     # multi-million-launch trace holds these arrays through the whole step analysis
     device: np.ndarray  # int32, -1 when unknown
-    stream: np.ndarray  # int64, -1 when unknown
+    stream: np.ndarray  # int32 when every id fits (they are small in practice), else int64; -1
     iteration: np.ndarray  # int32, -1 outside every iteration
-    process: np.ndarray  # int64, -1 when unknown
+    process: np.ndarray  # as ``stream``, -1 when unknown
     kernel_row: np.ndarray  # int32 row in the kernels table, -1 for memory rows
 
     def __len__(self) -> int:
         return int(self.start.size)
-
-
-def _i64(col: pa.ChunkedArray, fill: int = -1, dtype: type = np.int64) -> np.ndarray:
-    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype)
-
-
-def _i32(col: pa.ChunkedArray) -> np.ndarray:
-    """An int32 canonical column (device, iteration) as int32, nulls as -1."""
-    return _i64(col, -1, np.int32)
 
 
 def is_collective(names: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -86,52 +77,101 @@ def is_collective(names: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def kernel_categories(kernels: pa.Table) -> np.ndarray:
     """One :class:`Cat` per kernel row: collectives by name, then the Tensor Core verdict."""
     verdict = kernels.column("uses_tc")
-    tc = np.asarray(pc.fill_null(verdict, False).to_numpy(zero_copy_only=False), bool)
-    known = np.asarray(pc.is_valid(verdict).to_numpy(zero_copy_only=False), bool)
-    cat = np.where(tc, Cat.TC, np.where(known, Cat.OTHER, Cat.UNKNOWN)).astype(np.int8)
+    cat = np.full(kernels.num_rows, Cat.UNKNOWN, np.int8)  # int8 from the start: no int64 rows
+    cat[np.asarray(pc.is_valid(verdict).to_numpy(zero_copy_only=False), bool)] = Cat.OTHER
+    cat[np.asarray(pc.fill_null(verdict, False).to_numpy(zero_copy_only=False), bool)] = Cat.TC
     cat[is_collective(kernels.column("name"))] = Cat.COMM
     return cat
 
 
-def _timed(table: pa.Table) -> pa.Table:
-    table = table.select(["start_ns", "duration_ns", "calls", "device_id", "stream_id",
-                          "iteration", "process_id"])  # fmt: skip
+@dataclass(frozen=True)
+class _Part:
+    """The timed rows of one table: which rows (``keep``; None: all), their categories and
+    kernel rows (-1 for memory)."""
+
+    table: pa.Table
+    keep: np.ndarray | None
+    cat: np.ndarray
+    kernel_row: np.ndarray
+
+
+def _timed(table: pa.Table) -> np.ndarray | None:
+    """Rows with a start and one call (a launch, not an aggregate); None: every row."""
     ok = pc.and_(pc.is_valid(table.column("start_ns")), pc.equal(table.column("calls"), 1))
-    return table.filter(pc.fill_null(ok, False))
+    keep = np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), bool)
+    return None if keep.all() else keep
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _fits_int32(parts: list[_Part], name: str) -> bool:
+    for p in parts:
+        col = p.table.column(name)
+        if col.null_count < len(col):
+            mm = pc.min_max(col)
+            if not _INT32.min <= mm["min"].as_py() <= mm["max"].as_py() <= _INT32.max:
+                return False
+    return True
+
+
+def _column(parts: list[_Part], name: str, dtype: type, fill: int = -1) -> np.ndarray:
+    """One column of the kept rows of every part, nulls as ``fill``, in one new array. Filled
+    chunk by chunk: the result is the only array of the whole column (no per-table array, no
+    filtered table, no concatenation), which keeps the step analysis' first peak low."""
+    out: np.ndarray = np.empty(sum(p.cat.size for p in parts), dtype)
+    pos = 0
+    for p in parts:
+        at = 0
+        for chunk in p.table.column(name).chunks:
+            n = len(chunk)
+            if chunk.null_count:
+                chunk = pc.fill_null(chunk, fill)
+            values = chunk.to_numpy(zero_copy_only=False)  # a view when it has no null
+            if p.keep is not None:
+                values = values[p.keep[at : at + n]]
+            at += n
+            out[pos : pos + values.size] = values
+            pos += values.size
+    return out
 
 
 def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | None:
     """The timed intervals of a run; ``None`` when no launch has a timestamp (aggregated input)."""
-    parts: list[tuple[pa.Table, np.ndarray, np.ndarray]] = []
+    parts: list[_Part] = []
     if kernels is not None and kernels.num_rows:
-        rows = np.arange(kernels.num_rows, dtype=np.int32)
-        ok = pc.and_(pc.is_valid(kernels.column("start_ns")), pc.equal(kernels.column("calls"), 1))
-        keep = np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), bool)
-        if keep.any():
-            cols = ["name", "uses_tc", "start_ns", "duration_ns", "device_id", "stream_id",
-                    "iteration", "process_id"]  # fmt: skip
-            k = kernels.select(cols)  # filter only what is used: kernel tables are wide
-            k = k if keep.all() else k.filter(pa.array(keep))
-            parts.append((k, kernel_categories(k), rows[keep]))
+        keep = _timed(kernels)
+        if keep is None or keep.any():
+            rows = np.arange(kernels.num_rows, dtype=np.int32)
+            cat = kernel_categories(kernels)
+            if keep is None:
+                parts.append(_Part(kernels, None, cat, rows))
+            else:
+                parts.append(_Part(kernels, keep, cat[keep], rows[keep]))
     if memory is not None and memory.num_rows:
-        m = _timed(memory)
-        if m.num_rows:
-            parts.append(
-                (m, np.full(m.num_rows, Cat.MEMORY, np.int8), np.full(m.num_rows, -1, np.int32))
-            )
+        keep = _timed(memory)
+        n = memory.num_rows if keep is None else int(np.count_nonzero(keep))
+        if n:
+            cat = np.full(n, Cat.MEMORY, np.int8)
+            parts.append(_Part(memory, keep, cat, np.full(n, -1, np.int32)))
     if not parts:
         return None
-    start = np.concatenate([_i64(t.column("start_ns"), 0) for t, _, _ in parts])
-    dur = np.concatenate([np.maximum(_i64(t.column("duration_ns"), 0), 0) for t, _, _ in parts])
+    start = _column(parts, "start_ns", np.int64, 0)
+    end = _column(parts, "duration_ns", np.int64, 0)
+    np.maximum(end, 0, out=end)  # a negative duration is no time
+    end += start  # in place: no third array of launches
+    # stream and process ids are only compared and grouped, never added: int32 when they fit,
+    # as they do outside hostile inputs (4 bytes a launch each, for the whole step analysis)
+    ids = {n: np.int32 if _fits_int32(parts, n) else np.int64 for n in ("stream_id", "process_id")}
     return Activity(
         start=start,
-        end=start + dur,
-        cat=np.concatenate([c for _, c, _ in parts]),
-        device=np.concatenate([_i32(t.column("device_id")) for t, _, _ in parts]),
-        stream=np.concatenate([_i64(t.column("stream_id")) for t, _, _ in parts]),
-        iteration=np.concatenate([_i32(t.column("iteration")) for t, _, _ in parts]),
-        process=np.concatenate([_i64(t.column("process_id")) for t, _, _ in parts]),
-        kernel_row=np.concatenate([r for _, _, r in parts]).astype(np.int32, copy=False),
+        end=end,
+        cat=np.concatenate([p.cat for p in parts]),
+        device=_column(parts, "device_id", np.int32),
+        stream=_column(parts, "stream_id", ids["stream_id"]),
+        iteration=_column(parts, "iteration", np.int32),
+        process=_column(parts, "process_id", ids["process_id"]),
+        kernel_row=np.concatenate([p.kernel_row for p in parts]),
     )
 
 

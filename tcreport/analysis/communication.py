@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import activity
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.overlap import CommOverlap
@@ -60,9 +61,10 @@ def communication(
     devices = int(pc.count_distinct(kernels.column("device_id")).as_py() or 1)
     if not coll.any():
         return Communication(0, 0.0 if total else None, 0, devices, ())
-    part = kernels.filter(pa.array(coll))
+    mask = pa.array(coll)
+    part = {c: kernels.column(c).filter(mask) for c in ("name", "duration_ns")}  # not every column
     by_name = (
-        pa.table({"n": part.column("name").cast(pa.string()), "d": part.column("duration_ns")})
+        pa.table({"n": part["name"].cast(pa.string()), "d": part["duration_ns"]})
         .group_by("n")
         .aggregate([("d", "sum")])
         .sort_by([("d_sum", "descending"), ("n", "ascending")])
@@ -79,10 +81,16 @@ def communication(
 
 
 def _max_device_share(kernels: pa.Table, coll: np.ndarray, dur: np.ndarray) -> float | None:
-    dev = np.asarray(pc.fill_null(kernels.column("device_id"), -1).to_numpy(), np.int64)
-    _, inv = np.unique(dev, return_inverse=True)
-    all_ns = np.bincount(inv, weights=dur)
-    coll_ns = np.bincount(inv, weights=np.where(coll, dur, 0))
+    dev = np.asarray(pc.fill_null(kernels.column("device_id"), -1).to_numpy())
+    low = int(dev.min())
+    if int(dev.max()) - low < 1 << 16:  # device ids are few and small: a bin per id offset
+        inv = np.subtract(dev, low, dtype=np.int32)  # (a bin with no launch has no time)
+    else:  # hostile ids: np.unique's codes (a sort of every launch)
+        _, inv = np.unique(dev, return_inverse=True)
+    del dev
+    n = int(inv.max()) + 1
+    all_ns = exact_sums(inv, dur, n)  # exact int64 per device, a slice of launches at a time
+    coll_ns = exact_sums(inv[coll], dur[coll], n)
     ok = all_ns > 0
     return float((coll_ns[ok] / all_ns[ok]).max()) if ok.any() else None
 

@@ -222,7 +222,8 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     if it is None or it.num_rows == 0 or run.kernels is None:
         return ()
     k = run.kernels.select(["iteration", "device_id", "duration_ns", "uses_tc", "calls"])
-    k = k.filter(pc.is_valid(k.column("iteration")))  # after the select: kernel tables are wide
+    if k.column("iteration").null_count:  # after the select: kernel tables are wide
+        k = k.filter(pc.is_valid(k.column("iteration")))
     dur = k.column("duration_ns")
     kt = pa.table(
         {
@@ -237,7 +238,8 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
     mg: dict[tuple[object, ...], dict[str, int]] = {}
     if run.memory is not None and run.memory.num_rows:
         m = run.memory.select(["iteration", "device_id", "duration_ns"])
-        m = m.filter(pc.is_valid(m.column("iteration")))
+        if m.column("iteration").null_count:  # a filter copies even when it keeps every row
+            m = m.filter(pc.is_valid(m.column("iteration")))
         mt = pa.table(
             {
                 "iteration": m.column("iteration"),

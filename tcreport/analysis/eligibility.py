@@ -115,17 +115,23 @@ def _kernel_evidence(ops: pa.Table, kernels: pa.Table) -> tuple[pa.Array, pa.Arr
     """Per op row: (any kernel uses TC, every kernel known not to, has kernel rows). Counted per
     op id with integer codes (see :mod:`tcreport.analysis._codes`)."""
     j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
+    if not j.size:
+        has = np.zeros(len(j.ops), dtype=bool)
+        return pa.array(has), pa.array(has), pa.array(has)
     uses = kernels.column("uses_tc")
     tc = np.asarray(pc.fill_null(uses, False).to_numpy(zero_copy_only=False), dtype=bool)
     no = np.asarray(pc.fill_null(pc.invert(uses), False).to_numpy(zero_copy_only=False), dtype=bool)
     ok = j.other >= 0
-    n_all = np.bincount(j.other[ok], minlength=j.size)
-    n_tc = np.bincount(j.other[ok & tc], minlength=j.size)
-    n_no = np.bincount(j.other[ok & no], minlength=j.size)
+    # per op key, whether some linked kernel is: any, a TC one, not known to use none. Flags,
+    # not int64 counts: the key space is as large as the ops table (one id per op instance).
+    linked, some_tc, some_not_no = (np.zeros(j.size, bool) for _ in range(3))
+    linked[j.other[ok]] = True
+    some_tc[j.other[ok & tc]] = True
+    some_not_no[j.other[ok & ~no]] = True
     at = np.maximum(j.ops, 0)
-    has = (j.ops >= 0) & (n_all[at] > 0) if j.size else np.zeros(len(j.ops), dtype=bool)
-    any_tc = has & (n_tc[at] > 0) if j.size else has
-    all_no = has & (n_no[at] == n_all[at]) if j.size else has
+    has = (j.ops >= 0) & linked[at]
+    any_tc = has & some_tc[at]
+    all_no = has & ~some_not_no[at]  # every linked kernel known not to use TC
     return pa.array(any_tc), pa.array(all_no), pa.array(has)
 
 

@@ -145,14 +145,14 @@ def time_figures(run: Run) -> TimeFigures:
     if k is not None:
         gpu = _sum(k.column("duration_ns"))
         tc_mask = pc.fill_null(pc.equal(k.column("uses_tc"), True), False)
-        tc: int | None = _sum(k.filter(tc_mask).column("duration_ns"))
+        tc: int | None = _sum(k.column("duration_ns").filter(tc_mask))  # not the wide table
         if (
             k.num_rows
             and k.column("uses_tc").null_count == k.num_rows
             and rep.tc_kernel_ns is not None
         ):
             tc = rep.tc_kernel_ns  # nothing classified: the profiler's own figure is better than 0
-        unknown: int | None = _sum(k.filter(pc.is_null(k.column("uses_tc"))).column("duration_ns"))
+        unknown: int | None = _sum(k.column("duration_ns").filter(pc.is_null(k.column("uses_tc"))))
         if tc == rep.tc_kernel_ns and k.num_rows and k.column("uses_tc").null_count == k.num_rows:
             unknown = max(0, (gpu or 0) - (tc or 0))
         launches: int | None = _sum(k.column("calls"))
@@ -213,8 +213,24 @@ def _activity_span(run: Run) -> int | None:
     return int(max(hi) - min(lo)) if lo else None
 
 
-def _code_column(c: _codes.Codes) -> pa.Array:
-    return pa.array(c.codes.astype(np.int32), mask=c.codes < 0)
+#: What op_rows keeps of each op name's instances.
+_OP_AGGREGATES = [
+    ("type", "first"),
+    ("dtype", "first"),
+    ("scope", "first"),
+    ("tc", "sum"),
+    ("tc", "count"),
+    ("shapes", "first"),
+    ("calls", "sum"),
+    ("gpu_ns", "sum"),
+    ("gpu_ns", "count"),
+    ("cpu_ns", "sum"),
+    ("cpu_ns", "count"),
+    ("elig", "any"),
+    ("uses", "any"),
+    ("known", "any"),
+    ("missed", "sum"),
+]
 
 
 def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
@@ -223,15 +239,15 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return []
-    name, typ, dtype, scope = (
-        _codes.codes(ops.column(c)) for c in ("name", "type", "dtype", "scope")
+    (names, name), (types, typ), (dtypes, dtype), (scopes, scope) = (
+        _codes.index_column(ops.column(c)) for c in ("name", "type", "dtype", "scope")
     )
     t = pa.table(
         {
-            "name": _code_column(name),
-            "type": _code_column(typ),
-            "dtype": _code_column(dtype),
-            "scope": _code_column(scope),
+            "name": name,
+            "type": typ,
+            "dtype": dtype,
+            "scope": scope,
             "tc": _op_tc_ns(ops, run.kernels),
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
@@ -245,36 +261,20 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
     call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
-    g = t.group_by("name", use_threads=False).aggregate(
-        [
-            ("type", "first"),
-            ("dtype", "first"),
-            ("scope", "first"),
-            ("tc", "sum"),
-            ("tc", "count"),
-            ("shapes", "first"),
-            ("calls", "sum"),
-            ("gpu_ns", "sum"),
-            ("gpu_ns", "count"),
-            ("cpu_ns", "sum"),
-            ("cpu_ns", "count"),
-            ("elig", "any"),
-            ("uses", "any"),
-            ("known", "any"),
-            ("missed", "sum"),
-        ]
-    )
-    g = g.append_column("name_text", name.values.take(g.column("name")))
+    g = t.group_by("name", use_threads=False).aggregate(_OP_AGGREGATES)
+    del t, name, typ, dtype, scope
+    g = g.append_column("name_text", names.take(g.column("name")))
     # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.
     g = g.sort_by(
         [("gpu_ns_sum", "descending"), ("cpu_ns_sum", "descending"), ("name_text", "ascending")]
     )
-    types = typ.values.take(g.column("type_first")).to_pylist()
-    dtypes = dtype.values.take(g.column("dtype_first")).to_pylist()
-    scopes = scope.values.take(g.column("scope_first")).to_pylist()
     rows: list[OpRow] = []
     for r, op_type, op_dtype, op_scope in zip(
-        g.to_pylist(), types, dtypes, scopes, strict=True
+        g.to_pylist(),
+        types.take(g.column("type_first")).to_pylist(),
+        dtypes.take(g.column("dtype_first")).to_pylist(),
+        scopes.take(g.column("scope_first")).to_pylist(),
+        strict=True,
     ):  # small
         gpu = int(r["gpu_ns_sum"]) if r["gpu_ns_count"] else None
         rows.append(
@@ -319,13 +319,19 @@ def _op_tc_ns(ops: pa.Table, kernels: pa.Table | None) -> pa.Array:
         return pa.nulls(n, pa.int64())
     j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
     tc = np.asarray(pc.fill_null(kernels.column("uses_tc"), False).to_numpy(zero_copy_only=False))
+    linked = np.zeros(j.size, bool)  # per op key: does any kernel link to it (no int64 counts)
+    linked[j.other[j.other >= 0]] = True
+    ok = np.flatnonzero((j.other >= 0) & tc.astype(bool))
     dur = np.asarray(pc.fill_null(kernels.column("duration_ns"), 0).to_numpy(), dtype=np.int64)
-    ok = (j.other >= 0) & tc.astype(bool)
-    per = np.bincount(j.other[ok], weights=dur[ok], minlength=j.size).astype(np.int64)
-    linked = np.bincount(j.other[j.other >= 0], minlength=j.size) > 0
-    at = np.maximum(j.ops, 0)
-    has = (j.ops >= 0) & linked[at] if j.size else np.zeros(n, dtype=bool)
-    vals = per[at] if j.size else np.zeros(n, dtype=np.int64)
+    per = np.zeros(j.size, np.int64)  # exact int64 sums, without bincount's float64 copies
+    np.add.at(per, j.other[ok], dur[ok])
+    del dur, ok
+    if not j.size:
+        return pa.array(np.zeros(n, dtype=np.int64), mask=np.ones(n, dtype=bool))
+    at = np.maximum(j.ops, 0)  # int32, like the keys (np.take would copy them to intp)
+    has = (j.ops >= 0) & linked[at]
+    vals = per[at]
+    del per, at
     return pa.array(vals, mask=~has)
 
 
@@ -333,14 +339,14 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
     k = run.kernels
     if k is None or k.num_rows == 0:
         return []
-    name, rule = _codes.codes(k.column("name")), _codes.codes(k.column("tc_rule"))
+    (names, name), (rules, rule) = (_codes.index_column(k.column(c)) for c in ("name", "tc_rule"))
     t = pa.table(
         {
-            "name": _code_column(name),
+            "name": name,
             "calls": k.column("calls"),
             "dur": k.column("duration_ns"),
             "uses_tc": k.column("uses_tc"),
-            "rule": _code_column(rule),
+            "rule": rule,
             "prof": k.column("profiler_uses_tc"),
         }
     )
@@ -353,9 +359,9 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
             ("prof", "first"),
         ]
     )
-    g = g.append_column("name_text", name.values.take(g.column("name")))
+    g = g.append_column("name_text", names.take(g.column("name")))
     g = g.sort_by([("dur_sum", "descending"), ("name_text", "ascending")])
-    rules = rule.values.take(g.column("rule_first")).to_pylist()
+    rule_ids = rules.take(g.column("rule_first")).to_pylist()
     return [
         KernelRow(
             name=r["name_text"],
@@ -366,7 +372,7 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
             tc_rule=tc_rule,
             profiler_uses_tc=r["prof_first"],
         )
-        for r, tc_rule in zip(g.to_pylist(), rules, strict=True)
+        for r, tc_rule in zip(g.to_pylist(), rule_ids, strict=True)
     ]
 
 

@@ -5,9 +5,10 @@ launches), so this module decides what is drawn, not the template: the window is
 (the median one, or the one asked for), cut into :data:`COLUMNS` columns; an event at least one
 column wide is one block, shorter events of a lane are merged per column into one block that says
 how many it holds and names the longest, and the column doubles until at most :data:`MAX_BLOCKS`
-blocks remain. A window can hold every launch of a run (an export with no iterations), so the
-events are first folded into one-column cells with ``bincount``-style passes (no sort, no
-per-event strings); only the few thousand blocks drawn are ever named. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
+blocks remain (:mod:`tcreport.analysis.timeline_blocks`). A window can hold every launch of a run
+(an export with no iterations), so the events are first folded into one-column cells with
+``bincount``-style passes, a slice at a time (no sort, no per-event strings); only the few
+thousand blocks drawn are ever named. Lanes are capped (:data:`MAX_GPU_LANES` streams with the most
 work, :data:`MAX_HOST_LANES` host threads) and what was merged or left out is counted, so the report
 can say so. Host-bound idle gaps (at least ``LAUNCH_GAP_NS``) on each GPU become blocks on that
 GPU's idle lane, named by the host range that enclosed them (:mod:`tcreport.analysis.steps`).
@@ -19,11 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tcreport._arrays import exact_sums
+from tcreport._arrays import exact_sums, int64_view
 from tcreport.analysis import _codes, steps
 from tcreport.analysis.activity import IDLE, Activity, Cat
+from tcreport.analysis.timeline_blocks import (
+    SLICE,
+    Items,
+    concat,
+    premerge,
+    resolution,
+    window_dur,
+)
 
 COLUMNS = 1600
 MAX_BLOCKS = 5000
@@ -93,13 +101,23 @@ def _id(value: int) -> str:
     return "?" if value == -1 else str(value)
 
 
-def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], int, list[int]]:
+def _pick(a: np.ndarray, sel: np.ndarray | None) -> np.ndarray:
+    """The selected rows of ``a``; ``None`` selects every row (and copies nothing)."""
+    return a if sel is None else a[sel]
+
+
+def _gpu_lanes(
+    act: Activity, sel: np.ndarray | None
+) -> tuple[np.ndarray, list[Lane], int, list[int]]:
     """Lane per selected interval (-1: dropped), lane labels, dropped count, and per lane its
-    device."""
-    dev, stream = act.device[sel], act.stream[sel]
+    device. ``sel``: the selected rows, ``None`` for all."""
+    dev, stream = _pick(act.device, sel), _pick(act.stream, sel)
     key = _codes.combine(dev, stream)
-    busy = np.bincount(key, weights=(act.end - act.start)[sel])
     first = _codes.first_rows(key)
+    busy = np.zeros(first.size, np.int64)  # time per (device, stream), exactly
+    for a in range(0, key.size, SLICE):  # a slice at a time: no per-launch duration array
+        rows = slice(a, a + SLICE) if sel is None else sel[a : a + SLICE]
+        busy += exact_sums(key[a : a + SLICE], act.end[rows] - act.start[rows], first.size)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
     lane_of = np.full(busy.size, -1, np.int16)  # lanes are capped: per launch, 2 bytes
@@ -120,126 +138,6 @@ def _gpu_lanes(act: Activity, sel: np.ndarray) -> tuple[np.ndarray, list[Lane], 
 _GPU, _GAP, _RANGE, _OP = 0, 1, 2, 3
 
 
-@dataclass(frozen=True)
-class _Items:
-    """Events, or cells of events merged per (lane, column), as arrays.
-
-    An event is its own item (``count`` 1, ``alone_ns`` its duration); a cell has ``alone_ns``
-    -1 (never drawn alone) and the lead of its events: the longest, then the earliest, then the
-    first in source order (``lead_id``)."""
-
-    lane: np.ndarray
-    start: np.ndarray  # ns from the window start (a cell: its column's start)
-    alone_ns: np.ndarray  # an event's duration; -1 for a cell
-    count: np.ndarray
-    work: np.ndarray  # summed duration
-    lead_ns: np.ndarray  # the lead's duration, start and id
-    lead_start: np.ndarray
-    lead_id: np.ndarray
-    cat: np.ndarray  # the lead's
-    src: np.ndarray
-    ref: np.ndarray  # the lead's row in its source
-
-    def take(self, idx: np.ndarray) -> _Items:
-        return _Items(*(getattr(self, f)[idx] for f in _ITEM_FIELDS))
-
-
-_ITEM_FIELDS = tuple(_Items.__dataclass_fields__)
-
-
-def _premerge(
-    lane: np.ndarray, start: np.ndarray, dur: np.ndarray, cat: np.ndarray | int, src: int,
-    ref: np.ndarray | None, first_id: int, lo: int,
-) -> _Items:  # fmt: skip
-    """Raw events of one source as items at resolution ``lo``: those at least ``lo`` long as
-    they are, the rest folded into (lane, column) cells. The raw arrays can hold every launch of
-    a run, so nothing per event is built beyond a key and a few masks (``ref`` None: the row is
-    the index)."""
-    cats = np.full(lane.size, cat, np.int8) if isinstance(cat, int) else cat
-    alone = np.flatnonzero(dur >= lo)
-    at = alone if ref is None else ref[alone]
-    items = [_Items(lane[alone].astype(np.int64), start[alone], dur[alone],
-                    np.ones(alone.size, np.int64), dur[alone], dur[alone], start[alone],
-                    first_id + alone, cats[alone], np.full(alone.size, src, np.int8), at)]  # fmt: skip
-    if alone.size < lane.size:
-        ncol = int(start.max()) // lo + 1
-        size = (int(lane.max()) + 1) * ncol
-        key = start // lo
-        key += np.multiply(lane, ncol, dtype=np.int64)
-        key[alone] = size  # a bucket of its own, never read
-        count = np.bincount(key, minlength=size + 1)
-        work = exact_sums(key, dur, size + 1)
-        best = np.full(size + 1, -1, np.int64)
-        np.maximum.at(best, key, dur)
-        cand = np.flatnonzero((dur == best[key]) & (key < size))  # the longest of each cell
-        first = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first, key[cand], start[cand])
-        cand = cand[start[cand] == first[key[cand]]]  # ... then the earliest, then the first
-        lead = np.full(size + 1, np.iinfo(np.int64).max)
-        np.minimum.at(lead, key[cand], cand)
-        used = np.flatnonzero(count[:size])
-        li = lead[used]
-        items.append(
-            _Items(used // ncol, (used % ncol) * lo, np.full(used.size, -1, np.int64),
-                   count[used], work[used], dur[li], start[li], first_id + li, cats[li],
-                   np.full(used.size, src, np.int8), li if ref is None else ref[li])
-        )  # fmt: skip
-    return _concat(items)
-
-
-def _concat(parts: list[_Items]) -> _Items:
-    return _Items(*(np.concatenate([getattr(p, f) for p in parts]) for f in _ITEM_FIELDS))
-
-
-def _merge(items: _Items, col: int, lanes: int) -> _Items:
-    """Items at resolution ``col``: events at least ``col`` long stay alone, the rest merge per
-    (lane, column) into cells. Grouped by ``bincount`` and
-    ``ufunc.at`` over the (lane, column) space, which is small: no sort of the events."""
-    alone = items.alone_ns >= col
-    kept = items.take(np.flatnonzero(alone))
-    rest = np.flatnonzero(~alone)
-    if rest.size == 0:
-        return kept
-    r = items.take(rest) if rest.size < items.lane.size else items
-    ncol = int(r.start.max(initial=0)) // col + 1
-    size = lanes * ncol
-    key = r.lane * ncol + r.start // col
-    count = np.bincount(key, weights=r.count, minlength=size).astype(np.int64)
-    used = np.flatnonzero(count)
-    work = np.zeros(size, np.int64)
-    np.add.at(work, key, r.work)
-    best = np.full(size, -1, np.int64)
-    np.maximum.at(best, key, r.lead_ns)
-    cand = np.flatnonzero(r.lead_ns == best[key])  # the longest of each cell, then the earliest
-    first = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(first, key[cand], r.lead_start[cand])
-    cand = cand[r.lead_start[cand] == first[key[cand]]]
-    lead_id = np.full(size, np.iinfo(np.int64).max)
-    np.minimum.at(lead_id, key[cand], r.lead_id[cand])
-    row = np.full(size, -1, np.int64)  # the item holding each cell's lead
-    at = cand[r.lead_id[cand] == lead_id[key[cand]]]
-    row[key[at]] = at
-    lead = row[used]
-    cells = _Items(used // ncol, (used % ncol) * col, np.full(used.size, -1, np.int64),
-                   count[used], work[used], r.lead_ns[lead], r.lead_start[lead], r.lead_id[lead],
-                   r.cat[lead], r.src[lead], r.ref[lead])  # fmt: skip
-    return _concat([kept, cells])
-
-
-def _resolution(items: _Items, lo: int, lanes: int) -> tuple[int, _Items]:
-    """The finest column (``lo`` times a power of two) that keeps the blocks within
-    MAX_BLOCKS, and the blocks at that column. ``items`` are already merged at ``lo``, and a
-    column of ``lo * 2**k`` only merges whole cells of ``lo``: each step starts from the last.
-    Once a column is wider than every event and start, each lane is one block: no coarser
-    column has fewer, so the search stops there even above MAX_BLOCKS (more lanes than that)."""
-    col, blocks = lo, _merge(items, lo, lanes)
-    end = int((items.start + np.maximum(items.alone_ns, 0)).max(initial=0))
-    while blocks.lane.size > MAX_BLOCKS and col <= end:
-        col *= 2
-        blocks = _merge(blocks, col, lanes)
-    return col, blocks
-
-
 def build(
     act: Activity | None,
     kernels: pa.Table | None,
@@ -255,32 +153,41 @@ def build(
     if act is None:
         return None
     whole = chosen == "whole run"
-    sel = np.arange(len(act)) if whole else np.flatnonzero(act.iteration == iteration)
-    if sel.size == 0:
+    # the intervals of the window; None: all of them (an export split into one iteration, or
+    # none), and then no index array or copy of the per-launch arrays is made for it
+    sel: np.ndarray | None = None
+    if not whole:
+        inside = act.iteration == iteration
+        sel = None if inside.all() else np.flatnonzero(inside)
+        del inside
+    if (len(act) if sel is None else sel.size) == 0:
         return None
-    t0, t1 = int(act.start[sel].min()), int(act.end[sel].max())
+    t0, t1 = int(_pick(act.start, sel).min()), int(_pick(act.end, sel).max())
     span = max(1, t1 - t0)
     lo = max(1, span // COLUMNS)
     lane, lanes, dropped, devs = _gpu_lanes(act, sel)
     idle_lane = {devs[i]: i for i, lane_ in enumerate(lanes) if lane_.kind == "idle"}
     kept = lane >= 0
     n_gpu = int(np.count_nonzero(kept))
-    if whole and n_gpu == len(act):  # every launch of the run: no copies of the activity
-        parts = [_premerge(lane, act.start - t0, act.end - act.start, act.cat, _GPU, None, 0, lo)]
+    if sel is None and n_gpu == len(act):  # every launch of the run: no copies of the activity
+        parts = [premerge(lane, act.start, act.end, t0, act.cat, _GPU, None, 0, lo)]
     else:
-        rows = sel[kept]
-        parts = [_premerge(lane[kept], act.start[rows] - t0, act.end[rows] - act.start[rows],
-                           act.cat[rows], _GPU, rows, 0, lo)]  # fmt: skip
-    del lane, kept  # before the host side: the GPU's per-launch arrays are gone by then
+        rows = np.flatnonzero(kept) if sel is None else sel[kept]
+        parts = [premerge(lane[kept], act.start[rows], act.end[rows], t0, act.cat[rows], _GPU,
+                           rows, 0, lo)]  # fmt: skip
+        del rows
+    # before the host side: the GPU's per-launch arrays are gone by then
+    del lane, kept, sel
     hl = _host(ranges, ops, t0, t1, len(lanes))
     nlanes = len(lanes) + len(hl.lanes)
     next_id = len(act)
-    for src, s, d, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane, t0)):
+    for src, s, length, ln, ref in (*hl.parts, _gaps(gaps, 0 if whole else iteration, idle_lane)):
         cat = IDLE if src == _GAP else HOST
-        if ln.size:
-            parts.append(_premerge(ln, s, d, cat, src, ref, next_id, lo))
+        if ln.size:  # host ranges and ops are cut to the window, a slice at a time
+            window = None if src == _GAP else (t0, t1)
+            parts.append(premerge(ln, s, length, t0, cat, src, ref, next_id, lo, window, True))
         next_id += ln.size
-    col, blocks = _resolution(_concat(parts), lo, nlanes)
+    col, blocks = resolution(concat(parts), lo, nlanes, MAX_BLOCKS)
     order = np.lexsort((blocks.start, blocks.lane))
     blocks = blocks.take(order)
     labels = _Labels(act, kernels, ranges, ops, gaps)
@@ -315,7 +222,7 @@ class _Labels:
     def _name(self, v: object) -> int:
         return int(self.names.add([None if v is None else str(v)])[0])
 
-    def block(self, b: _Items, i: int, col: int) -> Block:
+    def block(self, b: Items, i: int, col: int) -> Block:
         src, ref = int(b.src[i]), int(b.ref[i])
         name = rule = -1
         verdict = ""
@@ -343,10 +250,10 @@ class _Labels:
 
 _Raw = tuple[
     int, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None
-]  # src, start, dur, lane, ref
+]  # src, start (absolute ns), length, lane, ref
 
 
-def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int], t0: int) -> _Raw:
+def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]) -> _Raw:
     """The breakdown's host-bound gaps of this iteration on each drawn GPU."""
     empty = np.empty(0, np.int64)
     if gaps is None or not idle_lane:
@@ -356,13 +263,27 @@ def _gaps(gaps: steps.HostGaps | None, iteration: int, idle_lane: dict[int, int]
     lane = np.array([idle_lane[int(d)] for d in devs], np.int64)[
         np.searchsorted(devs, gaps.device[m])
     ]
-    return _GAP, gaps.start[m] - t0, gaps.length[m], lane, m
+    return _GAP, gaps.start[m], gaps.length[m], lane, m
+
+
+def _thread_codes(col: pa.ChunkedArray, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (``rows``; None: all), a code into the returned thread ids; a null thread is
+    thread -1. Coded without filling the nulls first, which would copy the whole int64 column:
+    a null row gets a code of its own, whose value may repeat a real -1 (the caller adds up
+    per thread id, so a repeated value is harmless)."""
+    tid = _codes.codes(col)
+    code = tid.codes if rows is None else tid.codes[rows]
+    values = np.asarray(tid.values.to_numpy(zero_copy_only=False), np.int64)
+    if (code < 0).any():
+        code = np.where(code < 0, values.size, code)
+        values = np.append(values, -1)
+    return code, values
 
 
 @dataclass(frozen=True)
 class _HostLanes:
     lanes: list[Lane]
-    parts: list[_Raw]  # ranges, ops: events on the drawn lanes, clipped to the window
+    parts: list[_Raw]  # ranges, ops: events on the drawn lanes (overhanging the window)
     dropped: int
 
 
@@ -376,30 +297,31 @@ def _host(
         if table is None or table.num_rows == 0:
             continue
         t = table.select(["start_ns", "end_ns" if src == _RANGE else "cpu_ns", "thread_id"])
-        s = np.asarray(pc.fill_null(t.column("start_ns"), t1).to_numpy(), np.int64)
-        e = (
-            np.asarray(pc.fill_null(t.column("end_ns"), t0).to_numpy(), np.int64)
+        # starts and lengths (an op's CPU time; a range's end - start, so that start + length
+        # is its end again): views of Arrow's buffers where a column has no null, and the ends
+        # are only ever made a slice at a time
+        s = int64_view(t.column("start_ns"), t1)
+        length = (
+            int64_view(t.column("end_ns"), t0) - s
             if src == _RANGE
-            else s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
+            else int64_view(t.column("cpu_ns"), 0)
         )
-        inside = (e > t0) & (s < t1)  # a null start is never inside
+        slices = [slice(a, a + SLICE) for a in range(0, s.size, SLICE)]
+        inside = np.concatenate(  # a null start is never inside
+            [(s[p] + length[p] > t0) & (s[p] < t1) for p in slices]
+        )
         rows = None if inside.all() else np.flatnonzero(inside)
         if rows is not None:
             if rows.size == 0:
                 continue
-            s, e = s[rows], e[rows]
-        start = np.maximum(s, t0)
-        dur = np.minimum(e, t1, out=e if e.flags.writeable else None)  # in place when it can
-        dur -= start
-        np.maximum(dur, 0, out=dur)  # a negative op time is no time
-        start -= t0
-        del s, e
-        tid = _codes.codes(pc.fill_null(t.column("thread_id"), -1))
-        code = tid.codes if rows is None else tid.codes[rows]
-        cover = np.bincount(code, weights=dur, minlength=len(tid.values))
-        found.append(
-            (src, rows, start, dur, code, np.asarray(tid.values.to_numpy(), np.int64), cover)
-        )
+            s, length = s[rows], length[rows]
+            slices = [slice(a, a + SLICE) for a in range(0, s.size, SLICE)]
+        code, values = _thread_codes(t.column("thread_id"), rows)
+        cover = np.zeros(values.size, np.int64)  # time in the window per thread
+        for p in slices:  # cut to the window a slice at a time
+            ends = s[p] + length[p]
+            cover += exact_sums(code[p], window_dur(s[p], ends, (t0, t1)), values.size)
+        found.append((src, rows, s, length, code, values, cover))
     if not found:
         return _HostLanes([], [], 0)
     threads = np.unique(np.concatenate([f[5] for f in found]))  # distinct threads: few
@@ -411,14 +333,14 @@ def _host(
     lane_of = np.full(threads.size, -1, np.int16)
     lane_of[top] = first_lane + np.arange(top.size)
     parts: list[_Raw] = []
-    for src, rows, start, dur, code, values, _ in found:
+    for src, rows, start, length, code, values, _ in found:
         lane = lane_of[np.searchsorted(threads, values)][code]
         ok = lane >= 0
         if ok.all():
-            parts.append((src, start, dur, lane, rows))
+            parts.append((src, start, length, lane, rows))
         else:
             at = np.flatnonzero(ok)
-            parts.append((src, start[at], dur[at], lane[at], at if rows is None else rows[at]))
+            parts.append((src, start[at], length[at], lane[at], at if rows is None else rows[at]))
     return _HostLanes(
         [Lane(f"host thread {int(threads[k])}", "host") for k in top.tolist()], parts,
         int(threads.size - top.size),

@@ -188,7 +188,7 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
         ):
             continue
         c = _codes.codes(table.column(col))
-        counts = np.bincount(c.codes[c.codes >= 0], minlength=len(c.values))
+        counts = _codes.value_counts(c)
         frequent = np.flatnonzero(counts >= 2)
         for value, count in zip(c.take(frequent), counts[frequent].tolist(), strict=True):
             if value is not None:

@@ -24,27 +24,28 @@ FP32_CUDA_CORE_RULES = frozenset({"sgemm", "scudnn", "sgemm-convolution", "compl
 
 def fp32_kernel_per_op(ops: pa.Table, kernels: pa.Table | None) -> pa.Array:
     """Per op row, the name of the longest-running float32 CUDA-core GEMM/conv kernel it
-    launched, or null: one pass over the kernels with integer codes."""
-    none = pa.nulls(ops.num_rows, pa.string())
+    launched, or null: one pass over the kernels with integer codes. The names come back
+    dictionary-encoded (one int32 index per op row into the kernel names), never as one
+    string per row."""
     if kernels is None or kernels.num_rows == 0 or ops.num_rows == 0:
-        return none
-    rule = pc.cast(kernels.column("tc_rule"), pa.string())
-    hit = pc.fill_null(pc.is_in(rule, value_set=pa.array(sorted(FP32_CUDA_CORE_RULES))), False)
-    mask = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+        return pa.nulls(ops.num_rows, pa.string())
+    fp32_rules = pa.array(sorted(FP32_CUDA_CORE_RULES))
+    hit = _codes.per_value(kernels.column("tc_rule"), lambda d: pc.is_in(d, value_set=fp32_rules))
+    mask = np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
     if not mask.any():
-        return none
+        return pa.nulls(ops.num_rows, pa.string())
     j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
     names = _codes.codes(kernels.column("name"))
     dur = np.asarray(pc.fill_null(kernels.column("duration_ns"), 0).to_numpy(), np.int64)
     rows = np.flatnonzero(mask & (j.other >= 0) & (names.codes >= 0))
     if not len(rows):
-        return none
+        return pa.nulls(ops.num_rows, pa.string())
     # the longest launch per op key wins (sorted by duration, last write per key kept)
     rows = rows[np.argsort(dur[rows], kind="stable")]
-    best = np.full(j.size, -1, dtype=np.int64)
+    best = np.full(j.size, -1, dtype=np.int32)
     best[j.other[rows]] = names.codes[rows]
     per_op = np.where(j.ops >= 0, best[np.maximum(j.ops, 0)], -1)
-    return pa.array(names.take(per_op), pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(per_op, mask=per_op < 0), names.values)
 
 
 _CONV_KERNEL = r"(?i)conv|fprop|dgrad|wgrad|cudnn"
@@ -61,7 +62,7 @@ def tf32_families(kernels: pa.Table | None) -> frozenset[str]:
     names = kernels.column("name").filter(used)
     if len(names) == 0:
         return frozenset()
-    distinct = pc.unique(pc.cast(names, pa.string())).drop_null()
+    distinct = pa.array(_codes.as_strings(names), pa.string())  # not a string per launch
     tf32 = distinct.filter(pc.match_substring(distinct, "tf32", ignore_case=True))
     conv = pc.match_substring_regex(tf32, _CONV_KERNEL)
     found = {"conv" if c else "gemm" for c in conv.to_pylist()}

@@ -71,7 +71,7 @@ def _pool(run: Run) -> list[str]:
         if table is None or table.num_rows == 0:
             continue
         c = _codes.codes(table.column(col))
-        counts = np.bincount(c.codes[c.codes >= 0], minlength=len(c.values))
+        counts = _codes.value_counts(c)
         frequent = np.flatnonzero(counts >= 2)
         outer = set()
         if not named_only and "depth" in table.column_names:

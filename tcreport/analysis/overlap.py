@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes
 from tcreport.analysis.activity import Activity, Cat
 from tcreport.analysis.steps import StepRow
@@ -24,6 +25,8 @@ from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 #: Collective kernel names kept as evidence, by time.
 TOP_NAMES = 5
+#: Intervals per slice where per-interval temporaries are built a slice at a time.
+_SLICE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -92,30 +95,30 @@ def _stream_table(
     act: Activity, rows: np.ndarray | None = None
 ) -> tuple[tuple[CollectiveStream, ...], dict[int, int]]:
     """Per (device, stream): collective and compute time; the compute stream of each device.
-    ``rows``: a mask of the intervals to count (``None``: all)."""
-    counted = np.ones(len(act), bool) if rows is None else rows
-    comm = (act.cat == Cat.COMM) & counted
-    compute = (act.cat <= Cat.UNKNOWN) & counted  # the three compute categories
-    dur = act.end - act.start
-    # rows left out weigh zero instead of being filtered out: no copy of the columns
-    t = pa.table(
-        {
-            "device": act.device,
-            "stream": act.stream,
-            "comm_ns": np.where(comm, dur, 0),
-            "comp_ns": np.where(compute, dur, 0),
-            "comm_n": comm.view(np.int8),
-        }
-    )
-    del dur, comm, compute
-    per = (
-        t.group_by(["device", "stream"])
-        .aggregate([("comm_ns", "sum"), ("comp_ns", "sum"), ("comm_n", "sum")])
-        .sort_by([("device", "ascending"), ("stream", "ascending")])
-    )
-    dev, stream = per.column("device").to_numpy(), per.column("stream").to_numpy()
-    comm_ns, comp_ns = per.column("comm_ns_sum").to_numpy(), per.column("comp_ns_sum").to_numpy()
-    comm_n = per.column("comm_n_sum").to_numpy()
+    ``rows``: a mask of the intervals to count (``None``: all).
+
+    Grouped on one int32 code per (device, stream) and summed a slice at a time: no table of
+    per-interval columns (a duration, two weighted copies of it) is ever built."""
+    key = _codes.combine(act.device, act.stream)
+    first = _codes.first_rows(key)
+    n = first.size
+    comm_ns, comp_ns, comm_n = (np.zeros(n, np.int64) for _ in range(3))
+    for a in range(0, key.size, _SLICE):
+        part = slice(a, a + _SLICE)
+        k, cat = key[part], act.cat[part]
+        comm = cat == Cat.COMM
+        compute = cat <= Cat.UNKNOWN  # the three compute categories
+        if rows is not None:  # rows left out weigh zero
+            comm &= rows[part]
+            compute &= rows[part]
+        dur = act.end[part] - act.start[part]
+        comm_ns += exact_sums(k, np.where(comm, dur, 0), n)
+        comp_ns += exact_sums(k, np.where(compute, dur, 0), n)
+        comm_n += np.bincount(k[comm], minlength=n)
+    order = np.lexsort((act.stream[first], act.device[first]))  # by device, then stream
+    first = first[order]
+    comm_ns, comp_ns, comm_n = comm_ns[order], comp_ns[order], comm_n[order]
+    dev, stream = act.device[first], act.stream[first]
     busiest: dict[int, int] = {}
     for d in np.unique(dev):  # one per GPU
         sel = np.flatnonzero(dev == d)
@@ -147,7 +150,7 @@ def _top_names(
         return ()
     c = _codes.codes(kernels.column("name"))
     code = c.codes[krow]
-    dur = (act.end - act.start)[is_comm]
+    dur = act.end[is_comm] - act.start[is_comm]
     total = np.bincount(code[code >= 0], weights=dur[code >= 0])
     top = np.argsort(-total, kind="stable")[:TOP_NAMES]
     top = top[total[top] > 0]

@@ -85,24 +85,51 @@ class StepRow:
         )
 
 
+#: Up to this many possible (iteration, device) keys, the group of each interval is found
+#: through a lookup table (bytes per key: 5) instead of by sorting.
+_LUT_MAX = 1 << 22
+#: Rows per slice where per-row temporaries are built a slice at a time.
+_SLICE = 1 << 20
+
+
 def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Row mask of intervals inside an iteration, their group code, and per group its iteration
     and device (-1: unknown).
 
     The device is packed as its offset from the lowest one, in int64: any int32 id (a hostile
-    ``2**31 - 1``, a negative one) keeps its own group, and the product cannot wrap."""
+    ``2**31 - 1``, a negative one) keeps its own group, and the product cannot wrap. When the
+    packed keys are few (iterations times GPUs, as in every real trace) a lookup table maps
+    them to groups a slice at a time, so no per-interval temporary outlives its slice."""
     inside = act.iteration >= 0
     everything = bool(inside.all())
     it = act.iteration if everything else act.iteration[inside]
     dev = act.device if everything else act.device[inside]
     low = int(dev.min(initial=0))
     width = int(dev.max(initial=0)) - low + 1  # <= 2**32, iterations < 2**31: fits in int64
-    packed = it.astype(np.int64)
-    packed *= width
-    packed += dev  # in place, in int64
-    packed -= low
-    uniq = np.unique(packed)  # few groups: hashed, then each row found by binary search
-    group: np.ndarray = np.searchsorted(uniq, packed).astype(np.int32)
+
+    def pack(part: slice) -> np.ndarray:
+        packed = it[part].astype(np.int64)
+        packed *= width
+        packed += dev[part]  # in place, in int64
+        packed -= low
+        return packed
+
+    top = (int(it.max(initial=0)) + 1) * width  # every packed key is below
+    if top <= _LUT_MAX:
+        parts = [slice(a, a + _SLICE) for a in range(0, it.size, _SLICE)]
+        seen = np.zeros(top, bool)
+        for part in parts:
+            seen[pack(part)] = True
+        uniq = np.flatnonzero(seen)  # sorted, as np.unique's
+        lut = np.zeros(top, np.int32)
+        lut[uniq] = np.arange(uniq.size, dtype=np.int32)
+        group = np.empty(it.size, np.int32)
+        for part in parts:
+            group[part] = lut[pack(part)]
+    else:
+        packed = pack(slice(None))
+        uniq = np.unique(packed)  # few groups: hashed, then each row found by binary search
+        group = np.searchsorted(uniq, packed).astype(np.int32)
     g_iter, g_dev = np.divmod(uniq, width)
     return inside, group, g_iter, g_dev + low
 
@@ -139,9 +166,6 @@ def _containing(s: np.ndarray, e: np.ndarray, points: np.ndarray) -> np.ndarray:
     hit = i < points.size
     hit[hit] = points[i[hit]] < e[hit]
     return hit
-
-
-_SLICE = 1 << 20
 
 
 def _bounds(t: pa.Table, end_of: str) -> tuple[np.ndarray, np.ndarray]:
@@ -239,8 +263,17 @@ def cause_kind(name: str | None) -> str:
 def _launching_processes(gap_dev: np.ndarray, act: Activity) -> dict[int, tuple[int, ...]]:
     """Per GPU with a gap, the processes (ids >= 0) that launched work on it, from the distinct
     (device, process) pairs: one pass over the activity, whatever the number of GPUs."""
-    first = _codes.first_rows(_codes.combine(act.device, act.process))
-    dev, proc = act.device[first], act.process[first]
+    if not len(act):
+        return {}
+    devs, procs = [], []
+    for a in range(0, len(act), _SLICE):  # distinct pairs of each slice: no per-launch key
+        d, p = act.device[a : a + _SLICE], act.process[a : a + _SLICE]
+        first = _codes.first_rows(_codes.combine(d, p))
+        devs.append(d[first])
+        procs.append(p[first])
+    dev, proc = np.concatenate(devs), np.concatenate(procs)
+    first = _codes.first_rows(_codes.combine(dev, proc))  # distinct over the slices
+    dev, proc = dev[first], proc[first]
     want = np.isin(dev, gap_dev) & (proc >= 0)
     order = np.lexsort((proc[want], dev[want]))
     out: dict[int, list[int]] = {}

@@ -30,9 +30,14 @@ import numpy as np
 from tcreport._arrays import exact_sums
 from tcreport.analysis.activity import COMPUTE_MASK, IDLE, N_CATS, Cat
 
-#: Events per chunk: big enough that numpy's per-call overhead vanishes, small enough that the
-#: chunk's temporaries (a few dozen bytes per event) stay in tens of MiB.
-CHUNK = 1 << 20
+#: Events per chunk: big enough that numpy's per-call overhead vanishes (a chunk costs a few
+#: dozen numpy calls, ~40 chunks on a 4.7-million-launch trace), small enough that the chunk's
+#: temporaries (~100 bytes per event) stay near 25 MiB: they come on top of the activity arrays
+#: and the packed events, at the step analysis' highest point.
+CHUNK = 1 << 18
+#: Intervals per slab of sorted events (:func:`_slabs`): a slab's events are 16 bytes per
+#: interval, the sweep's largest array.
+SLAB = 1 << 20
 #: Bits below the (group, time) part of a packed event: 3 for the category, 1 for start/end.
 _LOW = 4
 _END = 1 << 3
@@ -82,36 +87,104 @@ class _Events:
 
 def _packed(
     group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray, ngroups: int
-) -> tuple[np.ndarray, int, int] | None:
-    """Every event as ``((group * width + time - t0) << 4) | end << 3 | cat``, sorted in place;
-    ``None`` when that does not fit in 63 bits (a time range of years, or hostile timestamps)."""
+) -> tuple[Iterator[np.ndarray], int, int] | None:
+    """Every event as ``((group * width + time - t0) << 4) | end << 3 | cat``, sorted, in slabs
+    (:func:`_slabs`); ``None`` when that does not fit in 63 bits (a time range of years, or
+    hostile timestamps)."""
     t0, t1 = int(min(start.min(), end.min())), int(max(start.max(), end.max()))
     width = t1 - t0 + 1
     if ngroups * width >= 1 << (62 - _LOW):
         return None
+    return _slabs(group, start, end, cat, t0, width), t0, width
+
+
+def _pack(
+    out: np.ndarray, times: np.ndarray, offset: np.ndarray, low: np.ndarray, flag: int, t0: int
+) -> None:
+    """Packed events of some intervals into ``out`` (``offset``: their group * width)."""
+    np.subtract(times, t0, out=out)  # first: times near the int64 limits must not wrap
+    out += offset
+    out <<= _LOW
+    out |= low | flag
+
+
+def _slabs(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray, cat: np.ndarray, t0: int, width: int
+) -> Iterator[np.ndarray]:
+    """The packed events, sorted, as consecutive slabs of about :data:`SLAB` intervals' worth.
+
+    Sorting all 2n events at once made one int64 array of them, the step analysis' largest
+    (72 MiB for 4.7 M launches). Instead each event gets a slab from its (group, time) (quantiles
+    of a sample of starts: equal (group, time) means the same slab), and each slab's events are
+    packed and sorted in turn: every event of a slab sorts before every event of the next, so
+    the slabs, one after the other, are the one sorted array."""
     n = start.size
-    key = np.empty(2 * n, np.int64)
-    for a in range(0, n, CHUNK):  # in chunks: the temporaries stay a chunk's size
-        b = min(n, a + CHUNK)
-        low = cat[a:b].astype(np.int64)
+    nslabs = -(-n // SLAB)
+    chunks = [(a, min(n, a + CHUNK)) for a in range(0, n, CHUNK)]
+    if nslabs <= 1:
+        key = np.empty(2 * n, np.int64)
+        for a, b in chunks:  # in chunks: the temporaries stay a chunk's size
+            low, offset = cat[a:b].astype(np.int64), group[a:b].astype(np.int64) * width
+            _pack(key[a:b], start[a:b], offset, low, 0, t0)
+            _pack(key[n + a : n + b], end[a:b], offset, low, _END, t0)
+        key.sort()
+        yield key
+        return
+    step = max(1, n // (64 * nslabs))
+    sample = np.sort(group[::step].astype(np.int64) * width + (start[::step] - t0))
+    edges = np.unique(sample[np.arange(1, nslabs) * sample.size // nslabs])
+    slab = np.empty(2 * n, np.int8 if edges.size < 127 else np.int32)  # per event: its slab
+    counts = np.zeros(edges.size + 1, np.int64)
+    for a, b in chunks:
         offset = group[a:b].astype(np.int64) * width
-        for half, times, flag in ((key[a:b], start, 0), (key[n + a : n + b], end, _END)):
-            np.subtract(
-                times[a:b], t0, out=half
-            )  # first: times near the int64 limits must not wrap
-            half += offset
-            half <<= _LOW
-            half |= low | flag
-    key.sort()
-    return key, t0, width
+        for at, times in ((0, start), (n, end)):
+            hi = times[a:b] - t0
+            hi += offset
+            ids = np.searchsorted(edges, hi, side="right")
+            slab[at + a : at + b] = ids
+            counts += np.bincount(ids, minlength=counts.size)
+    for k in range(edges.size + 1):
+        key = np.empty(int(counts[k]), np.int64)
+        pos = 0
+        for a, b in chunks:
+            for at, times, flag in ((0, start, 0), (n, end, _END)):
+                rows = np.flatnonzero(slab[at + a : at + b] == k) + a
+                if rows.size:
+                    offset = group[rows].astype(np.int64) * width
+                    low = cat[rows].astype(np.int64)
+                    _pack(key[pos : pos + rows.size], times[rows], offset, low, flag, t0)
+                    pos += rows.size
+        key.sort()
+        yield key
+        del key  # before the next slab is built
 
 
-def _chunks_packed(key: np.ndarray, t0: int, width: int) -> Iterator[_Events]:
-    for a in range(0, key.size, CHUNK):
-        k = key[a : a + CHUNK + 1]  # one event past the chunk: the end of its last segment
-        hi = k >> _LOW
-        grp = hi // width
-        yield _Events(grp, hi - grp * width + t0, (k & 7).astype(np.int8), (k & _END) != 0)
+def _chunks_packed(slabs: Iterator[np.ndarray], t0: int, width: int) -> Iterator[_Events]:
+    """The sorted events in chunks of CHUNK, each with one event past it (the end of its last
+    segment). A chunk that straddles two slabs is the only one put together from pieces."""
+    rest = np.empty(0, np.int64)  # walked events of earlier slabs: fewer than a chunk and one
+    for key in slabs:
+        a = 0
+        if rest.size:
+            need = CHUNK + 1 - rest.size  # events of this slab that complete the chunk
+            if key.size < need:
+                rest = np.concatenate([rest, key])
+                continue
+            yield _events(np.concatenate([rest, key[:need]]), t0, width)
+            a = need - 1  # the chunk's last event is the next chunk's first
+        while key.size - a > CHUNK:  # a whole chunk, and the event past it, are here
+            yield _events(key[a : a + CHUNK + 1], t0, width)
+            a += CHUNK
+        rest = key[a:].copy()  # at most a chunk: the slab itself can go
+        del key
+    if rest.size:
+        yield _events(rest, t0, width)
+
+
+def _events(k: np.ndarray, t0: int, width: int) -> _Events:
+    hi = k >> _LOW
+    grp = hi // width
+    return _Events(grp, hi - grp * width + t0, (k & 7).astype(np.int8), (k & _END) != 0)
 
 
 def _chunks_sorted(

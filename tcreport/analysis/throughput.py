@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes, flops, peaks
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Run
@@ -102,12 +103,54 @@ class Throughput:
         return t / (p * max(1, self.gpus))
 
 
-def _per_distinct(ops: pa.Table) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
+@dataclass(frozen=True)
+class _Rows:
+    """The op rows that own GPU time, as arrays (nothing of the ops table is copied whole).
+
+    Codes are taken from the whole table's columns (views of their index buffers) and then
+    gathered for these rows; the numeric columns are gathered from views of their buffers."""
+
+    keep: np.ndarray  # per op row of the table: does it own GPU time
+    gpu_ns: np.ndarray  # int64, > 0
+    calls: np.ndarray  # int64, -1 where not counted
+
+    def codes(self, ops: pa.Table, name: str) -> _codes.Codes:
+        """The column's codes, of the kept rows (the whole column's are dropped at once)."""
+        c = _codes.codes(ops.column(name))
+        return _codes.Codes(c.codes[self.keep], c.values)
+
+    def numbers(self, ops: pa.Table, name: str, fill: int | bool) -> np.ndarray:
+        """The column's kept rows, nulls as ``fill``, in the column's own type."""
+        result: np.ndarray = _numbers(ops.column(name), fill)[self.keep]
+        return result
+
+
+def _numbers(col: pa.ChunkedArray, fill: int | bool) -> np.ndarray:
+    """A column as numpy in its own type, nulls as ``fill``: a view when it has no null."""
+    if col.num_chunks == 1 and col.null_count == 0:
+        return np.asarray(col.chunk(0).to_numpy(zero_copy_only=False))
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False))
+
+
+def _rows(ops: pa.Table) -> _Rows | None:
+    gpu = _numbers(ops.column("gpu_ns"), 0)
+    keep = gpu > 0
+    if not keep.any():
+        return None
+    return _Rows(
+        keep=keep,
+        gpu_ns=gpu[keep].astype(np.int64, copy=False),
+        calls=_numbers(ops.column("calls"), -1)[keep].astype(np.int64, copy=False),
+    )
+
+
+def _per_distinct(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
     """Per row: FLOPs of one call (nan: none) and index into the distinct counts."""
-    cols = [_codes.codes(ops.column(c)) for c in ("type", "input_shapes", "output_shapes")]
+    cols = [rows.codes(ops, c) for c in ("type", "input_shapes", "output_shapes")]
     key = _codes.combine(*(c.codes for c in cols))
     first = _codes.first_rows(key)
     vals = [c.take(c.codes[first]) for c in cols]
+    del cols
     counts = [flops.count(*v) for v in zip(*vals, strict=True)]  # one per distinct: small
     per_call = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
     return per_call[key], key, counts
@@ -124,22 +167,22 @@ def compute(
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return None
-    # the columns used, before the filter: the ops table is wide and has millions of rows
-    ops = ops.select(["name", "type", "input_shapes", "output_shapes", "dtype", "uses_tc",
-                      "calls", "gpu_ns", "iteration"])  # fmt: skip
-    ops = ops.filter(pc.greater(pc.fill_null(ops.column("gpu_ns"), 0), 0))
-    if ops.num_rows == 0:
+    # the rows that own GPU time as arrays, never a filtered copy of the table: millions of rows
+    rows = _rows(ops)
+    if rows is None:
         return None
-    per_call, dkey, counts = _per_distinct(ops)
-    calls = pc.fill_null(ops.column("calls"), -1).to_numpy().astype(np.int64)
+    per_call, dkey, counts = _per_distinct(ops, rows)
+    calls = rows.calls
     row_flops = np.where(calls >= 0, per_call * calls, np.nan)
-    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
+    del per_call
+    gpu_ns = rows.gpu_ns
     heavy = np.array([c.kind != "other" for c in counts], bool)[dkey]
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
-    prec_code, prec_names = _row_precision(ops)
-    groups = _groups(ops, row_flops, dkey, counts, gpu, prec_code, prec_names)
-    name = _codes.codes(ops.column("name"))
+    prec_code, prec_names = _row_precision(ops, rows)
+    name = rows.codes(ops, "name")
+    groups = _groups(ops, rows, name, row_flops, dkey, counts, gpu, prec_code, prec_names)
+    del dkey
     miss = heavy & ~has
     missing: tuple[str, ...] = ()
     if miss.any():
@@ -153,7 +196,7 @@ def compute(
     precision = max(total, key=lambda p: total[p]) if total else None
     counted = int(gpu_ns[has].sum())
     note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()))
-    iters = _iterations(run, ops, row_flops)
+    iters = _iterations(run, ops, rows, row_flops)
     if wall_ns is None and iters:  # one iteration: no reported wall, but its own span
         wall_ns = sum(i.duration_ns for i in iters)
     return Throughput(
@@ -190,42 +233,50 @@ def _mfu_note(
     return None
 
 
-def _row_precision(ops: pa.Table) -> tuple[np.ndarray, list[str]]:
+def _row_precision(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, list[str]]:
     """Per row, a code into the returned precision names ("" when the dtype is unknown): the
     normalised dtype, with fp32 on Tensor Cores counted as tf32. Codes, not strings: millions of
     rows share a handful of dtypes."""
-    d = _codes.codes(ops.column("dtype"))
+    d = rows.codes(ops, "dtype")
     labels = [normalise_dtype(v) or "" for v in d.values.to_pylist()] + [""]
     names = sorted(set(labels) | {"tf32"})
     index = {n: i for i, n in enumerate(names)}
-    code_of = np.array([index[v] for v in labels], np.int64)
+    code_of = np.array([index[v] for v in labels], np.int32)
     dt = code_of[np.where(d.codes >= 0, d.codes, len(labels) - 1)]
-    tc = np.asarray(pc.fill_null(ops.column("uses_tc"), False).to_numpy(zero_copy_only=False))
     if "fp32" in index:
-        dt = np.where((dt == index["fp32"]) & tc, index["tf32"], dt)
+        tc = rows.numbers(ops, "uses_tc", False).astype(bool, copy=False)
+        dt[(dt == index["fp32"]) & tc] = index["tf32"]
     return dt, names
 
 
 def _groups(
-    ops: pa.Table, row_flops: np.ndarray, dkey: np.ndarray, counts: list[flops.Count],
+    ops: pa.Table, rows: _Rows, name: _codes.Codes, row_flops: np.ndarray, dkey: np.ndarray,
+    counts: list[flops.Count],
     gpu: peaks.GpuPeaks | None, prec: np.ndarray, prec_names: list[str],
 ) -> tuple[OpThroughput, ...]:  # fmt: skip
     """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
-    name = _codes.codes(ops.column("name"))
     key = _codes.combine(name.codes, dkey)
     n = int(key.max()) + 1
-    gpu_ns = ops.column("gpu_ns").to_numpy().astype(np.int64)
-    calls = pc.fill_null(ops.column("calls"), 1).to_numpy().astype(np.int64)
-    g_ns = np.bincount(key, weights=gpu_ns, minlength=n)
-    g_calls = np.bincount(key, weights=calls, minlength=n)
+    # per group, without bincount's intp copy of the keys and float64 copies of the weights:
+    # the integer sums exactly (a slice at a time), the FLOPs added in row order as bincount
+    # adds them (rows without a count added 0.0 there, which changes no sum)
+    g_ns = exact_sums(key, rows.gpu_ns, n)
+    calls = rows.numbers(ops, "calls", 1).astype(np.int64, copy=False)
+    g_calls = exact_sums(key, calls, n)
+    del calls
     nan_rows = np.isnan(row_flops)
-    g_flops = np.bincount(key, weights=np.where(nan_rows, 0, row_flops), minlength=n)
-    g_nan = np.bincount(key, weights=nan_rows, minlength=n) > 0
+    g_nan = np.zeros(n, bool)
+    g_nan[key[nan_rows]] = True
+    counted = np.flatnonzero(~nan_rows)
+    del nan_rows
+    g_flops = np.zeros(n)
+    np.add.at(g_flops, key[counted], row_flops[counted])
+    del counted
     first = _codes.first_rows(key)
     heavy = np.array([counts[d].kind != "other" for d in dkey[first]])
     order = np.lexsort((-g_ns, ~heavy))[:TOP_OPS]
     names = name.take(name.codes[first[order]])
-    shapes = _codes.codes(ops.column("input_shapes"))
+    shapes = rows.codes(ops, "input_shapes")
     shape_text = shapes.take(shapes.codes[first[order]])
     out = []
     for i, g in enumerate(order):  # at most TOP_OPS
@@ -247,11 +298,13 @@ def _groups(
     return tuple(out)
 
 
-def _iterations(run: Run, ops: pa.Table, row_flops: np.ndarray) -> tuple[IterationThroughput, ...]:
+def _iterations(
+    run: Run, ops: pa.Table, kept: _Rows, row_flops: np.ndarray
+) -> tuple[IterationThroughput, ...]:
     it = run.iterations
     if it is None or it.num_rows == 0:
         return ()
-    itc = pc.fill_null(ops.column("iteration"), -1).to_numpy().astype(np.int64)
+    itc = kept.numbers(ops, "iteration", -1)
     ok = (itc >= 0) & ~np.isnan(row_flops)
     if not ok.any():
         return ()

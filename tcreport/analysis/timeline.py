@@ -79,11 +79,15 @@ class HostMarkers:
 
 
 def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int, np.ndarray]:
-    """(busy, span, gap lengths) of a set of intervals, by sorting and a running maximum of ends."""
-    order = np.argsort(starts, kind="stable")
-    s = starts[order]
-    e = np.maximum(ends[order], s)
-    reach = np.maximum.accumulate(e)
+    """(busy, span, gap lengths) of a set of intervals, by sorting and a running maximum of ends.
+    Launches are usually recorded in start order: then nothing is sorted or gathered."""
+    if starts.size > 1 and bool((starts[1:] < starts[:-1]).any()):
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], np.maximum(ends[order], starts[order])
+        del order
+    else:  # a stable sort would keep this order: the same arrays
+        s, e = starts, np.maximum(ends, starts)
+    reach = np.maximum.accumulate(e, out=e)
     gaps = s[1:] - reach[:-1]
     gaps = gaps[gaps > 0]
     span = int(reach[-1] - s[0])
@@ -95,14 +99,35 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int, np.ndarray]:
 _FEW_DEVICES = 64
 
 
+def _numbers(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An int64 column as a writable int64 array: one copy (to_numpy's own, or of its view)."""
+    out = np.asarray(col.to_numpy(), np.int64)
+    return out if out.flags.writeable else out.copy()
+
+
+def _intervals(k: pa.Table, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends (start + duration, a negative one as 0) of the launches, or of the
+    ``mask``ed ones: read from the columns per GPU, so no array of every launch is kept."""
+    start, dur = k.column("start_ns"), k.column("duration_ns")
+    if mask is not None:
+        m = pa.array(mask)
+        start, dur = start.filter(m), dur.filter(m)
+    starts = np.asarray(start.to_numpy(), np.int64)
+    ends = _numbers(dur)
+    np.maximum(ends, 0, out=ends)
+    ends += starts
+    return starts, ends
+
+
 def _union_per_device(
-    uniq: np.ndarray, devices: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    uniq: np.ndarray, devices: np.ndarray, k: pa.Table
 ) -> tuple[int, int, np.ndarray]:
+    if uniq.size == 1:  # every launch on one GPU
+        return _union(*_intervals(k))
     busy = span = 0
     all_gaps: list[np.ndarray] = []
     for dev in uniq:  # one iteration per GPU, not per launch
-        sel = devices == dev
-        b, s, g = _union(starts[sel], ends[sel])
+        b, s, g = _union(*_intervals(k, devices == dev))
         busy, span = busy + b, span + s
         all_gaps.append(g)
     return busy, span, np.concatenate(all_gaps) if all_gaps else np.empty(0, np.int64)
@@ -154,16 +179,16 @@ def kernel_timeline(kernels: pa.Table | None) -> TimelineFigures | None:
         k = k.filter(valid)
     if k.num_rows == 0:
         return None
-    starts = k.column("start_ns").to_numpy().astype(np.int64)
-    durs = np.maximum(k.column("duration_ns").to_numpy().astype(np.int64), 0)
-    ends = starts + durs
     devices = pc.fill_null(k.column("device_id"), -1).to_numpy()
     uniq = np.unique(devices)
     busy, span, gaps = (
-        _union_per_device(uniq, devices, starts, ends)
+        _union_per_device(uniq, devices, k)
         if uniq.size <= _FEW_DEVICES
-        else _unions(devices, starts, ends)
+        else _unions(devices, *_intervals(k))
     )
+    del devices
+    durs = _numbers(k.column("duration_ns"))
+    np.maximum(durs, 0, out=durs)
     short_gaps = gaps < LAUNCH_GAP_NS
     short = durs < SHORT_KERNEL_NS
     return TimelineFigures(
@@ -177,8 +202,9 @@ def kernel_timeline(kernels: pa.Table | None) -> TimelineFigures | None:
         long_gap_idle_ns=int(gaps[~short_gaps].sum()),
         short_launches=int(short.sum()),
         short_kernel_ns=int(durs[short].sum()),
-        median_kernel_ns=int(np.median(durs)),
-        median_gap_ns=int(np.median(gaps)) if gaps.size else None,
+        # last: the medians partition the arrays in place instead of copying them
+        median_kernel_ns=int(np.median(durs, overwrite_input=True)),
+        median_gap_ns=int(np.median(gaps, overwrite_input=True)) if gaps.size else None,
         short_kernel_names=_name_counts(k.column("name"), short, TOP_SHORT_KERNELS),
     )
 

@@ -127,17 +127,16 @@ def explain(
         ops = classify_ops(ops, None)
     dtypes = _codes.as_strings(ops.column("dtype"))
     run_uses_half = any(normalise_dtype(d) in HALF for d in dtypes)
-    missed = ops.filter(
-        pc.and_(
-            pc.fill_null(ops.column("tc_eligible"), False),
-            pc.fill_null(pc.invert(ops.column("uses_tc")), False),
-        )
-    )
-    flavour = _flavour(framework)
     cols = ["op_id", "name", "type", "dtype", "input_shapes", "device_id"]
     if "fp32_kernel" in ops.column_names:  # kernel evidence (analysis.kernel_evidence)
         cols.append("fp32_kernel")
-    distinct = missed.take(pa.array(_first_of_each(missed))).select(cols)
+    is_missed = pc.and_(
+        pc.fill_null(ops.column("tc_eligible"), False),
+        pc.fill_null(pc.invert(ops.column("uses_tc")), False),
+    )
+    missed = ops.select(cols).filter(is_missed)  # the columns used only: the table is wide
+    flavour = _flavour(framework)
+    distinct = missed.take(pa.array(_first_of_each(missed)))
     tf32_on = _tf32_seen(ops)
     return [
         _one(r, flavour, gpus, run_uses_half, tf32_on or _family(r) in tf32_seen_in)

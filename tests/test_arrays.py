@@ -1,0 +1,31 @@
+"""tcreport._arrays.exact_sums against Python's integer sums, in slices or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from profiles import budget
+
+from tcreport import _arrays
+
+
+@settings(max_examples=budget(100), deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, (1 << 62) // 64)), min_size=0, max_size=60
+    ),
+    st.sampled_from([1, 2, 7, 1 << 20]),
+)
+def test_exact_sums_are_python_sums(rows: list[tuple[int, int]], slice_rows: int) -> None:
+    """Weights up to 2**56 (past bincount's exact float range) summed exactly, whatever the
+    slices the rows are summed in."""
+    index = np.array([i for i, _ in rows], np.int32)
+    weights = np.array([w for _, w in rows], np.int64)
+    want = [sum(w for i, w in rows if i == k) for k in range(6)]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_arrays, "_SUM_SLICE", slice_rows)
+        got = _arrays.exact_sums(index, weights, 6)
+    assert got.dtype == np.int64
+    assert got.tolist() == want
