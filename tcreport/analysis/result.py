@@ -8,6 +8,7 @@ This is the single object findings rules and renderers read. It is built once pe
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 
 from tcreport.analysis import (
     _codes,
+    autotune,
     communication,
     compilation,
     derived,
@@ -26,6 +28,7 @@ from tcreport.analysis import (
     vendor,
 )
 from tcreport.analysis.communication import Communication
+from tcreport.analysis.compilation import Compilation
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import GpuBusy, IterationRow
 from tcreport.analysis.devices import DeviceRow, device_rows
@@ -39,7 +42,7 @@ from tcreport.analysis.overlap import CommOverlap
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.throughput import Throughput
-from tcreport.analysis.timeline import TimelineFigures
+from tcreport.analysis.timeline import HostMarkers, TimelineFigures
 from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.model import Run, RunMeta
@@ -173,48 +176,6 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
     )
 
 
-#: cuDNN convolution algorithm families, recognised from kernel names. One op launching kernels of
-#: several families in the aggregated range is cuDNN trying every algorithm (cudnnFind, i.e.
-#: ``cudnn.benchmark`` autotuning), which only happens in the first iterations.
-_CONV_FAMILIES = (
-    ("implicit-gemm", r"implicit_convolve|implicit_gemm|scudnn_.*interior|xmma_fprop_implicit"),
-    ("explicit-gemm", r"explicit_convolve|im2col"),
-    ("fft", r"fft2d|fft_|flip_filter|gcgemm|cgemm_"),
-    ("winograd", r"winograd"),
-    ("direct", r"conv2d_grouped_direct|direct_conv|convolve_common_engine"),
-)
-AUTOTUNE_MIN_FAMILIES = 3
-
-
-def _autotuned_ops(kernels: pa.Table | None, ops: pa.Table | None) -> tuple[str, ...]:
-    """Names of ops whose kernels cover several cuDNN algorithm families (autotuning)."""
-    if kernels is None or ops is None or kernels.num_rows == 0 or ops.num_rows == 0:
-        return ()
-
-    def family(names: pa.Array) -> pa.Array:  # per distinct kernel name: 0 = none, 1.. = family
-        fam = pa.array(np.zeros(len(names), dtype=np.int64))
-        for i, (_, pattern) in enumerate(_CONV_FAMILIES, start=1):
-            hit = pc.fill_null(pc.match_substring_regex(names, pattern), False)
-            fam = pc.if_else(pc.and_(hit, pc.equal(fam, 0)), i, fam)
-        return fam
-
-    fam = np.asarray(
-        pc.fill_null(_codes.per_value(kernels.column("name"), family), 0).to_numpy(), np.int64
-    )
-    if not fam.any():
-        return ()
-    j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
-    ok = (fam > 0) & (j.other >= 0)
-    pairs = np.unique(j.other[ok] * (len(_CONV_FAMILIES) + 1) + fam[ok])
-    per_op = np.bincount(pairs // (len(_CONV_FAMILIES) + 1), minlength=j.size)
-    many = per_op >= AUTOTUNE_MIN_FAMILIES
-    if not many.any():
-        return ()
-    hit_rows = (j.ops >= 0) & many[np.maximum(j.ops, 0)]
-    names = _codes.as_strings(ops.column("name").filter(pa.array(hit_rows)))
-    return tuple(sorted(str(n) for n in names))
-
-
 def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:
     """Host ranges inside the aggregated iterations (ranges carry no iteration column)."""
     r, it = run.ranges, run.iterations
@@ -308,6 +269,48 @@ def _classified_share(run: Run) -> float | None:
     return tc_kernels.classified_share(run.kernels) if run.kernels is not None else None
 
 
+@dataclass(frozen=True)
+class _PerName:
+    """The figures :func:`compute` makes beside the step analysis."""
+
+    time: TimeFigures
+    ops: list[OpRow]
+    tc: TcFigures
+    tl: TimelineFigures | None
+    op_elig: Agreement | None
+    op_uses: Agreement | None
+    markers: HostMarkers
+    cpu_only: bool
+    host_ops: tuple[HostRow, ...]
+    host_types: tuple[HostRow, ...]
+    compiling: Compilation
+    why_not: tuple[WhyNot, ...]
+    throughput: Throughput | None
+
+
+def _per_name(sliced: Run, selection: Selection) -> _PerName:
+    time = figures.time_figures(sliced)
+    ops = figures.op_rows(sliced, time.gpu_kernel_ns)
+    op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
+    cpu_only = is_cpu_only(sliced.meta, time, ops)
+    host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
+    return _PerName(
+        time=time,
+        ops=ops,
+        tc=figures.tc_figures(sliced, time, ops, _classified_share(sliced)),
+        tl=timeline.kernel_timeline(sliced.kernels),
+        op_elig=op_elig,
+        op_uses=op_uses,
+        markers=timeline.host_markers(_ranges_in(sliced, selection), sliced.ops),
+        cpu_only=cpu_only,
+        host_ops=host_ops,
+        host_types=host_types,
+        compiling=compilation.compilation(_ranges_in(sliced, selection), sliced.ops),
+        why_not=() if cpu_only else _why_not(sliced),
+        throughput=_throughput(sliced, time),
+    )
+
+
 def compute(
     run: Run,
     key_node: str | None = None,
@@ -328,9 +331,6 @@ def compute(
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
     selection, suggestions = _suggestions(classified, selection)
-    time = figures.time_figures(sliced)
-    ops = figures.op_rows(sliced, time.gpu_kernel_ns)
-    tc = figures.tc_figures(sliced, time, ops, _classified_share(sliced))
     # Per-iteration rows need every iteration (warm-up included), so they come from the unsliced
     # run with the same boundaries.
     all_iters, _ = (
@@ -338,31 +338,33 @@ def compute(
         if selection.info.total
         else (sliced, selection)
     )
-    tl = timeline.kernel_timeline(sliced.kernels)
-    op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
-    markers = timeline.host_markers(_ranges_in(sliced, selection), sliced.ops)
-    cpu_only = is_cpu_only(sliced.meta, time, ops)
-    host_ops, host_types = host_rows(ops) if cpu_only else ((), ())
-    compiling = compilation.compilation(_ranges_in(sliced, selection), sliced.ops)
     iteration_rows = derived.iteration_rows(all_iters, selection)
-    parts = _steps(all_iters, iteration_rows, selection, timeline_iter, with_timeline)
+    # The step analysis (a third of the time on big traces) shares nothing with the per-name
+    # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
+    with ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") as pool:
+        steps_job = pool.submit(
+            _steps, all_iters, iteration_rows, selection, timeline_iter, with_timeline
+        )
+        f = _per_name(sliced, selection)
+        parts = steps_job.result()
+    time, ops, tl, cpu_only = f.time, f.ops, f.tl, f.cpu_only
     return Analysis(
         meta=sliced.meta,
         selection=selection,
         time=time,
-        tc=tc,
+        tc=f.tc,
         ops=tuple(ops),
         op_types=tuple(op_type_rows(ops, time.gpu_kernel_ns)),
         kernels=tuple(figures.kernel_rows(sliced, time.gpu_kernel_ns)),
         iterations=derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
-        why_not=() if cpu_only else _why_not(sliced),
+        why_not=f.why_not,
         kernel_agreement=_agreement(sliced.kernels),
         has_kernels=sliced.kernels is not None,
         has_ops=sliced.ops is not None,
         timeline=tl,
-        data_loader_names=markers.data_loader_names,
-        data_loader_ns=markers.data_loader_ns,
-        autotuned_ops=_autotuned_ops(sliced.kernels, sliced.ops),
+        data_loader_names=f.markers.data_loader_names,
+        data_loader_ns=f.markers.data_loader_ns,
+        autotuned_ops=autotune.autotuned_ops(sliced.kernels, sliced.ops),
         devices=tuple(device_rows(sliced)),
         counter_disagreements=(
             counters.disagreements(sliced.kernels) if sliced.kernels is not None else ()
@@ -371,21 +373,21 @@ def compute(
         ops_have_dtype=any(o.dtype for o in ops),
         ops_have_shapes=any(o.input_shapes for o in ops),
         scopes=tuple(scope_rows(ops, time.gpu_kernel_ns)),
-        op_eligibility_agreement=op_elig,
-        op_tc_agreement=op_uses,
+        op_eligibility_agreement=f.op_elig,
+        op_tc_agreement=f.op_uses,
         vendor=gpu_vendor,
-        compile_names=compiling.names,
-        compile_ns=compiling.ns,
+        compile_names=f.compiling.names,
+        compile_ns=f.compiling.ns,
         communication=communication.communication(sliced.kernels, parts.communication),
         cpu_only=cpu_only,
-        host_ops=host_ops,
-        host_op_types=host_types,
+        host_ops=f.host_ops,
+        host_op_types=f.host_types,
         host_time=host_time(sliced.ops, ops) if cpu_only else None,
         key_node_suggestions=suggestions,
         steps=parts.steps,
         iteration_timeline=parts.timeline,
         comm_overlap=parts.communication,
-        throughput=_throughput(sliced, time),
+        throughput=f.throughput,
     )
 
 
