@@ -1,0 +1,87 @@
+"""Hostile NVTX_EVENTS values that once made the nsys reader's answer depend on how the table was
+chunked, or read rows that are not ranges as ranges."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tcreport.ingest.nsys import db as _nsys_db
+from tcreport.ingest.nsys import nvtx_scan as _nvtx_scan
+from tcreport.ingest.nsys import reader as nsys_sqlite
+from tcreport.ingest.nsys.nvtx_nesting import time_order
+from tcreport.model import Run
+from tcreport.schema import TableKind
+
+pytestmark = pytest.mark.realtraces
+
+_MIN = np.iinfo(np.int64).min
+
+
+@pytest.fixture
+def cnn_export(dlprof_cnn: Path) -> Path:
+    return dlprof_cnn / "nsys_profile.sqlite"
+
+
+def _same_run(a: Run, b: Run) -> None:
+    for kind in TableKind:
+        x, y = getattr(a, kind.value), getattr(b, kind.value)
+        assert (x is None and y is None) or (x is not None and y is not None and x.equals(y)), kind
+    assert a.meta == b.meta
+
+
+def _mutated(src: Path, tmp_path: Path, *sql: str) -> Path:
+    path = tmp_path / "hostile.sqlite"
+    shutil.copyfile(src, path)
+    path.chmod(0o644)
+    con = sqlite3.connect(path)
+    for s in sql:
+        con.executescript(s)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_time_order_of_an_end_at_int64_min_does_not_depend_on_the_sort_taken() -> None:
+    """(thread, start, -end) order: -end overflows for an end of INT64_MIN, so the lexsort taken
+    when rows are out of order put (MIN, MIN) before (MIN, 5), while the already-in-order check
+    (which compares the ends themselves) keeps (MIN, 5) first: a child before its parent."""
+    tcode = np.zeros(3, dtype=np.int64)
+    in_order = time_order(tcode[:2], np.array([_MIN, _MIN]), np.array([5, _MIN]))
+    assert in_order.tolist() == [0, 1]
+    # the same two ranges after one that starts later, so that the lexsort runs
+    shuffled = time_order(tcode, np.array([10, _MIN, _MIN]), np.array([20, 5, _MIN]))
+    assert shuffled.tolist() == [1, 2, 0]
+
+
+def test_end_at_int64_min_gives_the_same_tables_merged_or_sorted(
+    cnn_export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunk 1 holds a range (MIN, 5) and a 0-length range (MIN, MIN) in that order (in order, so
+    not re-sorted); chunk 2 is out of time order inside itself only, so the seams pass and the
+    merged outline keeps chunk 1's order, while the full sort reversed the two ranges."""
+    path = _mutated(
+        cnn_export,
+        tmp_path,
+        f"UPDATE NVTX_EVENTS SET start = {_MIN}, end = 5, text = 'outer' WHERE rowid = 1;"
+        f"UPDATE NVTX_EVENTS SET start = {_MIN}, end = {_MIN}, text = 'inner' WHERE rowid = 2;"
+        # rows 9, 10 and 11, 12 trade times: out of order inside the rowid range 8..14 only
+        "CREATE TEMP TABLE s AS SELECT rowid r, start, end FROM NVTX_EVENTS"
+        " WHERE rowid BETWEEN 9 AND 12;"
+        "UPDATE NVTX_EVENTS SET start = (SELECT start FROM s WHERE r = NVTX_EVENTS.rowid + 2),"
+        " end = (SELECT end FROM s WHERE r = NVTX_EVENTS.rowid + 2) WHERE rowid IN (9, 10);"
+        "UPDATE NVTX_EVENTS SET start = (SELECT start FROM s WHERE r = NVTX_EVENTS.rowid - 2),"
+        " end = (SELECT end FROM s WHERE r = NVTX_EVENTS.rowid - 2) WHERE rowid IN (11, 12);",
+    )
+    monkeypatch.setattr(_nsys_db, "CHUNK_ROWS", 7)
+    merged = nsys_sqlite.read(path)
+    monkeypatch.setattr(_nvtx_scan, "_MAX_CELLS", 0)
+    _same_run(nsys_sqlite.read(path), merged)
+    assert merged.ranges is not None
+    names = merged.ranges.column("name").to_pylist()
+    assert names.index("outer") < names.index("inner")
+
