@@ -85,3 +85,19 @@ def test_end_at_int64_min_gives_the_same_tables_merged_or_sorted(
     names = merged.ranges.column("name").to_pylist()
     assert names.index("outer") < names.index("inner")
 
+
+def test_event_types_past_255_are_not_read_as_ranges(cnn_export: Path, tmp_path: Path) -> None:
+    """The event type travelled packed with the domain as ``type + 256 * domain``: an eventType
+    of 315 (no such NVTX event) came back as a push/pop range (59) in domain 1, -197 as one in
+    domain -1. Rows of an unknown type are ignored, like eventType 99."""
+    unknown = _mutated(
+        cnn_export, tmp_path, "UPDATE NVTX_EVENTS SET eventType = 99 WHERE rowid % 2 = 0"
+    )
+    expected = nsys_sqlite.read(unknown)
+    for hostile in (315, 60 + 256, 75 + 256 * 3, -197):
+        path = _mutated(
+            cnn_export,
+            tmp_path,
+            f"UPDATE NVTX_EVENTS SET eventType = {hostile} WHERE rowid % 2 = 0",
+        )
+        _same_run(nsys_sqlite.read(path), expected)

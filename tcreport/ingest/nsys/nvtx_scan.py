@@ -57,13 +57,15 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
     text_id = "textId" if "textId" in cols else "NULL"
     domain = "IFNULL(domainId, 0) & 2147483647" if "domainId" in cols else "0"
     # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
-    # two pairs of columns travel as one: the event type with the domain id (``type + 256 *
-    # domain``), and the text with its registered-string id (``"\x01<id>"`` where the range has
-    # only a textId; inline text wins, as nsys shows it, unless it is empty: 2021 exports may
-    # write defaults instead of NULLs). The id is resolved once per distinct
-    # text. The text is never NULL, so ADBC types it as a string from any first batch.
+    # two pairs of columns travel as one: the event type with the domain id (``domain + 2**31 *
+    # type``: the domain is masked to 31 bits, so the type comes back whole; ``type + 256 *
+    # domain`` read a hostile type 315 as a push/pop range in domain 1), and the text with its
+    # registered-string id (``"\x01<id>"`` where the range has only a textId; inline text wins,
+    # as nsys shows it, unless it is empty: 2021 exports may write defaults instead of NULLs).
+    # The id is resolved once per distinct text. The text is never NULL, so ADBC types it as a
+    # string from any first batch.
     sql = (
-        f'SELECT start, "end", eventType + 256 * ({domain}), globalTid, '
+        f'SELECT start, "end", ({domain}) + 2147483648 * eventType, globalTid, '
         f"CASE WHEN eventType IN ({PUSH_POP}, {START_END}, {DOMAIN_CREATE}) THEN "
         f"COALESCE(NULLIF({text}, ''), "
         f"CASE WHEN eventType <> {DOMAIN_CREATE} THEN char(1) || {text_id} END, '') "
@@ -85,7 +87,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
             lo = first if lo is None or (first is not None and first < lo) else lo
             hi = last if hi is None or (last is not None and last > hi) else hi
             packed = _view(int64(raw, "et"))
-            et, dom = packed & 255, packed >> 8
+            et, dom = packed >> 31, packed & 2147483647
             created = np.flatnonzero(et == DOMAIN_CREATE) if named else ()
             if len(created):
                 txt = string(raw, "text").take(pa.array(created)).to_pylist()
