@@ -81,9 +81,9 @@ def test_end_at_int64_min_gives_the_same_tables_merged_or_sorted(
     merged = nsys_sqlite.read(path)
     monkeypatch.setattr(_nvtx_scan, "_MAX_CELLS", 0)
     _same_run(nsys_sqlite.read(path), merged)
+    # since the reader holds NVTX ranges to schema.POSITIONS_NS, both are dropped before any sort
     assert merged.ranges is not None
-    names = merged.ranges.column("name").to_pylist()
-    assert names.index("outer") < names.index("inner")
+    assert not {"outer", "inner"} & set(merged.ranges.column("name").to_pylist())
 
 
 def test_event_types_past_255_are_not_read_as_ranges(cnn_export: Path, tmp_path: Path) -> None:
@@ -101,3 +101,39 @@ def test_event_types_past_255_are_not_read_as_ranges(cnn_export: Path, tmp_path:
             f"UPDATE NVTX_EVENTS SET eventType = {hostile} WHERE rowid % 2 = 0",
         )
         _same_run(nsys_sqlite.read(path), expected)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "start = NULL",
+        f"start = {_MIN}",
+        f"start = {-(2**61)}",
+        f"start = {2**62}",
+        "end = start + 1125899906842624",  # 2**50 ns: 13 days
+        "end = 9223372036854775807",
+    ],
+)
+def test_nvtx_ranges_out_of_the_schema_bounds_are_dropped_with_a_note(
+    change: str, cnn_export: Path, tmp_path: Path
+) -> None:
+    """A NULL start was read as 0 and an INT64_MIN one kept: a DLProf op of ~2**63 ns that
+    swallowed the 8 ops before it on its thread (33 ops became 25), claimed start_ns 0, and wrapped
+    its cpu_ns negative. NVTX ranges now meet the bounds kernels do (schema.POSITIONS_NS,
+    MAX_INTERVAL_NS), which the dropped-rows note already claimed for them."""
+    relaxed = (  # the export declares start NOT NULL
+        "CREATE TABLE t AS SELECT * FROM NVTX_EVENTS ORDER BY rowid; DROP TABLE NVTX_EVENTS;"
+        " ALTER TABLE t RENAME TO NVTX_EVENTS;"
+    )
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    without = nsys_sqlite.read(
+        _mutated(cnn_export, tmp_path / "a", relaxed, "DELETE FROM NVTX_EVENTS WHERE rowid = 20")
+    )
+    path = _mutated(
+        cnn_export, tmp_path / "b", relaxed, f"UPDATE NVTX_EVENTS SET {change} WHERE rowid = 20"
+    )
+    run = nsys_sqlite.read(path)
+    for kind in (TableKind.KERNELS, TableKind.OPS, TableKind.RANGES):
+        assert getattr(run, kind.value).equals(getattr(without, kind.value)), kind
+    assert any("1 NVTX range rows" in n for n in run.meta.notes)
