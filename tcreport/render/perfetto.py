@@ -48,13 +48,22 @@ def _join(*parts: Part) -> pa.Array:
     return result
 
 
+def _json(value: object) -> str:
+    """``value`` as JSON text that Perfetto's importer reads back as written: non-ASCII stays
+    UTF-8 rather than ``\\uXXXX`` (trace processor v52 shows such escapes verbatim, and later
+    importers reject an escaped surrogate pair, i.e. any character past U+FFFF), and a backslash
+    is written ``\\u005c``: v52 took the closing quote of a name ending in ``\\\\`` for an escaped
+    one and failed the whole trace. Still JSON to any parser."""
+    return json.dumps(value, ensure_ascii=False).replace("\\\\", "\\u005c")
+
+
 class _Text:
     """A column as JSON string literals: escaped once per distinct value, taken per batch."""
 
     def __init__(self, col: pa.ChunkedArray) -> None:
         c = _codes.codes(col)
         self.codes = c.codes
-        self.lit = pa.array([json.dumps(v) for v in c.values.to_pylist()] + ["null"], pa.string())
+        self.lit = pa.array([_json(v) for v in c.values.to_pylist()] + ["null"], pa.string())
 
     def rows(self, off: int, n: int) -> pa.Array:
         idx = self.codes[off : off + n]
@@ -248,8 +257,9 @@ def write(run: Run, out: IO[bytes]) -> int:
         "otherData": {"generator": f"tcreport {__version__}", "origin_ns": origin,
                       "source_format": run.meta.format.value},
     }  # fmt: skip
-    out.write(json.dumps(head)[:-1].encode() + b',"traceEvents":[\n')
-    out.write(",\n".join(json.dumps(m) for m in _metadata(run)).encode())
+    out.write(_json(head)[:-1].encode() + b',"traceEvents":[\n')
+    # a lone surrogate (only a Python string can hold one) becomes "?", as the readers do
+    out.write(",\n".join(_json(m) for m in _metadata(run)).encode(errors="replace"))
     _write_kernels(out, run.kernels, origin)
     if run.memory is not None and run.memory.num_rows:
         mem = run.memory.filter(pc.is_valid(run.memory.column("start_ns")))

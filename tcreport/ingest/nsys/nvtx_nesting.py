@@ -123,7 +123,9 @@ def time_order(tcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
         t, s, e = tcode[o], start[o], end[o]
         same = t[1:] == t[:-1]
         if bool((same & ((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] > e[:-1])))).any()):
-            return np.lexsort((-end, start, tcode))
+            # ~end, not -end: -INT64_MIN overflows to itself, which put an end of INT64_MIN after
+            # every other end, where the check above (comparing ends) has it first
+            return np.lexsort((~end, start, tcode))
     return order
 
 

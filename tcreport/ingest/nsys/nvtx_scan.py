@@ -20,9 +20,11 @@ from tcreport._arrays import int64s as _np
 from tcreport.ingest.nsys.db import NsysDb, Scan, int64, string
 from tcreport.ingest.nsys.nvtx_nesting import inside_op, thread_codes, time_order
 from tcreport.ingest.nsys.nvtx_text import OTHER, Parsed, is_op, parse
+from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS
 
 TABLE = "NVTX_EVENTS"
 PUSH_POP, START_END, DOMAIN_CREATE = 59, 60, 75
+_FIRST, _LAST = POSITIONS_NS
 
 
 @dataclass
@@ -38,7 +40,8 @@ class _Chunk:
     parsed: Parsed
     span: tuple[int | None, int | None]  # of every event in the chunk, ranges or not
     domains: list[tuple[int, str]]
-    dropped: int = 0  # ranges left out: no end (never closed) or an end before the start
+    dropped: int = 0  # ranges left out: no start or end (never closed), an end before the
+    # start, or times out of schema.POSITIONS_NS / MAX_INTERVAL_NS
     # The push/pop ranges in (thread, start, -end) order, as _kept sorted them anyway: rows of
     # this chunk, each one's code into ``threads`` (the chunk's threads, ascending). Kept so that
     # the outline merges the chunks' orders instead of sorting every range of the export again.
@@ -57,13 +60,15 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
     text_id = "textId" if "textId" in cols else "NULL"
     domain = "IFNULL(domainId, 0) & 2147483647" if "domainId" in cols else "0"
     # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
-    # two pairs of columns travel as one: the event type with the domain id (``type + 256 *
-    # domain``), and the text with its registered-string id (``"\x01<id>"`` where the range has
-    # only a textId; inline text wins, as nsys shows it, unless it is empty: 2021 exports may
-    # write defaults instead of NULLs). The id is resolved once per distinct
-    # text. The text is never NULL, so ADBC types it as a string from any first batch.
+    # two pairs of columns travel as one: the event type with the domain id (``domain + 2**31 *
+    # type``: the domain is masked to 31 bits, so the type comes back whole; ``type + 256 *
+    # domain`` read a hostile type 315 as a push/pop range in domain 1), and the text with its
+    # registered-string id (``"\x01<id>"`` where the range has only a textId; inline text wins,
+    # as nsys shows it, unless it is empty: 2021 exports may write defaults instead of NULLs).
+    # The id is resolved once per distinct text. The text is never NULL, so ADBC types it as a
+    # string from any first batch.
     sql = (
-        f'SELECT start, "end", eventType + 256 * ({domain}), globalTid, '
+        f'SELECT start, "end", ({domain}) + 2147483648 * eventType, globalTid, '
         f"CASE WHEN eventType IN ({PUSH_POP}, {START_END}, {DOMAIN_CREATE}) THEN "
         f"COALESCE(NULLIF({text}, ''), "
         f"CASE WHEN eventType <> {DOMAIN_CREATE} THEN char(1) || {text_id} END, '') "
@@ -85,7 +90,7 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
             lo = first if lo is None or (first is not None and first < lo) else lo
             hi = last if hi is None or (last is not None and last > hi) else hi
             packed = _view(int64(raw, "et"))
-            et, dom = packed & 255, packed >> 8
+            et, dom = packed >> 31, packed & 2147483647
             created = np.flatnonzero(et == DOMAIN_CREATE) if named else ()
             if len(created):
                 txt = string(raw, "text").take(pa.array(created)).to_pylist()
@@ -94,8 +99,12 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
                 ]
             ok = (et == PUSH_POP) | (et == START_END)
             ranges = int(ok.sum())
-            ok &= _valid(en) & _valid(int64(raw, "gtid"))
-            ok &= _view(en) >= _view(st)
+            ok &= _valid(st) & _valid(en) & _valid(int64(raw, "gtid"))
+            # the bounds checks.timed holds kernels to, as the dropped note says: a NULL start
+            # read as 0, or one at INT64_MIN, made a range of ~2**63 ns that swallowed every op
+            # before it on its thread (and wrapped its op's cpu_ns negative)
+            s_v, e_v = _view(st), _view(en)
+            ok &= (s_v >= _FIRST) & (s_v < _LAST) & (e_v >= s_v) & (e_v < s_v + MAX_INTERVAL_NS)
             dropped += ranges - int(ok.sum())
             # usually every row is a range: then nothing is copied to drop the others
             b = raw if ok.all() else raw.filter(pa.array(ok))

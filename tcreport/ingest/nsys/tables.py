@@ -192,7 +192,7 @@ def ranges_table(
         mask=np.arange(len(rows)) >= len(depth),
     )
     if len(se):
-        order = np.lexsort((-nvtx.end[rows], nvtx.start[rows], nvtx.gtid[rows]))
+        order = np.lexsort((~nvtx.end[rows], nvtx.start[rows], nvtx.gtid[rows]))  # ~: no overflow
         rows, depth_col = rows[order], depth_col.take(pa.array(order))
     dom = nvtx.domain[rows]
     known = np.unique(dom)
