@@ -134,6 +134,7 @@ def _read(db: NsysDb) -> Run:
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
         handed = [nvtx.result()]
         del nvtx  # a Future keeps its result: attribute() must hold the only reference
+        release_free_memory()  # what the two threads freed, before attribution peaks
         att = attribute(handed, k_launch, m_launch)
     del k_launch, m_launch
     release_free_memory()
