@@ -39,6 +39,14 @@ def _slice_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray
     return result
 
 
+def sum_slice(rows: int, sums: int) -> int:
+    """Rows per slice for a loop that adds each slice's ``sums`` totals (``exact_sums``,
+    ``bincount``) into running ones: a million when the sums are few, else every row at once.
+    Each slice's sums are as long as the totals, so slicing millions of sums (a hostile trace
+    with a stream per launch) would cost slices x sums."""
+    return _SUM_SLICE if sums <= _FEW_SUMS else max(rows, 1)
+
+
 def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     """Exact int64 sums of non-negative int64 ``weights`` per ``index`` (``bincount``'s).
     ``bincount`` adds in float64, exact while every sum stays below 2**53 (104 days of ns), which
@@ -47,11 +55,12 @@ def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
     index to intp and its weights to float64, which on millions of rows are tens of MiB each, and
     sums of exact slice sums are the same sums (many sums, one per op, are summed in one go: each
     slice would cost an output as large as the input)."""
-    if weights.size <= _SUM_SLICE or size > _FEW_SUMS:
+    step = sum_slice(weights.size, size)
+    if weights.size <= step:
         return _slice_sums(index, weights, size)
     total = np.zeros(size, np.int64)
-    for a in range(0, weights.size, _SUM_SLICE):
-        part = _slice_sums(index[a : a + _SUM_SLICE], weights[a : a + _SUM_SLICE], size)
+    for a in range(0, weights.size, step):
+        part = _slice_sums(index[a : a + step], weights[a : a + step], size)
         if part.size > total.size:  # an index past ``size``, as bincount allows
             total = np.concatenate([total, np.zeros(part.size - total.size, np.int64)])
         total[: part.size] += part

@@ -29,3 +29,11 @@ def test_exact_sums_are_python_sums(rows: list[tuple[int, int]], slice_rows: int
         got = _arrays.exact_sums(index, weights, 6)
     assert got.dtype == np.int64
     assert got.tolist() == want
+
+
+def test_sum_slice_slices_rows_only_while_the_sums_are_few() -> None:
+    """A loop that adds each slice's sums (as long as all the sums) into running totals costs
+    slices x sums: with millions of sums (a stream per launch) it takes every row at once."""
+    assert _arrays.sum_slice(10_000_000, 8) == _arrays._SUM_SLICE
+    assert _arrays.sum_slice(10_000_000, 5_000_000) == 10_000_000
+    assert _arrays.sum_slice(0, 5_000_000) == 1  # range() needs a positive step

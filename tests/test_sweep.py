@@ -105,14 +105,21 @@ def test_synthetic_sweep_in_tiny_chunks(rows: list[tuple[int, int, int, int]]) -
 
 
 @settings(max_examples=budget(60), deadline=None)
-@given(intervals, st.sampled_from([1, 2, 5]), st.sampled_from([1, 3, 1 << 20]))
+@given(
+    intervals,
+    st.sampled_from([1, 2, 5]),
+    st.sampled_from([1, 3, 1 << 20]),
+    st.sampled_from([2, 3, 16]),
+)
 def test_synthetic_sweep_in_slabs(
-    rows: list[tuple[int, int, int, int]], slab: int, chunk: int
+    rows: list[tuple[int, int, int, int]], slab: int, chunk: int, max_slabs: int
 ) -> None:
-    """Events sorted slab by slab, walked in chunks that straddle the slabs."""
+    """Events sorted slab by slab, walked in chunks that straddle the slabs; past MAX_SLABS
+    the slabs grow instead of multiplying."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(sweep, "SLAB", slab)
         m.setattr(sweep, "CHUNK", chunk)
+        m.setattr(sweep, "MAX_SLABS", max_slabs)
         _check(rows)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from tcreport._arrays import exact_sums, int64_view
+from tcreport._arrays import exact_sums, int64_view, sum_slice
 from tcreport.analysis import _codes, steps
 from tcreport.analysis.activity import IDLE, Activity, Cat
 from tcreport.analysis.timeline_blocks import (
@@ -115,9 +115,10 @@ def _gpu_lanes(
     key = _codes.combine(dev, stream)
     first = _codes.first_rows(key)
     busy = np.zeros(first.size, np.int64)  # time per (device, stream), exactly
-    for a in range(0, key.size, SLICE):  # a slice at a time: no per-launch duration array
-        rows = slice(a, a + SLICE) if sel is None else sel[a : a + SLICE]
-        busy += exact_sums(key[a : a + SLICE], act.end[rows] - act.start[rows], first.size)
+    step = sum_slice(key.size, first.size)  # a slice at a time: no per-launch duration array
+    for a in range(0, key.size, step):
+        rows = slice(a, a + step) if sel is None else sel[a : a + step]
+        busy += exact_sums(key[a : a + step], act.end[rows] - act.start[rows], first.size)
     keep = np.argsort(-busy, kind="stable")[:MAX_GPU_LANES]
     keep = keep[np.lexsort((stream[first[keep]], dev[first[keep]]))]
     lane_of = np.full(busy.size, -1, np.int16)  # lanes are capped: per launch, 2 bytes

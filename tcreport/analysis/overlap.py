@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from tcreport._arrays import exact_sums
+from tcreport._arrays import exact_sums, sum_slice
 from tcreport.analysis import _codes
 from tcreport.analysis.activity import Activity, Cat
 from tcreport.analysis.steps import StepRow
@@ -25,8 +25,6 @@ from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 #: Collective kernel names kept as evidence, by time.
 TOP_NAMES = 5
-#: Intervals per slice where per-interval temporaries are built a slice at a time.
-_SLICE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -103,8 +101,9 @@ def _stream_table(
     first = _codes.first_rows(key)
     n = first.size
     comm_ns, comp_ns, comm_n = (np.zeros(n, np.int64) for _ in range(3))
-    for a in range(0, key.size, _SLICE):
-        part = slice(a, a + _SLICE)
+    step = sum_slice(key.size, n)
+    for a in range(0, key.size, step):
+        part = slice(a, a + step)
         k, cat = key[part], act.cat[part]
         comm = cat == Cat.COMM
         compute = cat <= Cat.UNKNOWN  # the three compute categories

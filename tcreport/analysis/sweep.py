@@ -38,6 +38,9 @@ CHUNK = 1 << 18
 #: Intervals per slab of sorted events (:func:`_slabs`): a slab's events are 16 bytes per
 #: interval, the sweep's largest array.
 SLAB = 1 << 20
+#: Most slabs: each slab is one pass over every event's slab id, so the passes are capped
+#: (past MAX_SLABS * SLAB intervals the slabs grow instead of multiplying).
+MAX_SLABS = 16
 #: Bits below the (group, time) part of a packed event: 3 for the category, 1 for start/end.
 _LOW = 4
 _END = 1 << 3
@@ -119,7 +122,7 @@ def _slabs(
     packed and sorted in turn: every event of a slab sorts before every event of the next, so
     the slabs, one after the other, are the one sorted array."""
     n = start.size
-    nslabs = -(-n // SLAB)
+    nslabs = min(-(-n // SLAB), MAX_SLABS)
     chunks = [(a, min(n, a + CHUNK)) for a in range(0, n, CHUNK)]
     if nslabs <= 1:
         key = np.empty(2 * n, np.int64)
