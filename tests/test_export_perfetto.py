@@ -11,10 +11,12 @@ or fails under ``TCREPORT_REQUIRE_TRACE_PROCESSOR=1`` (``.ci/run`` sets it)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,21 +113,29 @@ def _trace_processor_bin(tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_h100x2_export_loads_in_perfetto_trace_processor(tmp_path: Path) -> None:
-    """Perfetto itself imports the file without an error and every kernel slice keeps its verdict
-    and rule in its args."""
-    bin_path = _trace_processor_bin(tmp_path)
+@contextlib.contextmanager
+def _loaded(trace: Path, bin_path: str) -> Iterator[Any]:
+    """``trace`` in Perfetto's trace processor, after checking that it imported with no error
+    or data-loss stat."""
     from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
 
-    out = tmp_path / "trace.json"
-    run = api.load(H100X2)
-    api.export_perfetto(run, out)
     config = TraceProcessorConfig(bin_path=bin_path, load_timeout=60)
-    with TraceProcessor(trace=str(out), config=config) as tp:
+    with TraceProcessor(trace=str(trace), config=config) as tp:
         errors = tp.query(
             "select name, value from stats where severity in ('error', 'data_loss') and value > 0"
         )
         assert [(r.name, r.value) for r in errors] == []
+        yield tp
+
+
+def test_h100x2_export_loads_in_perfetto_trace_processor(tmp_path: Path) -> None:
+    """Perfetto itself imports the file without an error and every kernel slice keeps its verdict
+    and rule in its args."""
+    bin_path = _trace_processor_bin(tmp_path)
+    out = tmp_path / "trace.json"
+    run = api.load(H100X2)
+    api.export_perfetto(run, out)
+    with _loaded(out, bin_path) as tp:
         rows = tp.query(
             """select s.name as name, tc.display_value as verdict, rule.display_value as rule
             from slice s
@@ -221,8 +231,6 @@ def _shown(name: str, escaped: bool) -> str:
 def test_hostile_names_load_in_perfetto_with_the_same_names(key: str, tmp_path: Path) -> None:
     name = PERFETTO_HOSTILE[key]
     bin_path = _trace_processor_bin(tmp_path)
-    from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
-
     run = hostile_run(name)
     assert run.ops is not None  # op2 after op1 ends: complete events on one track must nest
     ops = run.ops.set_column(
@@ -238,12 +246,7 @@ def test_hostile_names_load_in_perfetto_with_the_same_names(key: str, tmp_path: 
     assert names.count(name) == 2
     want = collections.Counter(names)
     escaped = any(c < " " or c == "\\" for c in name) and '"' not in name
-    config = TraceProcessorConfig(bin_path=bin_path, load_timeout=60)
-    with TraceProcessor(trace=str(out), config=config) as tp:
-        errors = tp.query(
-            "select name, value from stats where severity in ('error', 'data_loss') and value > 0"
-        )
-        assert [(r.name, r.value) for r in errors] == []
+    with _loaded(out, bin_path) as tp:
         got = collections.Counter(
             _shown(r.name, escaped) for r in tp.query("select name from slice")
         )
