@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from tcreport._fs import write_atomic, write_text_atomic
+from tcreport.analysis.slicing import Slice
+from tcreport.errors import OptionError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from tcreport.report import Report
 
 __all__ = [
+    "Slice",
     "analyze",
     "attach_counters",
     "check_ingest_output",
@@ -65,26 +68,24 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
 
 def analyze(
     run: Run,
+    slc: Slice | None = None,
     *,
     source_path: str | None = None,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
     timestamp: str | None = None,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
 ) -> Report:
-    """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
+    """Classify, slice iterations, compute figures and findings; returns the renderers' view.
+
+    ``slc`` (:class:`Slice`) says which part of the run to analyse (default: all of it, split
+    wherever iteration markers are found); one that would select nothing is refused with an
+    :class:`~tcreport.errors.OptionError` unless ``slc.allow_empty``."""
     from tcreport import report
 
     return report.build(
         run,
+        slc if slc is not None else Slice(),
         source_path=source_path,
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=iter_stop,
         timestamp=timestamp,
-        timeline_iter=timeline_iter,
         with_timeline=with_timeline,
     )
 
@@ -99,41 +100,17 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     allow_empty: bool = False,
 ) -> AnalysedRun:
     """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
-    (``docs/python-api.md``); the options are those of ``tcreport report``."""
-    from tcreport.errors import UsageError
+    (``docs/python-api.md``); the options are those of ``tcreport report`` (a :class:`Slice`)."""
     from tcreport.notebook import AnalysedRun
 
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
+    slc = Slice(key_node, iter_start, iter_stop, allow_empty)  # refused before the long read
     path = Path(path)  # "dir/" and "dir" name the same source, as on the command line
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
-    view = analyze(  # with the timeline: .to_html() gives the same report as `tcreport report`
-        run,
-        source_path=str(path),
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=iter_stop,
-        with_timeline=True,
-    )
-    if not allow_empty:
-        refuse_ineffective_options(view, path, key_node, iter_start)
-    return AnalysedRun(report=view, run=run, key_node=key_node)
-
-
-def refuse_ineffective_options(
-    view: Report, path: str | Path, key_node: str | None, iter_start: int | None
-) -> None:
-    """Raise the one-line :class:`UsageError` when ``key_node``/``iter_start`` would silently
-    do nothing (an unknown key node aggregates the whole run); shared by the CLI and :func:`open`
-    so both refuse the same way. ``allow_empty`` callers skip it."""
-    from tcreport.analysis.key_nodes import ineffective_options
-    from tcreport.errors import UsageError
-
-    problem = ineffective_options(view.analysis.selection, key_node, iter_start)
-    if problem is not None:
-        raise UsageError(f"{path}: {problem}")
+    # with the timeline: .to_html() gives the same report as `tcreport report`
+    view = analyze(run, slc, source_path=str(path), with_timeline=True)
+    return AnalysedRun(report=view, run=run, slice=slc)
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
@@ -189,33 +166,25 @@ def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
 def export_perfetto(
     run: Run,
     out_path: str | Path | IO[bytes],
+    slc: Slice | None = None,
     *,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-    allow_empty: bool = False,
     source: str | Path = "",
     follow_link: bool = False,
     replace_read_only: bool = False,
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
     rule); returns the file and the number of kernel events. A binary stream (stdout for
-    ``-o -``) is written as is, and the returned path is then ``-``. A key node that never
-    occurs (or an ``iter_start`` past the end) is refused as by ``report``, unless
-    ``allow_empty``; ``source`` names the input in that message. A symbolic link or read-only
-    file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as for every
-    output."""
+    ``-o -``) is written as is, and the returned path is then ``-``. A slice that selects nothing
+    is refused as by ``report``; ``source`` names the input in that message. A symbolic link or
+    read-only file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as
+    for every output."""
     from tcreport.analysis import result
-    from tcreport.analysis.key_nodes import ineffective_options
-    from tcreport.errors import UsageError
     from tcreport.render import perfetto
 
-    classified, selection = result.classified_selection(
-        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
-    )
-    problem = None if allow_empty else ineffective_options(selection, key_node, iter_start)
-    if problem is not None:
-        raise UsageError(f"{source or run.meta.path}: {problem}")
+    try:
+        classified = result.classified_run(run, slc if slc is not None else Slice())
+    except OptionError as exc:
+        raise exc.at(source or run.meta.path) from None
     count = 0
 
     def writer(fh: IO[bytes]) -> None:

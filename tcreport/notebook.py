@@ -26,6 +26,7 @@ import pyarrow as pa
 from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
+from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.errors import InputError
 from tcreport.rules.base import Finding
 
@@ -88,7 +89,7 @@ class AnalysedRun:
 
     report: Report
     run: Run
-    key_node: str | None = None  # the iteration boundaries ``launches`` is numbered by
+    slice: Slice = WHOLE  # the cut the report was made with; ``launches`` is numbered by it
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -124,7 +125,7 @@ class AnalysedRun:
             raise InputError("this input has no kernel rows", self.report.source_path)
         # every iteration, numbered as .iterations numbers them (the reader's own numbers, e.g.
         # ProfilerStep#5, are not the analysis's)
-        classified = result.classified_run(self.run, key_node=self.key_node)
+        classified = result.classified_run(self.run, self.slice.every_iteration())
         assert classified.kernels is not None
         return to_pandas(classified.kernels)
 

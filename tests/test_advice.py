@@ -20,6 +20,7 @@ from tcreport import api, fmt
 from tcreport.analysis import host_time
 from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
+from tcreport.errors import OptionError
 from tcreport.model import Run, SourceFormat
 from tcreport.render import terminal
 from tcreport.report import Report
@@ -259,7 +260,7 @@ def test_iter_start_past_a_one_iteration_trace_is_exit_2() -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--iter-start 5 is past the last iteration" in lines[0]
-    assert "the run has 1 (0 to 0" in lines[0]
+    assert "the run has 1 (0 to 0" in lines[0] and "(--allow-empty to aggregate anyway)" in lines[0]
     ok = runner.invoke(app, ["summary", str(A100), "--iter-start", "5", "--allow-empty"])
     assert ok.exit_code == 0
 
@@ -275,11 +276,13 @@ def test_unknown_key_node_is_exit_2_with_the_candidates() -> None:
 
 
 def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
-    from tcreport.analysis import key_nodes
-
-    view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")
-    msg = key_nodes.ineffective_options(view.analysis.selection, "nope", None)
-    assert msg is not None and "'Optimizer.step#SGD.step'" in msg
+    with pytest.raises(OptionError) as raised:
+        api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), api.Slice(key_node="nope"))
+    msg = str(raised.value)
+    assert (
+        raised.value.reason.startswith("key_node 'nope' never occurs")
+        and "'Optimizer.step#SGD.step'" in msg
+    )
 
 
 # --- CPU-only runs -----------------------------------------------------------------------------------
@@ -398,8 +401,8 @@ def test_three_and_four_iterations_of_the_same_model_compare() -> None:
     if not V100.exists():
         pytest.skip("real trace not available")
     run = api.load(V100)
-    three = api.analyze(run, iter_start=1, iter_stop=3)
-    four = api.analyze(run, iter_start=2, iter_stop=5)
+    three = api.analyze(run, api.Slice(iter_start=1, iter_stop=3))
+    four = api.analyze(run, api.Slice(iter_start=2, iter_stop=5))
     assert (three.analysis.selection.info.aggregated, four.analysis.selection.info.aggregated) == (
         3,
         4,

@@ -111,7 +111,7 @@ def test_iteration_chart_axis_holds_every_bar_idle_included() -> None:
     iteration, the GPU still running its launches; 2xH100 split at each FlashAttnFunc range: 30
     iterations, per-GPU spans up to 19.4 ms of iterations up to 18.1 ms); the axis takes the whole
     stack, idle included, so no bar leaves the chart, multi-GPU stacks (mean per GPU) too."""
-    views = (_view(V100), api.analyze(api.load(H100X2), key_node="FlashAttnFunc"))
+    views = (_view(V100), api.analyze(api.load(H100X2), api.Slice(key_node="FlashAttnFunc")))
     for view in views:
         a = view.analysis
         chart = html_parts.iter_chart(a, set())

@@ -17,6 +17,7 @@ from trace_paths import REALTRACES, need
 from tcreport import api, schema
 from tcreport.analysis import activity, iteration_timeline, result, timeline_blocks
 from tcreport.analysis.activity import Cat
+from tcreport.analysis.slicing import Slice
 
 ROOT = Path(__file__).resolve().parent.parent
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
@@ -49,7 +50,7 @@ def test_resnet50_median_and_requested_iteration() -> None:
     ordered = sorted(durations, key=lambda i: (durations[i], i))
     assert a.iteration_timeline is not None
     assert a.iteration_timeline.iteration == ordered[(len(ordered) - 1) // 2]
-    b = result.compute(run, timeline_iter=1, with_timeline=True)
+    b = result.compute(run, Slice(timeline_iter=1), with_timeline=True)
     assert b.iteration_timeline is not None
     assert (b.iteration_timeline.iteration, b.iteration_timeline.chosen) == (1, "requested")
     # the data loader shows up as the cause of a host-bound gap in a steady iteration

@@ -23,7 +23,8 @@ from tcreport.rules import Finding
 
 
 def findings(run: Run, rule_id: str, **kw: Any) -> list[Finding]:
-    return [f for f in api.analyze(run, **kw).findings if f.id == rule_id]
+    """The ``rule_id`` findings of ``run`` analysed with the slice ``kw`` describes."""
+    return [f for f in api.analyze(run, api.Slice(**kw)).findings if f.id == rule_id]
 
 
 def _gemm_run(

@@ -42,7 +42,7 @@ def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
     (the table's *duration*) and says that the parts after it are the mean of the 2 GPUs, whose
     GPU span is the step breakdown's; the dashed line is the mean iteration time of the card."""
     view = api.analyze(
-        api.load(NSYS_H100), key_node="aten::stack", iter_start=2, with_timeline=True
+        api.load(NSYS_H100), api.Slice(key_node="aten::stack", iter_start=2), with_timeline=True
     )
     page = api.render_html(view)
     a = view.analysis

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 
 from tcreport import schema
 from tcreport.analysis import _codes
-from tcreport.errors import UsageError
-from tcreport.model import IterationInfo, Run, RunMeta
+from tcreport.analysis.slicing import Slice, past_last
+from tcreport.errors import OptionError
+from tcreport.model import IterationInfo, IterationMethod, Run, RunMeta
 
 
 @dataclass(frozen=True)
@@ -241,29 +242,26 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
     return table.filter(pc.fill_null(keep, False))
 
 
-def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:
+def _bounded(
+    start: int | None, stop: int | None, total: int, info: IterationInfo
+) -> tuple[int, int]:
     lo = 0 if start is None else start
     if lo > total - 1:
-        raise UsageError(
-            f"--iter-start {lo} is past the last iteration; the run has {total} (0 to {total - 1})"
-        )
+        raise OptionError(past_last(lo, total, info))
     hi = total - 1 if stop is None else min(total - 1, stop)
     return lo, max(lo, hi)
 
 
-def select(
-    run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None
-) -> tuple[Run, Selection]:
-    """Split ``run`` into iterations and keep only ``[iter_start, iter_stop]``.
+def select(run: Run, slc: Slice) -> tuple[Run, Selection]:
+    """Split ``run`` into iterations and keep only ``[slc.iter_start, slc.iter_stop]``.
 
     Inputs without timestamps (DLProf's aggregated reports) were sliced by DLProf itself; they
     pass through with the profiler's own iteration figures.
     """
+    key_node, iter_start, iter_stop = slc.key_node, slc.iter_start, slc.iter_stop
     reported = run.meta.iterations
     # DLProf aggregated at profile time; the TF capture profiled only the kept steps.
-    profiler_sliced = reported.method == "dlprof" or (reported.method or "").startswith(
-        "TF profiler window"
-    )
+    profiler_sliced = reported.method is not None and reported.method.sliced_by_profiler
     if not _has_times(run) or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
@@ -278,7 +276,7 @@ def select(
             aggregated=1,
             mean_ns=run.meta.iterations.mean_ns,
             std_ns=run.meta.iterations.std_ns,
-            method="whole run",
+            method=IterationMethod.WHOLE_RUN,
         )
         return run.replace(meta=_with_iterations(run, info)), _no_split(
             run, info, found and key_node is None
@@ -296,28 +294,28 @@ def _has_times(run: Run) -> bool:
 
 def _boundaries(
     run: Run, key_node: str | None
-) -> tuple[tuple[np.ndarray, np.ndarray, str] | None, str | None, bool]:
+) -> tuple[tuple[np.ndarray, np.ndarray, IterationMethod] | None, str | None, bool]:
     """(starts, ends, method) of the iterations, or None; the key node used (a repeating outer
     range found on its own becomes one); whether a given key node occurred at all."""
     if key_node is not None:
         occ = _occurrences(run, key_node)
         if occ is None:
             return None, key_node, False
-        return (occ[0], occ[1], f"key node {key_node!r}"), key_node, True
+        return (occ[0], occ[1], IterationMethod.KEY_NODE), key_node, True
     steps = _profiler_steps(run)
     if steps is not None:
-        return (steps[1], steps[2], "ProfilerStep#N ranges"), None, True
+        return (steps[1], steps[2], IterationMethod.PROFILER_STEP_RANGES), None, True
     outer = _repeating_outer_range(run)
     if outer is not None:
         occ = _occurrences(run, outer)
         assert occ is not None
-        return (occ[0], occ[1], f"repeating range {outer!r}"), outer, True
+        return (occ[0], occ[1], IterationMethod.REPEATING_RANGE), outer, True
     return None, None, True
 
 
 def _split(
     run: Run,
-    bounds: tuple[np.ndarray, np.ndarray, str],
+    bounds: tuple[np.ndarray, np.ndarray, IterationMethod],
     key_node: str | None,
     found: bool,
     iter_start: int | None,
@@ -330,7 +328,7 @@ def _split(
     bounds_end = np.empty_like(starts)
     bounds_end[:-1] = starts[1:]
     bounds_end[-1] = max(int(ends[-1]), last or int(ends[-1]))
-    lo, hi = _bounded(iter_start, iter_stop, total)
+    lo, hi = _bounded(iter_start, iter_stop, total, IterationInfo(key_node=key_node, method=method))
     durations = (bounds_end - starts)[lo : hi + 1]
     info = IterationInfo(
         key_node=key_node,
@@ -374,7 +372,7 @@ def _keep_reported(
     lo = 0 if lo is None else lo
     hi = (info.total - 1 if info.total else lo) if hi is None else hi
     if info.total is not None:
-        _bounded(lo, hi, info.total)
+        _bounded(lo, hi, info.total, info)
     narrowed = dataclasses.replace(
         info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None
     )

@@ -24,6 +24,7 @@ from tcreport.analysis import (
     figures,
     iterations,
     key_nodes,
+    slicing,
     timeline,
     vendor,
 )
@@ -39,13 +40,15 @@ from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.overlap import CommOverlap
+from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.tc_kernels import Agreement
 from tcreport.analysis.throughput import Throughput
 from tcreport.analysis.timeline import HostMarkers, TimelineFigures
 from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
-from tcreport.model import Run, RunMeta
+from tcreport.errors import OptionError
+from tcreport.model import IterationMethod, Run, RunMeta
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ def _suggestions(
     classified: Run, selection: Selection
 ) -> tuple[Selection, tuple[KeyNodeCandidate, ...]]:
     """Key nodes worth suggesting when the run was not split (or the given one never occurred)."""
-    if selection.key_node_found and selection.info.method != "whole run":
+    if selection.key_node_found and selection.info.method is not IterationMethod.WHOLE_RUN:
         return selection, ()
     found = key_nodes.validated_candidates(classified)
     return dataclasses.replace(selection, candidates=tuple(c.name for c in found)), found
@@ -311,15 +314,20 @@ def _per_name(sliced: Run, selection: Selection) -> _PerName:
     )
 
 
-def compute(
-    run: Run,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-    timeline_iter: int | None = None,
-    with_timeline: bool = False,
-) -> Analysis:
-    """Analyse ``run``: classify, slice the iterations, compute every figure.
+def _refuse_ineffective(slc: Slice, selection: Selection) -> None:
+    """A slice that would silently select nothing is an error unless ``slc.allow_empty``."""
+    if slc.allow_empty:
+        return
+    problem = slicing.ineffective(
+        slc, selection.info, selection.key_node_found, selection.candidates
+    )
+    if problem is not None:
+        raise OptionError(problem)
+
+
+def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analysis:
+    """Analyse the part of ``run`` that ``slc`` selects: classify, slice the iterations, compute
+    every figure. A slice that selects nothing is refused here, before the costly figures.
 
     ``with_timeline``: also lay out one iteration for the HTML report's timeline
     (:attr:`Analysis.iteration_timeline`); the other outputs do not draw it, and on a
@@ -329,12 +337,13 @@ def compute(
     gpu_vendor = run_vendor(run)
     classified = _classify(run, gpu_vendor)
     full = classified
-    sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
+    sliced, selection = iterations.select(classified, slc)
     selection, suggestions = _suggestions(classified, selection)
+    _refuse_ineffective(slc, selection)
     # Per-iteration rows need every iteration (warm-up included), so they come from the unsliced
     # run with the same boundaries.
     all_iters, _ = (
-        iterations.select(full, key_node, None, None)
+        iterations.select(full, slc.every_iteration())
         if selection.info.total
         else (sliced, selection)
     )
@@ -343,7 +352,7 @@ def compute(
     # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
     with ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") as pool:
         steps_job = pool.submit(
-            _steps, all_iters, iteration_rows, selection, timeline_iter, with_timeline
+            _steps, all_iters, iteration_rows, selection, slc.timeline_iter, with_timeline
         )
         f = _per_name(sliced, selection)
         parts = steps_job.result()
@@ -391,28 +400,12 @@ def compute(
     )
 
 
-def classified_run(
-    run: Run,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-) -> Run:
-    """The run with every kernel's verdict, sliced to the aggregated iterations: the bulk rows an
-    export writes (the :class:`Analysis` keeps only per-name rows)."""
-    return classified_selection(run, key_node, iter_start, iter_stop)[0]
-
-
-def classified_selection(
-    run: Run,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-) -> tuple[Run, Selection]:
-    """:func:`classified_run` and the iteration selection it made (to refuse options that
-    selected nothing, as the reports do)."""
-    sliced, selection = iterations.select(
-        _classify(run, run_vendor(run)), key_node, iter_start, iter_stop
-    )
-    if not selection.key_node_found or selection.info.method == "whole run":
+def classified_run(run: Run, slc: Slice = WHOLE) -> Run:
+    """The run with every kernel's verdict, sliced to the iterations ``slc`` selects: the bulk
+    rows an export writes (the :class:`Analysis` keeps only per-name rows). A slice that selects
+    nothing is refused as :func:`compute` refuses it."""
+    sliced, selection = iterations.select(_classify(run, run_vendor(run)), slc)
+    if not slc.allow_empty:
         selection, _ = _suggestions(sliced, selection)  # the names an error can offer
-    return sliced, selection
+        _refuse_ineffective(slc, selection)
+    return sliced

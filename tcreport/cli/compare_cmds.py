@@ -19,6 +19,7 @@ from tcreport.cli._common import (
     load_and_analyze,
     plural,
     say,
+    slice_of,
     user_errors,
     write_text_output,
 )
@@ -90,12 +91,9 @@ def diff(
             _fs.check_file_target(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
-        b = load_and_analyze(
-            base, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
-        )
-        h = load_and_analyze(
-            head, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
-        )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        b = load_and_analyze(base, slc, output=output)
+        h = load_and_analyze(head, slc, output=output)
         d = compare.diff(b, h, force=force)
         if d.forced:
             say(
@@ -180,12 +178,9 @@ def check(
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-        base = (
-            load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-            if baseline
-            else None
-        )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        view = load_and_analyze(path, slc)
+        base = load_and_analyze(baseline, slc) if baseline else None
         result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:

@@ -17,6 +17,7 @@ from tcreport.cli._common import (
     ReplaceReadOnly,
     is_stdout,
     say,
+    slice_of,
     status,
     user_errors,
 )
@@ -69,6 +70,7 @@ def export(
             _fs.check_file_target(
                 target, follow_link=follow_link, replace_read_only=replace_read_only
             )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
         with status(f"Reading {path}"):
             run = api.load(path)
         stdout = typer.get_binary_stream("stdout") if is_stdout(target) else None
@@ -76,10 +78,7 @@ def export(
             written, kernels = api.export_perfetto(
                 run,
                 target if stdout is None else stdout,
-                key_node=key_node,
-                iter_start=iter_start,
-                iter_stop=iter_stop,
-                allow_empty=allow_empty,
+                slc,
                 source=path,
                 follow_link=follow_link,
                 replace_read_only=replace_read_only,

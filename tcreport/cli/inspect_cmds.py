@@ -18,6 +18,7 @@ from tcreport.cli._common import (
     is_stdout,
     load_and_analyze,
     say,
+    slice_of,
     status,
     user_errors,
     write_text_output,
@@ -91,13 +92,9 @@ def report(
             )
         view = load_and_analyze(
             path,
-            key_node,
-            iter_start,
-            iter_stop,
-            timestamp,
-            counters,
-            allow_empty=allow_empty,
-            timeline_iter=timeline_iter,
+            slice_of(key_node, iter_start, iter_stop, allow_empty, timeline_iter),
+            timestamp=timestamp,
+            counters=counters,
             with_timeline=not markdown,
             output=output,
         )
@@ -155,7 +152,7 @@ def summary(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
         view = load_and_analyze(
-            path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
+            path, slice_of(key_node, iter_start, iter_stop, allow_empty), counters=counters
         )
         if json_out:
             write_text_output(

@@ -15,11 +15,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, say, status, user_errors
+from tcreport.cli._common import (
+    IterStart,
+    IterStop,
+    KeyNode,
+    say,
+    slice_of,
+    status,
+    user_errors,
+)
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
+    from tcreport.api import Slice
     from tcreport.capture import CaptureResult, ProfileRequest
     from tcreport.model import Run
 
@@ -155,8 +164,8 @@ def profile(
     with user_errors(), quiet.framework_logs(verbose):
         from tcreport.capture import Backend, ProfileRequest
 
-        if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-            raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+        # checked before the script runs; the capture is reported whatever the slice selects
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty=True)
         if (delay is not None or duration is not None) and backend not in (
             BackendName.AUTO,
             BackendName.DLPROF,
@@ -176,15 +185,15 @@ def profile(
             duration_s=duration,
             verbose=verbose,
         )
-        _capture_and_report(request)
+        _capture_and_report(request, slc)
 
 
-def _capture_and_report(request: ProfileRequest) -> None:
-    """Run the script under the profiler, then read, analyse and write beside the raw profile."""
+def _capture_and_report(request: ProfileRequest, slc: Slice) -> None:
+    """Run the script under the profiler, then read, analyse (the part ``slc`` selects, unless
+    the profiler already kept only those iterations) and write beside the raw profile."""
     from tcreport import api
     from tcreport.capture import capture
 
-    key_node, iter_start, iter_stop = request.key_node, request.iter_start, request.iter_stop
     out = request.out_dir
     result = capture(request)
     with status(f"Reading {result.trace_path}"):
@@ -193,10 +202,8 @@ def _capture_and_report(request: ProfileRequest) -> None:
     with status("Analysing"):
         view = api.analyze(
             run,
+            api.Slice(allow_empty=True) if sliced else slc,
             source_path=str(result.trace_path),
-            key_node=None if sliced else key_node,
-            iter_start=None if sliced else iter_start,
-            iter_stop=None if sliced else iter_stop,
             with_timeline=True,
         )
     html = api.write_text_atomic(out / "report.html", api.render_html(view))

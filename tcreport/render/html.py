@@ -21,6 +21,7 @@ import jinja2
 
 from tcreport import fmt
 from tcreport.analysis.derived import OUTLIER_FACTOR
+from tcreport.analysis.slicing import method_text
 from tcreport.render import html_parts as parts
 from tcreport.render import page, summary_json, timeline_html
 from tcreport.render.html_parts import (
@@ -98,6 +99,7 @@ def render(view: Report) -> str:
         a=a,
         meta=a.meta,
         it=a.selection.info,
+        it_how=method_text(a.selection.info),
         csp=csp,
         script=script,
         style=style,

@@ -22,6 +22,7 @@ from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow,
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.groups import OpGroup, group_ops
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.slicing import method_text
 from tcreport.report import Report
 from tcreport.rules import thresholds
 from tcreport.rules.base import EvidenceKind, Finding
@@ -388,7 +389,7 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             n = f"± {fmt.ns(it.std_ns)}; {n}"
         cards.append(Card(fmt.ns(it.mean_ns), "mean iteration time", n, ""))
     else:  # no iteration split: the aggregated wall time is the next best "how long"
-        cards.append(Card(fmt.ns(t.wall_ns), "wall time aggregated", it.method or "", ""))
+        cards.append(Card(fmt.ns(t.wall_ns), "wall time aggregated", method_text(it) or "", ""))
     cl = tc.classified_kernel_time_share
     cards.append(
         Card(

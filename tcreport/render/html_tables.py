@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tcreport import fmt
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.slicing import method_text
 from tcreport.analysis.why_not import WhyNot
 from tcreport.render.html_parts import anchor, capped
 from tcreport.report import Report
@@ -74,8 +75,8 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
     )
     if it.key_node:
         rng += f", key node {it.key_node}"
-    elif it.method:
-        rng += f", {it.method}"
+    elif how := method_text(it):
+        rng += f", {how}"
     items = [
         ("Format", m.format.value),
         ("Profiler", profiler),

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.slicing import method_text
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
@@ -253,6 +254,6 @@ def _headline(view: Report) -> Table:
     head.add_row(
         "Iterations",
         f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
-        f"({_cell(it.method or 'as reported')})",
+        f"({_cell(method_text(it) or 'as reported')})",
     )
     return head

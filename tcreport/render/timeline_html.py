@@ -17,6 +17,7 @@ from tcreport.analysis.activity import IDLE, Cat
 from tcreport.analysis.iteration_timeline import HOST
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.timeline import LAUNCH_GAP_NS
+from tcreport.model import IterationMethod
 
 STEP_W = 1000  # user units of the step chart
 STEP_LABEL = 110
@@ -226,7 +227,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
              "whole run": "the whole run (no iteration markers)"}[tl.chosen]  # fmt: skip
     # a run without iteration markers may still carry its one whole-run iteration row: it is not
     # a "median" to the reader, and there is no other iteration to ask --timeline-iter for
-    whole = tl.chosen == "whole run" or a.selection.info.method == "whole run"
+    whole = tl.chosen == "whole run" or a.selection.info.method is IterationMethod.WHOLE_RUN
     title = (
         which.capitalize() if tl.chosen == "whole run" else
         "The whole run (no iteration markers)" if whole else

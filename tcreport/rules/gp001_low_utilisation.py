@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.model import IterationMethod
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -30,8 +31,9 @@ def check(analysis: Analysis) -> list[Finding]:
         return []
     info = analysis.selection.info
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
-    marked = info.key_node is not None or "ProfilerStep" in (info.method or "")
-    whole = info.method == "whole run" or (not marked and (info.aggregated or 1) < 2)
+    steps = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
+    marked = info.key_node is not None or info.method in steps
+    whole = info.method is IterationMethod.WHOLE_RUN or (not marked and (info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from tcreport.analysis.result import Analysis
+from tcreport.model import IterationMethod
 from tcreport.rules import _common as c
 from tcreport.rules.base import Finding, Severity
 
 
 def check(analysis: Analysis) -> list[Finding]:
     sel = analysis.selection
-    if sel.key_node_found and sel.info.method != "whole run":
+    if sel.key_node_found and sel.info.method is not IterationMethod.WHOLE_RUN:
         return []
-    if sel.info.method in ("dlprof", None) and sel.key_node_found:
+    if sel.info.method in (IterationMethod.DLPROF, None) and sel.key_node_found:
         return []
     if not sel.key_node_found:
         title = f"Key node {sel.info.key_node!r} never occurs; the whole run was aggregated"

@@ -45,7 +45,16 @@ from tcreport.ingest.common import started
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 from tcreport.ingest.kineto import links, stdlib
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
+from tcreport.model import (
+    Gpu,
+    Granularity,
+    IterationInfo,
+    IterationMethod,
+    Run,
+    RunMeta,
+    SourceFormat,
+    gpu_vendor,
+)
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -305,10 +314,10 @@ class _Builder:
                 start=min(nums),
                 stop=max(nums),
                 aggregated=len(nums),
-                method="ProfilerStep",
+                method=IterationMethod.PROFILER_STEP,
             )
         else:
-            its = IterationInfo(total=1, method="whole run")
+            its = IterationInfo(total=1, method=IterationMethod.WHOLE_RUN)
         if self.legacy:
             self.notes.append("2021 legacy event categories (Operator/Runtime/Kernel)")
         if self.dropped:
