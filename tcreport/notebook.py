@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 _ARROW_TYPES = (("bool", pa.bool_()), ("int", pa.int64()), ("float", pa.float64()))
 
 
-#: Fields a renderer sets for itself (a colour slot), not data.
-_RENDER_ONLY = frozenset({"css"})
-
-
 def _arrow_type(annotation: str) -> pa.DataType:
     base = annotation.replace(" | None", "").strip()
     for name, typ in _ARROW_TYPES:
@@ -57,7 +53,7 @@ def _frame(rows: tuple[Any, ...], cls: type[Any], extra: dict[str, pa.Array] | N
     fields = [
         f
         for f in dataclasses.fields(cls)
-        if not str(f.type).startswith("tuple") and f.name not in _RENDER_ONLY
+        if not str(f.type).startswith("tuple")
     ]
     columns: dict[str, pa.Array] = {}
     for f in fields:
@@ -93,21 +89,23 @@ class AnalysedRun:
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.kernels, KernelRow)
+        return _frame(self.report.analysis.breakdown.kernels, KernelRow)
 
     @cached_property
     def ops(self) -> pd.DataFrame:
-        rows = self.report.analysis.ops
+        rows = self.report.analysis.breakdown.ops
         missed = pa.array([r.has_misses for r in rows], pa.bool_())
         return _frame(rows, OpRow, {"missed_tc": missed})
 
     @cached_property
     def op_types(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.op_types, OpTypeRow).rename(columns={"name": "type"})
+        return _frame(self.report.analysis.breakdown.op_types, OpTypeRow).rename(
+            columns={"name": "type"}
+        )
 
     @cached_property
     def iterations(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.iterations, IterationRow)
+        return _frame(self.report.analysis.iterations.rows, IterationRow)
 
     @cached_property
     def findings(self) -> pd.DataFrame:
@@ -153,7 +151,7 @@ class AnalysedRun:
 
     def __repr__(self) -> str:
         a = self.report.analysis
-        share = a.tc.kernel_time_share
+        share = a.verdict.tc_share
         verdict = "n/a" if share is None else f"{share * 100:.1f} %"
         return (
             f"<tcreport run {self.report.source_path!r}: Tensor Core share {verdict}, "

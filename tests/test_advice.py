@@ -147,7 +147,7 @@ H100 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 def test_h100_sample_reports_nccl_and_fix_first_is_actionable() -> None:
     view = api.analyze(api.load(H100))
-    comm = view.analysis.communication
+    comm = view.analysis.communication.collectives
     assert comm is not None and comm.names == ("ncclDevKernel_SendRecv",)
     assert comm.kernel_ns == 33_742_101 and round(comm.kernel_share or 0, 3) == 0.069
     assert round(comm.max_device_share or 0, 3) == 0.094  # GPU 1
@@ -191,8 +191,8 @@ def test_small_communication_is_no_finding_synthetic() -> None:
         ]
     )
     view = api.analyze(run)
-    assert view.analysis.communication is not None
-    assert view.analysis.communication.kernel_ns == 2 * US
+    assert view.analysis.communication.collectives is not None
+    assert view.analysis.communication.collectives.kernel_ns == 2 * US
     assert "CM001" not in [f.id for f in view.findings]
 
 
@@ -202,7 +202,7 @@ def test_small_communication_is_no_finding_synthetic() -> None:
 def test_h100_and_a100_samples_suggest_no_per_layer_op_as_key_node() -> None:
     for path, bad in ((H100, {"aten::linear", "aten::to", "aten::mul"}), (A100, set())):
         view = api.analyze(api.load(path))
-        sel = view.analysis.selection
+        sel = view.analysis.iterations
         assert sel.candidates == ()  # nothing in these traces repeats once per step
         (it001,) = [f for f in view.findings if f.id == "IT001"]
         assert "none is suggested" in it001.detail
@@ -242,10 +242,10 @@ def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
             (cand,) = key_nodes.validated_candidates(run)
         else:
             view = api.analyze(run)
-            cand = view.analysis.key_node_suggestions[0]
+            cand = view.analysis.iterations.suggestions[0]
             (it001,) = [f for f in view.findings if f.id == "IT001"]
             assert f"--key-node {marker!r}" in (it001.fix or "")
-            assert "aten::linear" not in view.analysis.selection.candidates
+            assert "aten::linear" not in view.analysis.iterations.candidates
         assert cand.name == marker and cand.occurrences == 6
         assert cand.confidence in ("high", "medium") and (cand.period_cv or 0) < 0.05
 
@@ -403,7 +403,10 @@ def test_three_and_four_iterations_of_the_same_model_compare() -> None:
     run = api.load(V100)
     three = api.analyze(run, api.Slice(iter_start=1, iter_stop=3))
     four = api.analyze(run, api.Slice(iter_start=2, iter_stop=5))
-    assert (three.analysis.selection.info.aggregated, four.analysis.selection.info.aggregated) == (
+    assert (
+        three.analysis.iterations.info.aggregated,
+        four.analysis.iterations.info.aggregated,
+    ) == (
         3,
         4,
     )
@@ -429,13 +432,17 @@ def test_guard_reasons_synthetic() -> None:
 
     # **meta: RunMeta fields of several types, forwarded to dataclasses.replace (which checks them)
     def variant(kernels: tuple[KernelRow, ...] | None = None, **meta: Any) -> Report:
-        ks = a.kernels if kernels is None else kernels
+        ks = a.breakdown.kernels if kernels is None else kernels
         return dataclasses.replace(
             base,
-            analysis=dataclasses.replace(a, kernels=ks, meta=dataclasses.replace(a.meta, **meta)),
+            analysis=dataclasses.replace(
+                a,
+                breakdown=dataclasses.replace(a.breakdown, kernels=ks),
+                meta=dataclasses.replace(a.meta, **meta),
+            ),
         )
 
-    unmarked = tuple(dataclasses.replace(k, name="gemm_kernel") for k in a.kernels)
+    unmarked = tuple(dataclasses.replace(k, name="gemm_kernel") for k in a.breakdown.kernels)
 
     two = (Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"), Gpu(1, "NVIDIA A100-SXM4-80GB", "8.0"))
     cases = {
@@ -502,7 +509,10 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
         gpus=(),
     )
     view = api.analyze(run)
-    assert view.analysis.cpu_only and {r.name for r in view.analysis.host_ops} == {HOSTILE, markup}
+    assert view.analysis.host.cpu_only and {r.name for r in view.analysis.host.ops} == {
+        HOSTILE,
+        markup,
+    }
     html = api.render_html(view)
     assert HOSTILE not in html and "&lt;/script&gt;&lt;img" in html
     assert "<img" not in api.render_markdown(view)

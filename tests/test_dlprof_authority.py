@@ -29,16 +29,16 @@ def test_synthetic_dlprof_0x_detailed_report_profiler_decides() -> None:
     rows = _profiler_rows()
     eligible = [r for r in rows if r["TC Eligible"] == "yes"]
     using = [r for r in eligible if r["Using TC"] == "yes"]
-    assert all(o.gpu_ns is not None and o.gpu_ns > 0 for o in a.ops)
-    assert a.tc.eligible_op_count == len(eligible) == 5
-    assert a.tc.using_op_count == len(using) == 3
-    assert a.tc.eligible_gpu_ns == sum(int(r["Total GPU Time (ns)"]) for r in eligible)
-    by_name = {o.name: o for o in a.ops}
+    assert all(o.gpu_ns is not None and o.gpu_ns > 0 for o in a.breakdown.ops)
+    assert a.verdict.eligible_op_count == len(eligible) == 5
+    assert a.verdict.using_op_count == len(using) == 3
+    assert a.verdict.eligible_gpu_ns == sum(int(r["Total GPU Time (ns)"]) for r in eligible)
+    by_name = {o.name: o for o in a.breakdown.ops}
     for r in rows:
         o = by_name[r["Op Name"]]
         assert o.tc_eligible == (r["TC Eligible"] == "yes"), r["Op Name"]
         assert o.uses_tc == (r["Using TC"] == "yes"), r["Op Name"]
-    ea = a.op_eligibility_agreement
+    ea = a.verdict.op_eligibility_agreement
     assert ea is not None and ea.compared == 7 and ea.agreeing == 4
     assert {d.name for d in ea.disagreements} == {"_XlaRun", "_XlaCompile", "PartitionedCall"}
     page = html.render(view)
@@ -51,7 +51,7 @@ def test_synthetic_dlprof_0x_detailed_report_profiler_decides() -> None:
 def test_dlprof_v18_agreement_is_counted(dlprof_cnn: Path, what: str) -> None:
     path = dlprof_cnn if what == "folder" else dlprof_cnn / what
     a = api.analyze(api.load(path)).analysis
-    assert a.tc.eligible_op_count == 5 and a.tc.using_op_count == 0
-    ea, ua = a.op_eligibility_agreement, a.op_tc_agreement
+    assert a.verdict.eligible_op_count == 5 and a.verdict.using_op_count == 0
+    ea, ua = a.verdict.op_eligibility_agreement, a.verdict.op_tc_agreement
     assert ea is not None and ea.compared > 0 and ea.rate == 1.0
     assert ua is not None and ua.compared > 0 and ua.rate == 1.0

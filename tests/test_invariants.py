@@ -48,32 +48,32 @@ def _report(path: Path) -> Report:
 
 def check_figures(a: Analysis) -> None:
     """The arithmetic between figures, for one analysis."""
-    t, tc = a.time, a.tc
+    t, tc = a.time, a.verdict
     for name in ("wall_ns", "gpu_kernel_ns", "tc_kernel_ns", "memory_ns", "unknown_kernel_ns"):
         v = getattr(t, name)
         assert v is None or v >= 0, name
     if t.gpu_kernel_ns is not None and t.tc_kernel_ns is not None:
         assert t.tc_kernel_ns <= t.gpu_kernel_ns
     for share in (
-        tc.kernel_time_share,
-        tc.classified_kernel_time_share,
-        tc.eligible_not_using_share,
-        a.busy.share if a.busy else None,
-        *(o.share for o in a.ops),
-        *(k.share for k in a.kernels),
-        *(d.tc_share for d in a.devices),
+        tc.tc_share,
+        tc.classified_share,
+        tc.eligible_not_tc_share,
+        a.time.busy.share if a.time.busy else None,
+        *(o.share for o in a.breakdown.ops),
+        *(k.share for k in a.breakdown.kernels),
+        *(d.tc_share for d in a.breakdown.devices),
     ):
         assert share is None or (0.0 <= share <= 1.0 and not math.isnan(share))
     # per op: TC + missed + the rest = the op's GPU time, none negative
-    for o in a.ops:
+    for o in a.breakdown.ops:
         assert min(o.tc_ns, o.missed_ns, o.other_ns) >= 0, o.name
         assert o.tc_ns + o.missed_ns + o.other_ns == (o.gpu_ns or 0), o.name
         assert o.gpu_ns is None or o.gpu_ns >= 0
     # ops' kernel time never exceeds the kernel time; the rest is shown as not attributed
-    if a.has_ops and t.gpu_kernel_ns is not None and a.kernels:
-        op_ns = sum(o.gpu_ns or 0 for o in a.ops)
+    if a.breakdown.has_ops and t.gpu_kernel_ns is not None and a.breakdown.kernels:
+        op_ns = sum(o.gpu_ns or 0 for o in a.breakdown.ops)
         assert op_ns <= t.gpu_kernel_ns
-        assert tc.unattributed_kernel_ns == t.gpu_kernel_ns - op_ns
+        assert a.breakdown.unattributed_kernel_ns == t.gpu_kernel_ns - op_ns
     # counts
     if tc.eligible_op_count is not None and tc.using_op_count is not None:
         assert tc.eligible_op_count >= tc.using_op_count >= 0
@@ -81,13 +81,13 @@ def check_figures(a: Analysis) -> None:
     if tc.eligible_gpu_ns is not None and tc.eligible_not_using_gpu_ns is not None:
         assert 0 <= tc.eligible_not_using_gpu_ns <= tc.eligible_gpu_ns
     # per device sums to the totals
-    if a.devices:
-        assert sum(d.gpu_kernel_ns for d in a.devices) == t.gpu_kernel_ns
-        assert sum(d.tc_kernel_ns for d in a.devices) == t.tc_kernel_ns
-        assert sum(d.memory_ns for d in a.devices) == (t.memory_ns or 0)
-        assert sum(d.launches for d in a.devices) == t.kernel_launches
+    if a.breakdown.devices:
+        assert sum(d.gpu_kernel_ns for d in a.breakdown.devices) == t.gpu_kernel_ns
+        assert sum(d.tc_kernel_ns for d in a.breakdown.devices) == t.tc_kernel_ns
+        assert sum(d.memory_ns for d in a.breakdown.devices) == (t.memory_ns or 0)
+        assert sum(d.launches for d in a.breakdown.devices) == t.kernel_launches
     # iterations: per-GPU stacks add up; no negative durations
-    for r in a.iterations:
+    for r in a.iterations.rows:
         assert r.duration_ns >= 0 and r.idle_ns >= 0
         assert min(r.tc_ns, r.non_tc_ns, r.memory_ns) >= 0
         if r.gpus:
@@ -96,11 +96,11 @@ def check_figures(a: Analysis) -> None:
             assert all(g.idle_ns >= 0 for g in r.gpus)
     # null exactly when the input is absent
     assert (t.gpu_kernel_ns is None) == (
-        not a.has_kernels and a.meta.reported.gpu_kernel_ns is None
+        not a.breakdown.has_kernels and a.meta.reported.gpu_kernel_ns is None
     )
-    if not a.has_ops:
-        assert tc.unattributed_kernel_ns is None
-    if a.has_ops:
+    if not a.breakdown.has_ops:
+        assert a.breakdown.unattributed_kernel_ns is None
+    if a.breakdown.has_ops:
         assert tc.eligible_op_count is not None and tc.using_op_count is not None
 
 
@@ -108,7 +108,7 @@ def check_renderers(view: Report) -> None:
     """Terminal, Markdown, HTML, JSON and a diff of the run against itself show the same counts
     and times (each as its format writes them)."""
     a = view.analysis
-    t, tc = a.time, a.tc
+    t, tc = a.time, a.verdict
     data = json.loads(summary_json.render(view))
     assert data["time"]["gpu_kernel_ns"] == t.gpu_kernel_ns
     assert data["time"]["tc_kernel_ns"] == t.tc_kernel_ns
@@ -130,13 +130,13 @@ def check_renderers(view: Report) -> None:
     )
     page = html.render(view)
     assert f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}" in page
-    if tc.eligible_op_count is not None and a.has_ops:
+    if tc.eligible_op_count is not None and a.breakdown.has_ops:
         assert (
             f"{fmt.count(tc.eligible_not_using_op_count)} of {fmt.count(tc.eligible_op_count)} "
             "eligible ops" in page
         )
     d = _diff.diff(view, view, force=True)
-    n = max(1, a.selection.info.aggregated or 1)
+    n = max(1, a.iterations.info.aggregated or 1)
     for key, value in (
         ("gpu_kernel_ns", t.gpu_kernel_ns),
         ("tc_kernel_ns", t.tc_kernel_ns),
@@ -148,7 +148,7 @@ def check_renderers(view: Report) -> None:
     assert d.figure("eligible_ops").base == tc.eligible_op_count
     assert d.figure("eligible_not_tc_ops").base == tc.eligible_not_using_op_count
     for row in d.ops:
-        o = next(x for x in a.ops if x.name == row.key)
+        o = next(x for x in a.breakdown.ops if x.name == row.key)
         assert row.base_uses_tc == o.uses_tc
 
 

@@ -49,19 +49,19 @@ def synthetic_steps_run(n: int = 5, range_name: str = "train_step", warmup_facto
 def test_key_node_splits_and_iter_range_selects_exactly() -> None:
     run = synthetic_steps_run()
     view = api.analyze(run, api.Slice(key_node="train_step", iter_start=1, iter_stop=3))
-    it = view.analysis.selection.info
+    it = view.analysis.iterations.info
     assert (it.total, it.start, it.stop, it.aggregated) == (5, 1, 3, 3)
     assert view.analysis.time.gpu_kernel_ns == 3 * 100_000  # warm-up iteration 0 excluded
     assert it.mean_ns == STEP
     assert view.analysis.time.wall_ns == 3 * STEP
-    assert len(view.analysis.iterations) == 5
-    assert [r.aggregated for r in view.analysis.iterations] == [False, True, True, True, False]
-    assert view.analysis.iterations[0].non_tc_ns == 1_000_000
+    assert len(view.analysis.iterations.rows) == 5
+    assert [r.aggregated for r in view.analysis.iterations.rows] == [False, True, True, True, False]
+    assert view.analysis.iterations.rows[0].non_tc_ns == 1_000_000
 
 
 def test_repeating_outer_range_is_detected_without_key_node() -> None:
     view = api.analyze(synthetic_steps_run())
-    it = view.analysis.selection.info
+    it = view.analysis.iterations.info
     assert it.total == 5 and it.key_node == "train_step"
     assert it.method is IterationMethod.REPEATING_RANGE
     assert not [f for f in view.findings if f.id == "IT001"]
@@ -79,7 +79,7 @@ def test_profiler_step_ranges_are_used() -> None:
         ).column("name"),
     )
     view = api.analyze(run.replace(ranges=ranges), api.Slice(iter_start=2))
-    it = view.analysis.selection.info
+    it = view.analysis.iterations.info
     assert it.method is IterationMethod.PROFILER_STEP_RANGES
     assert (it.total, it.start, it.stop) == (4, 2, 3)
     assert view.analysis.time.gpu_kernel_ns == 2 * 100_000
@@ -89,7 +89,7 @@ def test_unknown_key_node_reports_whole_run_with_candidates() -> None:
     view = api.analyze(
         synthetic_steps_run(), api.Slice(key_node="optimizer.step", allow_empty=True)
     )
-    assert view.analysis.selection.key_node_found is False
+    assert view.analysis.iterations.key_node_found is False
     assert view.analysis.time.gpu_kernel_ns == 14 * 100_000  # everything aggregated
     it001 = [f for f in view.findings if f.id == "IT001"]
     assert it001 and "optimizer.step" in it001[0].title
@@ -114,9 +114,9 @@ def test_key_node_on_the_real_two_rank_export(nsys_h100: Path) -> None:
     run = api.load(nsys_h100)
     whole = api.analyze(run)
     view = api.analyze(run, api.Slice(key_node="FlashAttnFunc", iter_start=2, iter_stop=5))
-    it = view.analysis.selection.info
+    it = view.analysis.iterations.info
     assert (it.total, it.start, it.stop, it.aggregated) == (30, 2, 5, 4)
-    kept = [r for r in view.analysis.iterations if r.aggregated]
+    kept = [r for r in view.analysis.iterations.rows if r.aggregated]
     assert [r.iteration for r in kept] == [2, 3, 4, 5]
     assert sum(r.tc_ns + r.non_tc_ns for r in kept) == view.analysis.time.gpu_kernel_ns
     assert sum(r.tc_ns for r in kept) == view.analysis.time.tc_kernel_ns

@@ -313,16 +313,18 @@ def test_api_analyze_on_an_ncu_only_run() -> None:
     run = api.load(RAW)
     view = api.analyze(run)
     a = view.analysis
-    rows = {k.name: k for k in a.kernels}
+    rows = {k.name: k for k in a.breakdown.kernels}
     assert rows["volta_sgemm_128x64_nn"].uses_tc is True
     assert rows["volta_sgemm_128x64_nn"].tc_rule == tk.COUNTER_RULE
     assert rows["hmma_fprop_kernel"].uses_tc is False
-    assert a.tc.classified_kernel_time_share == pytest.approx(1.0)
-    assert {(d.name, d.name_verdict, d.counter_verdict) for d in a.counter_disagreements} == {
+    assert a.verdict.classified_share == pytest.approx(1.0)
+    assert {
+        (d.name, d.name_verdict, d.counter_verdict) for d in a.verdict.counter_disagreements
+    } == {
         ("volta_sgemm_128x64_nn", False, True),
         ("hmma_fprop_kernel", True, False),
     }
-    assert a.timeline is None  # no timestamps in ncu output
+    assert a.time.timeline is None  # no timestamps in ncu output
     assert "Nsight Compute" in api.render_markdown(view)
     for text in (api.render_json(view), api.render_html(view)):
         assert "volta_sgemm_128x64_nn" in text

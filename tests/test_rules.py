@@ -433,8 +433,8 @@ def test_evaluate_never_raises_and_savings_are_bounded(
         synthetic_rows_run(kernels=kernels, ops=ops, ranges=ranges, framework=framework, cc=cc)
     )
     a = view.analysis
-    tl = a.timeline
-    op_gpu = sum(o.gpu_ns or 0 for o in a.ops) if a.ops else None
+    tl = a.time.timeline
+    op_gpu = sum(o.gpu_ns or 0 for o in a.breakdown.ops) if a.breakdown.ops else None
     figures = (a.time.wall_ns, a.time.gpu_kernel_ns, tl.span_ns if tl else None, op_gpu)
     bound = max([v for v in figures if v is not None], default=None)
     ids = {f.id for f in view.findings}
@@ -457,7 +457,7 @@ def test_dlprof_cnn_amp_finding_matches_dlprofs_expert_system(dlprof_cnn: Path) 
     assert (
         len(tc001.evidence) == 5
     )  # DLProf: "5 ops were eligible to use tensor cores but none are using FP16"
-    op_names = {o.name for o in view.analysis.ops}
+    op_names = {o.name for o in view.analysis.breakdown.ops}
     assert all(e.key in op_names for e in tc001.evidence)
     assert (
         sorted(e.key.rsplit("/", 1)[-1] for e in tc001.evidence) == ["conv2d"] * 2 + ["linear"] * 3

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from tcreport.cli._common import (
+    FLAGS,
     AllowEmpty,
     FollowLink,
     IterStart,
@@ -98,18 +99,9 @@ def report(
             with_timeline=not markdown,
             output=output,
         )
-        tl = view.analysis.iteration_timeline
-        if timeline_iter is not None and tl is not None and tl.chosen != "requested":
-            whole = tl.chosen == "whole run" or view.analysis.selection.info.method == "whole run"
-            say(  # the analysis fell back to its default: say so rather than draw another one
-                f"tcreport: warning: --timeline-iter {timeline_iter} ignored: "
-                + (
-                    "the run has no iteration markers; the timeline shows the whole run"
-                    if whole
-                    else f"no iteration {timeline_iter} with GPU activity; the timeline shows "
-                    f"iteration {tl.iteration}, the median aggregated one"
-                )
-            )
+        ignored = view.analysis.steps.timeline_ignored
+        if ignored is not None:  # the analysis drew another iteration: say so
+            say(f"tcreport: warning: {ignored.spelt(FLAGS)}")
         text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
             target, text, follow_link=follow_link, replace_read_only=replace_read_only

@@ -52,11 +52,11 @@ class CheckResult:
 
 def eligible_not_tc_share(view: Report) -> float | None:
     """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time (the analysis' own)."""
-    return view.analysis.tc.eligible_not_using_share
+    return view.analysis.verdict.eligible_not_tc_share
 
 
 def _min_share(view: Report, limit: float) -> GateResult:
-    share = view.analysis.tc.kernel_time_share
+    share = view.analysis.verdict.tc_share
     if share is None:
         return GateResult("min-tc-share", False, "TC share unknown: the input has no kernel times")
     ok = share >= limit

@@ -36,17 +36,17 @@ def _iterations(it: IterationInfo) -> str:
 def _host_tables(view: Report) -> list[str]:
     a = view.analysis
     lines = []
-    if a.host_time is not None:
-        lines += [f"Host time in ops: {fmt.ns(a.host_time.ns)} ({a.host_time.method}).", ""]
+    if a.host.total is not None:
+        lines += [f"Host time in ops: {fmt.ns(a.host.total.ns)} ({a.host.total.method}).", ""]
     lines += ["| op | type | host time | share |", "|---|---|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host_ops[:TOP]
+        for r in a.host.ops[:TOP]
     ]
     lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host_op_types[:TOP]
+        for r in a.host.op_types[:TOP]
     ]
     return [*lines, ""]
 
@@ -62,7 +62,7 @@ def _fix_first(view: Report) -> str:
 def render(view: Report) -> str:
     a = view.analysis
     m = a.meta
-    it = a.selection.info
+    it = a.iterations.info
     gpus = fmt.gpus(m.gpus)
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
@@ -71,16 +71,16 @@ def render(view: Report) -> str:
         "",
         *(
             ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]
-            if a.cpu_only
+            if a.host.cpu_only
             else []
         ),
         _fix_first(view),
         "",
-        f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
+        f"| {a.verdict.words.unit_one} share | eligible not on TC | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
-        f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
-        f"| {fmt.pct(a.tc.classified_kernel_time_share)} |",
+        f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
+        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
     ]
     if view.findings:
@@ -91,14 +91,14 @@ def render(view: Report) -> str:
             if f.fix:
                 lines.append(f"  - fix: {_esc(f.fix)}")
         lines.append("")
-    if a.cpu_only:
+    if a.host.cpu_only:
         lines += _host_tables(view)
-    elif a.ops:
+    elif a.breakdown.ops:
         lines += [
             "| op | type | GPU time | share | eligible | uses TC |",
             "|---|---|---:|---:|:-:|:-:|",
         ]
-        for o in a.ops[:TOP]:
+        for o in a.breakdown.ops[:TOP]:
             lines.append(
                 f"| {_esc(o.name)} | {_esc(o.type or '')} | {fmt.ns(o.gpu_ns)} | {fmt.pct(o.share)} "
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"

@@ -13,7 +13,6 @@ from rich.text import Text
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
-from tcreport.analysis.slicing import method_text
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
@@ -81,7 +80,7 @@ def render(view: Report, console: Console | None = None) -> None:
     _lead(out, view)
     out.print(_headline(view))
 
-    if a.cpu_only:
+    if a.host.cpu_only:
         _host_tables(out, view, max(24, out.width - 56))
     _ranked_tables(a, out)
     if view.findings:
@@ -103,8 +102,8 @@ def render(view: Report, console: Console | None = None) -> None:
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
     """The top ops (a CPU-only run shows host time instead) and kernels by GPU time."""
-    if a.ops and not a.cpu_only:
-        ops = a.ops[:TOP]
+    if a.breakdown.ops and not a.host.cpu_only:
+        ops = a.breakdown.ops[:TOP]
         # Frameworks often name an op by its type (aten::mul is of type aten::mul, a DLProf op
         # path ends in /conv2d of type conv2d): a column repeating the name takes its room.
         types = ["" if _names_type(o.name, o.type) else (o.type or "") for o in ops]
@@ -124,8 +123,8 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
             cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
             heads = ["type", *heads]
         out.print(_ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out))
-    if a.kernels:
-        kernels = a.kernels[:TOP]
+    if a.breakdown.kernels:
+        kernels = a.breakdown.kernels[:TOP]
         cells = [
             [
                 str(k.calls),
@@ -173,11 +172,11 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
 
 
 def _host_tables(out: Console, view: Report, name_w: int) -> None:
-    """A CPU-only run's view: host time by op and by op type (analysis.host_time)."""
+    """A CPU-only run's view: host time by op and by op type (analysis.host.total)."""
     a = view.analysis
     for title, rows, first in (
-        ("Top ops by host time", a.host_ops, "op"),
-        ("Op types by host time", a.host_op_types, "type"),
+        ("Top ops by host time", a.host.ops, "op"),
+        ("Op types by host time", a.host.op_types, "type"),
     ):
         if not rows:
             continue
@@ -205,7 +204,7 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
 def _lead(out: Console, view: Report) -> None:
     """The lines a reviewer reads first: a CPU-only run says so, then the one fix to make."""
     a = view.analysis
-    if a.cpu_only:
+    if a.host.cpu_only:
         out.print(
             "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
             "type below.",
@@ -225,35 +224,37 @@ def _headline(view: Report) -> Table:
     head = Table(show_header=False, box=None, pad_edge=False)
     head.add_column(style="bold")
     head.add_column()
-    if a.cpu_only:
-        head.add_row("Host time (ops)", fmt.ns(a.host_time.ns if a.host_time else None))
+    if a.host.cpu_only:
+        head.add_row("Host time (ops)", fmt.ns(a.host.total.ns if a.host.total else None))
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
-        head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
-        head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
+        head.add_row(
+            f"{a.verdict.words.unit_one} share of kernel time", fmt.pct(a.verdict.tc_share)
+        )
+        head.add_row("Kernel time with a known verdict", fmt.pct(a.verdict.classified_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-        head.add_row(f"{a.matrix_unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row(f"{a.verdict.words.unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
         head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
-        if a.communication is not None and a.communication.kernel_ns:
+        if a.communication.collectives is not None and a.communication.collectives.kernel_ns:
             head.add_row(
                 "Collective communication",
-                f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
+                f"{fmt.ns(a.communication.collectives.kernel_ns)} ({fmt.pct(a.communication.collectives.kernel_share)})",
             )
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
         head.add_row(
             "TC-eligible ops / using TC",
-            f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}"
+            f"{fmt.count(a.verdict.eligible_op_count)} / {fmt.count(a.verdict.using_op_count)}"
             + (
-                f" ({a.tc.partly_using_op_count} in some calls only)"
-                if a.tc.partly_using_op_count
+                f" ({a.verdict.partly_using_op_count} in some calls only)"
+                if a.verdict.partly_using_op_count
                 else ""
             ),
         )
-        head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
-    it = a.selection.info
+        head.add_row("Eligible GPU time not on TC", fmt.ns(a.verdict.eligible_not_using_gpu_ns))
+    it = a.iterations.info
     head.add_row(
         "Iterations",
         f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
-        f"({_cell(method_text(it) or 'as reported')})",
+        f"({_cell(a.iterations.how or 'as reported')})",
     )
     return head

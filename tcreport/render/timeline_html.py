@@ -17,7 +17,6 @@ from tcreport.analysis.activity import IDLE, Cat
 from tcreport.analysis.iteration_timeline import HOST
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.timeline import LAUNCH_GAP_NS
-from tcreport.model import IterationMethod
 
 STEP_W = 1000  # user units of the step chart
 STEP_LABEL = 110
@@ -115,7 +114,7 @@ class StepSection:
 
 
 def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
-    rows = a.steps[:MAX_STEP_ROWS]
+    rows = a.steps.rows[:MAX_STEP_ROWS]
     if not rows:
         return (), 0, ""
     top = max(r.span_ns for r in rows) or 1
@@ -150,13 +149,15 @@ def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
             )
         )
     note = (
-        f"{len(rows)} of {len(a.steps)} (iteration, GPU) rows" if len(a.steps) > len(rows) else ""
+        f"{len(rows)} of {len(a.steps.rows)} (iteration, GPU) rows"
+        if len(a.steps.rows) > len(rows)
+        else ""
     )
     return tuple(bars), 8 + len(rows) * 22, note
 
 
 def _comm(a: Analysis) -> str | None:
-    cm = a.comm_overlap
+    cm = a.communication.overlap
     if cm is None:
         return None
     on = cm.on_compute_stream
@@ -206,7 +207,7 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
 
 
 def _timeline(a: Analysis) -> TimelineView | None:
-    tl = a.iteration_timeline
+    tl = a.steps.timeline
     if tl is None:
         return None
     ys = [i * (LANE_H + LANE_GAP) for i in range(len(tl.lanes))]
@@ -227,7 +228,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
              "whole run": "the whole run (no iteration markers)"}[tl.chosen]  # fmt: skip
     # a run without iteration markers may still carry its one whole-run iteration row: it is not
     # a "median" to the reader, and there is no other iteration to ask --timeline-iter for
-    whole = tl.chosen == "whole run" or a.selection.info.method is IterationMethod.WHOLE_RUN
+    whole = a.steps.timeline_whole_run
     title = (
         which.capitalize() if tl.chosen == "whole run" else
         "The whole run (no iteration markers)" if whole else
@@ -251,7 +252,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
         blocks=blocks,
         span_ns=tl.span_ns,
         names_json=json.dumps(names, ensure_ascii=False, separators=(",", ":")),
-        other_iterations=not whole and len(a.iterations) > 1,
+        other_iterations=not whole and len(a.iterations.rows) > 1,
     )
 
 

@@ -71,9 +71,9 @@ def _bound(analysis: Analysis) -> int | None:
     """The most time any saving can be: the aggregated wall time, GPU kernel time, kernel span (the
     wall-time stand-in when the input has no wall time) or op GPU time (when it has no kernels),
     the largest."""
-    tl = analysis.timeline
+    tl = analysis.time.timeline
     span = tl.span_ns // max(1, tl.devices) if tl is not None else None
-    op_gpu = sum(o.gpu_ns or 0 for o in analysis.ops) if analysis.ops else None
+    op_gpu = sum(o.gpu_ns or 0 for o in analysis.breakdown.ops) if analysis.breakdown.ops else None
     figures = (analysis.time.wall_ns, analysis.time.gpu_kernel_ns, span, op_gpu)
     known = [v for v in figures if v is not None]
     return max(known) if known else None
@@ -85,7 +85,7 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         return f
     ns = max(0, ns) if bound is None else min(max(0, ns), max(0, bound))
     wall = analysis.time.wall_ns
-    per = derived.per_iteration(ns, analysis.selection.info)
+    per = derived.per_iteration(ns, analysis.iterations.info)
     return dataclasses.replace(
         f,
         estimated_saving_ns=ns,
@@ -102,7 +102,7 @@ GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
     rules = list(REGISTRY.items())
-    if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
+    if analysis.host.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
         rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
     found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     # high and medium findings first, each group by saving: a low-severity finding (a library's

@@ -36,7 +36,7 @@ def flavour(analysis: Analysis) -> Flavour:
         return Flavour.TORCH
     if fw and _TF.search(fw):
         return Flavour.TF
-    names = [o.name for o in analysis.ops[:200]]
+    names = [o.name for o in analysis.breakdown.ops[:200]]
     if any(n.startswith("aten::") or "autograd::" in n for n in names):
         return Flavour.TORCH
     if any(n.startswith(("tf_", "XLA", "xla")) or "/" in n and n[:1].isupper() for n in names):
@@ -47,7 +47,9 @@ def flavour(analysis: Analysis) -> Flavour:
 def compute_capability(analysis: Analysis) -> float | None:
     """The lowest known compute capability in the run; a guess from the GPU name, else from the
     kernel names' architecture marks, when absent (:func:`gpu_arch.run_compute_capability`)."""
-    return gpu_arch.run_compute_capability(analysis.meta.gpus, (k.name for k in analysis.kernels))
+    return gpu_arch.run_compute_capability(
+        analysis.meta.gpus, (k.name for k in analysis.breakdown.kernels)
+    )
 
 
 def amp_fix(fl: Flavour, cc: float | None) -> str:
@@ -78,8 +80,8 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
 
 def op_index(analysis: Analysis) -> dict[str, OpRow]:
     """Op name -> its op row, for the ops a why-not row names (rows are grouped by name)."""
-    wanted = {w.op_name for w in analysis.why_not}
-    return {o.name: o for o in analysis.ops if o.name in wanted}
+    wanted = {w.op_name for w in analysis.verdict.why_not}
+    return {o.name: o for o in analysis.breakdown.ops if o.name in wanted}
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNot]]:
@@ -87,11 +89,11 @@ def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNot]]:
     headline's definition), with its first explanation, in op order (largest GPU time first)."""
     index = op_index(analysis)
     first: dict[str, WhyNot] = {}
-    for w in analysis.why_not:
+    for w in analysis.verdict.why_not:
         o = index.get(w.op_name)
         if o is not None and o.has_misses and o.name not in first:
             first[o.name] = w
-    return [(o, first[o.name]) for o in analysis.ops if o.name in first]
+    return [(o, first[o.name]) for o in analysis.breakdown.ops if o.name in first]
 
 
 def tc_severity(
@@ -142,4 +144,4 @@ def is_half(dtype: str | None) -> bool:
 
 def run_uses_half(analysis: Analysis) -> bool:
     """Any op in fp16/bf16: the run has mixed precision on, at least partly."""
-    return any(is_half(o.dtype) for o in analysis.ops)
+    return any(is_half(o.dtype) for o in analysis.breakdown.ops)

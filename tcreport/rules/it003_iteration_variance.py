@@ -31,7 +31,7 @@ def check(analysis: Analysis) -> list[Finding]:
         saving = int(sum(r.duration_ns - median for r in slow))
         evidence = tuple(Evidence(EvidenceKind.ITERATION, str(r.iteration)) for r in slow[:10])
     else:
-        info = analysis.selection.info
+        info = analysis.iterations.info
         if (
             (info.aggregated or 0) < thresholds.MIN_ITERATIONS
             or not info.mean_ns

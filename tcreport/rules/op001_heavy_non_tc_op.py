@@ -49,11 +49,11 @@ def _fix(op_type: str, fl: c.Flavour) -> str:
 
 def check(analysis: Analysis) -> list[Finding]:
     total = analysis.time.gpu_kernel_ns
-    if not total or not analysis.ops:
+    if not total or not analysis.breakdown.ops:
         return []
     by_type: dict[str, list[str]] = {}
     gpu: dict[str, int] = {}
-    for o in analysis.ops:  # one row per distinct op name: small
+    for o in analysis.breakdown.ops:  # one row per distinct op name: small
         t = o.type or o.name
         if o.tc_eligible or o.uses_tc or is_eligible_type(t) or _COLLECTIVE.search(t):
             continue
@@ -71,7 +71,7 @@ def check(analysis: Analysis) -> list[Finding]:
                 severity=Severity.MEDIUM
                 if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
                 else Severity.LOW,
-                title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {analysis.matrix_unit}",
+                title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {analysis.verdict.words.unit}",
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
                 f"{fmt.ns(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",

@@ -30,10 +30,10 @@ def _severity(share: float | None) -> Severity:
 
 def _from_counts(analysis: Analysis) -> list[Finding]:
     """No op rows: the profiler's counts, without op evidence or a dtype."""
-    count = analysis.tc.eligible_not_using_op_count or 0
+    count = analysis.verdict.eligible_not_using_op_count or 0
     if not count:
         return []
-    gpu = analysis.tc.eligible_not_using_gpu_ns
+    gpu = analysis.verdict.eligible_not_using_gpu_ns
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     detail = (
         f"The profiler counts {fmt.plural(count, 'Tensor Core eligible op')} not using Tensor Cores"
@@ -53,7 +53,7 @@ def _from_counts(analysis: Analysis) -> list[Finding]:
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    if not analysis.ops and not analysis.why_not:
+    if not analysis.breakdown.ops and not analysis.verdict.why_not:
         return _from_counts(analysis)
     rows = [(o, w) for o, w in c.why_not_by_op(analysis) if w.reason in REASONS]
     if not rows:

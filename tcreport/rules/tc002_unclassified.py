@@ -8,10 +8,10 @@ from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    share = analysis.tc.classified_kernel_time_share
+    share = analysis.verdict.classified_share
     if share is None or share >= thresholds.MIN_CLASSIFIED_SHARE:
         return []
-    unknown = [k for k in analysis.kernels if k.uses_tc is None][:10]
+    unknown = [k for k in analysis.breakdown.kernels if k.uses_tc is None][:10]
     return [
         Finding(
             id="TC002",

@@ -27,7 +27,7 @@ def check(analysis: Analysis) -> list[Finding]:
     rows = [(o, w) for o, w in explained if w.reason not in _OTHER_RULES]
     names = {o.name for o, _ in explained}
     # eligible misses without a why-not row (should not happen): reported, never dropped
-    extra = [o for o in analysis.ops if o.missed_tc and o.name not in names]
+    extra = [o for o in analysis.breakdown.ops if o.missed_tc and o.name not in names]
     ops = [o for o, _ in rows] + extra
     if not ops:
         return []
