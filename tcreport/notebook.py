@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
+from tcreport import fmt
 from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
@@ -50,11 +51,7 @@ def _arrow_type(annotation: str) -> pa.DataType:
 def _frame(rows: tuple[Any, ...], cls: type[Any], extra: dict[str, pa.Array] | None = None) -> Any:
     """A DataFrame of dataclass rows, one typed Arrow column per field (the rows are the report's
     aggregates, one per op/kernel/iteration/finding: small, so one pass over them is fine)."""
-    fields = [
-        f
-        for f in dataclasses.fields(cls)
-        if not str(f.type).startswith("tuple")
-    ]
+    fields = [f for f in dataclasses.fields(cls) if not str(f.type).startswith("tuple")]
     columns: dict[str, pa.Array] = {}
     for f in fields:
         typ = _arrow_type(str(f.type))
@@ -79,7 +76,7 @@ class AnalysedRun:
     ``kernels``, ``ops``, ``op_types``, ``iterations`` and ``findings`` are DataFrames of the rows
     the report shows (all of them, not only the top ones); ``launches`` is the canonical kernel
     table itself, one row per launch (or per kernel where the profiler aggregated) of the whole run
-    (its ``iteration`` column says which), with each kernel's Tensor Core verdict. Times are
+    (its ``iteration`` column says which), with each kernel's matrix-unit verdict. Times are
     integer nanoseconds, shares fractions in [0, 1].
     """
 
@@ -150,11 +147,10 @@ class AnalysedRun:
         return notebook_html.render(self.report)
 
     def __repr__(self) -> str:
-        a = self.report.analysis
-        share = a.verdict.tc_share
-        verdict = "n/a" if share is None else f"{share * 100:.1f} %"
+        v = self.report.analysis.verdict
         return (
-            f"<tcreport run {self.report.source_path!r}: Tensor Core share {verdict}, "
+            f"<tcreport run {self.report.source_path!r}: {v.words.unit_one} share "
+            f"{fmt.pct(v.tc_share)}, "
             f"{len(self.report.findings)} finding{'' if len(self.report.findings) == 1 else 's'}>"
         )
 

@@ -497,7 +497,7 @@ def test_rules_infer_the_gpu_generation_from_kernels_like_the_diff_guard(nsys_h1
     assert diff.inferred_gpu(a) == "Hopper"
     cc = _common.compute_capability(a)
     assert cc == 9.0
-    assert "TF32 Tensor Cores, cc 9.0" in _common.amp_fix(_common.flavour(a), cc)
+    assert "TF32 Tensor Cores, cc 9.0" in _common.amp_fix(a)
     # a GPU known not to be NVIDIA's has no compute capability, whatever the kernels say
     amd = Gpu(0, "AMD Instinct MI250X", vendor="amd")
     assert gpu_arch.run_compute_capability([amd], ["sm90_xmma_gemm_bf16"]) is None

@@ -207,12 +207,13 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
         specs.append((key, label, Unit.NS, better, b, h, time_threshold(b, own)))
 
     ns("gpu_kernel_ns", "GPU kernel time", Better.LOWER, lambda a: a.time.gpu_kernel_ns)
-    ns("tc_kernel_ns", "Tensor Core kernel time", Better.NEITHER, lambda a: a.time.tc_kernel_ns)
+    w = base.verdict.words  # comparable runs ran on one vendor's GPUs
+    ns("tc_kernel_ns", f"{w.unit_one} kernel time", Better.NEITHER, lambda a: a.time.tc_kernel_ns)
     share_thr = NOISE_SIGMAS * share_std if share_std is not None else NOISE_FLOOR
     specs.append(
         (
             "tc_share",
-            "Tensor Core share",
+            f"{w.unit_one} share",
             Unit.SHARE,
             Better.HIGHER,
             base.verdict.tc_share,
@@ -222,15 +223,15 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
     )
     ns(
         "eligible_not_tc_ns",
-        "Eligible GPU time not on TC",
+        f"Eligible GPU time not on {w.short}",
         Better.LOWER,
         lambda a: a.verdict.eligible_not_using_gpu_ns,
     )
     ns("memory_ns", "Memory (memcpy + memset)", Better.LOWER, lambda a: a.time.memory_ns)
     ns("wall_ns", "Wall time", Better.LOWER, lambda a: a.time.wall_ns)
     for key, label, attr in (
-        ("eligible_ops", "TC-eligible ops", "eligible_op_count"),
-        ("eligible_not_tc_ops", "Eligible ops not on TC", "eligible_not_using_op_count"),
+        ("eligible_ops", f"{w.eligible} ops", "eligible_op_count"),
+        ("eligible_not_tc_ops", f"Eligible ops not on {w.short}", "eligible_not_using_op_count"),
     ):
         b, h = getattr(base.verdict, attr), getattr(head.verdict, attr)
         better = Better.LOWER if key == "eligible_not_tc_ops" else Better.NEITHER
@@ -297,6 +298,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     )
     figures = _figures(ba, ha)
     return Diff(
+        words=ba.verdict.words,
         verdict=verdict_line(figures, ba, ha),
         base=_side(base, sb),
         head=_side(head, sh),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.errors import UsageError
 
 NOISE_FLOOR = 0.01  # relative (times) or absolute (shares) threshold when no spread is known
@@ -118,6 +119,7 @@ class Diff:
     resolved: tuple[FindingChange, ...]
     persisting: tuple[FindingChange, ...]
     notes: tuple[str, ...]
+    words: UnitWords  # what the runs' matrix units are called (comparable runs share a vendor)
     op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
     verdict: str = ""  # one line: better / worse / mixed / no change, by how much, per iteration
 

@@ -74,7 +74,7 @@ def _dtype(r: RowDiff) -> str:
 
 
 def _rows(
-    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, clock: str = "GPU"
+    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, short: str, clock: str = "GPU"
 ) -> list[str]:
     if not rows or cap <= 0:
         return (
@@ -89,8 +89,8 @@ def _rows(
     out = [
         f"{what} — {changed} of {len(judged)} compared changed beyond noise; top {len(shown)} by |Δ|",
         "",
-        f"| {first} | base | head | Δ | {'precision' if host else 'TC'} | "
-        f"{'–' if host else 'eligible not on TC'} | verdict |",
+        f"| {first} | base | head | Δ | {'precision' if host else short} | "
+        f"{'–' if host else 'eligible not on ' + short} | verdict |",
         "|---|---:|---:|---:|:-:|---:|---|",
     ]
     out += [
@@ -148,9 +148,10 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     if d.added or d.resolved:
         lines.append("")
     lines += [f"Matching: {esc(d.matching)}.", ""]
-    lines += _rows("**Ops**", d.ops, "op", cap, d.op_clock)
-    lines += _rows("**Op types**", d.op_types, "type", cap, d.op_clock)
-    lines += _rows("**Kernels**", d.kernels, "kernel", cap)
+    short = d.words.short
+    lines += _rows("**Ops**", d.ops, "op", cap, short, d.op_clock)
+    lines += _rows("**Op types**", d.op_types, "type", cap, short, d.op_clock)
+    lines += _rows("**Kernels**", d.kernels, "kernel", cap, short)
     lines += [f"- {esc(n)}" for n in d.notes]
     if d.notes:
         lines.append("")

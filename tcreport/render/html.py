@@ -88,12 +88,14 @@ def render(view: Report) -> str:
     types = list(a.breakdown.op_types)
     scopes = list(a.breakdown.scopes)
     precision, precision_bar = parts.precision(a)
+    w = a.verdict.words
     t = a.time  # the kernel mix is the headline's: TC, unknown, and the rest
     k_tc, k_no, k_unk = t.tc_kernel_ns or 0, t.non_tc_kernel_ns, t.unknown_kernel_ns or 0
     return env.get_template("report.html.j2").render(
         view=view,
         tool_version=view.tool_version,
         a=a,
+        w=w,
         meta=a.meta,
         it=a.iterations.info,
         it_how=a.iterations.how,
@@ -120,8 +122,8 @@ def render(view: Report) -> str:
         kernels=kernels,
         kernel_mix=stack(
             [
-                ("tc", k_tc, "Tensor Core"),
-                ("other", k_no, "not Tensor Core"),
+                ("tc", k_tc, w.unit_one),
+                ("other", k_no, f"not {w.unit_one}"),
                 ("unk", k_unk, "unknown"),
             ]
         ),
@@ -133,6 +135,6 @@ def render(view: Report) -> str:
         max_rows=MAX_ROWS,
         outlier_factor=f"{a.iterations.outlier_factor:g}",
         steps=timeline_html.section(a),
-        step_parts=timeline_html.STEP_PARTS,
+        step_parts=timeline_html.step_parts(w),
         tl_w=timeline_html.TL_W,
     )

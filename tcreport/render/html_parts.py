@@ -293,7 +293,7 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
                 x=round(x0 + i * slot + slot * 0.1, 2),
                 width=round(max(slot * 0.8, 0.5), 2),
                 segments=tuple(segs),
-                title=f"{name}: {fmt.ns(dur)} wall-clock; {per_gpu}Tensor Core kernels "
+                title=f"{name}: {fmt.ns(dur)} wall-clock; {per_gpu}{a.verdict.words.unit_one} kernels "
                 f"{fmt.ns(tc)}, other kernels "
                 f"{fmt.ns(other)}, memory {fmt.ns(mem)}, idle {fmt.ns(idle)}"
                 + _idle_note(g, gpus)

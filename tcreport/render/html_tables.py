@@ -81,12 +81,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         ("Profiler", profiler),
         ("Software", ", ".join(x for x in (m.framework, versions) if x)),
         (f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
-        (
-            "Matrix units",
-            ""
-            if view.analysis.verdict.words.unit == "Tensor Cores"
-            else view.analysis.verdict.words.unit,
-        ),
+        ("Matrix units", view.analysis.verdict.words.header),
         ("Iterations", rng),
     ]
     return tuple((k, v) for k, v in items if v)

@@ -61,6 +61,7 @@ def _fix_first(view: Report) -> str:
 
 def render(view: Report) -> str:
     a = view.analysis
+    w = a.verdict.words
     m = a.meta
     it = a.iterations.info
     gpus = fmt.gpus(m.gpus)
@@ -70,13 +71,13 @@ def render(view: Report) -> str:
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
         "",
         *(
-            ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]
+            [f"**CPU-only run: no GPU kernels**, so no {w.unit_one} verdict; host time below.", ""]
             if a.host.cpu_only
             else []
         ),
         _fix_first(view),
         "",
-        f"| {a.verdict.words.unit_one} share | eligible not on TC | GPU kernel time | classified |",
+        f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
         f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
@@ -95,7 +96,7 @@ def render(view: Report) -> str:
         lines += _host_tables(view)
     elif a.breakdown.ops:
         lines += [
-            "| op | type | GPU time | share | eligible | uses TC |",
+            f"| op | type | GPU time | share | eligible | uses {w.short} |",
             "|---|---|---:|---:|:-:|:-:|",
         ]
         for o in a.breakdown.ops[:TOP]:

@@ -28,6 +28,7 @@ def _e(text: object) -> str:
 
 def _head(view: Report) -> list[str]:
     a = view.analysis
+    w = a.verdict.words
     m = a.meta
     gpus = fmt.gpus(m.gpus)
     it = a.iterations.info
@@ -43,9 +44,9 @@ def _head(view: Report) -> list[str]:
         f"{_e(iters)}</div>",
         '<div style="margin:6px 0">',
         '<span style="font-size:1.6em;font-weight:bold">'
-        f"{_e(fmt.pct(a.verdict.tc_share))}</span> of GPU kernel time on Tensor Cores "
+        f"{_e(fmt.pct(a.verdict.tc_share))}</span> of GPU kernel time on {_e(w.unit)} "
         f"({_e(fmt.ns(a.time.tc_kernel_ns))} of {_e(fmt.ns(a.time.gpu_kernel_ns))}); "
-        f"eligible time not on Tensor Cores: {_e(fmt.ns(a.verdict.eligible_not_using_gpu_ns))} in "
+        f"eligible time not on {_e(w.unit)}: {_e(fmt.ns(a.verdict.eligible_not_using_gpu_ns))} in "
         f"{_e(fmt.count(a.verdict.eligible_not_using_op_count))} "
         f"{'op' if a.verdict.eligible_not_using_op_count == 1 else 'ops'}",
         "</div>",

@@ -118,7 +118,7 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
             ]
             for o in ops
         ]
-        heads = ["calls", "GPU time", "share", "elig.", "TC"]
+        heads = ["calls", "GPU time", "share", "elig.", a.verdict.words.short]
         if show_type:
             cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
             heads = ["type", *heads]
@@ -135,7 +135,7 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
             ]
             for k in kernels
         ]
-        heads = ["calls", "GPU time", "share", "TC", "rule"]
+        heads = ["calls", "GPU time", "share", a.verdict.words.short, "rule"]
         names = [k.name for k in kernels]
         out.print(_ranked("Top kernels by GPU time", "kernel", names, heads, cells, out))
 
@@ -206,8 +206,8 @@ def _lead(out: Console, view: Report) -> None:
     a = view.analysis
     if a.host.cpu_only:
         out.print(
-            "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
-            "type below.",
+            f"CPU-only run: no GPU kernels, so no {a.verdict.words.unit_one} verdict; host time "
+            "by op and op type below.",
             markup=False,
             soft_wrap=True,
         )
@@ -221,6 +221,7 @@ def _lead(out: Console, view: Report) -> None:
 
 def _headline(view: Report) -> Table:
     a = view.analysis
+    v, w, c = a.verdict, a.verdict.words, a.communication.collectives
     head = Table(show_header=False, box=None, pad_edge=False)
     head.add_column(style="bold")
     head.add_column()
@@ -228,29 +229,24 @@ def _headline(view: Report) -> Table:
         head.add_row("Host time (ops)", fmt.ns(a.host.total.ns if a.host.total else None))
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
-        head.add_row(
-            f"{a.verdict.words.unit_one} share of kernel time", fmt.pct(a.verdict.tc_share)
-        )
-        head.add_row("Kernel time with a known verdict", fmt.pct(a.verdict.classified_share))
+        head.add_row(f"{w.unit_one} share of kernel time", fmt.pct(v.tc_share))
+        head.add_row("Kernel time with a known verdict", fmt.pct(v.classified_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-        head.add_row(f"{a.verdict.words.unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row(f"{w.unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
         head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
-        if a.communication.collectives is not None and a.communication.collectives.kernel_ns:
+        if c is not None and c.kernel_ns:
             head.add_row(
-                "Collective communication",
-                f"{fmt.ns(a.communication.collectives.kernel_ns)} ({fmt.pct(a.communication.collectives.kernel_share)})",
+                "Collective communication", f"{fmt.ns(c.kernel_ns)} ({fmt.pct(c.kernel_share)})"
             )
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-        head.add_row(
-            "TC-eligible ops / using TC",
-            f"{fmt.count(a.verdict.eligible_op_count)} / {fmt.count(a.verdict.using_op_count)}"
-            + (
-                f" ({a.verdict.partly_using_op_count} in some calls only)"
-                if a.verdict.partly_using_op_count
-                else ""
-            ),
+        partly = (
+            f" ({v.partly_using_op_count} in some calls only)" if v.partly_using_op_count else ""
         )
-        head.add_row("Eligible GPU time not on TC", fmt.ns(a.verdict.eligible_not_using_gpu_ns))
+        head.add_row(
+            f"{w.eligible} ops / using {w.short}",
+            f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}{partly}",
+        )
+        head.add_row(f"Eligible GPU time not on {w.short}", fmt.ns(v.eligible_not_using_gpu_ns))
     it = a.iterations.info
     head.add_row(
         "Iterations",

@@ -16,6 +16,7 @@ from tcreport import fmt
 from tcreport.analysis.activity import IDLE, Cat
 from tcreport.analysis.iteration_timeline import HOST
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 STEP_W = 1000  # user units of the step chart
@@ -32,16 +33,20 @@ NAMES_BUDGET = 160_000
 MIN_NAME = 40
 TOP_OPS = 15
 
-#: (css suffix, legend) of the step parts, in StepRow.parts order
-STEP_PARTS = (
-    ("tc", "Tensor Core compute"),
-    ("other", "other compute"),
-    ("unk", "compute, verdict unknown"),
-    ("comm", "communication (not hidden)"),
-    ("mem", "memory copies/sets"),
-    ("launch", f"idle: launch-bound (gaps < {fmt.ns(LAUNCH_GAP_NS, 0)})"),
-    ("host", "idle: host-bound"),
-)
+
+def step_parts(w: UnitWords) -> tuple[tuple[str, str], ...]:
+    """(css suffix, legend) of the step parts, in StepRow.parts order."""
+    return (
+        ("tc", f"{w.unit_one} compute"),
+        ("other", "other compute"),
+        ("unk", "compute, verdict unknown"),
+        ("comm", "communication (not hidden)"),
+        ("mem", "memory copies/sets"),
+        ("launch", f"idle: launch-bound (gaps < {fmt.ns(LAUNCH_GAP_NS, 0)})"),
+        ("host", "idle: host-bound"),
+    )
+
+
 _BLOCK_CSS = {Cat.TC: "tc", Cat.OTHER: "other", Cat.UNKNOWN: "unk", Cat.COMM: "comm",
               Cat.MEMORY: "mem", IDLE: "idle", HOST: "hostr"}  # fmt: skip
 
@@ -122,7 +127,7 @@ def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
     bars = []
     for i, r in enumerate(rows):
         x, segs = float(STEP_LABEL), []
-        for (css, legend), v in zip(STEP_PARTS, r.parts, strict=True):
+        for (css, legend), v in zip(step_parts(a.verdict.words), r.parts, strict=True):
             w = v * scale
             if w > 0:
                 segs.append(

@@ -15,6 +15,7 @@ from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
+from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.rules import thresholds
 from tcreport.rules.base import Severity
@@ -52,8 +53,16 @@ def compute_capability(analysis: Analysis) -> float | None:
     )
 
 
-def amp_fix(fl: Flavour, cc: float | None) -> str:
-    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words."""
+def is_nvidia(analysis: Analysis) -> bool:
+    """Whether advice about NVIDIA's hardware and tools (TF32, Nsight Compute) applies: an NVIDIA
+    GPU, or one whose vendor the trace does not say (the report's words are NVIDIA's then too)."""
+    return analysis.verdict.vendor in (Vendor.NVIDIA, Vendor.UNKNOWN)
+
+
+def amp_fix(analysis: Analysis) -> str:
+    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words;
+    TF32 is NVIDIA's, so it is not offered for another vendor's GPU."""
+    fl, cc = flavour(analysis), compute_capability(analysis)
     bf16 = cc is not None and cc >= 8.0
     dt = "bfloat16" if bf16 else "float16"
     torch = (
@@ -71,6 +80,8 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
         "enable_tensor_float_32_execution in TensorFlow)",
     }[fl]
     main = {Flavour.TORCH: torch, Flavour.TF: tf, Flavour.ANY: f"PyTorch: {torch}; Keras: {tf}"}[fl]
+    if not is_nvidia(analysis):
+        return f"{main}."
     if cc is None:
         return f"{main}. On Ampere or newer GPUs, {tf32} also puts float32 matmuls on Tensor Cores."
     if bf16:

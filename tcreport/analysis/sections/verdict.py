@@ -40,8 +40,12 @@ class UnitWords:
 
     unit: str  # "Tensor Cores", "AMD Matrix Cores"
     unit_one: str  # as an adjective or one of them: "Tensor Core share"
+    a_unit_one: str  # with its article: "a Tensor Core op", "an AMD Matrix Core op"
     short: str  # a column head or a tight phrase: "uses TC", "not on TC"
     eligible: str  # "TC-eligible ops"
+    #: what the run's header says of its matrix units: nothing where they are the Tensor Cores
+    #: a reader of a Tensor Core report expects
+    header: str
 
 
 #: Short words per vendor; the unit's name itself is :data:`tcreport.analysis.vendor.MATRIX_UNIT`.
@@ -56,7 +60,10 @@ _SHORT = {
 def words_for(gpu_vendor: Vendor) -> UnitWords:
     unit = vendor.MATRIX_UNIT[gpu_vendor]
     short, eligible = _SHORT[gpu_vendor]
-    return UnitWords(unit, unit.removesuffix("s"), short, eligible)
+    header = "" if unit == vendor.MATRIX_UNIT[Vendor.NVIDIA] else unit
+    one = unit.removesuffix("s")
+    article = "an" if one[:1].lower() in "aeiou" else "a"
+    return UnitWords(unit, one, f"{article} {one}", short, eligible, header)
 
 
 @dataclass(frozen=True)
