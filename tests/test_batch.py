@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -74,6 +75,35 @@ def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str
     assert dlprof["gpu_kernel_ns"] == 589147 and dlprof["format"] == "dlprof-csv"
     assert dlprof["gpu_model"] == "NVIDIA GeForce RTX 2070 SUPER"
     assert "Content-Security-Policy" in index and '<svg class="trend"' in index
+
+
+@pytest.mark.realtraces
+def test_index_shows_the_finding_each_report_says_to_fix_first(
+    first_run: tuple[Path, str, int],
+) -> None:
+    """The index's column is the report's "Fix first" line (rules.fix_first), not the first finding
+    by rank: on the MI250 trace and the Windows export the two differ (the first ranked finding is
+    a measurement note or a low-severity one, and the report says no finding is worth fixing
+    first), which the index used to contradict."""
+    out, _, _ = first_run
+    index = (out / "index.html").read_text(encoding="utf-8")
+    differ = 0
+    for r in _runs(out):
+        if r["status"] != "ok":
+            continue
+        row = re.search(rf'<tr id="run-{r["run_id"]}">.*?</tr>', index, re.DOTALL)
+        assert row is not None
+        report = (out / str(r["report"])).read_text(encoding="utf-8")
+        line = re.search(r'<p class="fix-first" id="fix-first">(.*?)</p>', report)
+        assert line is not None
+        if r["fix_first_id"] is None:
+            assert "no actionable finding" in line.group(1)
+            assert '<td></td><td><a href="reports/' in row.group(0)
+        else:
+            assert f">{r['fix_first_title']}</a>" in line.group(1)
+            assert f"<td>{r['fix_first_id']}: {r['fix_first_title']}</td>" in row.group(0)
+        differ += r["fix_first_id"] != r["top_finding_id"]
+    assert differ >= 2  # the MI250 trace and the Windows export, at least
 
 
 @pytest.mark.realtraces

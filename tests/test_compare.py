@@ -240,7 +240,13 @@ def test_one_run_read_from_two_formats_shows_no_change(dlprof_cnn: Path) -> None
     head = api.analyze(api.load(dlprof_cnn / "nsys_profile.sqlite"), source_path="nsys")
     d = compare.diff(base, head)
     assert not d.forced
-    for key in ("gpu_kernel_ns", "tc_kernel_ns", "tc_share", "eligible_not_tc_ns", "memory_ns"):
+    for key in (
+        "gpu_kernel_ns",
+        "tc_kernel_ns",
+        "tc_share",
+        "eligible_not_using_gpu_ns",
+        "memory_ns",
+    ):
         assert d.figure(key).verdict is Change.UNCHANGED, key
     eligible = [r for r in d.ops if r.eligible]
     assert len(eligible) >= 5  # 2 conv2d + 3 linear, by name or by type

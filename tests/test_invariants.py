@@ -141,12 +141,12 @@ def check_renderers(view: Report) -> None:
         ("gpu_kernel_ns", t.gpu_kernel_ns),
         ("tc_kernel_ns", t.tc_kernel_ns),
         ("wall_ns", t.wall_ns),
-        ("eligible_not_tc_ns", tc.eligible_not_using_gpu_ns),
+        ("eligible_not_using_gpu_ns", tc.eligible_not_using_gpu_ns),
     ):
         f = d.figure(key)
         assert f.base == (None if value is None else value / n), key
-    assert d.figure("eligible_ops").base == tc.eligible_op_count
-    assert d.figure("eligible_not_tc_ops").base == tc.eligible_not_using_op_count
+    assert d.figure("eligible_op_count").base == tc.eligible_op_count
+    assert d.figure("eligible_not_using_op_count").base == tc.eligible_not_using_op_count
     for row in d.ops:
         o = next(x for x in a.breakdown.ops if x.name == row.key)
         assert row.base_uses_tc == o.uses_tc

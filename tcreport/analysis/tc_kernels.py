@@ -383,11 +383,6 @@ def classified_share(kernels: pa.Table) -> float | None:
     return _time_share(kernels, pc.is_valid(kernels.column("uses_tc")))
 
 
-def tc_share(kernels: pa.Table) -> float | None:
-    """Share of kernel time spent in kernels judged to use Tensor Cores."""
-    return _time_share(kernels, kernels.column("uses_tc"))
-
-
 # --- documentation ------------------------------------------------------------------------------
 
 

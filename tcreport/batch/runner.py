@@ -204,7 +204,8 @@ def existing_runs(out: Path) -> pa.Table:
     if not any(root.glob("*/*/*.parquet")):
         return TABLES["runs"].empty_table()
     try:
-        dataset = ds.dataset(root, format="parquet", partitioning="hive")
+        # the table's schema, so a column added since an older batch (work.ADDED_LATER) is null
+        dataset = ds.dataset(root, schema=TABLES["runs"], format="parquet", partitioning="hive")
         return dataset.to_table(columns=TABLES["runs"].names)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"dataset unreadable: {exc}", root) from exc

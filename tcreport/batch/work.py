@@ -51,8 +51,11 @@ RUNS = pa.schema(
         ("eligible_not_using_gpu_ns", pa.int64()),
         ("eligible_not_tc_share", pa.float64()),
         ("finding_count", pa.int64()),
-        ("top_finding_id", pa.string()),
+        ("top_finding_id", pa.string()),  # the first finding as ranked (findings.rank 1)
         ("top_finding_title", pa.string()),
+        # the finding the report says to fix first (rules.fix_first; null when none qualifies)
+        ("fix_first_id", pa.string()),
+        ("fix_first_title", pa.string()),
         ("report", pa.string()),  # relative link to the run's HTML report
         ("seconds", pa.float64()),
     ]
@@ -103,6 +106,9 @@ TABLES: dict[str, pa.Schema] = {
     "kernels": KERNELS,
     "findings": FINDINGS,
 }
+#: Columns added to a table after datasets were written without them: a run archived before
+#: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
+ADDED_LATER: dict[str, frozenset[str]] = {"runs": frozenset({"fix_first_id", "fix_first_title"})}
 
 
 def is_legacy_out(out: Path) -> bool:
@@ -132,7 +138,8 @@ def is_legacy_out(out: Path) -> bool:
             and path.is_file()
         )
         try:
-            if not ok or not set(TABLES[parts[0]].names) <= set(pq.read_schema(path).names):
+            needed = set(TABLES[parts[0]].names) - ADDED_LATER.get(parts[0], frozenset())
+            if not ok or not needed <= set(pq.read_schema(path).names):
                 return False
         except (OSError, pa.ArrowException):
             return False
@@ -250,6 +257,7 @@ def _runs_table(
     a = view.analysis
     miss, total = a.verdict.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
     top = view.findings[0] if view.findings else None
+    first = view.fix_first
     return _rows(
         RUNS,
         _run_row(
@@ -279,6 +287,8 @@ def _runs_table(
             finding_count=len(view.findings),
             top_finding_id=top.id if top else None,
             top_finding_title=top.title if top else None,
+            fix_first_id=first.id if first else None,
+            fix_first_title=first.title if first else None,
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),

@@ -222,19 +222,18 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
         )
     )
     ns(
-        "eligible_not_tc_ns",
+        "eligible_not_using_gpu_ns",
         f"Eligible GPU time not on {w.short}",
         Better.LOWER,
         lambda a: a.verdict.eligible_not_using_gpu_ns,
     )
     ns("memory_ns", "Memory (memcpy + memset)", Better.LOWER, lambda a: a.time.memory_ns)
     ns("wall_ns", "Wall time", Better.LOWER, lambda a: a.time.wall_ns)
-    for key, label, attr in (
-        ("eligible_ops", f"{w.eligible} ops", "eligible_op_count"),
-        ("eligible_not_tc_ops", f"Eligible ops not on {w.short}", "eligible_not_using_op_count"),
+    for key, label, better in (
+        ("eligible_op_count", f"{w.eligible} ops", Better.NEITHER),
+        ("eligible_not_using_op_count", f"Eligible ops not on {w.short}", Better.LOWER),
     ):
-        b, h = getattr(base.verdict, attr), getattr(head.verdict, attr)
-        better = Better.LOWER if key == "eligible_not_tc_ops" else Better.NEITHER
+        b, h = getattr(base.verdict, key), getattr(head.verdict, key)
         specs.append((key, label, Unit.COUNT, better, b, h, None))
     out: list[Figure] = []
     for key, label, unit, better, b, h, thr in specs:

@@ -84,10 +84,10 @@ class RowDiff:
     delta_ns: float | None
     rel: float | None
     verdict: Change
-    base_tc: float | None  # share of the row's time on Tensor Cores (1/0 for an op or kernel)
-    head_tc: float | None
-    base_miss_ns: float | None  # eligible for TC but not using it
-    head_miss_ns: float | None
+    base_tc_share: float | None  # of the row's time on the matrix units (1/0 for a kernel)
+    head_tc_share: float | None
+    base_missed_ns: float | None  # eligible for the matrix units, not on them (OpRow.missed_ns)
+    head_missed_ns: float | None
     eligible: bool
     base_dtype: str | None = None  # an op's data type, to show a precision change
     head_dtype: str | None = None

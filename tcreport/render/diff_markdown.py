@@ -47,9 +47,9 @@ def verdict(v: Change) -> str:
 def tc(r: RowDiff, side: str, kind: str) -> str:
     """An op type shows its Tensor Core share; an op or kernel the report's own yes/no."""
     if kind == "type":
-        x = r.base_tc if side == "base" else r.head_tc
+        x = r.base_tc_share if side == "base" else r.head_tc_share
         return "–" if x is None else fmt.pct(x, 0)
-    if (r.base_miss_ns if side == "base" else r.head_miss_ns) is None:
+    if (r.base_missed_ns if side == "base" else r.head_missed_ns) is None:
         return "–"  # the row is not on this side
     return fmt.yes_no(r.base_uses_tc if side == "base" else r.head_uses_tc)
 
@@ -58,7 +58,7 @@ def miss(r: RowDiff, kind: str) -> str:
     """Eligible-not-TC time: an op-level idea, so kernels show a dash."""
     if kind == "kernel":
         return "–"
-    return f"{value(r.base_miss_ns, Unit.NS)} → {value(r.head_miss_ns, Unit.NS)}"
+    return f"{value(r.base_missed_ns, Unit.NS)} → {value(r.head_missed_ns, Unit.NS)}"
 
 
 def _figure_row(f: Figure) -> str:
