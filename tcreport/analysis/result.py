@@ -24,6 +24,7 @@ from tcreport.analysis import (
     derived,
     eligibility,
     figures,
+    invariants,
     iteration_timeline,
     iterations,
     key_nodes,
@@ -40,6 +41,7 @@ from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.overlap import CommOverlap
+from tcreport.analysis.sections import Analysis as Analysis  # what rules and renderers import
 from tcreport.analysis.sections import (
     breakdown,
     communication,
@@ -51,38 +53,12 @@ from tcreport.analysis.sections import (
 )
 from tcreport.analysis.sections import iterations as iterations_section
 from tcreport.analysis.sections import steps as steps_section
-from tcreport.analysis.sections.breakdown import Breakdown
-from tcreport.analysis.sections.communication import Communication
-from tcreport.analysis.sections.host import Host
-from tcreport.analysis.sections.iterations import Iterations
-from tcreport.analysis.sections.precision import Precision
-from tcreport.analysis.sections.signals import Signals
-from tcreport.analysis.sections.steps import Steps
-from tcreport.analysis.sections.time import Time
-from tcreport.analysis.sections.verdict import Verdict
 from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.throughput import Throughput
 from tcreport.analysis.vendor import Vendor
 from tcreport.errors import OptionError
-from tcreport.model import IterationMethod, Run, RunMeta
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """The analysed run: its metadata and one object per section of the report."""
-
-    meta: RunMeta
-    verdict: Verdict  # the matrix-unit share, eligibility, the vendor's words
-    time: Time  # the aggregated range's times and GPU busy share
-    breakdown: Breakdown  # by op, op type, scope, kernel, GPU
-    iterations: Iterations  # how the run was split, per-iteration rows
-    steps: Steps  # per (iteration, GPU) step breakdown and the timeline
-    communication: Communication
-    throughput: Throughput | None  # FLOPs, TFLOP/s, MFU; None without op rows
-    host: Host  # a CPU-only run's host time
-    precision: Precision
-    signals: Signals  # autotuning, compilation, data loading inside the range (the rules')
+from tcreport.model import IterationMethod, Run
 
 
 def run_vendor(run: Run) -> Vendor:
@@ -230,7 +206,7 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
         t.wall_ns,
     )
-    return Analysis(
+    analysed = Analysis(
         meta=sliced.meta,
         verdict=judged,
         time=t,
@@ -245,6 +221,7 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         precision=dtypes,
         signals=found,
     )
+    return invariants.enforce(analysed)  # what must always hold: a note, or an error in tests
 
 
 def classified_run(run: Run, slc: Slice = WHOLE) -> Run:

@@ -105,7 +105,8 @@ def render(view: Report) -> str:
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
             )
         lines.append("")
-    if m.notes:
-        lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in m.notes), ""]
+    if m.notes or a.violations:
+        notes = (*(f"check failed: {v}" for v in a.violations), *m.notes)
+        lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in notes), ""]
     lines.append(f"<sub>tcreport {view.tool_version}</sub>")
     return "\n".join(lines) + "\n"

@@ -80,10 +80,19 @@ def _findings(view: Report) -> list[str]:
     return rows
 
 
+def _checks(view: Report) -> list[str]:
+    """Figures that break an invariant (analysis.invariants), named, in red."""
+    return [
+        f'<div style="color:#b3261e;font-weight:bold">check failed: {_e(v)}</div>'
+        for v in view.analysis.violations
+    ]
+
+
 def render(view: Report) -> str:
     parts = [
         '<div class="tcreport" style="font-family:system-ui,sans-serif;line-height:1.4">',
         *_head(view),
+        *_checks(view),
         *_findings(view),
         '<div style="color:#777;margin-top:4px">.to_html() gives the full report; .kernels, '
         ".ops, .op_types, .iterations and .findings the rows as DataFrames.</div>",

@@ -126,6 +126,10 @@ def summary_dict(view: Report) -> dict[str, Any]:
         **_rows(view),
         **_advice(view),
         **_evidence(view),
+        "invariant_violations": [
+            {"invariant": v.invariant.value, "figure": v.figure, "message": v.message}
+            for v in a.violations
+        ],
         **summary_steps.keys(a),
     }
 

@@ -94,9 +94,9 @@ def render(view: Report, console: Console | None = None) -> None:
             )
             if f.fix:
                 out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
-    if m.notes:
+    if m.notes or a.violations:
         out.print("[bold]Notes[/bold]", markup=True)
-        for note in m.notes:
+        for note in (*(f"check failed: {v}" for v in a.violations), *m.notes):
             out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
 
 

@@ -1,0 +1,76 @@
+"""Invariant violations real traces show today, each with what is fixing it.
+
+The test suite and the fuzzer run the analysis strictly (``TCREPORT_STRICT_INVARIANTS``): a
+violation is an error, except the ones listed here, which stay notes in the outputs so the tests
+that read those traces for something else keep running. The invariant test over every real trace
+marks exactly these cases ``xfail(strict=True)``: when the fix lands they pass, the mark fails,
+and the entry goes. Never add an entry to make a new violation pass: fix it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Open:
+    invariant: str  # tcreport.analysis.violation.Invariant's id
+    trace: str  # a glob of the trace's file name
+    why: str  # what is wrong and what is fixing it
+    whole_run: bool  # False: only a slice of the run (a key node) breaks it
+
+
+OPEN = (
+    Open(
+        "iteration-windows-ordered-disjoint",
+        "worker0.1623143089861.pt.trace.json*",
+        "V100 legacy ResNet-50 (2021 Kineto): each ProfilerStep's GPU work runs into the next "
+        "step's, so the per-GPU iteration windows overlap by 7.5-14 ms; which iteration a launch "
+        "belongs to is being reworked on the steps branch",
+        whole_run=True,
+    ),
+    Open(
+        "iteration-windows-ordered-disjoint",
+        "*mfu_2gpu_after.sqlite",
+        "2x H100 export cut by a key node (FlashAttnFunc, aten::stack): GPU 1's work of iteration "
+        "k runs into k+1 by up to 8.4 ms (whole, the run is one iteration and holds); the same "
+        "rework on the steps branch",
+        whole_run=False,
+    ),
+)
+
+
+def environ() -> dict[str, str]:
+    """The environment that makes the analysis strict, with the open violations above."""
+    return {
+        "TCREPORT_STRICT_INVARIANTS": "1",
+        "TCREPORT_OPEN_VIOLATIONS": ",".join(f"{o.invariant}@{o.trace}" for o in OPEN),
+    }
+
+
+@contextlib.contextmanager
+def lenient() -> Iterator[None]:
+    """Violations as notes for the duration: for generated or hand-broken inputs that are
+    inconsistent on purpose (op GPU time without kernels, negative host durations), where the
+    test is about something else and asserts the notes itself where it matters."""
+    saved = os.environ.pop("TCREPORT_STRICT_INVARIANTS", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["TCREPORT_STRICT_INVARIANTS"] = saved
+
+
+def reason(trace_name: str, *, whole_run: bool = True) -> str | None:
+    """Why ``trace_name`` (whole, or cut by a key node) breaks an invariant today, or ``None``
+    when it should not."""
+    hits = [
+        o.why
+        for o in OPEN
+        if fnmatch.fnmatchcase(trace_name, o.trace) and (o.whole_run or not whole_run)
+    ]
+    return "; ".join(hits) or None
