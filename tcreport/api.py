@@ -7,6 +7,10 @@
 
 Output files are written atomically (:func:`write_text_atomic`: temporary name, then rename) so a
 failure never leaves a half-written report behind.
+
+The imports inside the functions below defer pyarrow, jinja2, pandas, DuckDB and the readers to
+the first call that needs them: ``tcreport --help`` and ``import tcreport`` import this module
+and must stay light (tests/test_cli.py).
 """
 
 from __future__ import annotations
@@ -14,28 +18,46 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
 from tcreport.analysis.slicing import Slice
-from tcreport.errors import OptionError
+from tcreport.errors import OptionError, UsageError
+from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     import pandas as pd
+    import pyarrow as pa
 
-    from tcreport.model import Run, SourceFormat
+    from tcreport.batch.runner import BatchResult
+    from tcreport.batch.work import Outcome as Outcome  # the batch's per-run callback argument
+    from tcreport.compare.gates import CheckResult
+    from tcreport.compare.model import Diff
+    from tcreport.model import Run as Run
     from tcreport.notebook import AnalysedRun
-    from tcreport.report import Report
+    from tcreport.report import Report as Report
 
 __all__ = [
     "Slice",
     "analyze",
     "attach_counters",
+    "batch",
+    "check",
     "check_ingest_output",
+    "diff",
+    "guard_output",
+    "guard_sidecars",
     "ingest",
     "load",
     "open",
+    "print_rows",
+    "print_summary",
+    "query",
+    "query_csv",
+    "query_json",
     "read_dataset",
+    "render_diff",
     "render_html",
     "render_json",
     "render_markdown",
@@ -54,8 +76,6 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
     """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``)."""
     from tcreport import ingest
     from tcreport.analysis import counters
-    from tcreport.errors import UsageError
-    from tcreport.model import SourceFormat
 
     p = Path(ncu_path)
     fmt = ingest.detect(p)
@@ -155,12 +175,16 @@ def ingest(
     return parquet.write(run, Path(out_dir), force=force, on_kept=on_kept)
 
 
-def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
+def check_ingest_output(
+    out_dir: str | Path, *, force: bool = False, inputs: Iterable[Path | None] = ()
+) -> None:
     """Refuse an ``ingest`` target before any parsing: one tcreport did not write, or without
-    ``force`` one that exists (``ingest`` re-checks when it writes)."""
+    ``force`` one that exists (``ingest`` re-checks when it writes), or one that is or holds one
+    of the command's ``inputs``."""
     from tcreport.ingest.parquet import reader as parquet
 
     parquet.check_target(Path(out_dir), force=force)
+    _fs.refuse_inputs(Path(out_dir), inputs)
 
 
 def export_perfetto(
@@ -198,3 +222,135 @@ def export_perfetto(
         Path(out_path), writer, follow_link=follow_link, replace_read_only=replace_read_only
     )
     return target, count
+
+
+# -- outputs: one guard for every command ------------------------------------------------------
+
+
+def guard_output(
+    output: Path,
+    inputs: Iterable[Path | None],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+    folder_made_later: bool = False,
+) -> None:
+    """Refuse, before any reading, an output that would destroy an input of the command (itself,
+    a file in an input folder, a folder holding an input) or that is not a plain file to replace
+    (a link or read-only file unless allowed, a FIFO, a device, a folder). With
+    ``folder_made_later`` (``profile`` creates its output folder), a missing folder is fine."""
+    _fs.refuse_inputs(output, inputs)
+    if not folder_made_later or output.parent.is_dir():
+        _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
+
+
+def guard_sidecars(output: Path, source: Path, run: Run) -> None:
+    """Refuse an output that is a file the reader of ``source`` read beside it (a sidecar such
+    as the xplane reader's ``tcreport-capture.json``), once the read says which those are."""
+    _fs.refuse_read(output, source, run.meta.files)
+
+
+# -- comparing runs ----------------------------------------------------------------------------
+
+
+def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
+    """What changed from ``base`` to ``head``; refuses runs that are not comparable unless
+    ``force`` (:class:`tcreport.compare.model.NotComparableError`)."""
+    from tcreport.compare import diff as compare
+
+    return compare.diff(base, head, force=force)
+
+
+def render_diff(d: Diff, fmt: str) -> str:
+    """The diff as ``"markdown"`` (one PR comment), ``"json"`` (``tcreport.diff/1``) or ``"html"``."""
+    from tcreport.render import diff_html, diff_json, diff_markdown
+
+    render: Callable[[Diff, str], str] = {
+        "html": diff_html.render,
+        "json": diff_json.render,
+        "markdown": diff_markdown.render,
+    }[fmt]
+    return render(d, __version__)
+
+
+def check(
+    view: Report,
+    baseline: Report | None = None,
+    *,
+    min_tc_share: float | None = None,
+    max_eligible_not_tc_share: float | None = None,
+    max_regression: float | None = None,
+    force: bool = False,
+) -> CheckResult:
+    """The CI gates that are switched on (not ``None``), each passed or failed in one line."""
+    from tcreport.compare import gates
+
+    g = gates.Gates(min_tc_share, max_eligible_not_tc_share, max_regression)
+    return gates.check(view, g, baseline, force=force)
+
+
+# -- the terminal ------------------------------------------------------------------------------
+
+
+def print_summary(view: Report) -> None:
+    """The verdict and the top rows as tables on the terminal (``tcreport summary``)."""
+    from tcreport.render import terminal
+
+    terminal.render(view)
+
+
+def print_rows(columns: list[str], rows: list[list[str]]) -> None:
+    """A table of text a person reads (a query result), controls shown, never sent."""
+    from tcreport.render import terminal
+
+    terminal.rows_table(columns, rows)
+
+
+# -- many runs ---------------------------------------------------------------------------------
+
+
+def batch(
+    root: Path,
+    out: Path,
+    *,
+    jobs: int = 1,
+    force: bool = False,
+    executor: str = "process",
+    scheduler: str | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> BatchResult:
+    """Every trace under ``root`` into the dataset, reports and index under ``out``
+    (``tcreport batch``); ``executor`` is ``"process"`` or ``"dask"``. Nothing to archive raises
+    :class:`~tcreport.errors.EmptyInputError`."""
+    from tcreport.batch import runner
+
+    return runner.run_batch(
+        root,
+        out,
+        jobs=jobs,
+        force=force,
+        executor=runner.Executor(executor),
+        scheduler=scheduler,
+        on_start=on_start,
+        on_done=on_done,
+    )
+
+
+def query(out: Path, sql: str, *, timeout: float | None = None) -> pa.Table:
+    """``sql`` over a batch dataset's views, sandboxed (``tcreport query``)."""
+    from tcreport.batch import query as q
+
+    return q.run(out, sql, timeout=timeout)
+
+
+def query_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:
+    from tcreport.batch import query as q
+
+    return q.to_csv(table, escape=escape)
+
+
+def query_json(table: pa.Table) -> str:
+    from tcreport.batch import query as q
+
+    return q.to_json(table)

@@ -32,6 +32,10 @@ class UnsupportedFormatError(InputError):
     """No reader recognises the content."""
 
 
+class EmptyInputError(InputError):
+    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
+
+
 class SchemaError(TcreportError):
     """A table does not conform to the canonical schema (a reader bug or a damaged dataset)."""
 

@@ -24,11 +24,15 @@ import pandas as pd
 import pyarrow as pa
 
 from tcreport import fmt
+from tcreport._fs import write_text_atomic
+from tcreport.analysis import result
 from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
 from tcreport.analysis.slicing import WHOLE, Slice
+from tcreport.batch.work import TABLES
 from tcreport.errors import InputError
+from tcreport.render import notebook_html, summary_json
 from tcreport.rules.base import Finding
 
 if TYPE_CHECKING:
@@ -114,8 +118,6 @@ class AnalysedRun:
 
     @cached_property
     def launches(self) -> pd.DataFrame:
-        from tcreport.analysis import result
-
         if self.run.kernels is None:
             raise InputError("this input has no kernel rows", self.report.source_path)
         # every iteration, numbered as .iterations numbers them (the reader's own numbers, e.g.
@@ -126,15 +128,12 @@ class AnalysedRun:
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document (schema ``tcreport.summary/1``) as a dict."""
-        from tcreport.render import summary_json
-
         parsed: dict[str, Any] = json.loads(summary_json.render(self.report))
         return parsed
 
     def to_html(self, path: str | Path | None = None) -> str:
         """The full self-contained HTML report; written atomically to ``path`` when given."""
-        from tcreport._fs import write_text_atomic
-        from tcreport.render import html as html_render
+        from tcreport.render import html as html_render  # jinja2: on the first report only
 
         html = html_render.render(self.report)
         if path is not None:
@@ -142,8 +141,6 @@ class AnalysedRun:
         return html
 
     def _repr_html_(self) -> str:
-        from tcreport.render import notebook_html
-
         return notebook_html.render(self.report)
 
     def __repr__(self) -> str:
@@ -159,8 +156,6 @@ def read_dataset(out: Path) -> dict[str, pd.DataFrame]:
     """Every table of a ``tcreport batch`` dataset, with its ``gpu`` and ``month`` partition
     columns, read by pyarrow (no DuckDB needed): ``{"runs": ..., "ops": ..., ...}``."""
     import pyarrow.dataset as ds
-
-    from tcreport.batch.work import TABLES
 
     root = out / "dataset"
     if not (root / "runs").is_dir():

@@ -49,7 +49,7 @@ from tcreport import _fs
 from tcreport._fs import write_text_atomic
 from tcreport.batch import lock, pool
 from tcreport.batch.work import TABLES, Outcome, Task, is_legacy_out, retryable
-from tcreport.errors import InputError, OutputError, UsageError
+from tcreport.errors import EmptyInputError, InputError, OutputError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
 #: file that no reader recognises (READMEs, scripts) is not a run and is skipped silently.
@@ -69,10 +69,6 @@ HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
 OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
-
-
-class EmptyInputError(InputError):
-    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
 
 
 class Executor(StrEnum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from tcreport import api
 from tcreport.errors import OptionError, TcreportError
-from tcreport.render.escape import terminal as plain
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
-    from tcreport.api import Slice
-    from tcreport.report import Report
+    from tcreport.api import Report, Slice
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -91,8 +91,6 @@ def slice_of(
     timeline_iter: int | None = None,
 ) -> Slice:
     """The command's iteration options as the one value the API takes (validated there)."""
-    from tcreport import api
-
     return api.Slice(key_node, iter_start, iter_stop, allow_empty, timeline_iter)
 
 
@@ -114,8 +112,6 @@ def write_text_output(
     output: Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
 ) -> None:
     """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
-    from tcreport import api
-
     if is_stdout(output):
         typer.echo(text, nl=False)
         return
@@ -123,6 +119,21 @@ def write_text_output(
         output, text, follow_link=follow_link, replace_read_only=replace_read_only
     )
     say(f"tcreport: wrote {target}")
+
+
+def guard_output(
+    target: Path | None,
+    inputs: Iterable[Path | None],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+) -> None:
+    """Refuse ``-o`` before any reading when it would destroy an input or is no plain file
+    (:func:`tcreport.api.guard_output`, the one guard of every command); standard output and no
+    ``-o`` need none."""
+    if target is None or is_stdout(target):
+        return
+    api.guard_output(target, inputs, follow_link=follow_link, replace_read_only=replace_read_only)
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -173,14 +184,10 @@ def load_and_analyze(
     """
     from datetime import UTC, datetime
 
-    from tcreport import api
-
     with status(f"Reading {path}"):
         run = api.load(path)
         if output is not None:
-            from tcreport import _fs
-
-            _fs.refuse_read(output, path, run.meta.files)
+            api.guard_sidecars(output, path, run)
         if counters is not None:
             run = api.attach_counters(run, counters)
     with status("Analysing"):

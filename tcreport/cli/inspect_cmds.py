@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
     FLAGS,
     AllowEmpty,
@@ -16,7 +17,7 @@ from tcreport.cli._common import (
     KeyNode,
     OutputFile,
     ReplaceReadOnly,
-    is_stdout,
+    guard_output,
     load_and_analyze,
     say,
     slice_of,
@@ -81,16 +82,12 @@ def report(
     Without -o it goes to tcreport.html (tcreport.md with --markdown).
     """
     with user_errors():
-        from tcreport import _fs, api
-
         target = (
             output if output is not None else Path("tcreport.md" if markdown else "tcreport.html")
         )
-        if not is_stdout(target):
-            _fs.refuse_inputs(target, [path, counters])
-            _fs.check_file_target(
-                target, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        guard_output(
+            target, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
+        )
         view = load_and_analyze(
             path,
             slice_of(key_node, iter_start, iter_stop, allow_empty, timeline_iter),
@@ -134,15 +131,11 @@ def summary(
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
-        from tcreport import _fs, api
-
         if output is not None and not json_out:
             raise UsageError("--output writes the JSON summary; add --json")
-        if output is not None and not is_stdout(output):
-            _fs.refuse_inputs(output, [path, counters])
-            _fs.check_file_target(
-                output, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        guard_output(
+            output, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
+        )
         view = load_and_analyze(
             path, slice_of(key_node, iter_start, iter_stop, allow_empty), counters=counters
         )
@@ -154,9 +147,7 @@ def summary(
                 replace_read_only=replace_read_only,
             )
         else:
-            from tcreport.render import terminal
-
-            terminal.render(view)
+            api.print_summary(view)
 
 
 @app.command()
@@ -179,10 +170,7 @@ def ingest(
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
-        from tcreport import _fs, api
-
-        api.check_ingest_output(output, force=force)
-        _fs.refuse_inputs(output, [path, counters])
+        api.check_ingest_output(output, force=force, inputs=[path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)
             if counters is not None:

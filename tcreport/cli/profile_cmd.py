@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
     IterStart,
     IterStop,
@@ -28,9 +29,8 @@ from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
 if TYPE_CHECKING:
-    from tcreport.api import Slice
+    from tcreport.api import Run, Slice
     from tcreport.capture import CaptureResult, ProfileRequest
-    from tcreport.model import Run
 
 
 class BackendName(StrEnum):
@@ -79,12 +79,8 @@ def _with_notes(run: Run, result: CaptureResult) -> Run:
 def _check_outputs(out: Path, script: Path) -> None:
     """Refuse now, not after the training run, a report.html/summary.json that is the script,
     a symbolic link or a read-only file."""
-    from tcreport import _fs
-
     for name in ("report.html", "summary.json"):
-        _fs.refuse_inputs(out / name, [script])
-        if out.is_dir():
-            _fs.check_file_target(out / name)
+        api.guard_output(out / name, [script], folder_made_later=True)
 
 
 Script = Annotated[
@@ -191,7 +187,6 @@ def profile(
 def _capture_and_report(request: ProfileRequest, slc: Slice) -> None:
     """Run the script under the profiler, then read, analyse (the part ``slc`` selects, unless
     the profiler already kept only those iterations) and write beside the raw profile."""
-    from tcreport import api
     from tcreport.capture import capture
 
     out = request.out_dir

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tcreport.analysis.gpu_arch import generation_from_kernels
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -40,6 +41,8 @@ from tcreport.compare.model import (
     Unit,
 )
 from tcreport.compare.noise import Spread, judge, pooled, spread
+from tcreport.fmt import ns as dur
+from tcreport.rules._common import Flavour, flavour
 
 if TYPE_CHECKING:
     from tcreport.analysis.result import Analysis
@@ -68,15 +71,11 @@ def _version(framework: str) -> str | None:
 
 def inferred_gpu(a: Analysis) -> str | None:
     """The GPU generation the kernel names were built for, when the trace names no GPU model."""
-    from tcreport.analysis.gpu_arch import generation_from_kernels
-
     return generation_from_kernels(k.name for k in a.breakdown.kernels)
 
 
 def inferred_framework(a: Analysis) -> str | None:
     """The framework family from op names (``aten::`` is PyTorch) when the run does not say."""
-    from tcreport.rules._common import Flavour, flavour
-
     return {Flavour.TORCH: "pytorch", Flavour.TF: "tensorflow"}.get(flavour(a))
 
 
@@ -147,8 +146,6 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
 
 def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) -> str:
     """One line that says whether head is better, worse or mixed, by how much, per iteration."""
-    from tcreport.fmt import ns as dur
-
     moved = [f for f in figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
     better = [f for f in moved if f.verdict is Change.IMPROVED]
     worse = [f for f in moved if f.verdict is Change.REGRESSED]
