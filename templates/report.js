@@ -92,7 +92,7 @@
   var root = document.getElementById("tl");
   if (!svg || !root) { return; }
   var names = JSON.parse(svg.getAttribute("data-names") || "[]");
-  var unit = svg.getAttribute("data-unit") || "Tensor Core"; // the run's matrix unit
+  var unit = svg.getAttribute("data-unit"); // what the run calls its matrix unit
   var tip = root.querySelector(".tl-tip");
   var tools = root.querySelector(".tl-tools");
   var range = root.querySelector(".tl-range");

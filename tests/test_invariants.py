@@ -9,9 +9,11 @@ import dataclasses
 import io
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from html import escape as html_escape
 from pathlib import Path
+from typing import Any
 
 import known_violations
 import markupsafe
@@ -20,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import budget
 from rich.console import Console
-from trace_paths import NSYS_H100, REALTRACES, ROOT, SAMPLES, need
+from trace_paths import NO_TF, NSYS_H100, REALTRACES, ROOT, SAMPLES, have_tf_reader, need, reads_tf
 
 from tcreport import api, fmt
 from tcreport.analysis import invariants
@@ -126,7 +128,20 @@ def _open(path: Path) -> pytest.MarkDecorator | tuple[()]:
     return pytest.mark.xfail(reason=why, strict=True) if why else ()
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_open(p), id=p.name) for p in TRACES])
+def _cases(*marks: Callable[[Path], pytest.MarkDecorator | tuple[()]]) -> list[Any]:
+    """Every trace as a case; a TensorFlow profile skips without the [tf] extra."""
+    no_tf = pytest.mark.skipif(not have_tf_reader(), reason=NO_TF)
+    return [
+        pytest.param(
+            p,
+            marks=[m for m in (*(f(p) for f in marks), no_tf if reads_tf(p) else ()) if m],
+            id=p.name,
+        )
+        for p in TRACES
+    ]
+
+
+@pytest.mark.parametrize("path", _cases(_open))
 def test_figures_add_up(path: Path) -> None:
     check_figures(_report(path).analysis)
 
@@ -142,7 +157,7 @@ def test_figures_add_up_on_the_h100_export_cut_by_a_key_node() -> None:
     check_figures(view.analysis)
 
 
-@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _cases())
 def test_every_renderer_shows_the_same_numbers(path: Path) -> None:
     check_renderers(_report(path))
 

@@ -32,14 +32,17 @@ def check(analysis: Analysis) -> list[Finding]:
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
     whole = its.whole_run or (not its.marked and (its.info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
+    dali = c.is_nvidia(analysis)  # NVIDIA DALI decodes on NVIDIA GPUs only
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
-        "prefetch_factor=2), .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU",
+        "prefetch_factor=2)"
+        + (", .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU"
+           if dali else " and .to(device, non_blocking=True)"),
         c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
-        ".prefetch(tf.data.AUTOTUNE), or NVIDIA DALI",
+        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if dali else ""),
         c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
-        "memory; tf.data prefetch/AUTOTUNE; NVIDIA DALI)",
-    }[fl]
+        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if dali else ")"),
+    }[fl]  # fmt: skip
     detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
     assumption = "no saving claimed: the profile does not show what the GPU waited for"
