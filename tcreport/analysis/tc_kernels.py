@@ -324,6 +324,10 @@ class Agreement:
     def rate(self) -> float | None:
         return self.agreeing / self.compared if self.compared else None
 
+    @property
+    def disagreeing(self) -> int:
+        return self.compared - self.agreeing
+
 
 def tc_agreement(kernels: pa.Table) -> Agreement:
     """Kernel-level agreement of ``uses_tc`` with ``profiler_uses_tc``, disagreements by name."""

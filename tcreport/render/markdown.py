@@ -7,30 +7,11 @@ comment, start a heading, ping anyone or become a link.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tcreport import fmt
 from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
 
-if TYPE_CHECKING:
-    from tcreport.model import IterationInfo
-
 TOP = 10
-
-
-def _iterations(it: IterationInfo) -> str:
-    """``iterations 2–9 of 10`` reads naturally only for a real range; say the rest plainly."""
-    total, start, stop = it.total, it.start, it.stop
-    if not total:
-        return "whole run (no iterations found)"
-    if total == 1:
-        return "1 iteration"
-    if start is None or stop is None or (start == 0 and stop == total - 1):
-        return f"all {total} iterations"
-    if start == stop:
-        return f"iteration {start} of {total}"
-    return f"iterations {start}–{stop} of {total}"
 
 
 def _host_tables(view: Report) -> list[str]:
@@ -63,12 +44,11 @@ def render(view: Report) -> str:
     a = view.analysis
     w = a.verdict.words
     m = a.meta
-    it = a.iterations.info
     gpus = fmt.gpus(m.gpus)
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",
-        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
+        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {a.iterations.phrase}",
         "",
         *(
             [f"**CPU-only run: no GPU kernels**, so no {w.unit_one} verdict; host time below.", ""]

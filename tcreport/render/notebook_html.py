@@ -31,13 +31,7 @@ def _head(view: Report) -> list[str]:
     w = a.verdict.words
     m = a.meta
     gpus = fmt.gpus(m.gpus)
-    it = a.iterations.info
-    if not it.total:
-        iters = "whole run"
-    elif it.total == 1:
-        iters = "1 iteration"
-    else:
-        iters = f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} iterations aggregated"
+    iters = a.iterations.phrase
     return [
         f'<div style="font-weight:bold">tcreport: {_e(view.source_path)}</div>',
         f'<div style="color:#555">{_e(m.profiler or m.format.value)} · {_e(gpus)} · '

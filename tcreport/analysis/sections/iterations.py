@@ -39,6 +39,21 @@ class Iterations:
         return slicing.method_text(self.info)
 
     @property
+    def phrase(self) -> str:
+        """Which iterations were aggregated, as a heading says it: ``iterations 2–9 of 10`` for a
+        real range, the rest plainly (``all 10 iterations``, ``whole run (no iterations found)``)."""
+        total, start, stop = self.info.total, self.info.start, self.info.stop
+        if not total:
+            return "whole run (no iterations found)"
+        if total == 1:
+            return "1 iteration"
+        if start is None or stop is None or (start == 0 and stop == total - 1):
+            return f"all {total} iterations"
+        if start == stop:
+            return f"iteration {start} of {total}"
+        return f"iterations {start}–{stop} of {total}"
+
+    @property
     def whole_run(self) -> bool:
         """No iteration marker cut the run: it is aggregated as one."""
         return self.info.method is IterationMethod.WHOLE_RUN

@@ -17,7 +17,7 @@ from tcreport import fmt
 from tcreport.analysis import counters, eligibility, tc_kernels, vendor, why_not
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import per_iteration
-from tcreport.analysis.figures import OpRow, TimeFigures, _share
+from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share
 from tcreport.analysis.kernel_evidence import fp32_kernel_per_op, tf32_families
 from tcreport.analysis.sections.headline import Headline, Tone
 from tcreport.analysis.tc_kernels import Agreement
@@ -95,8 +95,10 @@ class Verdict:
     kernel_agreement: Agreement | None
     op_eligibility_agreement: Agreement | None
     op_tc_agreement: Agreement | None
-    #: kernels whose name verdict Nsight Compute's tensor-pipe counters contradict
+    #: kernels whose name verdict Nsight Compute's tensor-pipe counters contradict, and how many
+    #: kernel names the counters decided at all
     counter_disagreements: tuple[CounterDisagreement, ...]
+    counter_measured: int
     tone: Tone  # of ``tc_share``: the verdict line's and the share card's colour
     sentence: tuple[str, str]  # the one-line verdict: (the lead a renderer may stress, the rest)
     share_card: Headline
@@ -231,11 +233,12 @@ def build(
     gpu_vendor: Vendor,
     time: TimeFigures,
     ops: Sequence[OpRow],
+    kernels: Sequence[KernelRow],
     info: IterationInfo,
     cpu_only: bool,
 ) -> Verdict:
     """The verdict of ``run`` (classified and sliced to the aggregated iterations), from its time
-    figures and op rows."""
+    figures and its op and kernel rows."""
     w = words_for(gpu_vendor)
     e = _eligibility(run, ops)
     tc_share = _share(time.tc_kernel_ns, time.gpu_kernel_ns)
@@ -271,6 +274,7 @@ def build(
         counter_disagreements=(
             counters.disagreements(run.kernels) if run.kernels is not None else ()
         ),
+        counter_measured=sum(1 for k in kernels if k.tc_rule == tc_kernels.COUNTER_RULE),
         tone=tone,
         sentence=_sentence(w, cpu_only, tc_share, time, e),
         share_card=Headline(
