@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import Handoff
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
@@ -132,10 +133,10 @@ def _read(db: NsysDb) -> Run:
         k_launch, m_launch = _launches(runtime, kernels, memory)
         del runtime
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
-        handed = [nvtx.result()]
+        ranges_outline = Handoff(nvtx.result())
         del nvtx  # a Future keeps its result: attribute() must hold the only reference
         release_free_memory()  # what the two threads freed, before attribution peaks
-        att = attribute(handed, k_launch, m_launch)
+        att = attribute(ranges_outline, k_launch, m_launch)
     del k_launch, m_launch
     release_free_memory()
 
