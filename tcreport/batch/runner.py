@@ -45,8 +45,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import _fs
+from tcreport import _fs, ingest
 from tcreport._fs import write_text_atomic
+from tcreport.batch import index as batch_index
 from tcreport.batch import lock, pool
 from tcreport.batch.work import TABLES, Outcome, Task, is_legacy_out, retryable
 from tcreport.errors import EmptyInputError, InputError, OutputError, UsageError
@@ -95,8 +96,6 @@ class BatchResult:
 
 def discover(root: Path, exclude: Path | None = None) -> list[Found]:
     """Every run under ``root``: a detected directory is one run and is not descended into."""
-    from tcreport import ingest
-
     seen: set[Path] = set()
     found: list[Found] = []
 
@@ -355,8 +354,6 @@ def run_batch(
     on_done: Callable[[Outcome], None] | None = None,
 ) -> BatchResult:
     """Process every run under ``root`` into ``out``; never stops on a bad trace."""
-    from tcreport.batch import index as batch_index
-
     started = time.perf_counter()
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
@@ -419,7 +416,7 @@ def _process(
     rest = [t for t in tasks if t.error is None or not t.error.startswith(UNREADABLE)]
     outcomes: Iterable[Outcome]
     if executor is Executor.DASK:
-        from tcreport.batch import dask_executor as batch_dask
+        from tcreport.batch import dask_executor as batch_dask  # dask: the [cluster] extra
 
         outcomes = batch_dask.run(rest, str(scheduler))
     else:

@@ -230,6 +230,7 @@ def process(task: Task) -> Outcome:
     if task.error is not None or task.format is None:
         return _failed(task, date, task.error or "format not detected", started)
     try:
+        # jinja2 only where a report is rendered, not for the dataset's schemas (TABLES)
         from tcreport.render.html import render as render_html
 
         run = ingest.load(Path(task.path))
