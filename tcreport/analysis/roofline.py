@@ -44,7 +44,7 @@ class Roofline:
     roofs: tuple[Roof, ...]  # highest first
     points: tuple[OpThroughput, ...]  # by GPU time, at most MAX_POINTS
     left_out: tuple[str, ...]  # heavy op names with GPU time but no FLOP or byte count
-    note: str | None  # why nothing, or not every heavy op, is drawn
+    note: str | None  # why nothing, or not every heavy op, is drawn (a sentence, no full stop)
 
     @property
     def drawn_gpu_ns(self) -> int:
@@ -66,14 +66,14 @@ def _note(
     gpu: GpuPeaks | None, points: Sequence[OpThroughput], left_out: Sequence[str], more: int
 ) -> str | None:
     if gpu is None:
-        return "no roofline: the trace does not name a GPU model in the peaks table"
+        return "No roofline: the trace does not name a GPU model in the peaks table"
     if gpu.memory_gbs is None:
-        return f"no roofline: the peaks table has no memory bandwidth for {gpu.model}"
+        return f"No roofline: the peaks table has no memory bandwidth for {gpu.model}"
     if not points:
-        return "no roofline: no GEMM, convolution or attention op has both a FLOP and a byte count"
+        return "No roofline: no GEMM, convolution or attention op has both a FLOP and a byte count"
     parts = []
     if left_out:
-        parts.append("not drawn, no FLOP or byte count: " + ", ".join(left_out[:3]))
+        parts.append("Not drawn, no FLOP or byte count: " + ", ".join(left_out[:3]))
     if more:
         parts.append(f"{more} smaller op groups not drawn")
     return "; ".join(parts) or None
