@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from tcreport.errors import SchemaError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _META_VERSION = b"tcreport.schema_version"
 _META_TABLE = b"tcreport.table"
 
@@ -121,6 +121,10 @@ OPS = pa.schema(
         _f("dtype", NAME),  # main data type, e.g. float32
         _f("input_shapes", pa.string()),
         _f("output_shapes", pa.string()),
+        # the scalar arguments the profiler recorded, as JSON text (Kineto ``Concrete Inputs``,
+        # e.g. ``["","","","[2, 2]","[3, 3]","[1, 1]","False","[0, 0]","1"]``): a convolution's
+        # stride/padding/dilation/groups, an attention's is_causal
+        _f("concrete_inputs", pa.string()),
         _f("device_id", pa.int32()),
         _f("process_id", pa.int64()),
         _f("thread_id", pa.int64()),

@@ -1,4 +1,5 @@
-"""The GPU's dense peak throughput per data type, from ``peaks.toml`` (each value with its source).
+"""The GPU's dense peak throughput per data type and its memory bandwidth, from ``peaks.toml``
+(each value with its source): the two roofs of a roofline.
 
 A % of peak is only meaningful against the right peak: an fp32 GEMM on a V100 cannot use Tensor
 Cores at all, a float32 GEMM on an A100 that ran TF32 kernels can reach the TF32 peak. So the peak
@@ -22,6 +23,7 @@ class GpuPeaks:
     model: str
     tflops: tuple[tuple[str, float], ...]  # (precision, dense TFLOP/s)
     source: str
+    memory_gbs: float | None = None  # DRAM bandwidth, GB/s (10^9 B/s): the roofline's memory roof
 
     def peak(self, precision: str | None) -> float | None:
         return dict(self.tflops).get(precision or "")
@@ -35,7 +37,13 @@ def table() -> tuple[tuple[re.Pattern[str], GpuPeaks], ...]:
     out = []
     for g in raw["gpu"]:
         vals = tuple((p, float(g[p])) for p in PRECISIONS if p in g)
-        out.append((re.compile(g["match"], re.IGNORECASE), GpuPeaks(g["model"], vals, g["source"])))
+        bandwidth = float(g["memory_gbs"]) if "memory_gbs" in g else None
+        out.append(
+            (
+                re.compile(g["match"], re.IGNORECASE),
+                GpuPeaks(g["model"], vals, g["source"], bandwidth),
+            )
+        )
     return tuple(out)
 
 

@@ -245,12 +245,13 @@ def _steps(
     return _StepParts(breakdown, tl, comm)
 
 
-def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
+def _throughput(run: Run, time: TimeFigures, gpu_vendor: Vendor) -> Throughput | None:
     from tcreport.analysis import throughput
 
     k = run.kernels
     gpus = len(pc.unique(k.column("device_id")).drop_null()) if k is not None else 0
-    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus))
+    unit = vendor.MATRIX_UNIT[gpu_vendor]
+    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus), unit)
 
 
 def _suggestions(
@@ -288,7 +289,7 @@ class _PerName:
     throughput: Throughput | None
 
 
-def _per_name(sliced: Run, selection: Selection) -> _PerName:
+def _per_name(sliced: Run, selection: Selection, gpu_vendor: Vendor) -> _PerName:
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
     op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
@@ -307,7 +308,7 @@ def _per_name(sliced: Run, selection: Selection) -> _PerName:
         host_types=host_types,
         compiling=compilation.compilation(_ranges_in(sliced, selection), sliced.ops),
         why_not=() if cpu_only else _why_not(sliced),
-        throughput=_throughput(sliced, time),
+        throughput=_throughput(sliced, time, gpu_vendor),
     )
 
 
@@ -345,7 +346,7 @@ def compute(
         steps_job = pool.submit(
             _steps, all_iters, iteration_rows, selection, timeline_iter, with_timeline
         )
-        f = _per_name(sliced, selection)
+        f = _per_name(sliced, selection, gpu_vendor)
         parts = steps_job.result()
     time, ops, tl, cpu_only = f.time, f.ops, f.tl, f.cpu_only
     return Analysis(

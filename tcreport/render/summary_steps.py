@@ -78,6 +78,7 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
         "peak_source": t.gpu.source if t.gpu else None,
         "precision": t.precision,
         "peak_tflops": t.peak_tflops,
+        "memory_gbs": t.gpu.memory_gbs if t.gpu else None,
         "flops": t.flops,
         "achieved_tflops": t.tflops,
         "wall_ns": t.wall_ns,
@@ -100,6 +101,14 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
                 "achieved_tflops": o.tflops,
                 "peak_tflops": o.peak_tflops,
                 "peak_share": o.peak_share,
+                "mean_tflops": o.mean_tflops,
+                "median_tflops": o.median_tflops,
+                "memset_ns": o.memset_ns,
+                "bytes": o.bytes,
+                "flops_per_byte": o.intensity,
+                "bound": o.bound.value if o.bound is not None else None,
+                "roofline_share": o.roofline_share,
+                "matrix_units": o.matrix_units.value,
             }
             for o in t.ops[:TOP_N]
         ],

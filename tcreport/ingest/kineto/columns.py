@@ -154,7 +154,8 @@ _COMPACT = json.JSONEncoder(
 
 
 def dims_json(v: Any) -> str | None:
-    """``Input Dims`` as compact JSON text (``[[1,512],[]]``), the form ops.input_shapes keeps.
+    """``Input Dims`` as compact JSON text (``[[1,512],[]]``), the form ops.input_shapes keeps
+    (and ``Concrete Inputs`` as ops.concrete_inputs keeps them, ``["","","[2, 2]"]``).
 
     ASCII only (the encoder escapes the rest), so Arrow always accepts it."""
     try:

@@ -43,7 +43,7 @@ MODULE_PREFIX = "nn.Module: "
 
 #: The ``args`` each category needs; nothing else of ``args`` is read (``Call stack`` strings, the
 #: bulk of a 2021 trace, are never even decoded by the msgspec parser).
-CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE = (
+CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE, CONCRETE = (
     "corr",
     "eid",
     "device",
@@ -53,6 +53,7 @@ CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE = (
     "bytes",
     "dims",
     "dtype",
+    "concrete",
 )
 _GPU_ARGS = (CORR, EID, DEVICE, STREAM)
 ARGS: tuple[tuple[str, ...], ...] = (
@@ -60,7 +61,7 @@ ARGS: tuple[tuple[str, ...], ...] = (
     (CORR, EID),  # RUNTIME
     (*_GPU_ARGS, BYTES),  # MEMCPY
     (*_GPU_ARGS, BYTES),  # MEMSET
-    (EID, DIMS, DTYPE),  # OP
+    (EID, DIMS, DTYPE, CONCRETE),  # OP
     (),  # ANNOTATION
     (),  # MODULE
 )
@@ -87,8 +88,8 @@ class Rows:
     """Raw JSON values of one category's events (one piece of the trace), a list per field.
 
     Argument lists the category does not need (see :data:`ARGS`) stay empty. ``eid`` is
-    ``External id``, or ``external id`` when that key is absent; ``dims`` and ``dtype`` are already
-    reduced to text (the parsers memoise that work differently)."""
+    ``External id``, or ``external id`` when that key is absent; ``dims``, ``dtype`` and
+    ``concrete`` (``Concrete Inputs``) are already reduced to text (the parsers memoise that work differently)."""
 
     name: list[Any]
     pid: list[Any]
@@ -104,6 +105,7 @@ class Rows:
     nbytes: list[Any] = field(default_factory=list)
     dims: list[str | None] = field(default_factory=list)
     dtype: list[str | None] = field(default_factory=list)
+    concrete: list[str | None] = field(default_factory=list)
 
 
 def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
@@ -141,6 +143,8 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[DIMS] = pa.array(r.dims, pa.string())
     if DTYPE in need:
         cols[DTYPE] = pa.array(r.dtype, pa.string())
+    if CONCRETE in need:
+        cols[CONCRETE] = pa.array(r.concrete, pa.string())
     table = pa.table(cols)
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),

@@ -191,6 +191,7 @@ class _Builder:
                 "scope": self._scopes(),
                 "dtype": f.col(ev.DTYPE),
                 "input_shapes": f.col(ev.DIMS),
+                "concrete_inputs": f.col(ev.CONCRETE),
                 "process_id": f.pid,
                 "thread_id": f.tid,
                 "start_ns": f.start_ns,

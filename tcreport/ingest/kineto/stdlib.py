@@ -177,6 +177,8 @@ def _rows(kind: int, events: list[JsonObj]) -> ev.Rows:
         r.dims = [col.dims_json(a.get("Input Dims")) for a in args]
     if ev.DTYPE in need:
         r.dtype = [col.first_float_type(a.get("Input type")) for a in args]
+    if ev.CONCRETE in need:
+        r.concrete = [col.dims_json(a.get("Concrete Inputs")) for a in args]
     return r
 
 
