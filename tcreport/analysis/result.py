@@ -327,6 +327,7 @@ def compute(
     from tcreport.analysis import counters
 
     gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
@@ -410,8 +411,10 @@ def classified_selection(
 ) -> tuple[Run, Selection]:
     """:func:`classified_run` and the iteration selection it made (to refuse options that
     selected nothing, as the reports do)."""
+    gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     sliced, selection = iterations.select(
-        _classify(run, run_vendor(run)), key_node, iter_start, iter_stop
+        _classify(run, gpu_vendor), key_node, iter_start, iter_stop
     )
     if not selection.key_node_found or selection.info.method == "whole run":
         selection, _ = _suggestions(sliced, selection)  # the names an error can offer

@@ -181,7 +181,7 @@ def pack_for(vendor: str) -> RulePack:
             description=f"{amd.description}; then {nv.description}",
             rules=amd.rules + nv.rules,
         )
-    if vendor == "intel":
+    if vendor in ("intel", "meta"):
         return RulePack(
             id="no-rules", version="0", description="no rules for this vendor", rules=()
         )

@@ -43,9 +43,9 @@ import pyarrow.compute as pc
 
 from tcreport.ingest.common import started
 from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto import devices, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
-from tcreport.ingest.kineto import links, stdlib
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
+from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -109,6 +109,11 @@ class _Builder:
         self.dropped = parsed.malformed + parsed.dropped
         self.steps: list[tuple[int, int, int]] = []
         self.notes: list[str] = []
+        self.unread = parsed.unread_device
+        self.counters: pa.Array | None = None  # tensor-pipe verdicts of range-profiler kernels
+        if len(frames[ev.RANGE]) and not len(self.k):
+            self.k, self.counters, notes = ranges.as_kernels(frames[ev.RANGE], self.rt)
+            self.notes += notes
 
     # ------------------------------------------------------------------ tables
 
@@ -267,6 +272,8 @@ class _Builder:
         f = self.k
         cols = self._gpu_columns(f, at, op_ids)
         cols.update(name=f.name, long_name=f.name, launch_ns=at["launch_ns"])
+        if self.counters is not None:
+            cols["counter_uses_tc"] = self.counters
         for key in (ev.GRID, ev.BLOCK):
             for axis in "xyz":
                 cols[f"{key}_{axis}"] = f.col(f"{key}_{axis}")
@@ -317,6 +324,15 @@ class _Builder:
             )
         schema_v = self.header.schema_version
         started_at, started_source = self._started()
+        gpus, note = devices.gpus(self.header.devices, used)
+        self.notes += [note] if note else []
+        unread = sum(self.unread.values())
+        if unread and not used:
+            cats = ", ".join(f"{c} {n:,}" for c, n in sorted(self.unread.items()))
+            self.notes.append(
+                f"device events tcreport does not read ({cats}): the run used an accelerator, "
+                "but there are no kernels to judge"
+            )
         return RunMeta(
             format=SourceFormat.KINETO_JSON,
             path=str(self.path),
@@ -324,7 +340,7 @@ class _Builder:
             profiler_version=f"trace schema {schema_v}" if type(schema_v) is int else None,
             framework=self._torch_version(),
             cuda_version=self._cuda_version(),
-            gpus=self._gpus(used),
+            gpus=gpus,
             iterations=its,
             kernel_granularity=Granularity.LAUNCH,
             op_granularity=Granularity.LAUNCH,
@@ -332,6 +348,7 @@ class _Builder:
             notes=tuple(self.notes),
             started_at=started_at,
             started_at_source=started_source,
+            device_events_unread=unread,
         )
 
     def _started(self) -> tuple[str | None, str | None]:
@@ -362,35 +379,6 @@ class _Builder:
     def _cuda_version(self) -> str | None:
         v = self.header.cuda_runtime_version  # 12040 -> "12.4", CUDA's own encoding
         return f"{v // 1000}.{v % 1000 // 10}" if type(v) is int and 1000 <= v < 100000 else None
-
-    def _gpus(self, used: set[int]) -> tuple[Gpu, ...]:
-        """deviceProperties, limited to the devices the trace's GPU events ran on (a node lists all)."""
-        gpus: dict[int, Gpu] = {}
-        for dev, name, major, minor, sms in self.header.devices:
-            if type(dev) is not int or (used and dev not in used):
-                continue
-            label = col.clean_str(name[:200]) if isinstance(name, str) else None
-            vendor = gpu_vendor(label)
-            # ROCm writes the HIP architecture (9.0 on an MI250) into computeMajor/Minor: that
-            # is not an NVIDIA compute capability and must never be read as one.
-            cc = (
-                f"{major}.{minor}"
-                if type(major) is int and type(minor) is int and vendor in (None, "nvidia")
-                else None
-            )
-            gpus.setdefault(
-                dev,
-                Gpu(
-                    device_id=dev,
-                    name=label,
-                    compute_capability=cc,
-                    sm_count=sms if type(sms) is int else None,
-                    vendor=vendor,
-                ),
-            )
-        for d in used - gpus.keys():
-            gpus[d] = Gpu(device_id=d)
-        return tuple(gpus[d] for d in sorted(gpus))
 
 
 def _ones(n: int) -> pa.Array:
