@@ -125,10 +125,11 @@ def run_vendor(run: Run) -> Vendor:
 
 
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
-    from tcreport.analysis import eligibility, tc_kernels
+    from tcreport.analysis import eligibility, tc_kernels, triton_ops
 
     pack = tc_kernels.pack_for(gpu_vendor.value)
     kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 

@@ -42,7 +42,9 @@ from tcreport.errors import InputError
 PROFILER_LABEL = "profiler-label"
 #: ``tc_rule`` value when Nsight Compute's tensor-pipe counters decided (``counter_uses_tc``).
 COUNTER_RULE = "ncu-counter"
-_RESERVED = (PROFILER_LABEL, COUNTER_RULE)
+#: ``tc_rule`` value when a Triton kernel's launching op decided (:mod:`.triton_ops`).
+TRITON_OP_RULE = "triton-op-dtype"
+_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE)
 DEFAULT_PACK = "kernels.toml"
 AMD_PACK = "amd-kernels.toml"
 
