@@ -216,3 +216,44 @@ def test_synthetic_range_trace_parses_the_same_with_either_parser(tmp_path: Path
     fast, slow = kineto.read_with(path, use_msgspec=True), kineto.read_with(path, use_msgspec=False)
     assert fast.kernels is not None and slow.kernels is not None
     assert fast.kernels.equals(slow.kernels) and fast.meta == slow.meta
+
+
+# --- CUDA-graph replays ------------------------------------------------------------------------
+
+
+def _kernel(name: str, ts: float, dur: float, corr: int) -> dict[str, Any]:
+    return {
+        "ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+        "args": {"device": 0, "stream": 7, "correlation": corr},
+    }  # fmt: skip
+
+
+def test_synthetic_cuda_graph_replays_belong_to_what_replayed_them(tmp_path: Path) -> None:
+    """vLLM-style decoding: graph replays launched inside a record_function range (linked by its
+    External id) and one launched outside every range; an ordinary op beside them."""
+    annotation = {
+        "ph": "X", "cat": "user_annotation", "name": "execute_model", "pid": 10, "tid": 11,
+        "ts": 100, "dur": 300, "args": {"External id": 5},
+    }  # fmt: skip
+    events = [
+        annotation,
+        _launch("cuda_runtime", "cudaGraphLaunch", 150, 40, 5),
+        _launch("cuda_runtime", "cudaGraphLaunch", 600, 41, 0),
+        _op("aten::mm", 450, 30, 9),
+        _launch("cuda_runtime", "cudaLaunchKernel", 455, 50, 9),
+        _kernel("nvjet_tst_128x128_64x4_2x1_v_bz_TNT", 200, 40, 40),
+        _kernel("void vllm::rms_norm_kernel<c10::BFloat16>(x)", 240, 10, 40),
+        _kernel("nvjet_tst_128x128_64x4_2x1_v_bz_TNT", 700, 40, 41),
+        _kernel("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn", 460, 20, 50),
+    ]
+    dev = {"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0}
+    run = kineto.read(_write(tmp_path, [dev], events))
+    assert any("replayed from CUDA graphs" in n for n in run.meta.notes)
+    view = api.analyze(run)
+    ops = {o.name: o for o in view.analysis.ops}
+    assert ops["execute_model"].type == "CUDA graph replay"
+    assert ops["execute_model"].gpu_ns == 50_000
+    assert ops["cudaGraphLaunch"].gpu_ns == 40_000  # no range encloses it: the launch owns it
+    assert ops["aten::mm"].gpu_ns == 20_000
+    assert view.analysis.tc.unattributed_kernel_ns == 0
+    assert sum(o.gpu_ns or 0 for o in view.analysis.ops) == view.analysis.time.gpu_kernel_ns

@@ -77,7 +77,7 @@ ARGS: tuple[tuple[str, ...], ...] = (
     (*_GPU_ARGS, BYTES),  # MEMCPY
     (*_GPU_ARGS, BYTES),  # MEMSET
     (EID, DIMS, DTYPE),  # OP
-    (),  # ANNOTATION
+    (EID,),  # ANNOTATION: CUDA-graph launches link to record_function ranges
     (),  # MODULE
     (CORR, EID, DEVICE, TENSOR, GPU_TIME),  # RANGE
 )

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from tcreport.ingest.common import started
 from tcreport.ingest.kineto import columns as col
-from tcreport.ingest.kineto import devices, links, ranges, stdlib
+from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
 from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
@@ -121,6 +121,7 @@ class _Builder:
         ranges = self._ranges()
         ops_table, op_ids = self._ops()
         gpu = self._attribute()
+        ops_table, op_ids, gpu = self._graph_replays(ops_table, op_ids, gpu)
         nk = len(self.k)
         kernels = self._kernels(gpu.slice(0, nk), op_ids)
         memory = self._memory(gpu.slice(nk), op_ids)
@@ -253,6 +254,21 @@ class _Builder:
                 f"{hits} GPU launches attributed to ops by time nesting (External ids did not match)"
             )
         return table
+
+    def _graph_replays(
+        self, ops: pa.Table, op_ids: pa.Array, at: pa.Table
+    ) -> tuple[pa.Table, pa.Array, pa.Table]:
+        """CUDA-graph replays no op owns become op rows of what replayed them (:mod:`.graphs`)."""
+        corr = pa.concat_arrays([self.k.col(ev.CORR), self.mc.col(ev.CORR)])
+        o = graphs.owners(corr, at["op_row"].combine_chunks(), self.rt, self.an, ops.num_rows)
+        if o is None:
+            return ops, op_ids, at
+        merged, ids = graphs.append_ops(ops, op_ids, o, self._iteration)
+        merged = merged.add_column(
+            0, "op_id", _op_id_column(ids, pa.array(np.arange(merged.num_rows, dtype=np.int32)))
+        )
+        self.notes.append(graphs.note(o))
+        return merged, ids, at.set_column(2, "op_row", o.op_row)
 
     def _gpu_columns(self, f: ev.Frame, at: pa.Table, op_ids: pa.Array) -> dict[str, Any]:
         launch = at["launch_ns"].combine_chunks()
