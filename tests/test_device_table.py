@@ -185,3 +185,21 @@ def test_real_rtx_2070_super_dlprof_report_says_cc_7_5(dlprof_cnn: object) -> No
     (f,) = [f for f in view.findings if f.id == "TC001"]
     assert "This GPU (cc 7.5) has no TF32" in (f.fix or "")
     assert "cc 7.0" not in api.render_markdown(view)
+
+
+@pytest.mark.realtraces
+def test_real_pascal_nsys_export_says_the_gpu_has_no_tensor_cores(nsys_win2022: object) -> None:
+    """The Windows Nsight Systems export ran on a GeForce GTX 1060 with Max-Q Design (Pascal,
+    6.1): its report says the GPU has no Tensor Cores, in every output."""
+    from pathlib import Path
+
+    from tcreport import api
+
+    assert isinstance(nsys_win2022, Path)
+    view = api.analyze(api.load(nsys_win2022))
+    (gpu,) = {g.name for g in view.analysis.meta.gpus}
+    assert gpu is not None and "GTX 1060" in gpu
+    title = f"{gpu} (Pascal, compute capability 6.1) has no Tensor Cores"
+    assert [f.title for f in view.findings if f.id == "TC005"] == [title]
+    for text in (api.render_json(view), api.render_markdown(view), api.render_html(view)):
+        assert "has no Tensor Cores" in text

@@ -7,8 +7,10 @@ such a run with NVIDIA rules turns every unknown GEMM into "did not use Tensor C
 picks the rule pack (AMD's first on AMD runs) and the name of the matrix unit the report shows; a
 vendor tcreport has no rules for (Intel) gets no verdicts at all: unknown, never "no".
 
-Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``); formats that only
-exist on NVIDIA (DLProf, Nsight Systems, Nsight Compute); a ROCm/HIP build string; kernel names.
+Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``), else what the
+device table knows of the device (its model, or the generation of a recorded NVIDIA compute
+capability or AMD gfx id); formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
+Compute); a ROCm/HIP build string; kernel names.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ _NVIDIA_KERNELS = re.compile(
 
 def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
     """The run's GPU vendor from its metadata, else from the names of its kernels."""
-    named = {g.vendor for g in meta.gpus if g.vendor}
+    named = {g.vendor or device_table.describe(g).vendor for g in meta.gpus} - {None}
     if len(named) == 1:
         one = named.pop()
         return Vendor(one) if one in Vendor.__members__.values() else Vendor.UNKNOWN
