@@ -64,7 +64,7 @@ _NVIDIA_KERNELS = re.compile(
 
 def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
     """The run's GPU vendor from its metadata, else from the names of its kernels."""
-    named = {g.vendor or device_table.describe(g).vendor for g in meta.gpus} - {None}
+    named = {v for g in meta.gpus if (v := g.vendor or device_table.describe(g).vendor)}
     if len(named) == 1:
         one = named.pop()
         return Vendor(one) if one in Vendor.__members__.values() else Vendor.UNKNOWN
