@@ -43,13 +43,15 @@ class Gpu:
     name: str | None = None
     compute_capability: str | None = None  # "7.5"; NVIDIA only (a HIP arch number is not one)
     sm_count: int | None = None
-    vendor: str | None = None  # "nvidia", "amd", "intel"; None = not recorded
+    vendor: str | None = None  # "nvidia", "amd", "intel", "meta"; None = not recorded
 
 
 _AMD_NAME = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{2,3}[A-Z]?\b|gfx\d", re.IGNORECASE)
 _INTEL_NAME = re.compile(
     r"\bIntel\b|\bArc\b|Data Center GPU Max|Ponte Vecchio|Gaudi", re.IGNORECASE
 )
+#: Meta's MTIA accelerators (an MTIA Kineto trace's ``deviceProperties`` name the device "ARTEMIS").
+_META_NAME = re.compile(r"\bMTIA\b|\bARTEMIS\b", re.IGNORECASE)
 _NVIDIA_NAME = re.compile(
     r"NVIDIA|GeForce|Quadro|Tesla|TITAN|\b[ABHLTV]\d{1,3}[A-Z]?\b|\bGB?\d{3}\b|\bRTX\b",
     re.IGNORECASE,
@@ -62,7 +64,12 @@ def gpu_vendor(name: str | None) -> str | None:
     architecture number for an NVIDIA compute capability."""
     if not name:
         return None
-    for vendor, pattern in (("amd", _AMD_NAME), ("intel", _INTEL_NAME), ("nvidia", _NVIDIA_NAME)):
+    for vendor, pattern in (
+        ("amd", _AMD_NAME),
+        ("intel", _INTEL_NAME),
+        ("meta", _META_NAME),
+        ("nvidia", _NVIDIA_NAME),
+    ):
         if pattern.search(name):
             return vendor
     return None
@@ -146,6 +153,9 @@ class RunMeta:
     # what said so ("Nsight Systems session start"); None when the trace does not say.
     started_at: str | None = None
     started_at_source: str | None = None
+    # Device events the reader saw but does not read (device-side annotations, accelerator
+    # counters, TPU planes): device activity, so a run with only these is never "CPU-only".
+    device_events_unread: int = 0
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -173,6 +183,7 @@ class RunMeta:
             settings=RunSettings(**raw.get("settings", {})),
             started_at=raw.get("started_at"),
             started_at_source=raw.get("started_at_source"),
+            device_events_unread=int(raw.get("device_events_unread", 0)),
         )
 
 

@@ -125,10 +125,11 @@ def run_vendor(run: Run) -> Vendor:
 
 
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
-    from tcreport.analysis import eligibility, tc_kernels
+    from tcreport.analysis import eligibility, tc_kernels, triton_ops
 
     pack = tc_kernels.pack_for(gpu_vendor.value)
     kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
@@ -328,6 +329,7 @@ def compute(
     from tcreport.analysis import counters
 
     gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
@@ -411,8 +413,10 @@ def classified_selection(
 ) -> tuple[Run, Selection]:
     """:func:`classified_run` and the iteration selection it made (to refuse options that
     selected nothing, as the reports do)."""
+    gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     sliced, selection = iterations.select(
-        _classify(run, run_vendor(run)), key_node, iter_start, iter_stop
+        _classify(run, gpu_vendor), key_node, iter_start, iter_stop
     )
     if not selection.key_node_found or selection.info.method == "whole run":
         selection, _ = _suggestions(sliced, selection)  # the names an error can offer

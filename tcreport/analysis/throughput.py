@@ -52,7 +52,7 @@ class IterationThroughput:
 
 @dataclass(frozen=True)
 class Throughput:
-    gpu: peaks.GpuPeaks | None  # None: GPU model not in peaks.toml
+    gpu: peaks.GpuPeaks | None  # None: GPU model (or its peaks) not in the device table
     ops: tuple[OpThroughput, ...]  # heavy op groups first by GPU time, at most TOP_OPS
     flops: int  # counted FLOPs of the aggregated range
     counted_gpu_ns: int  # GPU time of the ops with a count

@@ -354,6 +354,15 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             else ("good" if share >= TC_SHARE_GOOD else "bad" if share < TC_SHARE_LOW else ""),
         )
     ]
+    if tc.op_level_gpu_ns is not None:  # no kernel table: the profiler's op times, labelled
+        cards.append(
+            Card(
+                fmt.pct(tc.op_level_tc_share),
+                f"of op GPU time in ops using {a.matrix_unit} (op-level)",
+                f"{fmt.ns(tc.op_level_gpu_ns)} op GPU time (op-level: the input has no kernel table)",
+                "",
+            )
+        )
     miss = tc.eligible_not_using_gpu_ns
     per_iter = a.eligible_not_using_per_iteration_ns
     several = (it.aggregated or 0) > 1 and per_iter is not None

@@ -33,6 +33,7 @@ from tcreport.rules import (
     tc002_unclassified,
     tc003_unaligned_dims,
     tc004_eligible_missed_tc,
+    tc005_no_matrix_units,
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
@@ -62,6 +63,7 @@ REGISTRY: dict[str, Rule] = dict(
             "TC002": tc002_unclassified.check,
             "TC003": tc003_unaligned_dims.check,
             "TC004": tc004_eligible_missed_tc.check,
+            "TC005": tc005_no_matrix_units.check,
         }.items()
     )
 )
@@ -104,6 +106,10 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     rules = list(REGISTRY.items())
     if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
         rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
+    elif tc005_no_matrix_units.no_matrix_units(analysis):  # a Pascal GPU: TC advice is void
+        rules = [
+            (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
+        ]
     found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     # high and medium findings first, each group by saving: a low-severity finding (a library's
     # own choice, a note) never sits above one a reviewer should act on, whatever its bound
@@ -121,7 +127,7 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
 
 #: Findings about the measurement or the input (where to aggregate, what the names cannot tell),
 #: not about a change to the model: they never take the "fix first" place.
-NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002"})
+NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002", "TC005"})
 
 
 def fix_first(findings: tuple[Finding, ...]) -> Finding | None:

@@ -339,9 +339,15 @@ class _Reader:
                 out.malformed += 1
                 continue
             kind, legacy = kind_of(e.cat, e.ph, e.name)
+            if kind == ev.RANGE:
+                # the counters are args keys no struct can declare in advance; such traces are
+                # small (the range profiler replays every kernel), so json reads them
+                raise FastPathError("cuda_profiler_range counters are read by the json parser")
             if kind is not None:
                 lists[kind].append(e)
                 out.legacy = out.legacy or legacy
+            else:
+                out.unread(e.cat)
         items.clear()
         for kind in ev.KINDS:
             if lists[kind]:
