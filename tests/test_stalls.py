@@ -81,6 +81,8 @@ REAL = {
     # trace: the stall findings it shows (only the BERT step reads a scalar back with .item()
     # while the GPU has nothing queued: 3.9 % of its step)
     "kineto/h100-bf16-bert-small": {"ST001"},
+    # one whole-run "step" whose tiny copies are model.cuda() set-up: no step, no finding
+    "dlprof/v1.8-pytorch-cnn": set(),
     "kineto/a100-ddp-nccl-3step": set(),
     "kineto/a100-tf32-alexnet": set(),
     "kineto/v100-legacy-resnet50": set(),
@@ -97,6 +99,8 @@ def test_stall_findings_fire_only_where_the_trace_shows_them(folder: str) -> Non
     if not where.exists():
         pytest.skip("needs ../shared/realtraces")
     for path in sorted(p for p in where.iterdir() if p.suffix in (".gz", ".sqlite", ".pb")):
+        if path.name.startswith("dlprof_dldb"):
+            continue  # DLProf's own aggregation: no per-launch timestamps, no steps
         ids = {f.id for f in _findings(path).findings if f.id.startswith("ST")}
         assert ids == REAL[folder], path.name
 

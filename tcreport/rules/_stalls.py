@@ -45,8 +45,12 @@ class StallSummary:
 
 
 def summary(analysis: Analysis, kind: StallKind) -> StallSummary | None:
-    """The kind's stalls over the aggregated iterations; None without a step breakdown."""
+    """The kind's stalls over the aggregated iterations; None without a step breakdown, and for a
+    run not split into iterations: its one "step" holds the set-up (``model.cuda()`` copying each
+    parameter, the first batch), which is no per-step cost."""
     info = analysis.selection.info
+    if info.method == "whole run":
+        return None
     lo = info.start or 0
     hi = info.stop if info.stop is not None else 1 << 31
     steps = [s for s in analysis.steps if lo <= s.iteration <= hi]
