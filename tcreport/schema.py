@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 
 from tcreport.errors import SchemaError
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "2"  # 2: ops.concrete_inputs (FLOPs of convolutions, causal attention) and
+#                       memory.launch_ns (copies join their step by launch, as kernels do)
 _META_VERSION = b"tcreport.schema_version"
 _META_TABLE = b"tcreport.table"
 
@@ -106,6 +107,7 @@ MEMORY = pa.schema(
         _f("bytes", pa.int64(), meta=BYTES),
         _f("iteration", pa.int32()),
         _f("op_id", NAME),
+        _f("launch_ns", pa.int64(), meta=NS),  # CPU time of the launching API call
     ]
 )
 

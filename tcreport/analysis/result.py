@@ -221,7 +221,7 @@ def _steps(
     act = activity.collect(run.kernels, run.memory)
     if act is None:
         return _StepParts((), None, None)
-    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, run.memory)
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)

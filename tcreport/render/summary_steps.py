@@ -34,6 +34,25 @@ def _step(r: StepRow) -> dict[str, Any]:
         "host_causes": [
             {"kind": c.kind, "name": c.name, "idle_ns": c.idle_ns} for c in r.host_causes
         ],
+        "memory_total_ns": r.memory_total_ns,
+        "window_ns": r.window_ns,
+        "idle_queue": None
+        if r.idle_queue is None
+        else dict(zip(("host_wait_ns", "kernel_wait_ns", "other_ns"), r.idle_queue, strict=True)),
+        "between": None
+        if r.between is None
+        else {"kind": r.between.kind, "name": r.between.name, "idle_ns": r.between.idle_ns},
+        "stalls": [
+            {
+                "kind": st.kind.value,
+                "op": st.op,
+                "gaps": st.gaps,
+                "idle_ns": st.idle_ns,
+                "copies": st.copies,
+                "bytes": st.bytes,
+            }
+            for st in r.stalls
+        ],
     }
 
 

@@ -110,3 +110,19 @@ COMM_LOW_OVERLAP = 0.5
 #: compute must exist to hide them under, and some (the last bucket, the first gather) stays
 #: exposed, so a floor, never all of it. Both rules' savings use it.
 COMM_RECOVERABLE = 0.5
+
+# --- step stalls (host synchronisation, pageable and tiny copies) ----------------------------------
+
+#: A stall is worth a finding when the GPU idle it causes is at least this share of the GPU step
+#: time (each step's window on the GPU): a 1 % loss on every step is what a reviewer would fix; a
+#: pageable input copy idling the GPU 0.4 ms in a 176 ms step is not.
+STALL_MIN_SHARE = 0.01
+
+#: Host-device copies per step and GPU under ``analysis.stalls.TINY_COPY_BYTES`` from which they
+#: are "many": each costs a launch (~5-10 µs) and often a sync for a few bytes; a handful per
+#: step (a loss read back, a learning rate sent) is normal.
+TINY_COPIES_PER_STEP = 10
+
+#: Share of a stall's idle the fix recovers (the host queues ahead instead of waiting for the GPU
+#: to drain): the rest of the gap is the host's own work, which the fix does not remove. A floor.
+STALL_RECOVERABLE = 0.5

@@ -302,7 +302,7 @@ class _Builder:
         names = f.name.to_pylist()
         kinds = [col.memcpy_kind(n).value for n in names[: self.n_memcpy]]
         kinds += [MemoryKind.MEMSET.value] * (len(names) - self.n_memcpy)
-        cols.update(kind=pa.array(kinds, pa.string()), name=f.name)
+        cols.update(kind=pa.array(kinds, pa.string()), name=f.name, launch_ns=at["launch_ns"])
         cols["bytes"] = f.col(ev.BYTES)
         return conform(cols, TableKind.MEMORY)
 

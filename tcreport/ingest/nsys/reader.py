@@ -132,6 +132,7 @@ def _read(db: NsysDb) -> Run:
         k_launch, m_launch = _launches(runtime, kernels, memory)
         del runtime
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
+        memory = memory.append_column("launch_ns", [m_launch.time_or_null()])
         handed = [nvtx.result()]
         del nvtx  # a Future keeps its result: attribute() must hold the only reference
         release_free_memory()  # what the two threads freed, before attribution peaks
