@@ -360,6 +360,36 @@ def test_tf_backend_refuses_pytorch_scripts(tmp_path: Path) -> None:
     assert "imports PyTorch" in _one_error_line(result.stderr)
 
 
+def test_torch_backend_refuses_tensorflow_scripts(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app,
+        [
+            "profile",
+            str(_script(tmp_path, TF_SCRIPT)),
+            "--backend",
+            "torch",
+            "--output-dir",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "this one imports TensorFlow; use --backend tf" in _one_error_line(result.stderr)
+    assert not out.exists(), "a run that never started leaves no folder"
+
+
+def test_auto_without_a_gpu_runs_the_scripts_own_framework(
+    fakes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlprof and nsys are on PATH (the stand-ins) but trace nothing without a GPU."""
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
+    monkeypatch.setattr(backends, "torch_available", lambda: True)
+    monkeypatch.setattr(backends, "tf_available", lambda: True)
+    torch_choice = backends.choose(Backend.AUTO, Framework.PYTORCH)
+    assert torch_choice == (Backend.TORCH, "the script imports torch (no GPU here for dlprof/nsys)")
+    assert backends.choose(Backend.AUTO, Framework.TENSORFLOW)[0] is Backend.TF
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -441,3 +471,36 @@ def test_profile_reports_children_that_outlive_the_script(
         assert "outlived it" in html and "tcreport did not wait for them" in html
     finally:
         _kill_from(pid_file)
+
+
+def test_output_folder_that_cannot_be_made_is_refused_before_the_script_runs(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    ran = tmp_path / "ran"
+    script = _script(tmp_path, f"open({str(ran)!r}, 'w').close()\n")
+    result = runner.invoke(
+        app, ["profile", str(script), "--backend", "nsys", "--output-dir", str(blocker / "out")]
+    )
+    assert result.exit_code == 4
+    assert "cannot create the output folder" in _one_error_line(result.stderr)
+    assert not ran.exists(), "the script must not run"
+
+
+def test_nsys_key_node_that_never_occurs_keeps_a_whole_run_report(
+    fakes: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["profile", str(_script(tmp_path)), "--backend", "nsys", "--key-node", "conv2dd",
+         "--output-dir", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.stderr)
+    assert "--key-node 'conv2dd' never occurs in this trace" in line
+    assert f"a report of the whole run in {out / 'report.html'}" in line
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["iterations"]["key_node"] != "conv2dd"
+    assert summary["time"]["gpu_kernel_ns"] == 589_147  # the whole run, as DLProf reported it

@@ -25,7 +25,7 @@ from typing import IO
 
 from tcreport.capture import commands, framework, layout
 from tcreport.capture.request import Backend, CaptureResult, Framework, ProfileRequest
-from tcreport.errors import CaptureError, UsageError
+from tcreport.errors import CaptureError, OutputError, UsageError
 
 INSTALL_HINTS = {
     Backend.DLPROF: "dlprof on PATH (NVIDIA's discontinued DLProf: NGC framework containers up to "
@@ -278,14 +278,20 @@ def check(req: ProfileRequest) -> tuple[Framework, Backend, str | None]:
     if not req.script.is_file():
         raise UsageError("no such script", req.script)
     fw = framework.detect(req.script)
-    backend, why = choose(req.backend, fw)
     out = req.out_dir
-    try:
+    made = not out.exists()
+    try:  # exit 4 like every output that cannot be written, and before the script runs
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CaptureError(f"cannot create the output folder: {exc.strerror or exc}", out) from exc
+        raise OutputError(f"cannot create the output folder: {exc.strerror or exc}", out) from exc
     if not os.access(out, os.W_OK | os.X_OK):
-        raise CaptureError("the output folder is not writable", out)
+        raise OutputError("the output folder is not writable", out)
+    try:
+        backend, why = choose(req.backend, fw)
+    except (CaptureError, UsageError):
+        if made:
+            out.rmdir()  # leave nothing behind for a run that never started
+        raise
     return fw, backend, why
 
 
