@@ -504,3 +504,19 @@ def test_nsys_key_node_that_never_occurs_keeps_a_whole_run_report(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["iterations"]["key_node"] != "conv2dd"
     assert summary["time"]["gpu_kernel_ns"] == 589_147  # the whole run, as DLProf reported it
+
+
+def test_dlprof_timing_options_refused_when_auto_picks_another_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
+    monkeypatch.setattr(backends, "torch_available", lambda: True)
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app, ["profile", str(_script(tmp_path)), "--delay", "5", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 2
+    assert "--delay and --duration are DLProf options and --backend auto chose torch" in (
+        _one_error_line(result.stderr)
+    )
+    assert not out.exists()

@@ -96,7 +96,8 @@ Verbose = Annotated[
     bool,
     typer.Option(
         "--verbose",
-        help="Show TensorFlow's own logging (hidden by default; errors always show).",
+        help="Show the frameworks' own logging, TensorFlow's and PyTorch profiler's (hidden by "
+        "default; errors always show).",
     ),
 ]
 

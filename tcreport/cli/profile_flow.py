@@ -87,7 +87,15 @@ def capture_and_report(request: ProfileRequest) -> None:
     from tcreport import api
     from tcreport.capture import Backend, capture, plan
 
+    existed = request.out_dir.exists()
     _, backend, why = plan(request)
+    if backend is not Backend.DLPROF and (request.delay_s, request.duration_s) != (None, None):
+        if not existed:
+            request.out_dir.rmdir()  # made by plan(); the run never starts
+        raise UsageError(
+            f"--delay and --duration are DLProf options and --backend auto chose {backend.value}"
+            f" ({why}); use --iter-start/--iter-stop"
+        )
     if why is not None:
         say(f"tcreport: backend {backend.value}: {why}")
     result = capture(dataclasses.replace(request, backend=Backend(backend.value)))
