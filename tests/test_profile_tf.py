@@ -84,6 +84,18 @@ def test_key_node_that_never_runs(tmp_path: Path) -> None:
     assert "tf.functions it created: " in result.stderr and "train_step" in result.stderr
 
 
+def test_custom_loop_without_a_step_marker_names_its_tf_functions(tmp_path: Path) -> None:
+    """Issue #25: the GAN example without --key-node exited 5 after the run; the fix is an
+    option, so it is a usage error, and it names the tf.function to pass."""
+    result = _profile(
+        [str(EXAMPLES / "gan_resize.py"), "--backend", "tf", "--output-dir", str(tmp_path / "o"),
+         "--", "--steps", "2"]
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "pass --key-node with the name of the tf.function that runs one step" in result.stderr
+    assert re.search(r"tf\.functions it created: [^)]*train_step", result.stderr)
+
+
 def test_key_node_typo_beside_fit_keeps_the_run(tmp_path: Path) -> None:
     """Keras fit batches still count the steps: the window is recorded and reported, and the
     command exits 2 naming the report it kept; the typo is in no report header."""

@@ -118,10 +118,11 @@ def _check_steps(
                 f"tf.profiler.experimental.Trace(step_num=...) steps; tf.functions it created: "
                 f"{seen}"
             )
-        raise CaptureError(
+        seen = ", ".join(functions[:10]) or "none"
+        raise UsageError(
             "no training steps seen: the script called no Keras Model.fit and marked no "
-            "tf.profiler.experimental.Trace(step_num=...) steps (pass --key-node with the name "
-            "of the tf.function that runs one step)"
+            "tf.profiler.experimental.Trace(step_num=...) steps; pass --key-node with the name "
+            f"of the tf.function that runs one step (tf.functions it created: {seen})"
         )
     if steps.profiled == 0:
         raise UsageError(
