@@ -150,7 +150,7 @@ def _short(kind: EvidenceKind, key: str, width: int = 90) -> str:
     keep both ends (``void cutlass::Kernel2<cutlass_80_wmma…_tn_align8::Params)``)."""
     if kind == EvidenceKind.ITERATION:
         return f"iteration {key}"
-    if len(key) <= width or kind == EvidenceKind.OP:
+    if len(key) <= width or kind in (EvidenceKind.OP, EvidenceKind.LAYER):
         return fmt.tail(key, width)
     head = width * 3 // 5
     return key[:head] + "…" + key[-(width - head - 1) :]
@@ -164,7 +164,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             Link(
                 e.key,
                 _short(e.kind, e.key),
-                ("#" + ids[e.kind][e.key]) if e.key in ids[e.kind] else None,
+                ("#" + ids[e.kind][e.key]) if e.key in ids.get(e.kind, {}) else None,
             )
             for e in f.evidence[:MAX_LINKS]
         )

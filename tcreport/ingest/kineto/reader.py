@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.ingest.common import started
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
@@ -89,7 +89,7 @@ def read_with(path: Path, use_msgspec: bool) -> Run:
             _log.debug("%s: msgspec parser gave up (%s); parsing again with json", path, exc)
     if parsed is None:
         parsed = stdlib.parse(path)
-    return _Builder(path, parsed).run()
+    return capture.applied(_Builder(path, parsed).run(), path)  # tcreport profile's sidecar
 
 
 class _Builder:

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from tcreport import schema
 from tcreport.errors import InputError
-from tcreport.ingest.common import started
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
@@ -362,5 +362,6 @@ def _read(path: Path) -> Run:
         started_at=started.iso(first) if first is not None else None,
         started_at_source="TensorFlow profiler XLine timestamps" if first is not None else None,
         device_events_unread=facts.other_events,
+        audit=capture.audit(side),
     )
     return Run(meta=meta, kernels=kernels, memory=memory, ops=ops)
