@@ -21,8 +21,6 @@ their next batch and queued ranges are cancelled, so the read stops within a bat
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import sqlite3
 import threading
@@ -36,6 +34,7 @@ import pyarrow as pa
 
 from tcreport.errors import InputError
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common.memory import release_free_memory
 
 T = TypeVar("T")
 
@@ -153,17 +152,6 @@ def _interrupted(exc: BaseException) -> bool:
             return True
         e = e.__cause__ or e.__context__
     return False
-
-
-def release_free_memory() -> None:
-    """Hand freed memory back to the OS between phases. glibc keeps what threads free in their
-    arenas and Arrow's allocator keeps freed pages too: on the 3.6 M-kernel export that is half a
-    GiB held by one allocator while the other asks the OS for more, all of it counting against
-    the peak RSS. Both calls take milliseconds; without glibc (macOS, musl) the first is a no-op.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-    pa.default_memory_pool().release_unused()
 
 
 def _cpus() -> int:
