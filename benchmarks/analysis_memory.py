@@ -233,7 +233,7 @@ def measure(args: argparse.Namespace) -> tuple[list[str], list[Row]]:
     if absent:
         lines.append("not in this tree: " + ", ".join(absent))
     # a tree from before the timeline option analyses as it always did (and says so)
-    timeline = {"with_timeline": not args.no_timeline}
+    timeline: dict[str, Any] = {"with_timeline": not args.no_timeline}
     if "with_timeline" not in inspect.signature(api.analyze).parameters:
         timeline = {}
         lines.append("analyze() has no with_timeline in this tree: its one analysis is measured")
