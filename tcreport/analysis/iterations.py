@@ -124,8 +124,10 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
     it = table.column("iteration")
     if it.null_count == table.num_rows:
         return table
-    keep = pc.and_(pc.greater_equal(it, start), pc.less_equal(it, stop))
-    return table.filter(pc.fill_null(keep, False))
+    keep = pc.fill_null(pc.and_(pc.greater_equal(it, start), pc.less_equal(it, stop)), False)
+    if pc.all(keep).as_py():  # every iteration kept: the table itself, not a filtered copy of it
+        return table
+    return table.filter(keep)
 
 
 def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:

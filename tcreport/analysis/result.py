@@ -338,7 +338,7 @@ def compute(
     # run with the same boundaries.
     all_iters, _ = (
         iterations.select(full, key_node, None, None)
-        if selection.info.total
+        if selection.info.total and (iter_start, iter_stop) != (None, None)
         else (sliced, selection)
     )
     iteration_rows = derived.iteration_rows(all_iters, selection)
