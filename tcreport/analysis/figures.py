@@ -48,6 +48,8 @@ class OpRow:
     # time of the op's own Tensor Core kernels (None: no op/kernel link; see :attr:`tc_ns`)
     tc_gpu_ns: int | None = None
     scope: str | None = None  # the layer/module the op ran in, as the reader found it
+    # the profiler labelled the op TC-eligible or not (DLProf): its flag decides, GPU time or none
+    profiler_labelled: bool = False
 
     @property
     def tc_ns(self) -> int:
@@ -68,8 +70,10 @@ class OpRow:
     def counts_as_eligible(self) -> bool:
         """Eligible and did GPU work of its own. A wrapper op whose kernels are attributed to its
         child (``aten::linear`` over ``aten::addmm`` in a Kineto trace) ran nothing itself:
-        counting it would double the op and claim a miss."""
-        return self.tc_eligible and self.gpu_ns != 0
+        counting it would double the op and claim a miss. Where the profiler labelled the op
+        (DLProf's TC Eligible) its flag is the authority: DLProf counts an eligible
+        ``_XlaCompile`` or ``PartitionedCall`` with no GPU time, and so do we."""
+        return self.tc_eligible and (self.gpu_ns != 0 or self.profiler_labelled)
 
     @property
     def missed_tc(self) -> bool:
@@ -212,6 +216,7 @@ _OP_AGGREGATES = [
     ("uses", "any"),
     ("known", "any"),
     ("missed", "sum"),
+    ("labelled", "any"),
 ]
 
 
@@ -238,6 +243,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
             "known": pc.is_valid(ops.column("uses_tc")),
+            "labelled": pc.is_valid(ops.column("profiler_tc_eligible")),
         }
     )
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
@@ -275,6 +281,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
                 tc_gpu_ns=int(r["tc_sum"]) if r["tc_count"] else None,
                 scope=op_scope,
                 tc_known=bool(r["known_any"]),
+                profiler_labelled=bool(r["labelled_any"]),
             )
         )
     return rows

@@ -33,6 +33,7 @@ from tcreport.analysis import (
     steps,
     tc_kernels,
     throughput,
+    triton_ops,
     vendor,
 )
 from tcreport.analysis.derived import IterationRow
@@ -70,6 +71,7 @@ def run_vendor(run: Run) -> Vendor:
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     pack = tc_kernels.pack_for(gpu_vendor.value)
     kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
@@ -116,7 +118,7 @@ def _steps(
     act = activity.collect(run.kernels, run.memory)
     if act is None:
         return _StepParts((), None, None)
-    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, run.memory)
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
@@ -141,10 +143,12 @@ def _steps(
     return _StepParts(breakdown, tl, comm)
 
 
-def _throughput(run: Run, t: TimeFigures) -> Throughput | None:
+def _throughput(run: Run, t: TimeFigures, unit: str) -> Throughput | None:
+    """FLOPs and the roofline; ``unit``: the verdict section's name for the matrix units, which
+    the roofline's legend uses."""
     k = run.kernels
     gpus = len(pc.unique(k.column("device_id")).drop_null()) if k is not None else 0
-    return throughput.compute(run, t.wall_ns, t.tc_kernel_ns, max(1, gpus))
+    return throughput.compute(run, t.wall_ns, t.tc_kernel_ns, max(1, gpus), unit)
 
 
 def _suggestions(
@@ -176,14 +180,21 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
     (:attr:`Steps.timeline`); the other outputs do not draw it, and on a multi-million-launch
     trace it costs more than the rest of the step analysis."""
     gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
     sliced, selection = iterations.select(classified, slc)
     selection, suggestions = _suggestions(classified, selection)
     _refuse_ineffective(slc, selection)
     info = selection.info
     # Per-iteration rows need every iteration (warm-up included), so they come from the unsliced
-    # run with the same boundaries.
-    all_iters = iterations.select(classified, slc.every_iteration())[0] if info.total else sliced
+    # run with the same boundaries; a slice that narrows no iteration already holds them all (no
+    # second filtered copy of the ops and kernels, held to the end).
+    narrowed = (slc.iter_start, slc.iter_stop) != (None, None)
+    all_iters = (
+        iterations.select(classified, slc.every_iteration())[0]
+        if info.total and narrowed
+        else sliced
+    )
     iteration_rows = derived.iteration_rows(all_iters, selection)
     # The step analysis (a third of the time on big traces) shares nothing with the per-name
     # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
@@ -198,7 +209,7 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         judged = verdict.build(sliced, gpu_vendor, t, ops, rows.kernels, info, on_host.cpu_only)
         dtypes = precision.build(ops, gpu_vendor)
         found = signals.build(sliced, _ranges_in(sliced, selection))
-        flops = _throughput(sliced, t)
+        flops = _throughput(sliced, t, judged.words.unit)
         parts = steps_job.result()
     its = iterations_section.build(
         selection,
@@ -228,7 +239,9 @@ def classified_run(run: Run, slc: Slice = WHOLE) -> Run:
     """The run with every kernel's verdict, sliced to the iterations ``slc`` selects: the bulk
     rows an export writes (the :class:`Analysis` keeps only per-name rows). A slice that selects
     nothing is refused as :func:`compute` refuses it."""
-    sliced, selection = iterations.select(_classify(run, run_vendor(run)), slc)
+    gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
+    sliced, selection = iterations.select(_classify(run, gpu_vendor), slc)
     if not slc.allow_empty:
         selection, _ = _suggestions(sliced, selection)  # the names an error can offer
         _refuse_ineffective(slc, selection)

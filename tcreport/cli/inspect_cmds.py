@@ -19,6 +19,7 @@ from tcreport.cli._common import (
     ReplaceReadOnly,
     guard_output,
     load_and_analyze,
+    phase,
     say,
     slice_of,
     status,
@@ -99,7 +100,8 @@ def report(
         ignored = view.analysis.steps.timeline_ignored
         if ignored is not None:  # the analysis drew another iteration: say so
             say(f"tcreport: warning: {ignored.spelt(FLAGS)}")
-        text = api.render_markdown(view) if markdown else api.render_html(view)
+        with phase("render", "Rendering"):
+            text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
             target, text, follow_link=follow_link, replace_read_only=replace_read_only
         )

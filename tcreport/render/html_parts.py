@@ -149,7 +149,7 @@ def _short(kind: EvidenceKind, key: str, width: int = 90) -> str:
     keep both ends (``void cutlass::Kernel2<cutlass_80_wmma…_tn_align8::Params)``)."""
     if kind == EvidenceKind.ITERATION:
         return f"iteration {key}"
-    if len(key) <= width or kind == EvidenceKind.OP:
+    if len(key) <= width or kind in (EvidenceKind.OP, EvidenceKind.LAYER):
         return fmt.tail(key, width)
     head = width * 3 // 5
     return key[:head] + "…" + key[-(width - head - 1) :]
@@ -163,7 +163,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             Link(
                 e.key,
                 _short(e.kind, e.key),
-                ("#" + ids[e.kind][e.key]) if e.key in ids[e.kind] else None,
+                ("#" + ids[e.kind][e.key]) if e.key in ids.get(e.kind, {}) else None,
             )
             for e in f.evidence[:MAX_LINKS]
         )
@@ -345,9 +345,17 @@ CARD_CSS = {Tone.GOOD: "good", Tone.BAD: "bad", Tone.NEUTRAL: "", Tone.UNKNOWN: 
 
 
 def cards(a: Analysis) -> tuple[Card, ...]:
-    """The headline cards: each section's one-line verdict, in reading order."""
+    """The headline cards: each section's one-line verdict, in reading order (the op-level share
+    only where the input has no kernel table)."""
     v = a.verdict
-    heads = (v.share_card, v.miss_card, a.time.busy_card, a.iterations.card, v.classified_card)
+    heads = (
+        v.share_card,
+        v.op_level_card,
+        v.miss_card,
+        a.time.busy_card,
+        a.iterations.card,
+        v.classified_card,
+    )
     return tuple(Card(h.value, h.label, h.detail, CARD_CSS[h.tone]) for h in heads if h)
 
 

@@ -63,6 +63,7 @@ def render(view: Report) -> str:
         f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
+        *([a.verdict.op_level_sentence, ""] if a.verdict.op_level_sentence is not None else []),
     ]
     if view.findings:
         lines += ["**Findings**", ""]

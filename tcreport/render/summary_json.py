@@ -88,7 +88,8 @@ def _tensor_core(view: Report) -> dict[str, Any]:
         "eligible_gpu_ns": v.eligible_gpu_ns,
         "eligible_not_using_gpu_ns": v.eligible_not_using_gpu_ns,
     }
-    return figures | {alias: figures[name] for name, alias in ALIASES.items()}
+    op_level = {"op_level_gpu_ns": v.op_level_gpu_ns, "op_level_share": v.op_level_tc_share}
+    return figures | {alias: figures[name] for name, alias in ALIASES.items()} | op_level
 
 
 def summary_dict(view: Report) -> dict[str, Any]:

@@ -230,6 +230,11 @@ def _headline(view: Report) -> Table:
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
         head.add_row(f"{w.unit_one} share of kernel time", fmt.pct(v.tc_share))
+        if v.op_level_gpu_ns is not None:  # no kernel table: the op-level figures, labelled
+            head.add_row(
+                f"{w.unit_one} share of op GPU time (op-level)", fmt.pct(v.op_level_tc_share)
+            )
+            head.add_row("Op GPU time (op-level)", fmt.ns(v.op_level_gpu_ns))
         head.add_row("Kernel time with a known verdict", fmt.pct(v.classified_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
         head.add_row(f"{w.unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))

@@ -60,9 +60,14 @@ def is_nvidia(analysis: Analysis) -> bool:
 
 
 def amp_fix(analysis: Analysis) -> str:
-    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words;
+    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words,
+    for the run's framework, GPU and vendor."""
+    return amp_text(flavour(analysis), compute_capability(analysis), is_nvidia(analysis))
+
+
+def amp_text(fl: Flavour, cc: float | None, nvidia: bool) -> str:
+    """:func:`amp_fix` for a framework and compute capability known otherwise (the model audit's);
     TF32 is NVIDIA's, so it is not offered for another vendor's GPU."""
-    fl, cc = flavour(analysis), compute_capability(analysis)
     bf16 = cc is not None and cc >= 8.0
     dt = "bfloat16" if bf16 else "float16"
     torch = (
@@ -80,7 +85,7 @@ def amp_fix(analysis: Analysis) -> str:
         "enable_tensor_float_32_execution in TensorFlow)",
     }[fl]
     main = {Flavour.TORCH: torch, Flavour.TF: tf, Flavour.ANY: f"PyTorch: {torch}; Keras: {tf}"}[fl]
-    if not is_nvidia(analysis):
+    if not nvidia:
         return f"{main}."
     if cc is None:
         return f"{main}. On Ampere or newer GPUs, {tf32} also puts float32 matmuls on Tensor Cores."

@@ -32,16 +32,17 @@ def check(analysis: Analysis) -> list[Finding]:
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
     whole = its.whole_run or (not its.marked and (its.info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
-    dali = c.is_nvidia(analysis)  # NVIDIA DALI decodes on NVIDIA GPUs only
+    # NVIDIA's tools (Nsight Systems, DALI) are no advice for another vendor's GPU
+    nvidia = c.is_nvidia(analysis)
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
         "prefetch_factor=2)"
         + (", .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU"
-           if dali else " and .to(device, non_blocking=True)"),
+           if nvidia else " and .to(device, non_blocking=True)"),
         c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
-        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if dali else ""),
+        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if nvidia else ""),
         c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
-        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if dali else ")"),
+        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if nvidia else ")"),
     }[fl]  # fmt: skip
     detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
@@ -62,7 +63,7 @@ def check(analysis: Analysis) -> list[Finding]:
         ]
     else:
         fix = (
-            "Find what the GPU waits for in the timeline (nsys/torch.profiler): host work between "
+            f"Find what the GPU waits for in the timeline ({'nsys/' if nvidia else ''}torch.profiler): host work between "
             f"steps, synchronisation (.item(), .cpu(), print of tensors), or input data: {feed}."
         )
     if whole:

@@ -28,7 +28,9 @@ _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
-def _fix(op_type: str, fl: c.Flavour, w: UnitWords) -> str:
+def _fix(op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool) -> str:
+    """The fix, in the words of the run's framework and its matrix unit ("Tensor Core"); DALI
+    (NVIDIA's) only for a GPU of NVIDIA's."""
     fuse = {
         c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
         "kernels",
@@ -39,7 +41,7 @@ def _fix(op_type: str, fl: c.Flavour, w: UnitWords) -> str:
         return (
             "Cheaper resize: nearest instead of bilinear/bicubic where quality allows, a transposed "
             f"convolution or pixel shuffle ({w.unit_one} eligible) instead of upsample+conv, or resize "
-            f"in the input pipeline on the GPU (DALI); and {fuse}."
+            f"in the input pipeline on the GPU{' (DALI)' if nvidia else ''}; and {fuse}."
         )
     if _NORM.search(op_type):
         return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm) or {fuse}; in convnets channels_last helps cuDNN batch norm."
@@ -77,7 +79,7 @@ def check(analysis: Analysis) -> list[Finding]:
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
                 f"{fmt.ns(total)} GPU kernel time. {w.unit} do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",
-                fix=_fix(t, fl, w),
+                fix=_fix(t, fl, w, c.is_nvidia(analysis)),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
                 f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcreport import fmt
-from tcreport.analysis import counters, eligibility, tc_kernels, vendor, why_not
+from tcreport.analysis import counters, eligibility, gpu_arch, tc_kernels, vendor, why_not
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import per_iteration
 from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share
@@ -53,6 +53,7 @@ _SHORT = {
     Vendor.NVIDIA: ("TC", "TC-eligible"),
     Vendor.AMD: ("Matrix Cores", "matrix-core-eligible"),
     Vendor.INTEL: ("XMX", "XMX-eligible"),
+    Vendor.META: ("matrix units", "matrix-unit-eligible"),
     Vendor.UNKNOWN: ("TC", "TC-eligible"),
 }
 
@@ -84,6 +85,15 @@ class Verdict:
     eligible_not_using_gpu_ns: int | None
     #: eligible GPU time not on the matrix units / GPU kernel time (the CI gate's figure)
     eligible_not_tc_share: float | None
+    #: Op-level figures, only where kernel-level ones are missing (a DLProf 0.x detailed report
+    #: has per-op GPU time but no kernel table): the ops' GPU time summed, and the share of it in
+    #: ops that used the matrix units (an op's whole time counts, its other kernels included, so
+    #: it is an upper bound of the kernel-level share). Every output labels them "op-level".
+    op_level_gpu_ns: int | None
+    op_level_tc_share: float | None
+    #: every GPU of the run is identified and none has matrix units (a Pascal GeForce): a share
+    #: of 0 is the hardware's, and the rules that presume matrix units do not run (TC005)
+    no_matrix_units: bool
     eligible_not_using_per_iteration_ns: float | None
     partly_using_op_count: int | None
     #: ops flagged eligible (the eligibility table's rows), and those of them with no GPU time of
@@ -104,6 +114,8 @@ class Verdict:
     share_card: Headline
     miss_card: Headline
     classified_card: Headline
+    op_level_card: Headline | None  # the op-level share, where there is one
+    op_level_sentence: str | None  # the same, as a sentence (Markdown)
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -212,6 +224,33 @@ def _sentence(
     return f"{fmt.pct(tc_share)} of GPU kernel time ran on {w.unit}", rest + "."
 
 
+def _op_level(time: TimeFigures, ops: Sequence[OpRow]) -> tuple[int | None, float | None]:
+    """Op GPU time and its share in ops using the matrix units, when there is no kernel time."""
+    if time.gpu_kernel_ns is not None or not any(o.gpu_ns for o in ops):
+        return None, None
+    total = sum(o.gpu_ns or 0 for o in ops)
+    return total, _share(sum(o.gpu_ns or 0 for o in ops if o.uses_tc), total)
+
+
+def _op_level_words(
+    w: UnitWords, gpu_ns: int | None, share: float | None
+) -> tuple[Headline | None, str | None]:
+    """The op-level figures' card and sentence, always labelled op-level."""
+    if gpu_ns is None:
+        return None, None
+    card = Headline(
+        fmt.pct(share),
+        f"of op GPU time in ops using {w.unit} (op-level)",
+        f"{fmt.ns(gpu_ns)} op GPU time (op-level: the input has no kernel table)",
+        Tone.NEUTRAL,
+    )
+    sentence = (
+        f"Op-level (the input has no kernel table): {fmt.pct(share)} of {fmt.ns(gpu_ns)} op GPU "
+        f"time is in ops using {w.unit}."
+    )
+    return card, sentence
+
+
 def _miss_card(
     w: UnitWords, e: _Eligibility, miss_share: float | None, per_iter: float | None, several: bool
 ) -> Headline:
@@ -247,6 +286,8 @@ def build(
     per_iter = per_iteration(e.missing_ns, info)
     kernel, op_elig, op_uses = _agreements(run)
     tone = share_tone(tc_share)
+    op_level_ns, op_level_share = _op_level(time, ops)
+    op_level_card, op_level_sentence = _op_level_words(w, op_level_ns, op_level_share)
     classified_tone = (
         Tone.UNKNOWN
         if classified is None
@@ -263,6 +304,9 @@ def build(
         eligible_gpu_ns=e.eligible_ns,
         eligible_not_using_gpu_ns=e.missing_ns,
         eligible_not_tc_share=miss_share,
+        op_level_gpu_ns=op_level_ns,
+        op_level_tc_share=op_level_share,
+        no_matrix_units=gpu_arch.has_matrix_units(run.meta.gpus) is False,
         eligible_not_using_per_iteration_ns=per_iter,
         partly_using_op_count=e.partly,
         eligible_listed=sum(1 for o in ops if o.tc_eligible),
@@ -293,4 +337,6 @@ def build(
             f"{fmt.count(time.kernel_launches)} launches",
             classified_tone,
         ),
+        op_level_card=op_level_card,
+        op_level_sentence=op_level_sentence,
     )
