@@ -18,6 +18,20 @@ from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 ID = "GP001"
 
 
+def _feed(fl: c.Flavour, nvidia: bool) -> str:
+    """How to load data in parallel, in the framework's words (DALI only on NVIDIA's GPUs)."""
+    return {
+        c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
+        "prefetch_factor=2)"
+        + (", .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU"
+           if nvidia else " and .to(device, non_blocking=True)"),
+        c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
+        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if nvidia else ""),
+        c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
+        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if nvidia else ")"),
+    }[fl]  # fmt: skip
+
+
 def check(analysis: Analysis) -> list[Finding]:
     b = analysis.time.busy  # one definition of "busy" for the card, this finding and the JSON
     if b is None or b.share is None or not b.range_ns:
@@ -31,19 +45,8 @@ def check(analysis: Analysis) -> list[Finding]:
     its = analysis.iterations
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
     whole = its.whole_run or (not its.marked and (its.info.aggregated or 1) < 2)
-    fl = c.flavour(analysis)
-    # NVIDIA's tools (Nsight Systems, DALI) are no advice for another vendor's GPU
-    nvidia = c.is_nvidia(analysis)
-    feed = {
-        c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
-        "prefetch_factor=2)"
-        + (", .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU"
-           if nvidia else " and .to(device, non_blocking=True)"),
-        c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
-        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if nvidia else ""),
-        c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
-        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if nvidia else ")"),
-    }[fl]  # fmt: skip
+    nvidia = c.is_nvidia(analysis)  # NVIDIA's tools (Nsight Systems, DALI): not for another GPU
+    feed = _feed(c.flavour(analysis), nvidia)
     detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
     assumption = "no saving claimed: the profile does not show what the GPU waited for"
