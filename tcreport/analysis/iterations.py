@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import fmt, schema
+from tcreport.analysis.eligibility import count_once
 from tcreport.analysis.iteration_marks import MIN_ITERATION_COVERAGE as MIN_ITERATION_COVERAGE
 from tcreport.analysis.iteration_marks import _occurrences as _occurrences
 from tcreport.analysis.iteration_marks import boundaries
@@ -221,11 +222,16 @@ def _split(
     meta = _with_iterations(run, info)
     if (note := unlaunched_note(run)) is not None:
         meta = dataclasses.replace(meta, notes=(*meta.notes, note))
+    kernels = _filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi)
+    ops = _filter(_assign(run.ops, starts, "start_ns"), lo, hi)
     out = run.replace(
         meta=meta,
-        kernels=_filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi),
+        kernels=kernels,
         memory=_filter(_assign(run.memory, starts, _launch_time(run.memory)), lo, hi),
-        ops=_filter(_assign(run.ops, starts, "start_ns"), lo, hi),
+        # An op is in the iteration its host start is in, a kernel in its launch's: a kernel with
+        # no launch record is in none, though its op may be. The op keeps only the time of the
+        # kernels kept with it, or op time outgrows the kernel time it is part of.
+        ops=count_once(ops, kernels) if ops is not None else None,
         iterations=iterations,
     )
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
