@@ -20,7 +20,7 @@ from trace_paths import ROOT
 from tcreport import api, rules
 from tcreport.analysis.result import Analysis
 from tcreport.model import Gpu, Run, RunSettings
-from tcreport.rules import Finding
+from tcreport.rules import Finding, Severity
 
 
 def findings(run: Run, rule_id: str, **kw: Any) -> list[Finding]:
@@ -453,8 +453,16 @@ def test_evaluate_never_raises_and_savings_are_bounded(
             assert bound is not None and 0 <= f.estimated_saving_ns <= bound
         if f.saving_share is not None:
             assert 0.0 <= f.saving_share <= 1.0
-    savings = [f.estimated_saving_ns or 0 for f in view.findings]
-    assert savings == sorted(savings, reverse=True)
+    # ranked as rules.evaluate promises: high and medium first, each group by saving
+    minor = [f.severity in (Severity.LOW, Severity.INFO) for f in view.findings]
+    assert minor == sorted(minor)
+    for group in (False, True):
+        savings = [
+            f.estimated_saving_ns or 0
+            for f, m in zip(view.findings, minor, strict=True)
+            if m == group
+        ]
+        assert savings == sorted(savings, reverse=True)
 
 
 # --- real trace -------------------------------------------------------------------------------------
