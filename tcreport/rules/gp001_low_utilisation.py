@@ -20,16 +20,16 @@ ID = "GP001"
 
 def _feed(fl: c.Flavour, nvidia: bool) -> str:
     """How to load data in parallel, in the framework's words (DALI only on NVIDIA's GPUs)."""
+    dali = ", or NVIDIA DALI" if nvidia else ""
     return {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
-        "prefetch_factor=2)"
-        + (", .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU"
-           if nvidia else " and .to(device, non_blocking=True)"),
+        f"prefetch_factor=2), .to(device, non_blocking=True){dali}"
+        + (" for decoding/augmentation on the GPU" if nvidia else ""),
         c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
-        ".prefetch(tf.data.AUTOTUNE)" + (", or NVIDIA DALI" if nvidia else ""),
+        f".prefetch(tf.data.AUTOTUNE){dali}",
         c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
-        "memory; tf.data prefetch/AUTOTUNE" + ("; NVIDIA DALI)" if nvidia else ")"),
-    }[fl]  # fmt: skip
+        f"memory; tf.data prefetch/AUTOTUNE{'; NVIDIA DALI' if nvidia else ''})",
+    }[fl]
 
 
 def check(analysis: Analysis) -> list[Finding]:
