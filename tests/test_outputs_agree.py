@@ -20,7 +20,7 @@ from pathlib import Path
 import markupsafe
 import pytest
 from rich.console import Console
-from trace_paths import REALTRACES, SAMPLES, need
+from trace_paths import REALTRACES, ROOT, SAMPLES, need
 
 from tcreport import api, fmt
 from tcreport.render import html, markdown, notebook_html, summary_json, terminal
@@ -171,3 +171,48 @@ def test_an_amd_run_is_never_said_to_use_tensor_cores(outputs: Outputs) -> None:
                        ("notebook", o.fragment), ("json", json.dumps(o.data))):  # fmt: skip
         said = re.findall(r".{0,40}(?:Tensor Core|\bTC\b|TC-eligible|TF32).{0,40}", text)
         assert said == [], (name, said)
+
+
+def test_the_roofline_speaks_the_verdict_sections_words(outputs: Outputs) -> None:
+    """The roofline's matrix-unit word is the verdict section's; its note, legend and column
+    head are the Roofline's, shown as it holds them."""
+    a, page = outputs.view.analysis, outputs.page
+    r = a.throughput.roofline if a.throughput is not None else None
+    if r is None:
+        assert 'id="roofline"' not in page
+        return
+    assert r.matrix_unit == a.verdict.words.unit
+    section = page.split('<section id="roofline"', 1)[1].split("</section>", 1)[0]
+    if r.note is not None:
+        assert str(markupsafe.escape(r.note)) in section
+    for use in {p.matrix_units for p in r.points}:
+        assert str(markupsafe.escape(r.use_words(use))) in section
+    if r.points:
+        assert f'<th scope="col">{markupsafe.escape(r.matrix_unit)}</th>' in section
+
+
+def test_the_op_level_figures_read_the_same_everywhere() -> None:
+    """A DLProf 0.x detailed report (no kernel table, synthetic) has only op-level figures: every
+    output shows the verdict section's card, sentence and figures, labelled op-level."""
+    detailed = ROOT / "tests" / "fixtures" / "dlprof-0x-tf1-xla-synthetic" / "tf1_xla_detailed.csv"
+    view = api.analyze(api.load(detailed), with_timeline=True)
+    v = view.analysis.verdict
+    card, sentence = v.op_level_card, v.op_level_sentence
+    assert card is not None and sentence is not None and v.op_level_gpu_ns is not None
+    data = json.loads(summary_json.render(view))["tensor_core"]
+    assert (data["op_level_gpu_ns"], data["op_level_share"]) == (
+        v.op_level_gpu_ns,
+        v.op_level_tc_share,
+    )
+    assert sentence in markdown.render(view) and "(op-level)" in card.label
+    page = html.render(view)
+    assert (
+        f'<div class="v">{markupsafe.escape(card.value)}</div><div class="k">'
+        f'{markupsafe.escape(card.label)}</div><div class="d">{markupsafe.escape(card.detail)}'
+        in page
+    )
+    console = Console(width=250, record=True, file=io.StringIO())
+    terminal.render(view, console)
+    text = console.export_text()
+    assert _row(text, f"{v.words.unit_one} share of op GPU time (op-level)", card.value)
+    assert _row(text, "Op GPU time (op-level)", fmt.ns(v.op_level_gpu_ns))
