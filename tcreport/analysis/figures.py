@@ -238,7 +238,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "tc": _op_tc_ns(ops, run.kernels),
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
-            "gpu_ns": _op_gpu_ns(ops),
+            "gpu_ns": _op_gpu_ns(ops, run.kernels),
             "cpu_ns": ops.column("cpu_ns"),
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
@@ -287,11 +287,17 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     return rows
 
 
-def _op_gpu_ns(ops: pa.Table) -> pa.ChunkedArray:
+def _op_gpu_ns(ops: pa.Table, kernels: pa.Table | None) -> pa.ChunkedArray:
     """The ops' kernel time; where the input gives none at all but the profiler's own per-op GPU
-    time (a DLProf 0.x detailed report alone), that time: it is what the profiler reported."""
+    time and no kernel table (a DLProf 0.x detailed report alone), that time: it is what the
+    profiler reported. Beside a kernel table it is not kernel time (DLProf's op-type totals count
+    an op's copies too), so op time would outgrow the kernel time it is a part of."""
     gpu = ops.column("gpu_ns")
-    if gpu.null_count == ops.num_rows and ops.column("gpu_total_ns").null_count < ops.num_rows:
+    if (
+        gpu.null_count == ops.num_rows
+        and ops.column("gpu_total_ns").null_count < ops.num_rows
+        and (kernels is None or kernels.num_rows == 0)
+    ):
         return ops.column("gpu_total_ns")
     return gpu
 
