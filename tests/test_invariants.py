@@ -295,3 +295,25 @@ def test_an_analysis_that_breaks_an_invariant_fails_in_strict_mode(
         Invariant.TC_WITHIN_KERNEL,
         "time.tc_kernel_ns",
     )
+
+
+def test_synthetic_profiler_memory_total_over_several_gpus_still_sums() -> None:
+    """A DLProf-style input gives memory time only as the profiler's total: with kernels on two
+    devices no GPU is known to have had it, so it is a row of its own and the rows still sum (a
+    fuzzed DLProf folder whose kernel report named a second device broke this)."""
+    from synthetic import kernel_row, synthetic_rows_run
+
+    from tcreport.model import ReportedFigures
+
+    run = synthetic_rows_run(
+        kernels=[
+            kernel_row("volta_sgemm_128x64_nn", None, 0, 5_000),
+            kernel_row("relu_kernel", None, 6_000, 1_000, device=1),
+        ],
+        fmt=SourceFormat.DLPROF_CSV,
+    )
+    reported = ReportedFigures(memory_ns=4_000)
+    run = run.replace(meta=dataclasses.replace(run.meta, reported=reported), memory=None)
+    a = api.analyze(run).analysis  # strict
+    rows = {d.device_id: d.memory_ns for d in a.breakdown.devices}
+    assert rows == {0: 0, 1: 0, None: 4_000} and a.time.memory_ns == 4_000
