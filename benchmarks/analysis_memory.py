@@ -192,7 +192,13 @@ class Recorder:
             if self.trim is not None and self.depth == 0:
                 self.trim()
             call = Call(
-                label, self.depth, self.run, time.perf_counter(), 0.0, time.process_time(), rss_mib()
+                label,
+                self.depth,
+                self.run,
+                time.perf_counter(),
+                0.0,
+                time.process_time(),
+                rss_mib(),
             )
             self.calls.append(call)
             self.depth += 1
