@@ -203,17 +203,19 @@ def export_perfetto(
     read-only file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as
     for every output."""
     from tcreport.analysis import result
+    from tcreport.analysis.sections import verdict
     from tcreport.render import perfetto
 
     try:
         classified = result.classified_run(run, slc if slc is not None else Slice())
     except OptionError as exc:
         raise exc.at(source or run.meta.path) from None
+    unit = verdict.words_for(result.run_vendor(run)).unit_one  # the report's word for it
     count = 0
 
     def writer(fh: IO[bytes]) -> None:
         nonlocal count
-        count = perfetto.write(classified, fh)
+        count = perfetto.write(classified, fh, unit)
 
     if not isinstance(out_path, str | Path):
         writer(out_path)
