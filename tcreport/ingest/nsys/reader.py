@@ -90,7 +90,6 @@ def read(path: Path) -> Run:
             run = _read(NsysDb(path, con))
         except SchemaError as exc:  # a value the canonical type cannot hold (a device id of 2**62)
             raise InputError(f"unexpected value in an export column: {exc}", path) from exc
-    release_free_memory()  # the analysis that follows starts from the tables alone
     return run
 
 
