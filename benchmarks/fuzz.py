@@ -8,7 +8,9 @@ summary JSON in this process. Counted per family:
 * ``tracebacks``: anything else escaping (a bug), with each distinct signature and its first seed;
 * ``known13``: tracebacks that issue 13 fixes (NVTX ``_op_row`` IndexError, NULL names in CV002);
 * ``hangs``: a case still running after ``--hang`` seconds (SIGALRM);
-* ``negative``: a summary with a negative time or share (issue 13's inverted intervals).
+* ``negative``: a summary with a negative time or share (issue 13's inverted intervals);
+* ``invariant``: an accepted input whose figures break an invariant (tcreport.analysis.invariants,
+  run strictly here as in the tests): a bug. The run exits 1 when any case is one.
 
 Case ``i`` of family ``f`` uses ``random.Random(f"{f}:{i}")``, so any failure replays alone with
 ``--family f --start i --cases 1``.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import random
 import signal
 import sys
@@ -34,6 +37,7 @@ from types import FrameType
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import fuzzing  # noqa: E402
+import known_violations  # noqa: E402
 
 
 class Hang(BaseException):
@@ -87,6 +91,7 @@ def run_family(
         "known13": counts["known"],
         "hangs": counts["hang"],
         "negative": counts["negative"],
+        "invariant": counts["invariant"],
         "negative_fields": dict(neg_fields),
         "signatures": {k: {"count": n, "first_seed": s} for k, (n, s) in sigs.items()},
         "seconds": round(time.perf_counter() - started, 1),
@@ -102,6 +107,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=500, help="progress line every N cases")
     ap.add_argument("--json", type=Path, help="also write the counts here")
     args = ap.parse_args()
+    os.environ.update(known_violations.environ())  # a broken invariant is a bug, as in the tests
     with tempfile.TemporaryDirectory(prefix="tcreport-fuzz-src-") as scratch:
         fams = fuzzing.families(Path(scratch))
         names = args.family or sorted(fams)
@@ -115,12 +121,17 @@ def main() -> None:
             print(json.dumps(r, indent=1), flush=True)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print("\nfamily         cases  tracebacks  known(issue 13)  hangs  negative  rejected      ok")
+    print(
+        "\nfamily         cases  tracebacks  known(issue 13)  hangs  negative  invariant"
+        "  rejected      ok"
+    )
     for r in results:
         print(
             f"{r['family']:<14}{r['cases']:>6}{r['tracebacks']:>12}{r['known13']:>17}"
-            f"{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
+            f"{r['hangs']:>7}{r['negative']:>10}{r['invariant']:>11}{r['rejected']:>10}{r['ok']:>8}"
         )
+    if any(r["invariant"] for r in results):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -442,6 +442,7 @@ def negatives(doc: Any, path: str = "") -> list[str]:
 
 def verdict(path: Path) -> Verdict:
     from tcreport import api
+    from tcreport.analysis.invariants import InvariantError
     from tcreport.errors import TcreportError
 
     try:
@@ -449,6 +450,8 @@ def verdict(path: Path) -> Verdict:
         summary = json.loads(api.render_json(view))
     except TcreportError:
         return Verdict("rejected")
+    except InvariantError as exc:  # an accepted input whose figures do not add up: a bug
+        return Verdict("invariant", "; ".join(str(v) for v in exc.violations)[:300])
     except Exception as exc:  # the harness's job: classify whatever escaped
         sig = _signature(exc)
         return Verdict("known" if _is_known(exc, sig) else "traceback", sig)
