@@ -122,9 +122,47 @@ def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
     return found
 
 
+def _traces_below(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """The traces one level down: each subfolder that is a trace itself (a DLProf result folder,
+    an ingest folder, a TF profile run), else the trace files directly inside it."""
+    found: list[tuple[SourceFormat, Path]] = []
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return found
+    for child in children:
+        if not child.is_dir():
+            continue
+        fmt = _sniff(child, _DIRECTORY_FORMATS)
+        if fmt is not None:
+            found.append((fmt, child))
+            continue
+        try:
+            found += _traces_in(child)
+        except InputError:  # a subfolder we may not list is not a trace to offer
+            continue
+    return found
+
+
+#: How many traces an error lists before "and N more".
+_LISTED = 12
+
+
+def _choose_one(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
+    shown = [f"{p.relative_to(path).as_posix()} ({f.value})" for f, p in found[:_LISTED]]
+    more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
+    which = "give one of them" if len(found) > 1 else "give its path"
+    raise UnsupportedFormatError(
+        f"holds {len(found)} trace{'s' if len(found) > 1 else ''}{where}: {', '.join(shown)}"
+        f"{more}; {which} (`tcreport batch` reads many)",
+        path,
+    )
+
+
 def resolve(path: Path) -> tuple[SourceFormat, Path]:
     """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
-    but holds exactly one trace file is read through that file."""
+    but holds exactly one trace file is read through that file; one holding several, or traces
+    only one level down (in subfolders, DLProf result folders among them), lists them."""
     _check_readable(path)
     fmt = _sniff(path, _DIRECTORY_FORMATS if path.is_dir() else None)
     if fmt is not None:
@@ -134,12 +172,10 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if len(found) == 1:
             return found[0]
         if found:
-            names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
-            raise UnsupportedFormatError(
-                f"holds {len(found)} traces: {names}; give one of them "
-                "(`tcreport batch` reads many)",
-                path,
-            )
+            _choose_one(path, found, "")
+        below = _traces_below(path)
+        if below:
+            _choose_one(path, below, " in its subfolders")
     _unsupported(path)
 
 
@@ -170,12 +206,18 @@ def _unsupported(path: Path) -> NoReturn:
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     """Read ``path`` into a :class:`Run`; ``fmt`` skips detection. A folder holding one trace is
-    read through it; an ``.nsys-rep`` report through ``nsys export``."""
+    read through it; an ``.nsys-rep`` report through ``nsys export``. Every run leaves through
+    :func:`tcreport.ingest.common.plausible.checked`: impossible rows dropped with a note, totals
+    that would wrap int64 refused."""
+    from tcreport.ingest.common import plausible
+
     if fmt is None:
         fmt, path = resolve(path)
     if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
             exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
-        return exported.replace(meta=meta)
-    return reader(fmt).read(path)
+        return plausible.checked(exported.replace(meta=meta))
+    run = reader(fmt).read(path)
+    # the net under every reader (an ingest folder's reader runs it itself, naming its files)
+    return run if fmt is SourceFormat.TCREPORT_PARQUET else plausible.checked(run)
