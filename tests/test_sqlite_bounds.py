@@ -18,6 +18,7 @@ from trace_paths import REALTRACES, SAMPLES
 
 from tcreport import api
 from tcreport.errors import InputError
+from tcreport.ingest.common import limits
 from tcreport.ingest.common import sqlite as _sqlite
 from tcreport.ingest.nsys import db as nsys_db
 
@@ -135,7 +136,7 @@ def test_the_adbc_path_is_bounded_between_batches(
     if adbc is None:
         pytest.skip("ADBC SQLite driver not installed")
     adbc.close()
-    monkeypatch.setattr(nsys_db.limits, "max_query_seconds", lambda: 1e-9)
+    monkeypatch.setattr(limits, "max_query_seconds", lambda: 1e-9)
     stopped: list[str] = []
     timed = nsys_db._timed
 
