@@ -17,6 +17,7 @@ from tcreport.cli._common import (
     ReplaceReadOnly,
     is_stdout,
     load_and_analyze,
+    one_line,
     plural,
     say,
     user_errors,
@@ -98,9 +99,7 @@ def diff(
         )
         d = compare.diff(b, h, force=force)
         if d.forced:
-            say(
-                "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-            )
+            say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
         if fmt is DiffFormat.HTML:
             from tcreport.render import diff_html
 
