@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds as batch_cmds
 from tcreport import __version__, api
+from tcreport.batch import naming, work
 from tcreport.batch import runner as batch
-from tcreport.batch import work
 from tcreport.cli.app import app
 
 runner = CliRunner()
@@ -165,14 +165,14 @@ def test_a_dataset_written_before_missing_extra_existed_still_reads(tmp_path: Pa
     ],
 )
 def test_report_names_keep_the_trace_s_name_whole(source: str, name: str) -> None:
-    assert batch.report_name(source, "0123456789abcdef", {}) == name
+    assert naming.report_name(source, "0123456789abcdef", {}) == name
 
 
 def test_report_names_are_disambiguated_only_on_collision() -> None:
     taken: dict[str, str] = {}
-    assert batch.report_name("a/v1.8-cnn", "1111aaaa2222bbbb", taken) == "v1.8-cnn"
-    assert batch.report_name("b/v1.8-cnn", "3333cccc4444dddd", taken) == "v1.8-cnn-3333cccc"
-    assert batch.report_name("a/v1.8-cnn", "1111aaaa2222bbbb", taken) == "v1.8-cnn"  # its own
+    assert naming.report_name("a/v1.8-cnn", "1111aaaa2222bbbb", taken) == "v1.8-cnn"
+    assert naming.report_name("b/v1.8-cnn", "3333cccc4444dddd", taken) == "v1.8-cnn-3333cccc"
+    assert naming.report_name("a/v1.8-cnn", "1111aaaa2222bbbb", taken) == "v1.8-cnn"  # its own
 
 
 def test_progress_on_a_terminal_shows_done_failed_and_time_left(

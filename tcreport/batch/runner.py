@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import itertools
 import os
-import re
 import shutil
 import signal
 import threading
@@ -50,6 +49,7 @@ import pyarrow.parquet as pq
 from tcreport import _fs
 from tcreport._fs import write_text_atomic
 from tcreport.batch import lock, pool
+from tcreport.batch.naming import partition_value, report_name, taken_names
 from tcreport.batch.work import TABLES, Outcome, Task, failed_like, is_legacy_out, retryable
 from tcreport.errors import InputError, OutputError, TcreportError, UsageError
 
@@ -196,12 +196,6 @@ def _mtime(path: Path) -> float:
         return path.lstat().st_mtime
 
 
-def partition_value(text: str | None) -> str:
-    """A partition directory value: readable, filesystem- and URL-safe."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text or "").strip("-.")
-    return slug or "unknown"
-
-
 def existing_runs(out: Path) -> pa.Table:
     """The ``runs`` table of the dataset under ``out`` (empty when there is none yet); a column
     added since a file was written (``missing_extra``) reads as null from it."""
@@ -262,47 +256,6 @@ def _write_run(out: Path, o: Outcome) -> Outcome:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return o
-
-
-#: Suffixes dropped from a trace's name to name its report (longest first): a trace format's own.
-#: Any other dot is part of the name (``v1.8-pytorch-cnn`` is a version, not a suffix).
-_NAME_SUFFIXES = (
-    ".pt.trace.json.gz",
-    ".pt.trace.json",
-    ".xplane.pb",
-    ".json.gz",
-    ".sqlite3",
-    ".sqlite",
-    ".nsys-rep",
-    ".qdrep",
-    ".json",
-    ".csv",
-)
-
-
-def report_name(source: str, run_id: str, taken: dict[str, str]) -> str:
-    """``reports/<name>.html`` after the trace: its file (or folder) name whole, less a trace
-    format's suffix, made filesystem- and URL-safe; a name another run holds gets the run id
-    appended. ``taken`` maps names already given (in the dataset and this batch) to run ids."""
-    base = source.rstrip("/").rsplit("/", 1)[-1]
-    lower = base.lower()
-    suffix = next((x for x in _NAME_SUFFIXES if lower.endswith(x) and len(x) < len(base)), None)
-    stem = base[: -len(suffix)] if suffix else base
-    name = partition_value(stem)[:80]
-    if taken.get(name, run_id) != run_id:
-        name = f"{name}-{run_id[:8]}"
-    taken[name] = run_id
-    return name
-
-
-def _taken_names(runs: pa.Table) -> dict[str, str]:
-    """Report names the dataset already uses -> their run ids (hash-named reports included)."""
-    out: dict[str, str] = {}
-    for r in runs.select(["run_id", "report"]).to_pylist():  # one row per run: small
-        rel = r["report"] or ""
-        if rel.startswith("reports/") and rel.endswith(".html"):
-            out[rel[len("reports/") : -len(".html")]] = r["run_id"]
-    return out
 
 
 def _source(root: Path, path: Path) -> str:
@@ -405,7 +358,7 @@ def run_batch(
     )
     with lock.exclusive(out):
         runs = existing_runs(out)
-        tasks, skipped = _tasks(root, found, _known(runs), force, _taken_names(runs))
+        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs))
         if on_start is not None:
             on_start(len(tasks))
         done_ids: set[str] = set()
