@@ -7,8 +7,16 @@ summary JSON in this process. Counted per family:
 * ``rejected``: a one-line TcreportError (the right answer for a damaged file);
 * ``tracebacks``: anything else escaping (a bug), with each distinct signature and its first seed;
 * ``known13``: tracebacks that issue 13 fixes (NVTX ``_op_row`` IndexError, NULL names in CV002);
+* ``invariant``: a case ``fuzzing.INVARIANT_CHECKS`` found an analysis invariant broken in (the
+  hook for the analysis-model issue's checker; with no check registered this stays 0);
 * ``hangs``: a case still running after ``--hang`` seconds (SIGALRM);
-* ``negative``: a summary with a negative time or share (issue 13's inverted intervals).
+* ``negative``: a summary with a negative time or share (issue 13's inverted intervals);
+* ``peak_rss_mb``: this process's peak resident memory when the family ends (``ru_maxrss``; run
+  one family per process, ``--family``, to attribute it).
+
+Families: ``nsys``, ``kineto``, ``dlprof-csv``, ``dlprof-json``, ``dlprof-sqlite`` (the Viewer
+database), ``ncu``, ``xplane`` and ``ingest`` (``tcreport ingest`` folders: manifest and Parquet
+values, see ``tests/fuzzing_ingest.py``).
 
 Case ``i`` of family ``f`` uses ``random.Random(f"{f}:{i}")``, so any failure replays alone with
 ``--family f --start i --cases 1``.
@@ -23,6 +31,7 @@ import argparse
 import collections
 import json
 import random
+import resource
 import signal
 import sys
 import tempfile
@@ -86,6 +95,8 @@ def run_family(
         "tracebacks": counts["traceback"],
         "known13": counts["known"],
         "hangs": counts["hang"],
+        "invariant": counts["invariant"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "negative": counts["negative"],
         "negative_fields": dict(neg_fields),
         "signatures": {k: {"count": n, "first_seed": s} for k, (n, s) in sigs.items()},
@@ -115,11 +126,15 @@ def main() -> None:
             print(json.dumps(r, indent=1), flush=True)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print("\nfamily         cases  tracebacks  known(issue 13)  hangs  negative  rejected      ok")
+    print(
+        "\nfamily         cases  tracebacks  invariant  known(issue 13)  hangs  negative  rejected"
+        "      ok  peak RSS MB"
+    )
     for r in results:
         print(
-            f"{r['family']:<14}{r['cases']:>6}{r['tracebacks']:>12}{r['known13']:>17}"
-            f"{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
+            f"{r['family']:<14}{r['cases']:>6}{r['tracebacks']:>12}{r['invariant']:>11}"
+            f"{r['known13']:>17}{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
+            f"{r['peak_rss_mb']:>13}"
         )
 
 

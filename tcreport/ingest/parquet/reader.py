@@ -157,8 +157,11 @@ def read(path: Path) -> Run:
             raise InputError(f"{name}.parquet: missing (the manifest lists it)", path)
         try:
             table = pq.read_table(file)
+            table.column_names  # noqa: B018  names decode lazily: a damaged one raises here
         except (OSError, pa.ArrowException) as exc:
             raise InputError(f"{name}.parquet: {exc}", path) from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name}.parquet: a column name is not UTF-8 ({exc})", path) from exc
         tables[name] = table
     tables = _shared_op_ids(tables)
     for name, table in tables.items():
