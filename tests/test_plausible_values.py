@@ -153,3 +153,19 @@ def test_positions_that_would_wrap_differences_are_dropped_synthetic() -> None:
 def test_sound_runs_pass_unchanged_synthetic() -> None:
     run = synthetic_run("bf16")
     assert plausible.checked(run) is run
+
+
+def test_a_timed_row_counts_one_call_synthetic() -> None:
+    """A row with a start is one event: no count beyond it. Aggregated rows keep theirs."""
+    kernels = schema.conform(
+        {
+            "name": ["a", "b", "c"],
+            "duration_ns": [5, 5, 5],
+            "calls": [1, 7, 3],
+            "start_ns": [1, 2, None],  # "c" is an aggregate over three launches
+        },
+        schema.TableKind.KERNELS,
+    )
+    run = plausible.checked(Run(meta=run_meta(), kernels=kernels))
+    assert run.kernels is not None and run.kernels.column("name").to_pylist() == ["a", "c"]
+    assert any("calls = 7, a count beyond the one timed event" in n for n in run.meta.notes)

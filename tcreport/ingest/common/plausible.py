@@ -7,7 +7,8 @@ whose sums leave int64 (``eligible_gpu_ns: -52`` from a hand-edited folder holdi
 
 * A row with an impossible value (a negative time or count, a start outside
   :data:`schema.POSITIONS_NS`, an interval of 13 days or more, an aggregated total past
-  :data:`MAX_TOTAL_NS`) is dropped, and the run's notes name the table, the field and a value.
+  :data:`MAX_TOTAL_NS`, a timed row, which is one event, counting other than one call) is
+  dropped, and the run's notes name the table, the field and a value.
 * A column whose values are each plausible but whose sum could still wrap (more than
   :data:`MAX_SUM` in total) is an :class:`InputError`: no figure built from it could be trusted.
   Every sum the analysis takes is over a subset of one such column or adds a few of them, so
@@ -141,6 +142,11 @@ def _checks(table: pa.Table) -> list[_Check]:
         if name in cols and _out_of(table[name], 0, bound):
             ok = pc.and_(pc.greater_equal(table[name], 0), pc.less(table[name], bound))
             out.append(_Check(name, ok, what))
+    if {"calls", "start_ns"} <= cols and _out_of(table["calls"], 1, 2):
+        one = pc.and_(pc.is_valid(table["start_ns"]), pc.is_valid(table["calls"]))
+        ok = pc.or_kleene(pc.invert(one), pc.equal(table["calls"], 1))
+        if not pc.all(ok).as_py():  # an aggregated table (no starts) has other counts: fine
+            out.append(_Check("calls", ok, "a count beyond the one timed event it stands for"))
     per_launch = {"duration_ns", "calls", "start_ns"} <= cols
     if per_launch and _out_of(table["duration_ns"], -(2**63), MAX_INTERVAL_NS):  # < 13 days
         launch = pc.and_(pc.is_valid(table["start_ns"]), pc.equal(table["calls"], 1))
