@@ -275,6 +275,8 @@ def process(task: Task) -> Outcome:
 
 
 def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
+    """The work itself, every step of it inside :func:`process`'s failure handling: building
+    the dataset rows can fail too (an int64 column given a value past it)."""
     from tcreport.render.html import render as render_html
 
     run = ingest.load(Path(task.path))
