@@ -85,6 +85,15 @@ def count(value: int | None) -> str:
     return "n/a" if value is None else f"{value:,}"
 
 
+def nbytes(value: int) -> str:
+    """Sizes in binary units: 65536 -> '64 KiB', 19267840 -> '18.4 MiB'."""
+    v = float(value)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}" if v % scale else f"{v / scale:.0f} {unit}"
+    return f"{v:.0f} B"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 

@@ -43,13 +43,15 @@ class Gpu:
     name: str | None = None
     compute_capability: str | None = None  # "7.5"; NVIDIA only (a HIP arch number is not one)
     sm_count: int | None = None
-    vendor: str | None = None  # "nvidia", "amd", "intel"; None = not recorded
+    vendor: str | None = None  # "nvidia", "amd", "intel", "meta"; None = not recorded
 
 
 _AMD_NAME = re.compile(r"\bAMD\b|Radeon|Instinct|\bMI\d{2,3}[A-Z]?\b|gfx\d", re.IGNORECASE)
 _INTEL_NAME = re.compile(
     r"\bIntel\b|\bArc\b|Data Center GPU Max|Ponte Vecchio|Gaudi", re.IGNORECASE
 )
+#: Meta's MTIA accelerators (an MTIA Kineto trace's ``deviceProperties`` name the device "ARTEMIS").
+_META_NAME = re.compile(r"\bMTIA\b|\bARTEMIS\b", re.IGNORECASE)
 _NVIDIA_NAME = re.compile(
     r"NVIDIA|GeForce|Quadro|Tesla|TITAN|\b[ABHLTV]\d{1,3}[A-Z]?\b|\bGB?\d{3}\b|\bRTX\b",
     re.IGNORECASE,
@@ -62,7 +64,12 @@ def gpu_vendor(name: str | None) -> str | None:
     architecture number for an NVIDIA compute capability."""
     if not name:
         return None
-    for vendor, pattern in (("amd", _AMD_NAME), ("intel", _INTEL_NAME), ("nvidia", _NVIDIA_NAME)):
+    for vendor, pattern in (
+        ("amd", _AMD_NAME),
+        ("intel", _INTEL_NAME),
+        ("meta", _META_NAME),
+        ("nvidia", _NVIDIA_NAME),
+    ):
         if pattern.search(name):
             return vendor
     return None
@@ -123,6 +130,119 @@ class RunSettings:
     pin_memory: bool | None = None
 
 
+class AuditKey(StrEnum):
+    """What the in-process model audit (``tcreport profile``) records about the script's run: the
+    framework's own names, so a finding can quote them. A setting's value is text as the framework
+    prints it (``"True"``, ``"highest"``, ``"mixed_float16"``)."""
+
+    DEVICE = "device"  # "cpu", or the GPU's name
+    GPU_CC = "gpu.compute_capability"  # "8.0", when a GPU ran the script
+    KERAS_POLICY = "keras.mixed_precision.global_policy"
+    KERAS_FIT = "keras.Model.fit"  # "called" where the script trained with fit()
+    KERAS_OPTIMIZER = "keras.optimizers.Optimizer"  # the optimizer class, where it was built
+    KERAS_LOSS_SCALE = "keras.mixed_precision.LossScaleOptimizer"  # "used"
+    KERAS_JIT = "jit_compile"  # "True"/"False" of Model.compile or tf.function
+    TF_TF32 = "tf.config.experimental.enable_tensor_float_32_execution"
+    TORCH_AUTOCAST = "torch.autocast"  # the dtype of each autocast entered ("float16")
+    TORCH_GRAD_SCALER = "torch.amp.GradScaler"  # "created"
+    TORCH_MATMUL_TF32 = "torch.backends.cuda.matmul.allow_tf32"
+    TORCH_MATMUL_PRECISION = "torch.set_float32_matmul_precision"
+    TORCH_CUDNN_TF32 = "torch.backends.cudnn.allow_tf32"
+    TORCH_CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
+
+
+@dataclass(frozen=True)
+class AuditLayer:
+    """One layer of the profiled model as the audit saw it in the running process."""
+
+    name: str  # "Net.fc1" (PyTorch: root class and attribute path), "dense_1" (Keras)
+    kind: str  # the class: "Linear", "Conv2d", "Dense", "Activation", "InputLayer"
+    defined_at: str | None = None  # "train.py:12": the line that built it
+    compute_dtype: str | None = None  # Keras compute dtype; PyTorch: the weights' dtype
+    dims: tuple[tuple[str, int], ...] = ()  # (("units", 333),), (("in_features", 100), ...)
+    activation: str | None = None  # "softmax" for Dense(activation="softmax") or a Softmax layer
+    output: bool = False  # the model's last layer
+    channels_last: bool | None = None  # PyTorch convolution weights in channels_last
+
+
+@dataclass(frozen=True)
+class AuditSetting:
+    key: str  # an :class:`AuditKey` value (kept as text: a newer capture may know more keys)
+    value: str
+    at: str | None = None  # "train.py:7" where the script set or called it; None: not seen
+
+
+@dataclass(frozen=True)
+class ModelAudit:
+    """What ``tcreport profile`` learnt from the model object and the framework's settings while
+    the script ran: facts only; the audit rules (``rules/au*.py``) judge them."""
+
+    framework: str  # "pytorch" or "keras"
+    layers: tuple[AuditLayer, ...] = ()
+    settings: tuple[AuditSetting, ...] = ()
+
+    def setting(self, key: AuditKey) -> AuditSetting | None:
+        """The last value recorded for ``key`` (settings can change while the script runs)."""
+        found = [s for s in self.settings if s.key == key.value]
+        return found[-1] if found else None
+
+    def all(self, key: AuditKey) -> tuple[AuditSetting, ...]:
+        return tuple(s for s in self.settings if s.key == key.value)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> ModelAudit | None:
+        """From the capture's JSON (a sidecar or an ingest manifest); entries of the wrong shape
+        are dropped, never raised on: the file is tcreport's own, but it may be damaged."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("framework"), str):
+            return None
+        layers = tuple(
+            layer for x in _list(raw.get("layers")) if (layer := _audit_layer(x)) is not None
+        )
+        settings = tuple(
+            AuditSetting(key=x["key"], value=x["value"], at=_text(x.get("at")))
+            for x in _list(raw.get("settings"))
+            if isinstance(x, dict)
+            and isinstance(x.get("key"), str)
+            and isinstance(x.get("value"), str)
+        )
+        return cls(framework=raw["framework"], layers=layers, settings=settings)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _audit_layer(x: Any) -> AuditLayer | None:
+    if not isinstance(x, dict) or not isinstance(x.get("name"), str):
+        return None
+    if not isinstance(x.get("kind"), str):
+        return None
+    dims = tuple(
+        (d[0], d[1])
+        for d in _list(x.get("dims"))
+        if isinstance(d, list | tuple)
+        and len(d) == 2
+        and isinstance(d[0], str)
+        and type(d[1]) is int
+        and 0 < d[1] < 2**40
+    )
+    last = x.get("channels_last")
+    return AuditLayer(
+        name=x["name"],
+        kind=x["kind"],
+        defined_at=_text(x.get("defined_at")),
+        compute_dtype=_text(x.get("compute_dtype")),
+        dims=dims,
+        activation=_text(x.get("activation")),
+        output=x.get("output") is True,
+        channels_last=last if isinstance(last, bool) else None,
+    )
+
+
 @dataclass(frozen=True)
 class RunMeta:
     format: SourceFormat
@@ -146,6 +266,11 @@ class RunMeta:
     # what said so ("Nsight Systems session start"); None when the trace does not say.
     started_at: str | None = None
     started_at_source: str | None = None
+    # Device events the reader saw but does not read (device-side annotations, accelerator
+    # counters, TPU planes): device activity, so a run with only these is never "CPU-only".
+    device_events_unread: int = 0
+    # The in-process model audit of ``tcreport profile`` (capture sidecar); None: not audited.
+    audit: ModelAudit | None = None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -173,6 +298,8 @@ class RunMeta:
             settings=RunSettings(**raw.get("settings", {})),
             started_at=raw.get("started_at"),
             started_at_source=raw.get("started_at_source"),
+            device_events_unread=int(raw.get("device_events_unread", 0)),
+            audit=ModelAudit.from_dict(raw.get("audit")),
         )
 
 

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 
 from tcreport.errors import SchemaError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: ops.concrete_inputs (FLOPs of convolutions, causal attention) and
+#                       memory.launch_ns (copies join their step by launch, as kernels do)
 _META_VERSION = b"tcreport.schema_version"
 _META_TABLE = b"tcreport.table"
 
@@ -106,6 +107,7 @@ MEMORY = pa.schema(
         _f("bytes", pa.int64(), meta=BYTES),
         _f("iteration", pa.int32()),
         _f("op_id", NAME),
+        _f("launch_ns", pa.int64(), meta=NS),  # CPU time of the launching API call
     ]
 )
 
@@ -121,6 +123,10 @@ OPS = pa.schema(
         _f("dtype", NAME),  # main data type, e.g. float32
         _f("input_shapes", pa.string()),
         _f("output_shapes", pa.string()),
+        # the scalar arguments the profiler recorded, as JSON text (Kineto ``Concrete Inputs``,
+        # e.g. ``["","","","[2, 2]","[3, 3]","[1, 1]","False","[0, 0]","1"]``): a convolution's
+        # stride/padding/dilation/groups, an attention's is_causal
+        _f("concrete_inputs", pa.string()),
         _f("device_id", pa.int32()),
         _f("process_id", pa.int64()),
         _f("thread_id", pa.int64()),

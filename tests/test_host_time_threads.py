@@ -22,7 +22,9 @@ H100 = (
     / "h100-bf16-bert-small"
     / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
 )
-GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "ac2g"}
+GPU_CATS = {
+    "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_runtime", "cuda_driver", "ac2g"
+}  # fmt: skip
 
 
 def _union_by_hand(ops: list[dict[str, Any]]) -> int:

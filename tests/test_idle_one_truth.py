@@ -107,10 +107,11 @@ def test_v100_iteration_idle_everywhere_is_the_step_breakdown() -> None:
 
 
 def test_iteration_chart_axis_holds_every_bar_idle_included() -> None:
-    """A GPU span can outlast its iteration (V100: iteration 1 spans 186.5 ms of a 174.1 ms
-    iteration, the GPU still running its launches; 2xH100 split at each FlashAttnFunc range: 30
-    iterations, per-GPU spans up to 19.4 ms of iterations up to 18.1 ms); the axis takes the whole
-    stack, idle included, so no bar leaves the chart, multi-GPU stacks (mean per GPU) too."""
+    """A GPU span can outlast its iteration (2xH100 split at each FlashAttnFunc range: 30
+    iterations, per-GPU spans up to 19.4 ms of iterations up to 18.1 ms, the GPU still running
+    its launches); the axis takes the whole stack, idle included, so no bar leaves the chart,
+    multi-GPU stacks (mean per GPU) too. (The V100 trace's spans outlasted their iterations only
+    while its memsets were put in the step after the one that launched them.)"""
     views = (_view(V100), api.analyze(api.load(H100X2), key_node="FlashAttnFunc"))
     for view in views:
         a = view.analysis
@@ -118,7 +119,8 @@ def test_iteration_chart_axis_holds_every_bar_idle_included() -> None:
         assert chart is not None and len(chart.bars) == len(a.iterations) > 1
         gpus = max(r.per_gpu_divisor for r in a.iterations)
         longest = max(r.stacked.total_ns / gpus for r in a.iterations)
-        assert longest > max(r.duration_ns for r in a.iterations)  # the case the axis missed
+        if view is views[1]:  # the case the axis missed
+            assert longest > max(r.duration_ns for r in a.iterations)
         assert min(y for b in chart.bars for _, y, _ in b.segments) >= 8.0  # the plot's top (y0)
         for r in a.iterations:
             assert len(r.gpus) == (2 if gpus > 1 else 0)

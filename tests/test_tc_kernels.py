@@ -40,6 +40,8 @@ def kernels(
 # --- rule families --------------------------------------------------------------------------------
 
 TC = {
+    "flashinfer-prefill": "void flashinfer::BatchPrefillWithRaggedKVCacheKernel<flashinfer::KernelTraits<>>(x)",
+    "triton-tl-dot-named": "fused_moe_kernel",
     "volta-h884": "volta_h884gemm_64x64_ldg8_nn",
     "volta-s884": "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
     "turing-h1688": "turing_h1688gemm_128x128_ldg8_tn",
@@ -93,6 +95,17 @@ NOT_TC = {
     "pooling": "max_pool_forward_nchw",
     "misc-non-mma": "cub::DeviceRadixSortKernel",
     "triton-pointwise": "triton_poi_fused_add_mul_0",
+    "attention-partial-merge": "fmhaReductionKernel",
+    "decode-attention-cuda-cores": "void vllm::paged_attention_v1_kernel<unsigned short>(x)",
+    "moe-routing": "void vllm::moe::moe_align_block_size_kernel<int>(int const*)",
+    "quantize": "void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(x)",
+    "kv-cache-update": "void vllm::concat_and_cache_mla_kernel<__nv_bfloat16>(x)",
+    "rotary-embedding": "void vllm::batched_rotary_embedding_kernel<c10::Half, true>(x)",
+    "fused-activation": "silu_and_mul_kernel",
+    "fused-norm-inference": "l2norm_fwd_kernel1",
+    "sampling": "void flashinfer::sampling::SamplingFromProbKernel<1024u>(x)",
+    "collective-fusion": "void tensorrt_llm::kernels::userbuffers_allgather<__nv_bfloat16>(x)",
+    "sparse-index": "void linearize_index_kernel<long>(x)",
 }
 UNKNOWN = {
     "xmma-fp32-math": "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32",

@@ -62,6 +62,10 @@ class Activity:
     iteration: np.ndarray  # int32, -1 outside every iteration
     process: np.ndarray  # as ``stream``, -1 when unknown
     kernel_row: np.ndarray  # int32 row in the kernels table, -1 for memory rows
+    # int64 host time of the launching call, -1 where none is recorded (the idle split by queue
+    # state, analysis.gaps); None only in hand-built activities of tests
+    launch: np.ndarray | None = None
+    memory_row: np.ndarray | None = None  # int32 row in the memory table, -1 for kernel rows
 
     def __len__(self) -> int:
         return int(self.start.size)
@@ -93,6 +97,7 @@ class _Part:
     keep: np.ndarray | None
     cat: np.ndarray
     kernel_row: np.ndarray
+    memory_row: np.ndarray
 
 
 def _timed(table: pa.Table) -> np.ndarray | None:
@@ -144,16 +149,17 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
         if keep is None or keep.any():
             rows = np.arange(kernels.num_rows, dtype=np.int32)
             cat = kernel_categories(kernels)
-            if keep is None:
-                parts.append(_Part(kernels, None, cat, rows))
-            else:
-                parts.append(_Part(kernels, keep, cat[keep], rows[keep]))
+            if keep is not None:
+                cat, rows = cat[keep], rows[keep]
+            parts.append(_Part(kernels, keep, cat, rows, np.full(rows.size, -1, np.int32)))
     if memory is not None and memory.num_rows:
         keep = _timed(memory)
         n = memory.num_rows if keep is None else int(np.count_nonzero(keep))
         if n:
             cat = np.full(n, Cat.MEMORY, np.int8)
-            parts.append(_Part(memory, keep, cat, np.full(n, -1, np.int32)))
+            rows = np.arange(memory.num_rows, dtype=np.int32)
+            rows = rows if keep is None else rows[keep]
+            parts.append(_Part(memory, keep, cat, np.full(n, -1, np.int32), rows))
     if not parts:
         return None
     start = _column(parts, "start_ns", np.int64, 0)
@@ -172,6 +178,8 @@ def collect(kernels: pa.Table | None, memory: pa.Table | None) -> Activity | Non
         iteration=_column(parts, "iteration", np.int32),
         process=_column(parts, "process_id", ids["process_id"]),
         kernel_row=np.concatenate([p.kernel_row for p in parts]),
+        launch=_column(parts, "launch_ns", np.int64),
+        memory_row=np.concatenate([p.memory_row for p in parts]),
     )
 
 

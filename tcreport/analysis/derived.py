@@ -182,6 +182,16 @@ class IterationRow:
         return sum(s.span_ns for s in self.steps) if self.steps else None
 
     @property
+    def gpu_step_ns(self) -> int | None:
+        """The GPU step time: the slowest GPU's window, from the iteration's first GPU activity to
+        the next iteration's first (analysis.windows); ``None`` for the last iteration (its
+        window has no end) and without the step breakdown. Where the host runs ahead of the GPU,
+        or waits on it, host step lengths (``duration_ns``) swing while this stays steady."""
+        ends = [s.window_ns for s in self.steps]
+        known = [e for e in ends if e is not None]
+        return max(known) if known and len(known) == len(ends) else None
+
+    @property
     def idle_split_ns(self) -> tuple[int, int] | None:
         """(launch-bound, host-bound) idle, summed over GPUs; ``None`` unless all of it is measured."""
         if self.idle_estimated:
@@ -298,7 +308,8 @@ def with_steps(
         dev = {s.device_id: s for s in mine}
         gpus = tuple(_measured(g, dev.get(g.device_id)) for g in r.gpus)
         out.append(replace(r, steps=mine, gpus=gpus))
-    return tuple(out)
+    flagged = outliers(out)  # again: on the GPU step time, now that the rows have it
+    return tuple(replace(r, outlier=r.iteration in flagged) for r in out)
 
 
 def _measured(g: IterationStack, s: StepRow | None) -> IterationStack:
@@ -357,18 +368,26 @@ def _flag(r: IterationRow) -> IterationRow:
     return replace(r, outlier=True)
 
 
+def step_times(rows: Sequence[IterationRow]) -> tuple[dict[int, int], str]:
+    """Per iteration, the step time that outliers and the variance rule judge, and which it is:
+    the GPU step time (:attr:`IterationRow.gpu_step_ns`) where enough iterations have one, since
+    host step lengths swing when the host runs ahead of the GPU or waits on it while the GPU's
+    pace stays steady; else the host (wall-clock) duration."""
+    gpu = {r.iteration: r.gpu_step_ns for r in rows if r.gpu_step_ns is not None}
+    if len(gpu) >= OUTLIER_MIN_ITERATIONS or (gpu and len(gpu) == len(rows)):
+        return {i: int(v) for i, v in gpu.items() if v is not None}, "GPU"
+    return {r.iteration: r.duration_ns for r in rows}, "host"
+
+
 def outliers(rows: list[IterationRow] | tuple[IterationRow, ...]) -> set[int]:
     """Iterations :data:`OUTLIER_FACTOR` times slower or faster than the median (of the
-    aggregated ones when there are enough, else of all)."""
-    base = sorted(r.duration_ns for r in rows if r.aggregated)
+    aggregated ones when there are enough, else of all), by :func:`step_times`."""
+    times, _ = step_times(rows)
+    base = sorted(times[r.iteration] for r in rows if r.aggregated and r.iteration in times)
     if len(base) < OUTLIER_MIN_ITERATIONS:
-        base = sorted(r.duration_ns for r in rows)
+        base = sorted(times.values())
     if len(base) < OUTLIER_MIN_ITERATIONS:
         return set()
     median = base[len(base) // 2]
     f = OUTLIER_FACTOR
-    return {
-        r.iteration
-        for r in rows
-        if median and (r.duration_ns > f * median or r.duration_ns * f < median)
-    }
+    return {i for i, t in times.items() if median and (t > f * median or t * f < median)}

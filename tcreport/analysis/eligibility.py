@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes
 from tcreport.analysis.tc_kernels import Agreement, classify_kernels, compare_labels
 
@@ -185,8 +186,51 @@ def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     return col.cast(pa.bool_())
 
 
+def count_once(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
+    """The ops with each kernel's time counted once, at the op it links to.
+
+    Readers give a kernel's time to the op that launched it (the innermost ATen op, DLProf's
+    outermost op record), so op times add up to at most the kernel time. An input whose per-op
+    GPU times were computed elsewhere can count a kernel twice: an XLA module op (``_XlaRun``,
+    ``XlaLaunch``) and the op inside it that the kernel is annotated with, or a wrapper such as
+    ``aten::linear`` beside the ``aten::addmm`` inside it. Then every total over ops counts it
+    twice, and eligible GPU time outgrows the kernel time. So where op times add up to more than
+    the kernel time and kernels link to ops, each op keeps at most the time of the kernels linked
+    to it (the leaf that launched them); an op no kernel links to keeps none. Inputs whose op
+    times add up are left exactly as read.
+    """
+    gpu = ops.column("gpu_ns")
+    if (
+        kernels is None
+        or kernels.num_rows == 0
+        or kernels.column("op_id").null_count == kernels.num_rows
+        or gpu.null_count == ops.num_rows
+    ):
+        return ops
+    kernel_ns = pc.sum(kernels.column("duration_ns")).as_py() or 0
+    if (pc.sum(gpu).as_py() or 0) <= kernel_ns:
+        return ops
+    j = _codes.joint(ops.column("op_id"), kernels.column("op_id"))
+    dur = np.maximum(_int64(kernels.column("duration_ns")), 0)
+    ok = j.other >= 0
+    linked = exact_sums(j.other[ok], dur[ok], j.size)
+    own = np.where(j.ops >= 0, linked[np.maximum(j.ops, 0)], 0)
+    once = pc.min_element_wise(gpu, pa.array(own), skip_nulls=False)
+    i = ops.schema.get_field_index("gpu_ns")
+    return ops.set_column(i, ops.schema.field(i), _chunked_int(once))
+
+
+def _int64(col: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, 0).to_numpy(), np.int64)
+
+
+def _chunked_int(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    return values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+
+
 def classify_ops(ops: pa.Table, kernels: pa.Table | None, *, judged: bool = False) -> pa.Table:
-    """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled.
+    """The canonical ops table with ``tc_eligible`` and ``uses_tc`` filled, each kernel's time
+    counted once (:func:`count_once`).
 
     Where the profiler states them (DLProf's ``TC Eligible`` / ``Using TC``, any version) its
     labels are the verdict: it saw the op run, where tcreport only knows op types it has a rule
@@ -196,6 +240,7 @@ def classify_ops(ops: pa.Table, kernels: pa.Table | None, *, judged: bool = Fals
     Tensor Cores is eligible, whoever said so. ``profiler_*`` columns stay as written.
     """
     schema.validate(ops, schema.TableKind.OPS)
+    ops = count_once(ops, kernels)
     own_elig, own_uses = own_verdicts(ops, kernels, judged=judged)
     uses = pc.coalesce(ops.column("profiler_uses_tc"), own_uses)
     eligible = pc.or_(

@@ -45,6 +45,12 @@ class TcFigures:
     #: kernel time no op claims (launched outside every op range): ``None`` without ops or
     #: kernel time; the ops' own kernel time plus this is the kernel time
     unattributed_kernel_ns: int | None = None
+    #: Op-level figures, only where kernel-level ones are missing (a DLProf 0.x detailed report
+    #: has per-op GPU time but no kernel table): the ops' GPU time summed, and the share of it in
+    #: ops that used Tensor Cores (an op's whole time counts, its non-TC kernels included, so it
+    #: is an upper bound of the kernel-level share). Always shown labelled "op-level".
+    op_level_gpu_ns: int | None = None
+    op_level_tc_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class OpRow:
     # time of the op's own Tensor Core kernels (None: no op/kernel link; see :attr:`tc_ns`)
     tc_gpu_ns: int | None = None
     scope: str | None = None  # the layer/module the op ran in, as the reader found it
+    # the profiler labelled the op TC-eligible or not (DLProf): its flag decides, GPU time or none
+    profiler_labelled: bool = False
 
     @property
     def tc_ns(self) -> int:
@@ -87,8 +95,10 @@ class OpRow:
     def counts_as_eligible(self) -> bool:
         """Eligible and did GPU work of its own. A wrapper op whose kernels are attributed to its
         child (``aten::linear`` over ``aten::addmm`` in a Kineto trace) ran nothing itself:
-        counting it would double the op and claim a miss."""
-        return self.tc_eligible and self.gpu_ns != 0
+        counting it would double the op and claim a miss. Where the profiler labelled the op
+        (DLProf's TC Eligible) its flag is the authority: DLProf counts an eligible
+        ``_XlaCompile`` or ``PartitionedCall`` with no GPU time, and so do we."""
+        return self.tc_eligible and (self.gpu_ns != 0 or self.profiler_labelled)
 
     @property
     def missed_tc(self) -> bool:
@@ -230,6 +240,7 @@ _OP_AGGREGATES = [
     ("uses", "any"),
     ("known", "any"),
     ("missed", "sum"),
+    ("labelled", "any"),
 ]
 
 
@@ -256,6 +267,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
             "known": pc.is_valid(ops.column("uses_tc")),
+            "labelled": pc.is_valid(ops.column("profiler_tc_eligible")),
         }
     )
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
@@ -293,6 +305,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
                 tc_gpu_ns=int(r["tc_sum"]) if r["tc_count"] else None,
                 scope=op_scope,
                 tc_known=bool(r["known_any"]),
+                profiler_labelled=bool(r["labelled_any"]),
             )
         )
     return rows
@@ -380,6 +393,7 @@ def tc_figures(
     run: Run, time: TimeFigures, ops: list[OpRow], classified_share: float | None
 ) -> TcFigures:
     rep = run.meta.reported
+    op_level = _op_level(time, ops)
     if run.ops is not None:
         eligible = [o for o in ops if o.counts_as_eligible]
         using = [o for o in eligible if o.uses_tc]
@@ -418,4 +432,14 @@ def tc_figures(
             if run.ops is not None and time.gpu_kernel_ns is not None
             else None
         ),
+        op_level_gpu_ns=op_level[0],
+        op_level_tc_share=op_level[1],
     )
+
+
+def _op_level(time: TimeFigures, ops: list[OpRow]) -> tuple[int | None, float | None]:
+    """Op GPU time and its share in ops using Tensor Cores, when there is no kernel time."""
+    if time.gpu_kernel_ns is not None or not any(o.gpu_ns for o in ops):
+        return None, None
+    total = sum(o.gpu_ns or 0 for o in ops)
+    return total, _share(sum(o.gpu_ns or 0 for o in ops if o.uses_tc), total)

@@ -1,9 +1,10 @@
-"""GPU generation when the input does not say: a compute capability from the marketing name.
+"""GPU generation when the input does not say: a compute capability from the device table.
 
 DLProf CSVs and many nsys exports name the GPU but not its compute capability, yet whether fp32
-can reach the Tensor Cores (TF32, Ampere on) or bf16 has a Tensor Core path depends on it. The
-guess is deliberately coarse (7.0 for pre-Ampere, 8.0 for Ampere or newer): enough for the advice,
-never shown as a figure.
+can reach the Tensor Cores (TF32, Ampere on), bf16 has a Tensor Core path, or the GPU has Tensor
+Cores at all (not before Volta, not on a GeForce GTX 16) depends on it. The model's capability
+comes from the sourced device table (:mod:`tcreport.analysis.device_table`): an RTX 2070 SUPER is
+7.5 (Turing), a GTX 1060 6.1 (Pascal); a name the table does not know gives ``None``.
 """
 
 from __future__ import annotations
@@ -11,34 +12,34 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tcreport.analysis import device_table
 from tcreport.model import Gpu
-
-_PRE_AMPERE = re.compile(
-    r"\b(V100|T4|TITAN V|TITAN RTX|RTX 20\d0|GTX|P100|P40|P4|K80|Quadro RTX)", re.I
-)
-_AMPERE_PLUS = re.compile(
-    r"\b(A100|A30|A40|A10G?|A16|A2|A800|H100|H200|H800|H20|GH200|B100|B200|GB200|L4|L40S?|"
-    r"RTX [345]0\d0|RTX A\d{4}|RTX \d{4} Ada|RTX PRO)",
-    re.I,
-)
 
 
 def compute_capability(gpu: Gpu) -> float | None:
-    """The GPU's compute capability: as recorded, else guessed from its name, else ``None``.
-    Only NVIDIA GPUs have one (an AMD device's HIP architecture number is not one)."""
+    """The GPU's compute capability: as recorded, else its model's in the device table, else
+    ``None``. Only NVIDIA GPUs have one (an AMD device's HIP architecture number is not one)."""
     if gpu.vendor not in (None, "nvidia"):
         return None
-    if gpu.compute_capability:
-        try:
-            return float(gpu.compute_capability)
-        except ValueError:
-            pass
-    name = gpu.name or ""
-    if _AMPERE_PLUS.search(name):
-        return 8.0
-    if _PRE_AMPERE.search(name):
-        return 7.0
+    facts = device_table.describe(gpu)
+    if facts.vendor not in (None, "nvidia"):
+        return None
+    for cc in (gpu.compute_capability, facts.compute_capability):
+        if cc:
+            try:
+                return float(cc)
+            except ValueError:
+                continue
     return None
+
+
+def has_matrix_units(gpus: Iterable[Gpu]) -> bool | None:
+    """Whether the run's GPUs have matrix units: ``False`` only when every GPU is identified and
+    none has any (a Pascal GeForce, a GTX 16), ``True`` when one does, ``None`` when not known."""
+    verdicts = [device_table.describe(g).has_matrix_units for g in gpus]
+    if not verdicts or None in verdicts:
+        return True if True in verdicts else None
+    return any(verdicts)
 
 
 #: Kernel-name marks of the architecture a kernel was built for, oldest first. A kernel built for

@@ -53,9 +53,12 @@ class HostRow:
 
 
 def is_cpu_only(meta: RunMeta, time: TimeFigures, ops: Sequence[OpRow]) -> bool:
-    """No GPU kernel time anywhere (rows or the profiler's figures), no op GPU time, but ops
-    with host time: a capture without a GPU, not an input that lacks kernel rows."""
+    """No device activity of any kind (kernel or memory time, in rows or the profiler's figures,
+    op GPU time, device events the reader could not read), but ops with host time: a capture
+    without a GPU, not an input that lacks kernel rows."""
     if time.gpu_kernel_ns or meta.reported.gpu_kernel_ns or meta.reported.all_kernel_ns:
+        return False
+    if time.memory_ns or meta.reported.memory_ns or meta.device_events_unread:
         return False
     if any(o.gpu_ns for o in ops):
         return False

@@ -5,7 +5,15 @@ commonest way a profile lies. DLProf's answer was the key node: an op (or range)
 iteration, whose occurrences cut the timeline. We do the same for any input that has timestamps:
 occurrence *k* opens iteration *k*, which runs until occurrence *k+1* opens; the last one ends where
 the last occurrence ends or the run's last event, whichever is later. Without a key node we look for
-``ProfilerStep#N`` ranges or a repeating outermost range (``train_step``) and say which we used.
+``ProfilerStep#N`` ranges or a repeating outermost range (``train_step``) and say which we used
+(:mod:`tcreport.analysis.iteration_marks`).
+
+One rule puts every GPU event (kernel, memcpy, memset, collective) in an iteration: the iteration
+whose host step launched it, by the host time of its launching call (correlation id -> runtime
+call), wherever the GPU ran it. Ops belong to the iteration their host start is in. GPU time
+decides only for an input that records no launches at all (TF xplane); an event without a launch
+record in a trace that records them was queued before profiling began and belongs to no
+iteration, as in HolisticTraceAnalysis and TraceLens (the report's notes say how many).
 
 Everything here is vectorised: boundaries are a sorted int64 array, and rows are assigned with one
 ``searchsorted`` per table.
@@ -20,8 +28,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport import schema
-from tcreport.analysis import _codes
+from tcreport import fmt, schema
+from tcreport.analysis.iteration_marks import MIN_ITERATION_COVERAGE as MIN_ITERATION_COVERAGE
+from tcreport.analysis.iteration_marks import _occurrences as _occurrences
+from tcreport.analysis.iteration_marks import boundaries
+from tcreport.analysis.iteration_marks import candidate_key_nodes as candidate_key_nodes
+from tcreport.analysis.iteration_marks import nested as nested
 from tcreport.errors import UsageError
 from tcreport.model import IterationInfo, Run, RunMeta
 
@@ -34,167 +46,6 @@ class Selection:
     key_node_found: bool  # False when the user named a key node that never occurs
     candidates: tuple[str, ...] = ()  # validated key-node names, offered when no key node worked
     sliced: bool = False  # True when rows were filtered to [start, stop]
-
-
-def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Start and end times of every occurrence of ``name`` among ranges and op instances.
-
-    With several processes (one per rank) each rank runs the key node once per iteration, so
-    taking all of them would cut every iteration into as many pieces as there are ranks: the
-    boundaries come from the rank with the most occurrences (the lowest pid on a tie), and apply
-    to every rank's rows by time.
-    """
-    starts: list[np.ndarray] = []
-    ends: list[np.ndarray] = []
-    pids: list[np.ndarray] = []
-    if run.ranges is not None and run.ranges.num_rows:
-        sel = run.ranges.filter(_codes.equals(run.ranges.column("name"), name))
-        starts.append(sel.column("start_ns").to_numpy())
-        ends.append(sel.column("end_ns").to_numpy())
-        pids.append(pc.fill_null(sel.column("process_id"), -1).to_numpy())
-    if (
-        run.ops is not None
-        and run.ops.num_rows
-        and run.ops.column("start_ns").null_count < run.ops.num_rows
-    ):
-        ops = run.ops.select(["name", "type", "op_id", "start_ns", "cpu_ns", "process_id"])
-        if ops.column("start_ns").null_count:  # after the select: the ops table is wide
-            ops = ops.filter(pc.is_valid(ops.column("start_ns")))
-        hit = pc.or_(
-            pc.or_(
-                _codes.equals(ops.column("name"), name), _codes.equals(ops.column("type"), name)
-            ),
-            _codes.equals(ops.column("op_id"), name),
-        )
-        sel = ops.filter(hit)
-        st = sel.column("start_ns").to_numpy()
-        cpu = pc.fill_null(sel.column("cpu_ns"), 0).to_numpy()
-        starts.append(st)
-        ends.append(st + cpu)
-        pids.append(pc.fill_null(sel.column("process_id"), -1).to_numpy())
-    if not starts:
-        return None
-    s = np.concatenate(starts)
-    e = np.concatenate(ends)
-    pid = np.concatenate(pids)
-    if s.size == 0:
-        return None
-    values, counts = np.unique(pid, return_counts=True)
-    if values.size > 1:
-        keep = pid == values[np.argmax(counts)]  # argmax takes the first, i.e. lowest, pid on ties
-        s, e = s[keep], e[keep]
-    order = np.argsort(s, kind="stable")
-    return s[order], e[order]
-
-
-def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``ProfilerStep#N`` ranges, one boundary per step number: with several ranks in one trace,
-    step N spans from the first rank's start to the last rank's end."""
-    if run.ranges is None or run.ranges.num_rows == 0:
-        return None
-    extracted = _codes.per_value(
-        run.ranges.column("name"), lambda d: pc.extract_regex(d, r"^ProfilerStep#(?P<n>\d{1,18})$")
-    )
-    valid = pc.is_valid(extracted)
-    if not pc.any(valid).as_py():
-        return None
-    sel = run.ranges.filter(valid)
-    steps = pa.table(
-        {
-            "n": pc.cast(pc.struct_field(extracted.filter(valid), "n"), pa.int64()),
-            "start_ns": sel.column("start_ns"),
-            "end_ns": sel.column("end_ns"),
-        }
-    )
-    g = (
-        steps.group_by("n")
-        .aggregate([("start_ns", "min"), ("end_ns", "max")])
-        .sort_by("start_ns_min")
-    )
-    return (
-        g.column("n").to_numpy(),
-        g.column("start_ns_min").to_numpy(),
-        g.column("end_ns_max").to_numpy(),
-    )
-
-
-#: A repeating range is taken as the iteration marker only if its occurrences cover at least this
-#: share of the run's span; short repeating markers (``FSDP::post_forward``) are not iterations.
-MIN_ITERATION_COVERAGE = 0.5
-
-
-def _span(run: Run) -> tuple[int, int] | None:
-    lo: list[int] = []
-    hi: list[int] = []
-    for table, end_col in ((run.ranges, "end_ns"), (run.kernels, None)):
-        if (
-            table is None
-            or table.num_rows == 0
-            or table.column("start_ns").null_count == table.num_rows
-        ):
-            continue
-        lo.append(int(pc.min(table.column("start_ns")).as_py()))
-        end = (
-            table.column(end_col)
-            if end_col
-            else pc.add(table.column("start_ns"), table.column("duration_ns"))
-        )
-        hi.append(int(pc.max(end).as_py()))
-    return (min(lo), max(hi)) if lo else None
-
-
-def _repeating_outer_range(run: Run) -> str | None:
-    """The outermost range name that repeats and covers most of the run (``train_step``)."""
-    if run.ranges is None or run.ranges.num_rows == 0:
-        return None
-    depth = run.ranges.column("depth")
-    outer = (
-        run.ranges.filter(pc.fill_null(pc.equal(depth, 0), True))
-        if depth.null_count < len(depth)
-        else run.ranges
-    )
-    span = _span(run)
-    if outer.num_rows == 0 or span is None or span[1] <= span[0]:
-        return None
-    name = _codes.codes(outer.column("name"))
-    names = pa.table(
-        {
-            "name": pa.array(name.codes),
-            "dur": pc.subtract(outer.column("end_ns"), outer.column("start_ns")),
-            "pid": pc.fill_null(outer.column("process_id"), 0),
-        }
-    )
-    # Per process, so two ranks' copies of one step do not count twice.
-    per = names.group_by(["name", "pid"]).aggregate([("dur", "sum"), ("dur", "count")])
-    per = per.filter(pc.greater_equal(per.column("dur_count"), 2))
-    if per.num_rows == 0:
-        return None
-    best = per.group_by("name").aggregate([("dur_sum", "max")])
-    best = best.append_column("text", name.values.take(best.column("name")))
-    best = best.sort_by([("dur_sum_max", "descending"), ("text", "ascending")])
-    top = str(best.column("text")[0].as_py())
-    coverage = best.column("dur_sum_max")[0].as_py() / (span[1] - span[0])
-    return top if coverage >= MIN_ITERATION_COVERAGE else None
-
-
-def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
-    """Names that occur most often, as suggestions when no key node was found."""
-    tallies: dict[str, int] = {}
-    for table, col in ((run.ranges, "name"), (run.ops, "type"), (run.ops, "name")):
-        if (
-            table is None
-            or table.num_rows == 0
-            or table.column("start_ns").null_count == table.num_rows
-        ):
-            continue
-        c = _codes.codes(table.column(col))
-        counts = _codes.value_counts(c)
-        frequent = np.flatnonzero(counts >= 2)
-        for value, count in zip(c.take(frequent), counts[frequent].tolist(), strict=True):
-            if value is not None:
-                tallies[value] = max(tallies.get(value, 0), count)
-    ranked = sorted(tallies.items(), key=lambda kv: (-kv[1], kv[0]))
-    return tuple(name for name, _ in ranked[:limit])
 
 
 def _no_split(run: Run, info: IterationInfo, found: bool) -> Selection:
@@ -218,17 +69,53 @@ def _last_event_ns(run: Run) -> int | None:
 
 
 def _assign(table: pa.Table | None, starts: np.ndarray, time_col: str) -> pa.Table | None:
-    """Set the ``iteration`` column from boundaries (row time >= start of iteration k)."""
+    """Set the ``iteration`` column from boundaries (row time >= start of iteration k); a null
+    time leaves the row in no iteration."""
     if table is None or table.num_rows == 0:
         return table
     times = table.column(time_col)
-    if time_col == "launch_ns" and times.null_count:
-        times = pc.coalesce(times, table.column("start_ns"))
     arr = pc.fill_null(times, -1).to_numpy()
     idx = np.searchsorted(starts, arr, side="right") - 1
-    it = pa.array(idx.astype(np.int32), mask=(idx < 0) | (arr < 0))
+    mask = (idx < 0) | (arr < 0)
+    if times.null_count:
+        mask |= np.asarray(pc.is_null(times).to_numpy(zero_copy_only=False), bool)
+    it = pa.array(idx.astype(np.int32), mask=mask)
     pos = table.schema.get_field_index("iteration")
     return table.set_column(pos, table.schema.field("iteration"), it)
+
+
+def _launch_time(table: pa.Table | None) -> str:
+    """The column that puts a GPU row (kernel, copy, set) in a step: the host time of the call that
+    launched it, so the step whose host code issued the work owns it wherever the GPU ran it
+    (a copy launched in step N but run while step N+1 is queued stays in N). Only an input that
+    records no launch at all (TF xplane, a DLProf memory table) falls back to GPU time. A row with
+    no launch record in a table that has them was queued before profiling began: it stays in no
+    iteration, as in HTA and TraceLens (see :func:`unlaunched_note`)."""
+    if table is None or table.num_rows == 0:
+        return "start_ns"
+    launch = table.column("launch_ns")
+    return "start_ns" if launch.null_count == table.num_rows else "launch_ns"
+
+
+def unlaunched_note(run: Run) -> str | None:
+    """The report's line on GPU rows left out of every iteration for want of a launch record."""
+    count, gpu_ns = 0, 0
+    for table in (run.kernels, run.memory):
+        if _launch_time(table) != "launch_ns":
+            continue
+        assert table is not None
+        lost = pc.and_(pc.is_null(table.column("launch_ns")), pc.is_valid(table.column("start_ns")))
+        n = pc.sum(lost).as_py() or 0
+        if n:
+            count += n
+            gpu_ns += pc.sum(table.column("duration_ns").filter(lost)).as_py() or 0
+    if not count:
+        return None
+    return (
+        f"{count:,} GPU events ({fmt.ns(gpu_ns)} of GPU time) have no launch record in the trace: "
+        "they were queued before profiling began, so no iteration owns them and they are left "
+        "out of the iteration figures, as HTA and TraceLens do"
+    )
 
 
 def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
@@ -237,8 +124,10 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
     it = table.column("iteration")
     if it.null_count == table.num_rows:
         return table
-    keep = pc.and_(pc.greater_equal(it, start), pc.less_equal(it, stop))
-    return table.filter(pc.fill_null(keep, False))
+    keep = pc.fill_null(pc.and_(pc.greater_equal(it, start), pc.less_equal(it, stop)), False)
+    if pc.all(keep).as_py():  # every iteration kept: the table itself, not a filtered copy of it
+        return table
+    return table.filter(keep)
 
 
 def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:
@@ -268,7 +157,9 @@ def select(
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
         return _keep_reported(run, key_node, iter_start, iter_stop)
-    bounds, key_node, found = _boundaries(run, key_node)
+    bounds, key_node, found, note = boundaries(run, key_node)
+    if note is not None:
+        run = run.replace(meta=dataclasses.replace(run.meta, notes=(*run.meta.notes, note)))
     if bounds is None:
         info = IterationInfo(
             key_node=key_node,
@@ -292,27 +183,6 @@ def _has_times(run: Run) -> bool:
         t is not None and t.num_rows > 0 and t.column("start_ns").null_count < t.num_rows
         for t in (run.kernels, run.ops)
     )
-
-
-def _boundaries(
-    run: Run, key_node: str | None
-) -> tuple[tuple[np.ndarray, np.ndarray, str] | None, str | None, bool]:
-    """(starts, ends, method) of the iterations, or None; the key node used (a repeating outer
-    range found on its own becomes one); whether a given key node occurred at all."""
-    if key_node is not None:
-        occ = _occurrences(run, key_node)
-        if occ is None:
-            return None, key_node, False
-        return (occ[0], occ[1], f"key node {key_node!r}"), key_node, True
-    steps = _profiler_steps(run)
-    if steps is not None:
-        return (steps[1], steps[2], "ProfilerStep#N ranges"), None, True
-    outer = _repeating_outer_range(run)
-    if outer is not None:
-        occ = _occurrences(run, outer)
-        assert occ is not None
-        return (occ[0], occ[1], f"repeating range {outer!r}"), outer, True
-    return None, None, True
 
 
 def _split(
@@ -350,10 +220,13 @@ def _split(
         },
         schema.TableKind.ITERATIONS,
     )
+    meta = _with_iterations(run, info)
+    if (note := unlaunched_note(run)) is not None:
+        meta = dataclasses.replace(meta, notes=(*meta.notes, note))
     out = run.replace(
-        meta=_with_iterations(run, info),
-        kernels=_filter(_assign(run.kernels, starts, "launch_ns"), lo, hi),
-        memory=_filter(_assign(run.memory, starts, "start_ns"), lo, hi),
+        meta=meta,
+        kernels=_filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi),
+        memory=_filter(_assign(run.memory, starts, _launch_time(run.memory)), lo, hi),
         ops=_filter(_assign(run.ops, starts, "start_ns"), lo, hi),
         iterations=iterations,
     )

@@ -6,7 +6,8 @@ run at every layer: following ``--key-node aten::linear`` on the 2x H100 sample 
 a roughly constant period and span most of the run. So candidates come from names that mean a step
 (``ProfilerStep``, the optimizer's step, a user ``train_step`` range, TensorFlow's
 ``AssignAddVariableOp`` step counter that DLProf used) and from outermost repeating ranges, and each
-is checked against the timeline before it is offered. When none passes, none is suggested.
+is checked against the timeline before it is offered: a name whose ranges nest inside or overlap
+each other is never a step. When none passes, none is suggested.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes
-from tcreport.analysis.iterations import Selection, _span
+from tcreport.analysis.iteration_marks import _span, nested
+from tcreport.analysis.iterations import Selection
 from tcreport.model import Run
 
 #: Names that mean "one training step" in the frameworks and in user code.
@@ -144,6 +146,8 @@ def _check(
     if occ is None or occ[0].size < 2:
         return None
     starts, ends = occ
+    if nested(starts, ends):
+        return None  # ranges inside ranges of the same name are not a step (train_step in itself)
     n = int(starts.size)
     coverage = float((ends.max() - starts[0]) / max(1, span[1] - span[0]))
     periods = np.diff(starts).astype(np.float64)

@@ -1,4 +1,5 @@
-"""The GPU's dense peak throughput per data type, from ``peaks.toml`` (each value with its source).
+"""The GPU's dense peak throughput per data type and its memory bandwidth, from the device table
+(each value with its source; :mod:`tcreport.analysis.device_table`): the two roofs of a roofline.
 
 A % of peak is only meaningful against the right peak: an fp32 GEMM on a V100 cannot use Tensor
 Cores at all, a float32 GEMM on an A100 that ran TF32 kernels can reach the TF32 peak. So the peak
@@ -9,10 +10,10 @@ kernels used Tensor Cores, else the CUDA-core fp32 peak. Unknown GPUs and dtypes
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from tcreport.analysis import device_table
 
 PRECISIONS = ("fp8", "bf16", "fp16", "tf32", "fp32")
 
@@ -22,6 +23,7 @@ class GpuPeaks:
     model: str
     tflops: tuple[tuple[str, float], ...]  # (precision, dense TFLOP/s)
     source: str
+    memory_gbs: float | None = None  # DRAM bandwidth, GB/s (10^9 B/s): the roofline's memory roof
 
     def peak(self, precision: str | None) -> float | None:
         return dict(self.tflops).get(precision or "")
@@ -29,24 +31,21 @@ class GpuPeaks:
 
 @cache
 def table() -> tuple[tuple[re.Pattern[str], GpuPeaks], ...]:
-    raw = tomllib.loads(
-        resources.files("tcreport.analysis").joinpath("peaks.toml").read_text(encoding="utf-8")
+    """The models of the device table that have at least one peak, in its order."""
+    return tuple(
+        (m.pattern, GpuPeaks(m.model, m.tflops, m.source, m.memory_gbs))
+        for m in device_table.table().models
+        if m.tflops
     )
-    out = []
-    for g in raw["gpu"]:
-        vals = tuple((p, float(g[p])) for p in PRECISIONS if p in g)
-        out.append((re.compile(g["match"], re.IGNORECASE), GpuPeaks(g["model"], vals, g["source"])))
-    return tuple(out)
 
 
 def for_gpu(name: str | None) -> GpuPeaks | None:
-    """The peaks of the GPU model this name denotes (first matching entry), else ``None``."""
-    if not name:
+    """The peaks of the GPU model this name denotes (its device-table row), else ``None``: a
+    model the table knows without peaks (a GeForce GTX 1060) has none to give."""
+    row = device_table.for_name(name)
+    if row is None or not row.tflops:
         return None
-    for pattern, peaks in table():
-        if pattern.search(name):
-            return peaks
-    return None
+    return GpuPeaks(row.model, row.tflops, row.source, row.memory_gbs)
 
 
 def precision(dtype: str | None, used_tc: bool | None) -> str | None:

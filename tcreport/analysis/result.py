@@ -125,10 +125,11 @@ def run_vendor(run: Run) -> Vendor:
 
 
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
-    from tcreport.analysis import eligibility, tc_kernels
+    from tcreport.analysis import eligibility, tc_kernels, triton_ops
 
     pack = tc_kernels.pack_for(gpu_vendor.value)
     kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 
@@ -220,7 +221,7 @@ def _steps(
     act = activity.collect(run.kernels, run.memory)
     if act is None:
         return _StepParts((), None, None)
-    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run)
+    breakdown, gaps = steps.breakdown_with_gaps(act, run.ranges, run.ops, whole_run, run.memory)
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
@@ -245,12 +246,13 @@ def _steps(
     return _StepParts(breakdown, tl, comm)
 
 
-def _throughput(run: Run, time: TimeFigures) -> Throughput | None:
+def _throughput(run: Run, time: TimeFigures, gpu_vendor: Vendor) -> Throughput | None:
     from tcreport.analysis import throughput
 
     k = run.kernels
     gpus = len(pc.unique(k.column("device_id")).drop_null()) if k is not None else 0
-    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus))
+    unit = vendor.MATRIX_UNIT[gpu_vendor]
+    return throughput.compute(run, time.wall_ns, time.tc_kernel_ns, max(1, gpus), unit)
 
 
 def _suggestions(
@@ -288,7 +290,7 @@ class _PerName:
     throughput: Throughput | None
 
 
-def _per_name(sliced: Run, selection: Selection) -> _PerName:
+def _per_name(sliced: Run, selection: Selection, gpu_vendor: Vendor) -> _PerName:
     time = figures.time_figures(sliced)
     ops = figures.op_rows(sliced, time.gpu_kernel_ns)
     op_elig, op_uses = _op_agreements(sliced.ops, sliced.kernels)
@@ -307,7 +309,7 @@ def _per_name(sliced: Run, selection: Selection) -> _PerName:
         host_types=host_types,
         compiling=compilation.compilation(_ranges_in(sliced, selection), sliced.ops),
         why_not=() if cpu_only else _why_not(sliced),
-        throughput=_throughput(sliced, time),
+        throughput=_throughput(sliced, time, gpu_vendor),
     )
 
 
@@ -327,6 +329,7 @@ def compute(
     from tcreport.analysis import counters
 
     gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
     full = classified
     sliced, selection = iterations.select(classified, key_node, iter_start, iter_stop)
@@ -335,7 +338,7 @@ def compute(
     # run with the same boundaries.
     all_iters, _ = (
         iterations.select(full, key_node, None, None)
-        if selection.info.total
+        if selection.info.total and (iter_start, iter_stop) != (None, None)
         else (sliced, selection)
     )
     iteration_rows = derived.iteration_rows(all_iters, selection)
@@ -345,7 +348,7 @@ def compute(
         steps_job = pool.submit(
             _steps, all_iters, iteration_rows, selection, timeline_iter, with_timeline
         )
-        f = _per_name(sliced, selection)
+        f = _per_name(sliced, selection, gpu_vendor)
         parts = steps_job.result()
     time, ops, tl, cpu_only = f.time, f.ops, f.tl, f.cpu_only
     return Analysis(
@@ -410,8 +413,10 @@ def classified_selection(
 ) -> tuple[Run, Selection]:
     """:func:`classified_run` and the iteration selection it made (to refuse options that
     selected nothing, as the reports do)."""
+    gpu_vendor = run_vendor(run)
+    run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     sliced, selection = iterations.select(
-        _classify(run, run_vendor(run)), key_node, iter_start, iter_stop
+        _classify(run, gpu_vendor), key_node, iter_start, iter_stop
     )
     if not selection.key_node_found or selection.info.method == "whole run":
         selection, _ = _suggestions(sliced, selection)  # the names an error can offer

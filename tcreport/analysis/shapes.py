@@ -43,6 +43,15 @@ def normalise_dtype(dtype: str | None) -> str | None:
     return s
 
 
+#: Bytes per element of each normalised type: what one value of a tensor costs to move.
+_ELEMENT_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
+
+
+def element_bytes(dtype: str | None) -> int | None:
+    """Bytes per element of a (raw or normalised) data type; ``None`` when it is not known."""
+    return _ELEMENT_BYTES.get(normalise_dtype(dtype) or "")
+
+
 # --- shapes -------------------------------------------------------------------------------------
 
 _LABELLED = re.compile(r"<([^<>]*)>")
@@ -147,3 +156,39 @@ def padding_for(problem: Problem | None, precision: str) -> str | None:
     a = ALIGN[precision]
     bad = [f"{name} {v} → {-(-v // a) * a}" for name, v in problem.dims if v % a]
     return "pad " + ", ".join(bad) if bad else None
+
+
+# --- scalar arguments -----------------------------------------------------------------------------
+
+
+def parse_concrete(text: str | None) -> tuple[str, ...]:
+    """Kineto ``Concrete Inputs`` (``["","","[2, 2]","False","1"]``) as one string per argument,
+    ``""`` where the profiler recorded no value (a tensor, ``None``); ``()`` when unreadable."""
+    if not text:
+        return ()
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return ()
+    if not isinstance(raw, list):
+        return ()
+    return tuple(v if isinstance(v, str) else "" for v in raw)
+
+
+_INT = re.compile(r"-?\d+")
+
+
+def int_list(text: str) -> tuple[int, ...] | None:
+    """``"[2, 2]"`` or ``"2"`` as integers; ``None`` for anything else (``""``, ``"same"``)."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    parts = [p.strip() for p in body.split(",")] if body.strip() else []
+    if not parts or not all(_INT.fullmatch(p) for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def flag(text: str) -> bool | None:
+    """A recorded bool (``"True"``/``"False"``, also ``"1"``/``"0"``); ``None`` when not one."""
+    return {"true": True, "1": True, "false": False, "0": False}.get(text.strip().lower())

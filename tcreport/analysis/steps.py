@@ -20,26 +20,21 @@ tables carry one; otherwise the cause is "no host range recorded", never a guess
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tcreport._arrays import exact_sums
-from tcreport.analysis import _codes, sweep
+from tcreport.analysis import gaps as all_gaps
+from tcreport.analysis import host_ranges, stalls, sweep, windows
 from tcreport.analysis.activity import IDLE, Activity, Cat
+from tcreport.analysis.host_ranges import HostIntervals as HostIntervals
+from tcreport.analysis.host_ranges import enclosing as enclosing
+from tcreport.analysis.host_ranges import host_intervals as host_intervals
+from tcreport.analysis.stalls import SYNC, Stall
 from tcreport.analysis.timeline import DATA_LOADER, LAUNCH_GAP_NS
 
-#: Host ranges and ops that wait for the GPU: explicit synchronisation, or reading a GPU value on
-#: the host (``.item()`` is ``aten::item`` / ``aten::_local_scalar_dense``).
-SYNC = re.compile(
-    r"synchroni[sz]e|aten::item|_local_scalar_dense|\.item\(|cudaMemcpy(?!Async)|aten::nonzero",
-    re.IGNORECASE,
-)
-#: Ranges that mark a whole iteration say nothing about a gap inside it.
-ITERATION_MARK = r"^ProfilerStep#|^Iteration \d|^train_step$"
 #: Causes kept per (iteration, GPU), longest first.
 TOP_CAUSES = 3
 
@@ -71,6 +66,21 @@ class StepRow:
     communication_total_ns: int  # union of collective intervals, hidden or not
     communication_overlap_ns: int  # of which compute ran at the same time on this GPU
     host_causes: tuple[IdleCause, ...]  # longest first, at most TOP_CAUSES
+    memory_total_ns: int = 0  # union of copy/set intervals, hidden or not
+    #: The GPU step time: from this step's first GPU activity to the next step's first on this
+    #: GPU, so idle between steps counts in the step before (analysis.windows); None for the
+    #: last step on its GPU, whose window has no end. ``span_ns`` is first to last activity, as
+    #: HTA measures a step.
+    window_ns: int | None = None
+    #: The idle time in HTA's vocabulary (analysis.gaps): the closing event was launched after the
+    #: GPU ran dry (host wait), was queued and the gap is under 30 µs (kernel wait), or queued and
+    #: longer (other). They sum to the idle time; None without launch times.
+    idle_queue: tuple[int, int, int] | None = None
+    stalls: tuple[Stall, ...] = ()  # idle caused by host syncs and copies (analysis.stalls)
+    #: The GPU idle after this step's last activity until the next step's first on this GPU
+    #: (``window_ns - span_ns``), named by the host range enclosing its middle (a data loader
+    #: between steps); None for the last step or when the next starts at once.
+    between: IdleCause | None = None
 
     @property
     def parts(self) -> tuple[int, ...]:
@@ -134,122 +144,6 @@ def _group_keys(act: Activity) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return inside, group, g_iter, g_dev + low
 
 
-@dataclass(frozen=True)
-class HostIntervals:
-    """Host ranges and ops sorted by start."""
-
-    start: np.ndarray
-    end: np.ndarray
-    process: np.ndarray
-    code: np.ndarray  # into names
-    names: list[str | None]
-    single_process: bool  # every range and op (those left out too) on one process (or none)
-
-
-def _process_ids(tables: list[pa.Table]) -> set[int]:
-    """Distinct process ids of the tables (-1 for a null), from their min and max only: all that
-    matters is whether there is more than one."""
-    seen: set[int] = set()
-    for t in tables:
-        col = t.column("process_id")
-        if col.null_count:
-            seen.add(-1)
-        if col.null_count < len(col):
-            mm = pc.min_max(col)
-            seen.update(int(v.as_py()) for v in (mm["min"], mm["max"]))
-    return seen
-
-
-def _containing(s: np.ndarray, e: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Per interval [s, e): does it contain any of the sorted ``points``?"""
-    i = np.searchsorted(points, s, side="left")  # the first point at or after the start
-    hit = i < points.size
-    hit[hit] = points[i[hit]] < e[hit]
-    return hit
-
-
-def _bounds(t: pa.Table, end_of: str) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of each row of a ranges (``end``) or ops (``cpu``) table."""
-    s = np.asarray(t.column("start_ns").to_numpy(), np.int64)
-    if end_of == "end":
-        return s, np.asarray(pc.fill_null(t.column("end_ns"), 0).to_numpy(), np.int64)
-    return s, s + np.asarray(pc.fill_null(t.column("cpu_ns"), 0).to_numpy(), np.int64)
-
-
-def host_intervals(
-    ranges: pa.Table | None, ops: pa.Table | None, points: np.ndarray | None = None
-) -> HostIntervals | None:
-    """Timed host ranges and ops (iteration markers left out), names in one code space.
-
-    ``points`` (sorted): keep only the intervals containing one of them, before anything else is
-    done with the rows: the gaps to explain are few, the ops of a long run are millions.
-    """
-    starts, ends, procs, codes = [], [], [], []
-    names: list[str | None] = []
-    end_col = {"end": "end_ns", "cpu": "cpu_ns"}
-    present = [t for t in (ranges, ops) if t is not None and t.num_rows]
-    single = len(_process_ids(present)) <= 1
-    for table, end_of in ((ranges, "end"), (ops, "cpu")):
-        if table is None or table.num_rows == 0:
-            continue
-        t = table.select(["name", "start_ns", end_col[end_of], "process_id"])
-        if t.column("start_ns").null_count:
-            t = t.filter(pc.is_valid(t.column("start_ns")))
-        if (
-            points is not None and t.num_rows
-        ):  # a slice at a time: the ops of a long run are millions
-            hit = [_containing(*_bounds(t.slice(a, _SLICE), end_of), points)
-                   for a in range(0, t.num_rows, _SLICE)]  # fmt: skip
-            t = t.filter(pa.array(np.concatenate(hit)))
-        s, e = _bounds(t, end_of)
-        marks = _codes.matches(t.column("name"), ITERATION_MARK)
-        if pc.any(marks).as_py():
-            keep = np.asarray(pc.invert(marks).to_numpy(zero_copy_only=False), bool)
-            t, s, e = t.filter(pa.array(keep)), s[keep], e[keep]
-        if t.num_rows == 0:
-            continue
-        c = _codes.codes(t.column("name"))
-        starts.append(s)
-        ends.append(e)
-        procs.append(np.asarray(pc.fill_null(t.column("process_id"), -1).to_numpy(), np.int64))
-        codes.append(np.where(c.codes >= 0, c.codes + len(names), -1))
-        names.extend(c.values.to_pylist())
-    if not starts:
-        return None
-    start = np.concatenate(starts)
-    order = np.argsort(start, kind="stable")  # once: every lookup below relies on start order
-    return HostIntervals(
-        start[order], np.concatenate(ends)[order], np.concatenate(procs)[order],
-        np.concatenate(codes)[order], names, single,
-    )  # fmt: skip
-
-
-def enclosing(host: HostIntervals, keep: np.ndarray | None, points: np.ndarray) -> np.ndarray:
-    """Per point, the name code of a kept (``None``: any) host interval containing it (-1: none).
-
-    The latest-starting interval before the point, when it still runs, is the innermost; else the
-    one reaching furthest among those started before (an outer range), when it reaches the point.
-    """
-    if keep is None:
-        s, e, c = host.start, host.end, host.code
-    else:
-        s, e, c = host.start[keep], host.end[keep], host.code[keep]
-    out = np.full(points.size, -1, np.int64)
-    if s.size == 0 or points.size == 0:
-        return out
-    reach = np.maximum.accumulate(e)
-    idx = np.arange(s.size)
-    reach_at = np.maximum.accumulate(np.where(e == reach, idx, 0))
-    i = np.searchsorted(s, points, side="right") - 1
-    ok = i >= 0
-    j = np.maximum(i, 0)
-    inner = ok & (e[j] > points)
-    outer = ok & ~inner & (reach[j] > points)
-    out[inner] = c[j[inner]]
-    out[outer] = c[reach_at[j[outer]]]
-    return out
-
-
 def cause_kind(name: str | None) -> str:
     if name is None:
         return "no host range recorded"
@@ -258,56 +152,6 @@ def cause_kind(name: str | None) -> str:
     if SYNC.search(name):
         return "synchronisation"
     return "host range"
-
-
-def _launching_processes(gap_dev: np.ndarray, act: Activity) -> dict[int, tuple[int, ...]]:
-    """Per GPU with a gap, the processes (ids >= 0) that launched work on it, from the distinct
-    (device, process) pairs: one pass over the activity, whatever the number of GPUs."""
-    if not len(act):
-        return {}
-    devs, procs = [], []
-    for a in range(0, len(act), _SLICE):  # distinct pairs of each slice: no per-launch key
-        d, p = act.device[a : a + _SLICE], act.process[a : a + _SLICE]
-        first = _codes.first_rows(_codes.combine(d, p))
-        devs.append(d[first])
-        procs.append(p[first])
-    dev, proc = np.concatenate(devs), np.concatenate(procs)
-    first = _codes.first_rows(_codes.combine(dev, proc))  # distinct over the slices
-    dev, proc = dev[first], proc[first]
-    want = np.isin(dev, gap_dev) & (proc >= 0)
-    order = np.lexsort((proc[want], dev[want]))
-    out: dict[int, list[int]] = {}
-    for d, p in zip(dev[want][order].tolist(), proc[want][order].tolist(), strict=True):
-        out.setdefault(d, []).append(p)  # one per distinct (GPU, process): small
-    return {d: tuple(ps) for d, ps in out.items()}
-
-
-def _gap_codes(
-    gap_dev: np.ndarray, mid: np.ndarray, act: Activity, host: HostIntervals | None
-) -> np.ndarray:
-    """Per host-bound gap (its GPU and midpoint), the name code of its enclosing host range on
-    the GPU's launching process (-1: none). One lookup per set of launching processes, not per
-    GPU: a trace can name thousands of devices, and a pass over the activity per GPU was
-    quadratic."""
-    code = np.full(mid.size, -1, np.int64)
-    if host is None or mid.size == 0:
-        return code
-    if host.single_process:
-        return enclosing(host, None, mid)
-    procs = _launching_processes(gap_dev, act)
-    devs, inverse = np.unique(gap_dev, return_inverse=True)
-    sharing: dict[tuple[int, ...], list[int]] = {}
-    for i, d in enumerate(devs.tolist()):  # one per GPU with a gap
-        sharing.setdefault(procs.get(d, ()), []).append(i)
-    for ps, members in sharing.items():  # one per distinct set of launching processes
-        keep: np.ndarray | None = None
-        if ps:
-            keep = np.isin(host.process, ps) | (host.process < 0)
-            if not keep.any():
-                keep = None
-        sel = np.isin(inverse, members)
-        code[sel] = enclosing(host, keep, mid[sel])
-    return code
 
 
 def _host_causes(
@@ -345,9 +189,10 @@ def breakdown(
     ranges: pa.Table | None = None,
     ops: pa.Table | None = None,
     whole_run: bool = False,
+    memory: pa.Table | None = None,
 ) -> tuple[StepRow, ...]:
     """:func:`breakdown_with_gaps` without the gaps."""
-    return breakdown_with_gaps(act, ranges, ops, whole_run)[0]
+    return breakdown_with_gaps(act, ranges, ops, whole_run, memory)[0]
 
 
 def breakdown_with_gaps(
@@ -355,12 +200,15 @@ def breakdown_with_gaps(
     ranges: pa.Table | None = None,
     ops: pa.Table | None = None,
     whole_run: bool = False,
+    memory: pa.Table | None = None,
 ) -> tuple[tuple[StepRow, ...], HostGaps | None]:
     """The step breakdown of every (iteration, GPU) with timed activity; () without timestamps.
 
     ``whole_run``: the run has no iterations table, so its whole span counts as iteration 0
-    (otherwise rows outside every iteration are left out, as everywhere else). The host ranges
-    and ops are indexed only where they contain a host-bound gap.
+    (otherwise rows outside every iteration are left out, as everywhere else). Each GPU's steps
+    are cut into disjoint windows first (analysis.windows). The host ranges and ops are indexed
+    only where they contain a host-bound gap; ``memory`` (the table ``act`` was collected from)
+    names the copies behind the stalls.
     """
     if act is not None and whole_run:
         act = dataclasses.replace(act, iteration=np.zeros_like(act.iteration))
@@ -370,39 +218,102 @@ def breakdown_with_gaps(
     every = bool(inside.all())  # then no copies of the activity arrays
     start, end, cat = (a if every else a[inside] for a in (act.start, act.end, act.cat))
     ng = g_iter.size
-    sums = sweep.sweep(group, start, end, cat, ng, LAUNCH_GAP_NS)
+    pieces, win = windows.windows(group, start, end, cat, g_iter, gdev)
+    group, start, end = pieces.group, pieces.start, pieces.end
+    sums = sweep.sweep(group, start, end, pieces.cat, ng, LAUNCH_GAP_NS)
     g_start = np.full(ng, np.iinfo(np.int64).max)
     np.minimum.at(g_start, group, start)
     mid = sums.gap_start + sums.gap_length // 2
     host = host_intervals(ranges, ops, np.sort(mid))
-    code = _gap_codes(gdev[sums.gap_group], mid, act, host)
+    code = host_ranges.codes_at(gdev[sums.gap_group], mid, act, host)
     causes = _host_causes(sums.gap_group, sums.gap_length, code, host)
     gaps = HostGaps(
         iteration=g_iter[sums.gap_group], device=gdev[sums.gap_group],
         start=sums.gap_start, length=sums.gap_length, code=code,
         names=host.names if host is not None else [],
     )  # fmt: skip
-    rows = []
+    rows = np.flatnonzero(inside) if not every else np.arange(act.start.size)
+    if pieces.source is not None:
+        rows = rows[pieces.source]
+    found = all_gaps.find(start, end, gdev[group])
+    queue = (
+        all_gaps.queue_split(found, group, act.launch[rows], ng) if act.launch is not None else None
+    )
+    stall = stalls.stalls(act, rows, group, found, gdev, memory, (ranges, ops))
+    between = _between(act, g_start, sums.span, win, gdev, (ranges, ops))
+    out = []
     for g in range(ng):  # one per (iteration, GPU): small
-        dev = int(gdev[g])
+        if g_start[g] == np.iinfo(np.int64).max:
+            continue  # every event of it ran in another step's window
         p = sums.by_winner[g]
-        rows.append(
-            StepRow(
-                iteration=int(g_iter[g]),
-                device_id=dev if dev != -1 else None,
-                start_ns=int(g_start[g]),
-                span_ns=int(p.sum()),
-                tc_compute_ns=int(p[Cat.TC]),
-                other_compute_ns=int(p[Cat.OTHER]),
-                unknown_compute_ns=int(p[Cat.UNKNOWN]),
-                communication_ns=int(p[Cat.COMM]),
-                memory_ns=int(p[Cat.MEMORY]),
-                idle_launch_ns=int(p[IDLE]),
-                idle_host_ns=int(p[sweep.LONG_IDLE]),
-                communication_total_ns=int(sums.comm_total[g]),
-                communication_overlap_ns=int(sums.comm_hidden[g]),
-                host_causes=causes.get(g, ()),
-            )
-        )
-    ordered = sorted(rows, key=lambda r: (r.iteration, r.device_id is None, r.device_id or 0))
+        out.append(
+            _row(g, g_iter, gdev, g_start, p, sums, win, causes.get(g, ()), stall.get(g, ()),
+                 None if queue is None else
+                 (int(queue.host_wait[g]), int(queue.kernel_wait[g]), int(queue.other[g])),
+                 between.get(g))
+        )  # fmt: skip
+    ordered = sorted(out, key=lambda r: (r.iteration, r.device_id is None, r.device_id or 0))
     return tuple(ordered), gaps
+
+
+def _row(
+    g: int,
+    g_iter: np.ndarray,
+    gdev: np.ndarray,
+    g_start: np.ndarray,
+    p: np.ndarray,
+    sums: sweep.SweepSums,
+    win: windows.Windows,
+    causes: tuple[IdleCause, ...],
+    stall: tuple[Stall, ...],
+    queue: tuple[int, int, int] | None,
+    between: IdleCause | None,
+) -> StepRow:
+    dev = int(gdev[g])
+    return StepRow(
+        iteration=int(g_iter[g]),
+        device_id=dev if dev != -1 else None,
+        start_ns=int(g_start[g]),
+        span_ns=int(p.sum()),
+        tc_compute_ns=int(p[Cat.TC]),
+        other_compute_ns=int(p[Cat.OTHER]),
+        unknown_compute_ns=int(p[Cat.UNKNOWN]),
+        communication_ns=int(p[Cat.COMM]),
+        memory_ns=int(p[Cat.MEMORY]),
+        idle_launch_ns=int(p[IDLE]),
+        idle_host_ns=int(p[sweep.LONG_IDLE]),
+        communication_total_ns=int(sums.comm_total[g]),
+        communication_overlap_ns=int(sums.comm_hidden[g]),
+        host_causes=causes,
+        memory_total_ns=int(sums.memory_total[g]),
+        window_ns=int(win.length[g]) if win.next_group[g] >= 0 else None,
+        idle_queue=queue,
+        stalls=stall,
+        between=between,
+    )
+
+
+def _between(
+    act: Activity,
+    g_start: np.ndarray,
+    span: np.ndarray,
+    win: windows.Windows,
+    gdev: np.ndarray,
+    host: tuple[pa.Table | None, pa.Table | None],
+) -> dict[int, IdleCause]:
+    """Per step with a next one on its GPU, the idle between them and the host range enclosing
+    its middle (the named cause, as for the host-bound gaps inside a step)."""
+    has = np.flatnonzero((win.next_group >= 0) & (g_start < np.iinfo(np.int64).max))
+    length = win.length[has] - span[has]
+    has, length = has[length > 0], length[length > 0]
+    if has.size == 0:
+        return {}
+    mid = g_start[has] + span[has] + length // 2
+    found = host_intervals(*host, np.sort(mid))
+    code = host_ranges.codes_at(gdev[has], mid, act, found)
+    names = found.names if found is not None else []
+    out = {}
+    for g, c, ln in zip(has.tolist(), code.tolist(), length.tolist(), strict=True):  # per step
+        name = names[c] if c >= 0 else None
+        out[g] = IdleCause(cause_kind(name), name, int(ln))
+    return out

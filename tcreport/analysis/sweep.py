@@ -68,6 +68,7 @@ class SweepSums:
     by_winner: np.ndarray  # (ngroups, IDLE + 2) int64 ns: Cat columns, short idle, long idle
     comm_total: np.ndarray  # (ngroups,) int64: union of collective time
     comm_hidden: np.ndarray  # (ngroups,) int64: of which some compute ran at the same time
+    memory_total: np.ndarray  # (ngroups,) int64: union of copy/set time, hidden or not
     gap_group: np.ndarray  # per long idle segment: its group
     gap_start: np.ndarray  # absolute ns
     gap_length: np.ndarray  # ns, >= long_gap_ns
@@ -216,11 +217,12 @@ def sweep(
     by_winner = np.zeros(ngroups * _COLS, np.int64)
     comm_total = np.zeros(ngroups, np.int64)
     comm_hidden = np.zeros(ngroups, np.int64)
+    memory_total = np.zeros(ngroups, np.int64)
     gaps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if start.size == 0:
         empty = np.empty(0, np.int64)
         return SweepSums(by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden,
-                         empty, empty, empty)  # fmt: skip
+                         memory_total, empty, empty, empty)  # fmt: skip
     present = [c for c in range(N_CATS) if (cat == c).any()]
     packed = _packed(group, start, end, cat, ngroups)
     chunks = (
@@ -248,6 +250,9 @@ def sweep(
         comm_total += exact_sums(grp, np.where(comm, length, 0), ngroups)
         hidden = comm & ((state & np.uint8(COMPUTE_MASK)) != 0)
         comm_hidden += exact_sums(grp, np.where(hidden, length, 0), ngroups)
+        if Cat.MEMORY in present:
+            copying = (state >> np.uint8(Cat.MEMORY)) & 1 == 1
+            memory_total += exact_sums(grp, np.where(copying, length, 0), ngroups)
         at = np.flatnonzero(long)
         if at.size:
             gaps.append((grp[at], ev.time[at], length[at]))
@@ -256,4 +261,6 @@ def sweep(
         if gaps
         else (np.empty(0, np.int64) for _ in range(3))
     )
-    return SweepSums(by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden, g, s, ln)
+    return SweepSums(
+        by_winner.reshape(ngroups, _COLS), comm_total, comm_hidden, memory_total, g, s, ln
+    )

@@ -42,7 +42,9 @@ from tcreport.errors import InputError
 PROFILER_LABEL = "profiler-label"
 #: ``tc_rule`` value when Nsight Compute's tensor-pipe counters decided (``counter_uses_tc``).
 COUNTER_RULE = "ncu-counter"
-_RESERVED = (PROFILER_LABEL, COUNTER_RULE)
+#: ``tc_rule`` value when a Triton kernel's launching op decided (:mod:`.triton_ops`).
+TRITON_OP_RULE = "triton-op-dtype"
+_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE)
 DEFAULT_PACK = "kernels.toml"
 AMD_PACK = "amd-kernels.toml"
 
@@ -181,7 +183,7 @@ def pack_for(vendor: str) -> RulePack:
             description=f"{amd.description}; then {nv.description}",
             rules=amd.rules + nv.rules,
         )
-    if vendor == "intel":
+    if vendor in ("intel", "meta"):
         return RulePack(
             id="no-rules", version="0", description="no rules for this vendor", rules=()
         )

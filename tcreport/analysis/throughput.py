@@ -1,11 +1,15 @@
-"""Achieved throughput: FLOPs per op from recorded shapes, TFLOP/s, % of the GPU's peak, and MFU.
+"""Achieved throughput: FLOPs and bytes per op from recorded shapes, TFLOP/s, % of the GPU's peak,
+the roofline, and MFU.
 
 A Tensor Core verdict says the matrix units ran; this says how hard. Each op instance that owns GPU
 time (the op its kernels are attributed to, so a wrapper such as ``aten::linear`` over
-``aten::addmm`` is not counted twice) gets a FLOP count from :mod:`tcreport.analysis.flops`.
-Counts are computed once per distinct (type, shapes) and spread to the rows with numpy. Ops are
-then grouped by (name, shapes): achieved TFLOP/s is their FLOPs over their GPU time, and % of peak
-uses the peak of the precision they ran at (:mod:`tcreport.analysis.peaks`).
+``aten::addmm`` is not counted twice) gets a FLOP and byte count from
+:mod:`tcreport.analysis.flops`. Counts are computed once per distinct (type, shapes, scalar
+arguments, dtype) and spread to the rows with numpy. Ops are then grouped by (name, what was
+counted): achieved TFLOP/s is their FLOPs over their GPU time, beside the per-call mean and median
+(:mod:`tcreport.analysis.per_call`); % of peak uses the peak of the precision they ran at
+(:mod:`tcreport.analysis.peaks`), and the roofline (:mod:`tcreport.analysis.roofline`) places the
+heavy groups between that peak and the memory bandwidth.
 
 Model FLOP utilisation (FLOPs of the aggregated range over its wall time × the peak × the GPUs)
 is given only when every heavy op (GEMM, convolution, attention) has a count and the ops with
@@ -22,38 +26,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import exact_sums
-from tcreport.analysis import _codes, flops, peaks
+from tcreport.analysis import _codes, flops, peaks, per_call, roofline
+from tcreport.analysis.counts import Count
+from tcreport.analysis.op_throughput import OpThroughput
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Run
+
+__all__ = ["IterationThroughput", "OpThroughput", "Throughput", "compute"]
 
 #: Op groups kept (by GPU time); the rest are summed into the totals only.
 TOP_OPS = 50
 #: Tensor Core kernel time not under an op with a FLOP count, beyond this share, rules MFU out.
 UNCOVERED_TC_SHARE = 0.05
-
-
-@dataclass(frozen=True)
-class OpThroughput:
-    """One op name with one set of shapes, over its calls in the aggregated range."""
-
-    name: str
-    kind: str  # gemm | conv | attention | other
-    input_shapes: str | None
-    precision: str | None  # bf16 / fp16 / tf32 / fp32 / fp8, as it ran
-    calls: int
-    gpu_ns: int
-    flops: int | None  # all calls; None: no count (formula says why)
-    formula: str
-    peak_tflops: float | None
-
-    @property
-    def tflops(self) -> float | None:
-        return self.flops / self.gpu_ns / 1e3 if self.flops is not None and self.gpu_ns else None
-
-    @property
-    def peak_share(self) -> float | None:
-        t = self.tflops
-        return t / self.peak_tflops if t is not None and self.peak_tflops else None
 
 
 @dataclass(frozen=True)
@@ -68,7 +52,7 @@ class IterationThroughput:
 
 @dataclass(frozen=True)
 class Throughput:
-    gpu: peaks.GpuPeaks | None  # None: GPU model not in peaks.toml
+    gpu: peaks.GpuPeaks | None  # None: GPU model (or its peaks) not in the device table
     ops: tuple[OpThroughput, ...]  # heavy op groups first by GPU time, at most TOP_OPS
     flops: int  # counted FLOPs of the aggregated range
     counted_gpu_ns: int  # GPU time of the ops with a count
@@ -79,6 +63,8 @@ class Throughput:
     gpus: int
     iterations: tuple[IterationThroughput, ...]
     mfu_note: str | None  # why there is no MFU, when there is none
+    # the heavy groups between the GPU's compute and memory roofs; None without heavy ops
+    roofline: roofline.Roofline | None = None
 
     @property
     def peak_tflops(self) -> float | None:
@@ -144,16 +130,41 @@ def _rows(ops: pa.Table) -> _Rows | None:
     )
 
 
-def _per_distinct(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, np.ndarray, list[flops.Count]]:
-    """Per row: FLOPs of one call (nan: none) and index into the distinct counts."""
-    cols = [rows.codes(ops, c) for c in ("type", "input_shapes", "output_shapes")]
+@dataclass(frozen=True)
+class _Counted:
+    """Per kept row: one call's FLOPs and bytes (NaN: none) and the code of what was counted,
+    the group key beside the op name: rows whose type, shapes and counts agree are one group,
+    whatever scalar arguments or dtype their count did not depend on."""
+
+    flops: np.ndarray
+    bytes: np.ndarray
+    sig: np.ndarray
+    counts: list[Count]  # per code of ``sig``: few
+
+
+_COUNTED_BY = ("type", "input_shapes", "output_shapes", "concrete_inputs", "dtype")
+
+
+def _per_distinct(ops: pa.Table, rows: _Rows) -> _Counted:
+    """One count per distinct (type, shapes, scalar arguments, dtype), spread to the rows."""
+    cols = [rows.codes(ops, c) for c in _COUNTED_BY]
     key = _codes.combine(*(c.codes for c in cols))
     first = _codes.first_rows(key)
     vals = [c.take(c.codes[first]) for c in cols]
     del cols
     counts = [flops.count(*v) for v in zip(*vals, strict=True)]  # one per distinct: small
-    per_call = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
-    return per_call[key], key, counts
+    sig_of: dict[tuple[object, ...], int] = {}
+    sig_counts: list[Count] = []
+    sig = np.empty(len(counts), np.int64)
+    for d, (c, t, shapes, out) in enumerate(zip(counts, vals[0], vals[1], vals[2], strict=True)):
+        k = (t, shapes, out, c.flops, c.bytes, c.formula, c.kind)
+        if k not in sig_of:
+            sig_of[k] = len(sig_counts)
+            sig_counts.append(c)
+        sig[d] = sig_of[k]
+    per_flops = np.array([np.nan if c.flops is None else float(c.flops) for c in counts])
+    per_bytes = np.array([np.nan if c.bytes is None else float(c.bytes) for c in counts])
+    return _Counted(per_flops[key], per_bytes[key], sig[key], sig_counts)
 
 
 def _gpu_name(run: Run) -> str | None:
@@ -161,9 +172,10 @@ def _gpu_name(run: Run) -> str | None:
 
 
 def compute(
-    run: Run, wall_ns: int | None, tc_kernel_ns: int | None, gpus: int
+    run: Run, wall_ns: int | None, tc_kernel_ns: int | None, gpus: int, matrix_unit: str
 ) -> Throughput | None:
-    """Throughput of the aggregated range; ``None`` when the run has no op rows with GPU time."""
+    """Throughput of the aggregated range; ``None`` when the run has no op rows with GPU time.
+    ``matrix_unit``: what the run's matrix units are called (the roofline's legend)."""
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return None
@@ -171,18 +183,17 @@ def compute(
     rows = _rows(ops)
     if rows is None:
         return None
-    per_call, dkey, counts = _per_distinct(ops, rows)
+    d = _per_distinct(ops, rows)
     calls = rows.calls
-    row_flops = np.where(calls >= 0, per_call * calls, np.nan)
-    del per_call
+    row_flops = np.where(calls >= 0, d.flops * calls, np.nan)
     gpu_ns = rows.gpu_ns
-    heavy = np.array([c.kind != "other" for c in counts], bool)[dkey]
+    heavy = np.array([c.kind != "other" for c in d.counts], bool)[d.sig]
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
     prec_code, prec_names = _row_precision(ops, rows)
     name = rows.codes(ops, "name")
-    groups = _groups(ops, rows, name, row_flops, dkey, counts, gpu, prec_code, prec_names)
-    del dkey
+    groups = _groups(run, rows, name, d, row_flops, gpu, (prec_code, prec_names))
+    del d
     miss = heavy & ~has
     missing: tuple[str, ...] = ()
     if miss.any():
@@ -211,6 +222,7 @@ def compute(
         gpus=gpus,
         iterations=iters,
         mfu_note=note,
+        roofline=roofline.build(groups, gpu, matrix_unit),
     )
 
 
@@ -249,39 +261,49 @@ def _row_precision(ops: pa.Table, rows: _Rows) -> tuple[np.ndarray, list[str]]:
     return dt, names
 
 
-def _groups(
-    ops: pa.Table, rows: _Rows, name: _codes.Codes, row_flops: np.ndarray, dkey: np.ndarray,
-    counts: list[flops.Count],
-    gpu: peaks.GpuPeaks | None, prec: np.ndarray, prec_names: list[str],
-) -> tuple[OpThroughput, ...]:  # fmt: skip
-    """Op groups by (name, distinct type/shapes), heavy first, by GPU time; at most TOP_OPS."""
-    key = _codes.combine(name.codes, dkey)
-    n = int(key.max()) + 1
-    # per group, without bincount's intp copy of the keys and float64 copies of the weights:
-    # the integer sums exactly (a slice at a time), the FLOPs added in row order as bincount
-    # adds them (rows without a count added 0.0 there, which changes no sum)
-    g_ns = exact_sums(key, rows.gpu_ns, n)
-    calls = rows.numbers(ops, "calls", 1).astype(np.int64, copy=False)
-    g_calls = exact_sums(key, calls, n)
-    del calls
-    nan_rows = np.isnan(row_flops)
+def _sums(key: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: the sum of the rows' values, and whether any row had none (NaN). The sums are
+    added in row order, as bincount adds them (a NaN row would add 0.0 there: no sum changes)."""
+    nan_rows = np.isnan(values)
     g_nan = np.zeros(n, bool)
     g_nan[key[nan_rows]] = True
     counted = np.flatnonzero(~nan_rows)
     del nan_rows
-    g_flops = np.zeros(n)
-    np.add.at(g_flops, key[counted], row_flops[counted])
-    del counted
+    g_sum = np.zeros(n)
+    np.add.at(g_sum, key[counted], values[counted])
+    return g_sum, g_nan
+
+
+def _groups(
+    run: Run, rows: _Rows, name: _codes.Codes, d: _Counted, row_flops: np.ndarray,
+    gpu: peaks.GpuPeaks | None, prec: tuple[np.ndarray, list[str]],
+) -> tuple[OpThroughput, ...]:  # fmt: skip
+    """Op groups by (name, what was counted), heavy first, by GPU time; at most TOP_OPS."""
+    ops = run.ops
+    assert ops is not None
+    key = _codes.combine(name.codes, d.sig)
+    n = int(key.max()) + 1
+    # per group, without bincount's intp copy of the keys and float64 copies of the weights:
+    # the integer sums exactly (a slice at a time)
+    g_ns = exact_sums(key, rows.gpu_ns, n)
+    g_calls = exact_sums(key, rows.numbers(ops, "calls", 1).astype(np.int64, copy=False), n)
+    g_memset = exact_sums(key, per_call.memset_ns(run, ops, rows.keep), n)
+    g_flops, g_nan = _sums(key, row_flops, n)
+    g_bytes, g_bnan = _sums(key, np.where(rows.calls >= 0, d.bytes * rows.calls, np.nan), n)
     first = _codes.first_rows(key)
-    heavy = np.array([counts[d].kind != "other" for d in dkey[first]])
+    heavy = np.array([d.counts[s].kind != "other" for s in d.sig[first]])
     order = np.lexsort((-g_ns, ~heavy))[:TOP_OPS]
+    mean, median = per_call.rates(key, d.flops, rows.gpu_ns, rows.calls, order)
+    uses = pc.fill_null(ops.column("uses_tc").cast(pa.int8()), -1).to_numpy().astype(np.int8)
+    matrix = per_call.matrix_use(key, uses[rows.keep], order)
     names = name.take(name.codes[first[order]])
     shapes = rows.codes(ops, "input_shapes")
     shape_text = shapes.take(shapes.codes[first[order]])
+    bandwidth = gpu.memory_gbs if gpu is not None else None
     out = []
     for i, g in enumerate(order):  # at most TOP_OPS
-        c = counts[dkey[first[g]]]
-        p = prec_names[prec[first[g]]] or None
+        c = d.counts[d.sig[first[g]]]
+        p = prec[1][prec[0][first[g]]] or None
         out.append(
             OpThroughput(
                 name=str(names[i]),
@@ -293,6 +315,12 @@ def _groups(
                 flops=None if g_nan[g] else int(g_flops[g]),
                 formula=c.formula,
                 peak_tflops=gpu.peak(p) if gpu is not None else None,
+                bytes=None if g_bnan[g] else int(g_bytes[g]),
+                mean_tflops=None if np.isnan(mean[i]) else float(mean[i]),
+                median_tflops=None if np.isnan(median[i]) else float(median[i]),
+                memset_ns=int(g_memset[g]),
+                matrix_units=matrix[i],
+                memory_gbs=bandwidth,
             )
         )
     return tuple(out)

@@ -7,16 +7,20 @@ such a run with NVIDIA rules turns every unknown GEMM into "did not use Tensor C
 picks the rule pack (AMD's first on AMD runs) and the name of the matrix unit the report shows; a
 vendor tcreport has no rules for (Intel) gets no verdicts at all: unknown, never "no".
 
-Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``); formats that only
-exist on NVIDIA (DLProf, Nsight Systems, Nsight Compute); a ROCm/HIP build string; kernel names.
+Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``), else what the
+device table knows of the device (its model, or the generation of a recorded NVIDIA compute
+capability or AMD gfx id); formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
+Compute); a ROCm/HIP build string; kernel names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from enum import StrEnum
 
+from tcreport.analysis import device_table
 from tcreport.model import RunMeta, SourceFormat
 
 
@@ -24,6 +28,7 @@ class Vendor(StrEnum):
     NVIDIA = "nvidia"
     AMD = "amd"
     INTEL = "intel"
+    META = "meta"  # MTIA-class accelerators (PyTorch's mtia_* Kineto events)
     UNKNOWN = "unknown"
 
 
@@ -32,6 +37,7 @@ MATRIX_UNIT = {
     Vendor.NVIDIA: "Tensor Cores",
     Vendor.AMD: "AMD Matrix Cores",
     Vendor.INTEL: "Intel XMX engines",
+    Vendor.META: "MTIA matrix units",
     Vendor.UNKNOWN: "Tensor Cores",
 }
 
@@ -58,9 +64,10 @@ _NVIDIA_KERNELS = re.compile(
 
 def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
     """The run's GPU vendor from its metadata, else from the names of its kernels."""
-    named = {g.vendor for g in meta.gpus if g.vendor}
+    named = {v for g in meta.gpus if (v := g.vendor or device_table.describe(g).vendor)}
     if len(named) == 1:
-        return Vendor(named.pop())
+        one = named.pop()
+        return Vendor(one) if one in Vendor.__members__.values() else Vendor.UNKNOWN
     if meta.format in _NVIDIA_ONLY:
         return Vendor.NVIDIA
     if _ROCM_BUILD.search(meta.framework or ""):
@@ -74,3 +81,18 @@ def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
     if nvidia and not amd:
         return Vendor.NVIDIA
     return Vendor.UNKNOWN
+
+
+def resolve_gpus(meta: RunMeta, run_vendor: Vendor) -> RunMeta:
+    """Each device's vendor from every source, strongest first: as the reader recorded it, else
+    the device table's row for its name, else the run's (a format only NVIDIA writes, a ROCm
+    build, the kernel-name families: the last resort). A device that is not NVIDIA's keeps no
+    compute capability, whichever source said so: a HIP architecture number is not one."""
+    fallback = run_vendor.value if run_vendor is not Vendor.UNKNOWN else None
+    gpus = []
+    for g in meta.gpus:
+        who = g.vendor or device_table.describe(g).vendor or fallback
+        cc = g.compute_capability if who in (None, Vendor.NVIDIA.value) else None
+        gpus.append(dataclasses.replace(g, vendor=who, compute_capability=cc))
+    resolved = tuple(gpus)
+    return meta if resolved == meta.gpus else dataclasses.replace(meta, gpus=resolved)

@@ -16,6 +16,7 @@ import typer
 import typer.core
 from typer.core import TyperGroup
 
+from tcreport._no_pandas import refuse_pandas
 from tcreport.render.escape import terminal as plain
 
 # Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
@@ -111,8 +112,16 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: The context ``obj`` :func:`tcreport.cli.main` starts the app with: this process is the
+#: ``tcreport`` command itself, not a test's runner or an embedder, so it may refuse pandas.
+OWN_PROCESS = "tcreport command process"
+#: Commands that run a user's script in this interpreter, where pandas must stay importable.
+_RUN_USER_CODE = frozenset({"profile"})
+
+
 @app.callback()
 def _main(
+    ctx: typer.Context,
     verbose: Annotated[
         int,
         typer.Option("--verbose", "-v", count=True, help="More logging on stderr (-vv for debug)."),
@@ -124,6 +133,8 @@ def _main(
         ),
     ] = False,
 ) -> None:
+    if ctx.obj is OWN_PROCESS and ctx.invoked_subcommand not in _RUN_USER_CODE:
+        refuse_pandas()  # pyarrow would import it on its first conversion (tcreport/_no_pandas.py)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:

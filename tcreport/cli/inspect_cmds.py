@@ -17,6 +17,7 @@ from tcreport.cli._common import (
     ReplaceReadOnly,
     is_stdout,
     load_and_analyze,
+    phase,
     say,
     status,
     user_errors,
@@ -113,7 +114,8 @@ def report(
                     f"iteration {tl.iteration}, the median aggregated one"
                 )
             )
-        text = api.render_markdown(view) if markdown else api.render_html(view)
+        with phase("render", "Rendering"):
+            text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
             target, text, follow_link=follow_link, replace_read_only=replace_read_only
         )

@@ -159,11 +159,25 @@ def _choose_one(path: Path, found: list[tuple[SourceFormat, Path]], where: str) 
     )
 
 
+def profile_runs(path: Path) -> list[Path]:
+    """The run folders of a ``tcreport profile`` output (``plugins/profile/<run>/``, the layout
+    TensorBoard reads), oldest first: their names are the local time the run started."""
+    base = path / "plugins" / "profile"
+    try:
+        return sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 def resolve(path: Path) -> tuple[SourceFormat, Path]:
     """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
-    but holds exactly one trace file is read through that file; one holding several, or traces
-    only one level down (in subfolders, DLProf result folders among them), lists them."""
+    but holds exactly one trace file is read through that file; a profile output folder holding
+    several runs is read through the newest (:func:`load` says which); one holding several traces,
+    or traces only one level down (in subfolders, DLProf result folders among them), lists them."""
     _check_readable(path)
+    runs = profile_runs(path) if path.is_dir() else []
+    if runs:
+        return resolve(runs[-1])
     fmt = _sniff(path, _DIRECTORY_FORMATS if path.is_dir() else None)
     if fmt is not None:
         return fmt, path
@@ -209,15 +223,34 @@ def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     read through it; an ``.nsys-rep`` report through ``nsys export``. Every run leaves through
     :func:`tcreport.ingest.common.plausible.checked`: impossible rows dropped with a note, totals
     that would wrap int64 refused."""
-    from tcreport.ingest.common import plausible
-
+    runs = profile_runs(path) if fmt is None and path.is_dir() else []
     if fmt is None:
         fmt, path = resolve(path)
+    run = _read(fmt, path)
+    if len(runs) > 1:
+        note = (
+            f"{len(runs)} profiling runs under plugins/profile; this is the newest, "
+            f"{runs[-1].name} (give a run's folder to read another)."
+        )
+        run = run.replace(meta=dataclasses.replace(run.meta, notes=(*run.meta.notes, note)))
+    return run
+
+
+def _read(fmt: SourceFormat, path: Path) -> Run:
+    from tcreport.ingest.common import plausible
+    from tcreport.ingest.common.memory import release_free_memory
+
     if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
             exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
-        return plausible.checked(exported.replace(meta=meta))
-    run = reader(fmt).read(path)
-    # the net under every reader (an ingest folder's reader runs it itself, naming its files)
-    return run if fmt is SourceFormat.TCREPORT_PARQUET else plausible.checked(run)
+        run = plausible.checked(exported.replace(meta=meta))
+    else:
+        run = reader(fmt).read(path)
+        # the net under every reader (an ingest folder's reader runs it itself, naming its files)
+        if fmt is not SourceFormat.TCREPORT_PARQUET:
+            run = plausible.checked(run)
+    # What reading freed (a JSON trace's decoded events, a reader's temporaries) goes back to the
+    # OS, so the analysis that follows starts from the tables alone: its peak adds to theirs.
+    release_free_memory()
+    return run

@@ -22,7 +22,7 @@ import jinja2
 from tcreport import fmt
 from tcreport.analysis.derived import OUTLIER_FACTOR
 from tcreport.render import html_parts as parts
-from tcreport.render import page, summary_json, timeline_html
+from tcreport.render import page, roofline_html, summary_json, timeline_html
 from tcreport.render.html_parts import (
     CHART_W,
     MAX_ROWS,
@@ -136,4 +136,5 @@ def render(view: Report) -> str:
         steps=timeline_html.section(a),
         step_parts=timeline_html.STEP_PARTS,
         tl_w=timeline_html.TL_W,
+        roofline=roofline_html.section(a),
     )

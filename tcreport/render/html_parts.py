@@ -150,7 +150,7 @@ def _short(kind: EvidenceKind, key: str, width: int = 90) -> str:
     keep both ends (``void cutlass::Kernel2<cutlass_80_wmma…_tn_align8::Params)``)."""
     if kind == EvidenceKind.ITERATION:
         return f"iteration {key}"
-    if len(key) <= width or kind == EvidenceKind.OP:
+    if len(key) <= width or kind in (EvidenceKind.OP, EvidenceKind.LAYER):
         return fmt.tail(key, width)
     head = width * 3 // 5
     return key[:head] + "…" + key[-(width - head - 1) :]
@@ -164,7 +164,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             Link(
                 e.key,
                 _short(e.kind, e.key),
-                ("#" + ids[e.kind][e.key]) if e.key in ids[e.kind] else None,
+                ("#" + ids[e.kind][e.key]) if e.key in ids.get(e.kind, {}) else None,
             )
             for e in f.evidence[:MAX_LINKS]
         )
@@ -354,6 +354,15 @@ def cards(a: Analysis) -> tuple[Card, ...]:
             else ("good" if share >= TC_SHARE_GOOD else "bad" if share < TC_SHARE_LOW else ""),
         )
     ]
+    if tc.op_level_gpu_ns is not None:  # no kernel table: the profiler's op times, labelled
+        cards.append(
+            Card(
+                fmt.pct(tc.op_level_tc_share),
+                f"of op GPU time in ops using {a.matrix_unit} (op-level)",
+                f"{fmt.ns(tc.op_level_gpu_ns)} op GPU time (op-level: the input has no kernel table)",
+                "",
+            )
+        )
     miss = tc.eligible_not_using_gpu_ns
     per_iter = a.eligible_not_using_per_iteration_ns
     several = (it.aggregated or 0) > 1 and per_iter is not None

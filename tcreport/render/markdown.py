@@ -82,6 +82,15 @@ def render(view: Report) -> str:
         f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.tc.classified_kernel_time_share)} |",
         "",
+        *(
+            [
+                f"Op-level (the input has no kernel table): {fmt.pct(a.tc.op_level_tc_share)} of "
+                f"{fmt.ns(a.tc.op_level_gpu_ns)} op GPU time is in ops using {a.matrix_unit}.",
+                "",
+            ]
+            if a.tc.op_level_gpu_ns is not None
+            else []
+        ),
     ]
     if view.findings:
         lines += ["**Findings**", ""]

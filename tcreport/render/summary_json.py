@@ -111,6 +111,8 @@ def summary_dict(view: Report) -> dict[str, Any]:
             "eligible_gpu_ns": a.tc.eligible_gpu_ns,
             "eligible_not_using_gpu_ns": a.tc.eligible_not_using_gpu_ns,
             "classified_kernel_time_share": a.tc.classified_kernel_time_share,
+            "op_level_gpu_ns": a.tc.op_level_gpu_ns,
+            "op_level_share": a.tc.op_level_tc_share,
         },
         **_rows(view),
         **_advice(view),

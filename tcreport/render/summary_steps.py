@@ -34,6 +34,25 @@ def _step(r: StepRow) -> dict[str, Any]:
         "host_causes": [
             {"kind": c.kind, "name": c.name, "idle_ns": c.idle_ns} for c in r.host_causes
         ],
+        "memory_total_ns": r.memory_total_ns,
+        "window_ns": r.window_ns,
+        "idle_queue": None
+        if r.idle_queue is None
+        else dict(zip(("host_wait_ns", "kernel_wait_ns", "other_ns"), r.idle_queue, strict=True)),
+        "between": None
+        if r.between is None
+        else {"kind": r.between.kind, "name": r.between.name, "idle_ns": r.between.idle_ns},
+        "stalls": [
+            {
+                "kind": st.kind.value,
+                "op": st.op,
+                "gaps": st.gaps,
+                "idle_ns": st.idle_ns,
+                "copies": st.copies,
+                "bytes": st.bytes,
+            }
+            for st in r.stalls
+        ],
     }
 
 
@@ -78,6 +97,7 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
         "peak_source": t.gpu.source if t.gpu else None,
         "precision": t.precision,
         "peak_tflops": t.peak_tflops,
+        "memory_gbs": t.gpu.memory_gbs if t.gpu else None,
         "flops": t.flops,
         "achieved_tflops": t.tflops,
         "wall_ns": t.wall_ns,
@@ -100,6 +120,14 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
                 "achieved_tflops": o.tflops,
                 "peak_tflops": o.peak_tflops,
                 "peak_share": o.peak_share,
+                "mean_tflops": o.mean_tflops,
+                "median_tflops": o.median_tflops,
+                "memset_ns": o.memset_ns,
+                "bytes": o.bytes,
+                "flops_per_byte": o.intensity,
+                "bound": o.bound.value if o.bound is not None else None,
+                "roofline_share": o.roofline_share,
+                "matrix_units": o.matrix_units.value,
             }
             for o in t.ops[:TOP_N]
         ],

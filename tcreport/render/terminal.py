@@ -229,6 +229,12 @@ def _headline(view: Report) -> Table:
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
         head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
+        if a.tc.op_level_gpu_ns is not None:  # no kernel table: the op-level figures, labelled
+            head.add_row(
+                f"{a.matrix_unit_one} share of op GPU time (op-level)",
+                fmt.pct(a.tc.op_level_tc_share),
+            )
+            head.add_row("Op GPU time (op-level)", fmt.ns(a.tc.op_level_gpu_ns))
         head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
         head.add_row(f"{a.matrix_unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))

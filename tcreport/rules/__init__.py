@@ -13,6 +13,13 @@ import dataclasses
 from tcreport.analysis import derived
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    au001_unaligned_layers,
+    au002_loss_scaling,
+    au003_tf32_off,
+    au004_cudnn_benchmark,
+    au005_channels_last,
+    au006_float32_model,
+    au007_xla_off,
     cm001_communication,
     cm002_comm_overlap,
     cv001_cudnn_benchmark_off,
@@ -29,10 +36,14 @@ from tcreport.rules import (
     pr001_fp16_where_bf16,
     pr002_half_softmax_loss,
     pr003_loss_scaling_overhead,
+    st001_host_sync,
+    st002_pageable_copies,
+    st003_tiny_copies,
     tc001_mixed_precision_off,
     tc002_unclassified,
     tc003_unaligned_dims,
     tc004_eligible_missed_tc,
+    tc005_no_matrix_units,
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
@@ -42,6 +53,13 @@ __all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evalu
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
+            "AU001": au001_unaligned_layers.check,
+            "AU002": au002_loss_scaling.check,
+            "AU003": au003_tf32_off.check,
+            "AU004": au004_cudnn_benchmark.check,
+            "AU005": au005_channels_last.check,
+            "AU006": au006_float32_model.check,
+            "AU007": au007_xla_off.check,
             "CM001": cm001_communication.check,
             "CM002": cm002_comm_overlap.check,
             "CV001": cv001_cudnn_benchmark_off.check,
@@ -58,10 +76,14 @@ REGISTRY: dict[str, Rule] = dict(
             "PR001": pr001_fp16_where_bf16.check,
             "PR002": pr002_half_softmax_loss.check,
             "PR003": pr003_loss_scaling_overhead.check,
+            "ST001": st001_host_sync.check,
+            "ST002": st002_pageable_copies.check,
+            "ST003": st003_tiny_copies.check,
             "TC001": tc001_mixed_precision_off.check,
             "TC002": tc002_unclassified.check,
             "TC003": tc003_unaligned_dims.check,
             "TC004": tc004_eligible_missed_tc.check,
+            "TC005": tc005_no_matrix_units.check,
         }.items()
     )
 )
@@ -97,13 +119,22 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
 #: Rule families that judge GPU work (Tensor Cores, precision on them, convolutions, heavy
 #: non-TC ops, GPU utilisation, communication): meaningless on a CPU-only run.
 GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
+#: ...except the rules that judge the ops' dtypes, which a CPU trace records as well: a float16
+#: softmax is as unstable on a laptop as on a GPU (the model audit's rules, AU*, run everywhere).
+CPU_TOO = frozenset({"PR002"})
 
 
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
     rules = list(REGISTRY.items())
     if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
-        rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
+        rules = [
+            (rid, r) for rid, r in rules if rid in CPU_TOO or not rid.startswith(GPU_ONLY_PREFIXES)
+        ]
+    elif tc005_no_matrix_units.no_matrix_units(analysis):  # a Pascal GPU: TC advice is void
+        rules = [
+            (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
+        ]
     found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     # high and medium findings first, each group by saving: a low-severity finding (a library's
     # own choice, a note) never sits above one a reviewer should act on, whatever its bound
@@ -121,7 +152,7 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
 
 #: Findings about the measurement or the input (where to aggregate, what the names cannot tell),
 #: not about a change to the model: they never take the "fix first" place.
-NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002"})
+NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002", "TC005"})
 
 
 def fix_first(findings: tuple[Finding, ...]) -> Finding | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.vendor import Vendor
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -33,13 +34,17 @@ def check(analysis: Analysis) -> list[Finding]:
     marked = info.key_node is not None or "ProfilerStep" in (info.method or "")
     whole = info.method == "whole run" or (not marked and (info.aggregated or 1) < 2)
     fl = c.flavour(analysis)
+    # NVIDIA's tools (Nsight Systems, DALI) are no advice for another vendor's GPU
+    nvidia = analysis.vendor in (Vendor.NVIDIA, Vendor.UNKNOWN)
+    dali = ", or NVIDIA DALI" if nvidia else ""
     feed = {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
-        "prefetch_factor=2), .to(device, non_blocking=True), or NVIDIA DALI for decoding/augmentation on the GPU",
+        f"prefetch_factor=2), .to(device, non_blocking=True){dali}"
+        + (" for decoding/augmentation on the GPU" if nvidia else ""),
         c.Flavour.TF: "tf.data with .map(num_parallel_calls=tf.data.AUTOTUNE), .cache() and "
-        ".prefetch(tf.data.AUTOTUNE), or NVIDIA DALI",
+        f".prefetch(tf.data.AUTOTUNE){dali}",
         c.Flavour.ANY: "parallel, prefetching data loading (PyTorch DataLoader workers with pinned "
-        "memory; tf.data prefetch/AUTOTUNE; NVIDIA DALI)",
+        f"memory; tf.data prefetch/AUTOTUNE{'; NVIDIA DALI' if nvidia else ''})",
     }[fl]
     detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
@@ -58,7 +63,7 @@ def check(analysis: Analysis) -> list[Finding]:
         evidence = [Evidence(EvidenceKind.OP, n) for n in analysis.data_loader_names if n in ops]
     else:
         fix = (
-            "Find what the GPU waits for in the timeline (nsys/torch.profiler): host work between "
+            f"Find what the GPU waits for in the timeline ({'nsys/' if nvidia else ''}torch.profiler): host work between "
             f"steps, synchronisation (.item(), .cpu(), print of tensors), or input data: {feed}."
         )
     if whole:

@@ -14,6 +14,7 @@ import re
 from tcreport import fmt
 from tcreport.analysis.eligibility import is_eligible_type
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.vendor import Vendor
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -27,7 +28,8 @@ _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
-def _fix(op_type: str, fl: c.Flavour) -> str:
+def _fix(op_type: str, fl: c.Flavour, unit: str, nvidia: bool) -> str:
+    """The fix, in the words of the run's framework and its matrix unit ("Tensor Core")."""
     fuse = {
         c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
         "kernels",
@@ -37,14 +39,14 @@ def _fix(op_type: str, fl: c.Flavour) -> str:
     if _RESIZE.search(op_type):
         return (
             "Cheaper resize: nearest instead of bilinear/bicubic where quality allows, a transposed "
-            "convolution or pixel shuffle (Tensor Core eligible) instead of upsample+conv, or resize "
-            f"in the input pipeline on the GPU (DALI); and {fuse}."
+            f"convolution or pixel shuffle ({unit} eligible) instead of upsample+conv, or resize "
+            f"in the input pipeline on the GPU{' (DALI)' if nvidia else ''}; and {fuse}."
         )
     if _NORM.search(op_type):
         return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm) or {fuse}; in convnets channels_last helps cuDNN batch norm."
     if _CAST.search(op_type):
         return "Avoid repeated casts/copies: keep weights and activations in the compute dtype (autocast caches weight casts), drop .contiguous()/.to() inside the step."
-    return f"{fuse[0].upper()}{fuse[1:]}; this op type has no Tensor Core path."
+    return f"{fuse[0].upper()}{fuse[1:]}; this op type has no {unit} path."
 
 
 def check(analysis: Analysis) -> list[Finding]:
@@ -73,9 +75,9 @@ def check(analysis: Analysis) -> list[Finding]:
                 else Severity.LOW,
                 title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {analysis.matrix_unit}",
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
-                f"{fmt.ns(total)} GPU kernel time. Tensor Cores do not speed this op type up, so it "
-                "grows in share as the GEMMs and convolutions get faster.",
-                fix=_fix(t, fl),
+                f"{fmt.ns(total)} GPU kernel time. {analysis.matrix_unit} do not speed this op "
+                "type up, so it grows in share as the GEMMs and convolutions get faster.",
+                fix=_fix(t, fl, analysis.matrix_unit_one, analysis.vendor is not Vendor.AMD),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
                 f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",

@@ -1,26 +1,58 @@
-"""TC002: too much kernel time has no Tensor Core verdict, so the share is a lower bound."""
+"""TC002: too much kernel time has no matrix-unit verdict, so the share is a lower bound.
+
+What to do about unknown kernels depends on whose device ran them: on NVIDIA, Nsight Compute's
+tensor-pipe counters measure them; on AMD, the names need a rule (tcreport reads no ROCm
+counters); on an accelerator tcreport has no rules for (Intel, an MTIA-class device) no verdict
+exists at all, and the finding says that instead of sending the user to an NVIDIA tool.
+"""
 
 from __future__ import annotations
 
+from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.vendor import Vendor
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
+
+_NVIDIA_FIX = (
+    "Profile the unknown kernels with Nsight Compute's tensor-pipe counters "
+    "(sm__inst_executed_pipe_tensor) and give tcreport the ncu CSV."
+)
+_AMD_FIX = (
+    "Add a rule for the unknown kernels' names to the AMD rule pack "
+    "(tcreport/analysis/rulepacks/amd-kernels.toml); tcreport reads no ROCm counters yet."
+)
 
 
 def check(analysis: Analysis) -> list[Finding]:
     share = analysis.tc.classified_kernel_time_share
     if share is None or share >= thresholds.MIN_CLASSIFIED_SHARE:
         return []
+    unit = analysis.matrix_unit_one
     unknown = [k for k in analysis.kernels if k.uses_tc is None][:10]
+    evidence = tuple(Evidence(EvidenceKind.KERNEL, k.name) for k in unknown)
+    if analysis.vendor not in (Vendor.NVIDIA, Vendor.AMD, Vendor.UNKNOWN):
+        device = fmt.gpus(analysis.meta.gpus)
+        return [
+            Finding(
+                id="TC002",
+                severity=Severity.INFO,
+                title=f"No matrix-unit verdict for {device}",
+                detail=f"tcreport has no kernel rules for this accelerator ({analysis.vendor.value}), "
+                "so no kernel's use of its matrix units can be judged; kernel time is reported "
+                "as measured.",
+                evidence=evidence,
+            )
+        ]
     return [
         Finding(
             id="TC002",
             severity=Severity.INFO,
-            title=f"Only {share:.1%} of kernel time has a known Tensor Core verdict",
-            detail="Kernels whose names no rule recognises (Triton, custom CUDA) count as unknown; "
-            "the Tensor Core share is a lower bound.",
-            fix="Profile the unknown kernels with Nsight Compute's tensor-pipe counters "
-            "(sm__inst_executed_pipe_tensor) and give tcreport the ncu CSV.",
-            evidence=tuple(Evidence(EvidenceKind.KERNEL, k.name) for k in unknown),
+            title=f"Only {share:.1%} of kernel time has a known {unit} verdict",
+            detail="Kernels whose names no rule recognises (Triton, custom "
+            f"{'HIP' if analysis.vendor is Vendor.AMD else 'CUDA'}) count as unknown; the {unit} "
+            "share is a lower bound.",
+            fix=_AMD_FIX if analysis.vendor is Vendor.AMD else _NVIDIA_FIX,
+            evidence=evidence,
         )
     ]

@@ -6,7 +6,7 @@ finding. Changing a value here changes when a rule fires; ``docs/findings.md`` q
 
 from __future__ import annotations
 
-from tcreport.analysis import timeline
+from tcreport.analysis import shapes, timeline
 
 # --- Tensor Cores and precision --------------------------------------------------------------------
 
@@ -110,3 +110,30 @@ COMM_LOW_OVERLAP = 0.5
 #: compute must exist to hide them under, and some (the last bucket, the first gather) stays
 #: exposed, so a floor, never all of it. Both rules' savings use it.
 COMM_RECOVERABLE = 0.5
+
+# --- step stalls (host synchronisation, pageable and tiny copies) ----------------------------------
+
+#: A stall is worth a finding when the GPU idle it causes is at least this share of the GPU step
+#: time (each step's window on the GPU): a 1 % loss on every step is what a reviewer would fix; a
+#: pageable input copy idling the GPU 0.4 ms in a 176 ms step is not.
+STALL_MIN_SHARE = 0.01
+
+#: Host-device copies per step and GPU under ``analysis.stalls.TINY_COPY_BYTES`` from which they
+#: are "many": each costs a launch (~5-10 µs) and often a sync for a few bytes; a handful per
+#: step (a loss read back, a learning rate sent) is normal.
+TINY_COPIES_PER_STEP = 10
+
+#: Share of a stall's idle the fix recovers (the host queues ahead instead of waiting for the GPU
+#: to drain): the rest of the gap is the host's own work, which the fix does not remove. A floor.
+STALL_RECOVERABLE = 0.5
+
+# --- Model audit (``tcreport profile``'s in-process facts) -----------------------------------------
+
+#: Layer sizes the model audit wants as multiples of this under float16/bfloat16: cuBLAS and cuDNN
+#: pick Tensor Core kernels for fp16/bf16 GEMMs and convolutions whose M/N/K and C/K are multiples
+#: of 8 (the same rule the trace-based TC003 applies to recorded shapes).
+AUDIT_HALF_ALIGN = shapes.ALIGN["fp16"]
+
+#: Sizes below this are left alone: a 10-class output or a 3-channel image input is tiny next to
+#: the hidden layers, and padding it buys nothing measurable.
+AUDIT_MIN_DIM = 16

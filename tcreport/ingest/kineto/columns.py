@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport.ingest.common import counters
 from tcreport.schema import MemoryKind
 
 _INT64_MAX = 2**63 - 1
@@ -154,7 +155,8 @@ _COMPACT = json.JSONEncoder(
 
 
 def dims_json(v: Any) -> str | None:
-    """``Input Dims`` as compact JSON text (``[[1,512],[]]``), the form ops.input_shapes keeps.
+    """``Input Dims`` as compact JSON text (``[[1,512],[]]``), the form ops.input_shapes keeps
+    (and ``Concrete Inputs`` as ops.concrete_inputs keeps them, ``["","","[2, 2]"]``).
 
     ASCII only (the encoder escapes the rest), so Arrow always accepts it."""
     try:
@@ -202,3 +204,13 @@ def memcpy_kind(name: str | None) -> MemoryKind:
     """``Memcpy HtoD (Pageable -> Device)`` -> HTOD; an unknown direction stays a generic memcpy."""
     m = _DIRECTION.search(name) if name else None
     return _MEMCPY_KINDS[m.group(1)] if m else MemoryKind.MEMCPY_OTHER
+
+
+def range_tensor_verdict(args: dict[str, Any]) -> bool | None:
+    """The tensor-pipe verdict of one ``cuda_profiler_range`` event's counters (its args): True
+    when a tensor-pipe counter is above 0, False when all are 0, None when none was collected."""
+    return counters.tensor_verdict(
+        float(v)
+        for k, v in args.items()
+        if type(k) is str and type(v) in (int, float) and counters.is_tensor_metric(k)
+    )

@@ -19,15 +19,24 @@ import pyarrow.compute as pc
 from tcreport.ingest.kineto import columns as col
 from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS
 
-# Event categories, current spelling and the 2021 legacy one.
-KERNEL, RUNTIME, MEMCPY, MEMSET, OP, ANNOTATION, MODULE = range(7)
-KINDS = range(7)
+# Event categories, current spelling and the 2021 legacy one. RANGE: the CUPTI range profiler's
+# per-kernel ranges (``cuda_profiler_range``), whose args hold the counters it measured.
+KERNEL, RUNTIME, MEMCPY, MEMSET, OP, ANNOTATION, MODULE, RANGE = range(8)
+KINDS = range(8)
 CATEGORY = {
     "kernel": KERNEL,
     "Kernel": KERNEL,
+    # MTIA's on-device work; libkineto now aliases MTIA_CCP_EVENTS to the kernel type
+    "mtia_ccp_events": KERNEL,
     "cuda_runtime": RUNTIME,
     "cuda_driver": RUNTIME,
     "Runtime": RUNTIME,
+    # host runtime calls of other accelerators (libkineto's ActivityType names)
+    "mtia_runtime": RUNTIME,
+    "xpu_runtime": RUNTIME,
+    "privateuse1_runtime": RUNTIME,
+    "privateuse1_driver": RUNTIME,
+    "cuda_profiler_range": RANGE,
     "gpu_memcpy": MEMCPY,
     "Memcpy": MEMCPY,
     "gpu_memset": MEMSET,
@@ -38,12 +47,17 @@ CATEGORY = {
     "python_function": MODULE,
 }
 LEGACY_CATEGORIES = frozenset({"Kernel", "Runtime", "Operator", "Memcpy", "Memset"})
+#: Device activity tcreport does not read (device-side annotations, MTIA insight and counter
+#: events, GPU PM counters): counted, so a trace holding only these is never called CPU-only.
+UNREAD_DEVICE = frozenset(
+    {"gpu_user_annotation", "mtia_insight", "mtia_counters", "gpu_pm_counter"}
+)
 STEP_PREFIX = "ProfilerStep#"
 MODULE_PREFIX = "nn.Module: "
 
 #: The ``args`` each category needs; nothing else of ``args`` is read (``Call stack`` strings, the
 #: bulk of a 2021 trace, are never even decoded by the msgspec parser).
-CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE = (
+CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE, CONCRETE, TENSOR, GPU_TIME = (
     "corr",
     "eid",
     "device",
@@ -53,6 +67,9 @@ CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE = (
     "bytes",
     "dims",
     "dtype",
+    "concrete",
+    "tensor",  # RANGE: the tensor-pipe counters' verdict (True/False/None)
+    "gpu_time",  # RANGE: gpu__time_duration.sum, ns
 )
 _GPU_ARGS = (CORR, EID, DEVICE, STREAM)
 ARGS: tuple[tuple[str, ...], ...] = (
@@ -60,9 +77,10 @@ ARGS: tuple[tuple[str, ...], ...] = (
     (CORR, EID),  # RUNTIME
     (*_GPU_ARGS, BYTES),  # MEMCPY
     (*_GPU_ARGS, BYTES),  # MEMSET
-    (EID, DIMS, DTYPE),  # OP
-    (),  # ANNOTATION
+    (EID, DIMS, DTYPE, CONCRETE),  # OP
+    (EID,),  # ANNOTATION: CUDA-graph launches link to record_function ranges
     (),  # MODULE
+    (CORR, EID, DEVICE, TENSOR, GPU_TIME),  # RANGE
 )
 
 
@@ -87,8 +105,8 @@ class Rows:
     """Raw JSON values of one category's events (one piece of the trace), a list per field.
 
     Argument lists the category does not need (see :data:`ARGS`) stay empty. ``eid`` is
-    ``External id``, or ``external id`` when that key is absent; ``dims`` and ``dtype`` are already
-    reduced to text (the parsers memoise that work differently)."""
+    ``External id``, or ``external id`` when that key is absent; ``dims``, ``dtype`` and
+    ``concrete`` (``Concrete Inputs``) are already reduced to text (the parsers memoise that work differently)."""
 
     name: list[Any]
     pid: list[Any]
@@ -104,6 +122,9 @@ class Rows:
     nbytes: list[Any] = field(default_factory=list)
     dims: list[str | None] = field(default_factory=list)
     dtype: list[str | None] = field(default_factory=list)
+    concrete: list[str | None] = field(default_factory=list)
+    tensor: list[bool | None] = field(default_factory=list)
+    gpu_time: list[Any] = field(default_factory=list)
 
 
 def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
@@ -141,6 +162,12 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[DIMS] = pa.array(r.dims, pa.string())
     if DTYPE in need:
         cols[DTYPE] = pa.array(r.dtype, pa.string())
+    if CONCRETE in need:
+        cols[CONCRETE] = pa.array(r.concrete, pa.string())
+    if TENSOR in need:
+        cols[TENSOR] = pa.array(r.tensor, pa.bool_())
+    if GPU_TIME in need:
+        cols[GPU_TIME] = col.int_column(r.gpu_time, lo=0, hi=MAX_INTERVAL_NS - 1)
     table = pa.table(cols)
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),
@@ -205,6 +232,7 @@ class Parsed:
     dropped: int  # events without a name, start or non-negative duration
     legacy: bool  # 2021 category names seen
     parser: str  # "msgspec" or "json"
+    unread_device: dict[str, int] = field(default_factory=dict)  # UNREAD_DEVICE category counts
 
 
 class Collector:
@@ -215,6 +243,12 @@ class Collector:
         self.malformed = 0
         self.dropped = 0
         self.legacy = False
+        self.unread_device: dict[str, int] = {}
+
+    def unread(self, cat: Any) -> None:
+        """Count an event the reader skips if its category is device activity."""
+        if type(cat) is str and cat in UNREAD_DEVICE:
+            self.unread_device[cat] = self.unread_device.get(cat, 0) + 1
 
     def add(self, kind: int, rows: Rows) -> None:
         if rows.name:
@@ -246,4 +280,12 @@ class Collector:
                 table = table.set_column(i, "start_ns", pc.add(table.column(i), base_ns))
             frames.append(Frame(self._placed(table)))
         self._parts = [[] for _ in KINDS]
-        return Parsed(header, tuple(frames), self.malformed, self.dropped, self.legacy, parser)
+        return Parsed(
+            header,
+            tuple(frames),
+            self.malformed,
+            self.dropped,
+            self.legacy,
+            parser,
+            dict(self.unread_device),
+        )

@@ -4,7 +4,7 @@ Why it is fast and lean (230 MiB grown V100 trace: see benchmarks/README-kineto.
 
 * typed decoding: events decode into structs that declare only the fields the reader uses, so
   ``Call stack`` strings, flow ids and the like are skipped without becoming Python objects;
-  ``Input Dims``/``Input type`` stay raw bytes and each distinct text is converted once;
+  ``Input Dims``/``Input type``/``Concrete Inputs`` stay raw bytes and each distinct text is converted once;
 * streaming: the (decompressed) text is read 2 MiB at a time and cut between two events of
   ``traceEvents``, each piece decoded and turned into Arrow columns before the next is read, so
   neither the whole text nor all events are ever in memory at once.
@@ -67,6 +67,7 @@ class _Args(
         "eid_legacy": "external id",
         "dims": "Input Dims",
         "types": "Input type",
+        "concrete": "Concrete Inputs",
     },
 ):
     correlation: Any = None
@@ -79,6 +80,7 @@ class _Args(
     bytes: Any = None
     dims: msgspec.Raw = _NO_RAW
     types: msgspec.Raw = _NO_RAW
+    concrete: msgspec.Raw = _NO_RAW
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -193,6 +195,7 @@ class _Reader:
         self.docs: list[_Doc] = []  # the first piece's, the last piece's
         self._dims: dict[bytes, str | None] = {}
         self._types: dict[bytes, str | None] = {}
+        self._concrete: dict[bytes, str | None] = {}
 
     def _fill(self) -> None:
         if self._max_value and len(self.buf) > self._max_value:
@@ -336,9 +339,15 @@ class _Reader:
                 out.malformed += 1
                 continue
             kind, legacy = kind_of(e.cat, e.ph, e.name)
+            if kind == ev.RANGE:
+                # the counters are args keys no struct can declare in advance; such traces are
+                # small (the range profiler replays every kernel), so json reads them
+                raise FastPathError("cuda_profiler_range counters are read by the json parser")
             if kind is not None:
                 lists[kind].append(e)
                 out.legacy = out.legacy or legacy
+            else:
+                out.unread(e.cat)
         items.clear()
         for kind in ev.KINDS:
             if lists[kind]:
@@ -376,6 +385,8 @@ class _Reader:
             r.dims = _texts([a.dims for a in args], self._dims, col.dims_json)
         if ev.DTYPE in need:
             r.dtype = _texts([a.types for a in args], self._types, col.first_float_type)
+        if ev.CONCRETE in need:
+            r.concrete = _texts([a.concrete for a in args], self._concrete, col.dims_json)
         return r
 
 

@@ -41,11 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.ingest.common import started
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
-from tcreport.ingest.kineto import links, stdlib
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
+from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -89,7 +89,7 @@ def read_with(path: Path, use_msgspec: bool) -> Run:
             _log.debug("%s: msgspec parser gave up (%s); parsing again with json", path, exc)
     if parsed is None:
         parsed = stdlib.parse(path)
-    return _Builder(path, parsed).run()
+    return capture.applied(_Builder(path, parsed).run(), path)  # tcreport profile's sidecar
 
 
 class _Builder:
@@ -109,6 +109,11 @@ class _Builder:
         self.dropped = parsed.malformed + parsed.dropped
         self.steps: list[tuple[int, int, int]] = []
         self.notes: list[str] = []
+        self.unread = parsed.unread_device
+        self.counters: pa.Array | None = None  # tensor-pipe verdicts of range-profiler kernels
+        if len(frames[ev.RANGE]) and not len(self.k):
+            self.k, self.counters, notes = ranges.as_kernels(frames[ev.RANGE], self.rt)
+            self.notes += notes
 
     # ------------------------------------------------------------------ tables
 
@@ -116,6 +121,7 @@ class _Builder:
         ranges = self._ranges()
         ops_table, op_ids = self._ops()
         gpu = self._attribute()
+        ops_table, op_ids, gpu = self._graph_replays(ops_table, op_ids, gpu)
         nk = len(self.k)
         kernels = self._kernels(gpu.slice(0, nk), op_ids)
         memory = self._memory(gpu.slice(nk), op_ids)
@@ -191,6 +197,7 @@ class _Builder:
                 "scope": self._scopes(),
                 "dtype": f.col(ev.DTYPE),
                 "input_shapes": f.col(ev.DIMS),
+                "concrete_inputs": f.col(ev.CONCRETE),
                 "process_id": f.pid,
                 "thread_id": f.tid,
                 "start_ns": f.start_ns,
@@ -249,6 +256,21 @@ class _Builder:
             )
         return table
 
+    def _graph_replays(
+        self, ops: pa.Table, op_ids: pa.Array, at: pa.Table
+    ) -> tuple[pa.Table, pa.Array, pa.Table]:
+        """CUDA-graph replays no op owns become op rows of what replayed them (:mod:`.graphs`)."""
+        corr = pa.concat_arrays([self.k.col(ev.CORR), self.mc.col(ev.CORR)])
+        o = graphs.owners(corr, at["op_row"].combine_chunks(), self.rt, self.an, ops.num_rows)
+        if o is None:
+            return ops, op_ids, at
+        merged, ids = graphs.append_ops(ops, op_ids, o, self._iteration)
+        merged = merged.add_column(
+            0, "op_id", _op_id_column(ids, pa.array(np.arange(merged.num_rows, dtype=np.int32)))
+        )
+        self.notes.append(graphs.note(o))
+        return merged, ids, at.set_column(2, "op_row", o.op_row)
+
     def _gpu_columns(self, f: ev.Frame, at: pa.Table, op_ids: pa.Array) -> dict[str, Any]:
         launch = at["launch_ns"].combine_chunks()
         return {
@@ -267,6 +289,8 @@ class _Builder:
         f = self.k
         cols = self._gpu_columns(f, at, op_ids)
         cols.update(name=f.name, long_name=f.name, launch_ns=at["launch_ns"])
+        if self.counters is not None:
+            cols["counter_uses_tc"] = self.counters
         for key in (ev.GRID, ev.BLOCK):
             for axis in "xyz":
                 cols[f"{key}_{axis}"] = f.col(f"{key}_{axis}")
@@ -278,7 +302,7 @@ class _Builder:
         names = f.name.to_pylist()
         kinds = [col.memcpy_kind(n).value for n in names[: self.n_memcpy]]
         kinds += [MemoryKind.MEMSET.value] * (len(names) - self.n_memcpy)
-        cols.update(kind=pa.array(kinds, pa.string()), name=f.name)
+        cols.update(kind=pa.array(kinds, pa.string()), name=f.name, launch_ns=at["launch_ns"])
         cols["bytes"] = f.col(ev.BYTES)
         return conform(cols, TableKind.MEMORY)
 
@@ -317,6 +341,15 @@ class _Builder:
             )
         schema_v = self.header.schema_version
         started_at, started_source = self._started()
+        gpus, note = devices.gpus(self.header.devices, used)
+        self.notes += [note] if note else []
+        unread = sum(self.unread.values())
+        if unread and not used:
+            cats = ", ".join(f"{c} {n:,}" for c, n in sorted(self.unread.items()))
+            self.notes.append(
+                f"device events tcreport does not read ({cats}): the run used an accelerator, "
+                "but there are no kernels to judge"
+            )
         return RunMeta(
             format=SourceFormat.KINETO_JSON,
             path=str(self.path),
@@ -324,7 +357,7 @@ class _Builder:
             profiler_version=f"trace schema {schema_v}" if type(schema_v) is int else None,
             framework=self._torch_version(),
             cuda_version=self._cuda_version(),
-            gpus=self._gpus(used),
+            gpus=gpus,
             iterations=its,
             kernel_granularity=Granularity.LAUNCH,
             op_granularity=Granularity.LAUNCH,
@@ -332,6 +365,7 @@ class _Builder:
             notes=tuple(self.notes),
             started_at=started_at,
             started_at_source=started_source,
+            device_events_unread=unread,
         )
 
     def _started(self) -> tuple[str | None, str | None]:
@@ -362,35 +396,6 @@ class _Builder:
     def _cuda_version(self) -> str | None:
         v = self.header.cuda_runtime_version  # 12040 -> "12.4", CUDA's own encoding
         return f"{v // 1000}.{v % 1000 // 10}" if type(v) is int and 1000 <= v < 100000 else None
-
-    def _gpus(self, used: set[int]) -> tuple[Gpu, ...]:
-        """deviceProperties, limited to the devices the trace's GPU events ran on (a node lists all)."""
-        gpus: dict[int, Gpu] = {}
-        for dev, name, major, minor, sms in self.header.devices:
-            if type(dev) is not int or (used and dev not in used):
-                continue
-            label = col.clean_str(name[:200]) if isinstance(name, str) else None
-            vendor = gpu_vendor(label)
-            # ROCm writes the HIP architecture (9.0 on an MI250) into computeMajor/Minor: that
-            # is not an NVIDIA compute capability and must never be read as one.
-            cc = (
-                f"{major}.{minor}"
-                if type(major) is int and type(minor) is int and vendor in (None, "nvidia")
-                else None
-            )
-            gpus.setdefault(
-                dev,
-                Gpu(
-                    device_id=dev,
-                    name=label,
-                    compute_capability=cc,
-                    sm_count=sms if type(sms) is int else None,
-                    vendor=vendor,
-                ),
-            )
-        for d in used - gpus.keys():
-            gpus[d] = Gpu(device_id=d)
-        return tuple(gpus[d] for d in sorted(gpus))
 
 
 def _ones(n: int) -> pa.Array:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tcreport.errors import InputError
-from tcreport.ingest.common import limits
+from tcreport.ingest.common import counters, limits
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
 
@@ -141,6 +141,8 @@ def parse(path: Path) -> ev.Parsed:
         if kind is not None:
             lists[kind].append(e)
             out.legacy = out.legacy or legacy
+        else:
+            out.unread(e.get("cat"))
     del events
     for kind in ev.KINDS:
         out.add(kind, _rows(kind, lists[kind]))
@@ -177,6 +179,12 @@ def _rows(kind: int, events: list[JsonObj]) -> ev.Rows:
         r.dims = [col.dims_json(a.get("Input Dims")) for a in args]
     if ev.DTYPE in need:
         r.dtype = [col.first_float_type(a.get("Input type")) for a in args]
+    if ev.CONCRETE in need:
+        r.concrete = [col.dims_json(a.get("Concrete Inputs")) for a in args]
+    if ev.TENSOR in need:
+        r.tensor = [col.range_tensor_verdict(a) for a in args]
+    if ev.GPU_TIME in need:
+        r.gpu_time = [a.get(counters.DURATION) for a in args]
     return r
 
 

@@ -40,6 +40,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import counters
+from tcreport.ingest.common.counters import DURATION, is_tensor_metric
+from tcreport.ingest.common.counters import TENSOR_METRIC as TENSOR_METRIC  # re-exported
 from tcreport.ingest.common.text import read_text
 from tcreport.kernel_names import short_name
 from tcreport.model import Gpu, Granularity, Run, RunMeta, SourceFormat
@@ -50,13 +53,8 @@ _HEAD_BYTES = 64 * 1024
 _IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name")
 _LONG = ("Metric Name", "Metric Unit", "Metric Value")
 _NCU_LINE = re.compile(r"^==[A-Z]+==")
-DURATION = "gpu__time_duration.sum"
 _LABELS = {"Duration": DURATION}  # details-page section labels that stand for raw metrics
 _LABEL_NAME = re.compile(r"\(([a-z0-9]+__[A-Za-z0-9_.]+)\)\s*$")
-#: Counters of the tensor pipe, any generation: the pipe itself (``sm__inst_executed_pipe_tensor``,
-#: ``sm__pipe_tensor_cycles_active``, ``..._op_hmma|imma|dmma|gmma``), math ops on the tensor path
-#: (``sm__ops_path_tensor_src_*``) and SASS MMA instructions (``..._op_hmma_pred_on``).
-TENSOR_METRIC = re.compile(r"pipe_tensor|ops_path_tensor|_op_[a-z]{0,3}mma(?:_|$)")
 _NS_PER = {"nsecond": 1, "ns": 1, "usecond": 10**3, "us": 10**3, "msecond": 10**6, "ms": 10**6}
 _NS_PER |= {"second": 10**9, "s": 10**9}
 _DIMS = re.compile(r"^\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?$")
@@ -220,11 +218,9 @@ def duration_ns(unit: str, value: str) -> int | None:
 
 def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
     """True when any tensor-pipe counter is above 0, False when all collected ones are 0."""
-    values = [number(v) for k, (_, v) in metrics.items() if TENSOR_METRIC.search(k.split(".")[0])]
-    seen = [v for v in values if v is not None]
-    if not seen:
-        return None
-    return any(v > 0 for v in seen)
+    return counters.tensor_verdict(
+        number(v) for k, (_, v) in metrics.items() if is_tensor_metric(k)
+    )
 
 
 def _dims(text: str | None) -> tuple[int | None, int | None, int | None]:

@@ -11,17 +11,16 @@ failure of a range (a type that changes mid-table, a Latin-1 string in a 2022 Wi
 damaged page) reruns that range through ``sqlite3``, whose lenient decoding and error mapping are
 the reference. Both paths hand the fold the same batches, so the tables they build are identical.
 
-Ctrl-C is never a reason to rerun: ADBC turns a SIGINT during a statement into a cancel, and its
-SQLite driver answers the cancel with ``NOT_IMPLEMENTED`` (the KeyboardInterrupt as its cause), so
-an error caused by an interrupt, or with status ``CANCELLED``, is re-raised as KeyboardInterrupt.
+Ctrl-C is never a reason to rerun: a SIGINT during a statement is a KeyboardInterrupt once the
+driver call returns, and an ADBC error caused by an interrupt, or with status ``CANCELLED`` (what
+ADBC's DB-API layer makes of a SIGINT: a cancel, which the SQLite driver answers with
+``NOT_IMPLEMENTED``), is re-raised as KeyboardInterrupt too.
 When the main thread is interrupted while worker threads scan, the threads see a stop flag at
 their next batch and queued ranges are cancelled, so the read stops within a batch, not a table.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import sqlite3
 import threading
@@ -37,6 +36,7 @@ import pyarrow as pa
 from tcreport.errors import InputError
 from tcreport.ingest.common import limits
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common.memory import release_free_memory
 
 T = TypeVar("T")
 
@@ -163,17 +163,6 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def release_free_memory() -> None:
-    """Hand freed memory back to the OS between phases. glibc keeps what threads free in their
-    arenas and Arrow's allocator keeps freed pages too: on the 3.6 M-kernel export that is half a
-    GiB held by one allocator while the other asks the OS for more, all of it counting against
-    the peak RSS. Both calls take milliseconds; without glibc (macOS, musl) the first is a no-op.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-    pa.default_memory_pool().release_unused()
-
-
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -200,20 +189,25 @@ def _timed(
 
 
 def _adbc_batches(
-    con: Any, scan: Scan[Any], stop: threading.Event
+    con: _Adbc, scan: Scan[Any], stop: threading.Event
 ) -> Generator[pa.RecordBatch, None, None]:
-    cur = con.cursor()
+    stmt = con.manager.AdbcStatement(con.con)
+    reader: pa.RecordBatchReader | None = None
     try:
-        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-        cur.execute(scan.sql)
-        for batch in cur.fetch_record_batch():
+        stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+        stmt.set_sql_query(scan.sql)
+        stream, _ = stmt.execute_query()
+        reader = pa.RecordBatchReader.from_stream(stream)
+        for batch in reader:
             if stop.is_set():
                 raise KeyboardInterrupt
             if any(pa.types.is_string(t) for t in batch.schema.types):
                 batch.validate(full=True)  # nsys stores some blobs as TEXT: not always UTF-8
             yield batch.rename_columns(list(scan.names))
     finally:
-        cur.close()
+        if reader is not None:
+            reader.close()
+        stmt.close()
 
 
 def _sqlite_batches(
@@ -251,13 +245,42 @@ def _adbc_errors() -> type[Exception]:
     return err
 
 
-def _open_adbc(path: Path) -> Any:
+class _Adbc:
+    """One read-only ADBC connection, through the driver manager's low-level API.
+
+    Not the DB-API module (``adbc_driver_sqlite.dbapi``): importing it imports ``pyarrow.dataset``
+    and with it pandas, about 0.3 s that a small report paid for a statement and its Arrow stream,
+    which is all a scan uses. A Ctrl-C during a statement is then Python's own KeyboardInterrupt,
+    raised when the driver call returns (the SQLite driver cannot cancel a running statement, so
+    the DB-API's cancel-on-SIGINT stopped it no sooner).
+    """
+
+    def __init__(self, path: Path) -> None:
+        import adbc_driver_manager as manager
+        import adbc_driver_sqlite
+
+        self.manager: Any = manager
+        self.db: Any = adbc_driver_sqlite.connect(_sqlite.read_only_uri(path))
+        try:
+            self.con: Any = manager.AdbcConnection(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        finally:
+            self.db.close()
+
+
+def _open_adbc(path: Path) -> _Adbc | None:
     try:
-        import adbc_driver_sqlite.dbapi as adbc
+        import adbc_driver_manager  # noqa: F401  # both packages, or the sqlite3 path
+        import adbc_driver_sqlite  # noqa: F401
     except ImportError:
         return None
     try:
-        con: Any = adbc.connect(_sqlite.read_only_uri(path))
+        return _Adbc(path)
     except _adbc_errors():
         return None
-    return con

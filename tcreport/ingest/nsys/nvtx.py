@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import int64s as _np
-from tcreport.ingest.nsys.db import release_free_memory
+from tcreport.ingest.common.memory import release_free_memory
 from tcreport.ingest.nsys.nvtx_nesting import (
     Nesting,
     find_open,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,6 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import int64s as _codes_of
+
+#: CPython 3.11's AST constructor keeps its recursion counter in per-interpreter state, shared by
+#: threads (gh-106905): two threads in ``ast.literal_eval`` at once can fail with "SystemError:
+#: AST constructor recursion depth mismatch" (seen here on 3.11.7, in the NVTX hostile tests). The
+#: NVTX chunks are parsed in several threads, so the DLProf records of a chunk are parsed under it.
+_AST_LOCK = threading.Lock()
 
 OTHER, DLPROF_OP, DLPROF_MARKER, TORCH_OP, TF_OP = range(5)
 _TORCH = (
@@ -156,7 +163,8 @@ def parse(texts: pa.Array, tf_domain: bool = False) -> Parsed:
     dictish = np.flatnonzero(pc.starts_with(texts, "{").to_numpy(zero_copy_only=False))
     if len(dictish):
         raw = texts.take(pa.array(dictish)).to_pylist()
-        recs = [_parse_dict(str(t)) for t in raw]
+        with _AST_LOCK:
+            recs = [_parse_dict(str(t)) for t in raw]
         hit = [i for i, r in enumerate(recs) if r is not None]
         rows = dictish[hit]
         mask = np.zeros(n, dtype=bool)

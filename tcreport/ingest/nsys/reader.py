@@ -25,9 +25,10 @@ from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common.memory import release_free_memory
 from tcreport.ingest.nsys import meta as _nsys_meta
 from tcreport.ingest.nsys.checks import dropped_note, named, no_ops_note, timed, unnamed_note
-from tcreport.ingest.nsys.db import NsysDb, Scan, int64, release_free_memory, string
+from tcreport.ingest.nsys.db import NsysDb, Scan, int64, string
 from tcreport.ingest.nsys.nvtx import Outline, attribute, outline
 from tcreport.ingest.nsys.nvtx_scan import merge_ranges, nvtx_scans
 from tcreport.ingest.nsys.tables import Launches, dict_column, pid_of
@@ -132,6 +133,7 @@ def _read(db: NsysDb) -> Run:
         k_launch, m_launch = _launches(runtime, kernels, memory)
         del runtime
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
+        memory = memory.append_column("launch_ns", [m_launch.time_or_null()])
         handed = [nvtx.result()]
         del nvtx  # a Future keeps its result: attribute() must hold the only reference
         release_free_memory()  # what the two threads freed, before attribution peaks

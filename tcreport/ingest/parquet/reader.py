@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from tcreport import _fs, schema
 from tcreport.errors import InputError, OutputError, SchemaError
@@ -79,6 +78,8 @@ def write(
 
 
 def _write_locked(run: Run, out_dir: Path, target: Path, force: bool) -> Path | None:
+    import pyarrow.parquet as pq  # here, not at the top: detecting a trace's format must not pay
+
     old_entries = check_target(out_dir, force=force)
     _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
     parent = target.parent
@@ -119,6 +120,8 @@ def _remove_own(tmp: Path) -> None:
 
 
 def read(path: Path) -> Run:
+    import pyarrow.parquet as pq
+
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
         version = manifest["schema_version"]

@@ -19,6 +19,18 @@ CPU_ONLY = (
 )
 
 
+def other_devices(kinds: Mapping[str, int]) -> str | None:
+    """Device planes of accelerators other than GPUs (a TPU profile): named, never read, and
+    reason enough not to call the profile CPU-only."""
+    if not kinds:
+        return None
+    found = ", ".join(f"{n} {k} plane{'s' if n > 1 else ''}" for k, n in sorted(kinds.items()))
+    return (
+        f"Device activity on accelerators that are not GPUs ({found}): tcreport reads GPU planes "
+        "only, so no matrix-unit verdict exists for them."
+    )
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole > 0 else "n/a"
 

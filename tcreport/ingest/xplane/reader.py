@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from tcreport import schema
 from tcreport.errors import InputError, MissingExtraError
-from tcreport.ingest.common import started
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
@@ -238,6 +238,27 @@ def _first_line_ns(spaces: list[Any]) -> int | None:
     return min(firsts, default=None)
 
 
+#: The profiler that wrote the XSpace, by framework: TensorFlow's and JAX's are the same TSL
+#: profiler, named as its users call it.
+_PROFILER = {
+    "TensorFlow": "TensorFlow profiler (XSpace)",
+    "JAX": "JAX profiler (XSpace)",
+    None: "TSL/XLA profiler (XSpace)",
+}
+
+
+def _framework(side: dict[str, Any], seen: set[str]) -> str | None:
+    """Whose program the profile is of: tcreport's own TensorFlow capture says so in its sidecar;
+    otherwise the host planes' runtime events (JAX's ``PjitFunction(...)`` dispatch against
+    TensorFlow's executor and sessions), since JAX writes the same XSpace format. ``None`` when
+    neither shows: the format alone does not say."""
+    if side.get("tensorflow"):
+        return f"TensorFlow {side['tensorflow']}"
+    if "jax" in seen:
+        return "JAX"
+    return "TensorFlow" if "tensorflow" in seen else None
+
+
 def read(path: Path) -> Run:
     """A stat of an unexpected type (a string where a number belongs, an int past 64 bits) reaches
     the canonical tables as a column of mixed types: damage, reported as such (found by fuzzing)."""
@@ -255,6 +276,10 @@ def _merged(spaces: list[Any]) -> SpaceFacts:
         facts.gpus += one.gpus
         facts.host_planes += one.host_planes
         facts.dropped += one.dropped
+        facts.frameworks |= one.frameworks
+        facts.other_events += one.other_events
+        for kind, n in one.other_devices.items():
+            facts.other_devices[kind] = facts.other_devices.get(kind, 0) + n
         for k, v in one.kernels.data.items():
             facts.kernels.data[k] += v
         for k, v in one.memory.data.items():
@@ -292,7 +317,8 @@ def _read(path: Path) -> Run:
     gpu_run = bool(facts.gpus)
     notes: list[str] = [str(n) for n in side.get("notes", []) if isinstance(n, str)]
     candidates = [
-        None if gpu_run else notes_mod.CPU_ONLY,
+        None if gpu_run or facts.other_events else notes_mod.CPU_ONLY,
+        notes_mod.other_devices(facts.other_devices),
         None if gpu_run else notes_mod.op_type_share(op_rows),
         notes_mod.dtype_share(
             op_rows,
@@ -320,11 +346,12 @@ def _read(path: Path) -> Run:
     )
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
     first = _first_line_ns(spaces)
+    framework = _framework(side, facts.frameworks)
     meta = RunMeta(
         format=SourceFormat.TF_XPLANE,
         path=str(path),
-        profiler="TensorFlow profiler (XSpace)",
-        framework=f"TensorFlow {side['tensorflow']}" if side.get("tensorflow") else "TensorFlow",
+        profiler=_PROFILER.get(framework.split(" ")[0] if framework else None, _PROFILER[None]),
+        framework=framework,
         gpus=tuple(facts.gpus),
         iterations=_iterations(side),
         reported=ReportedFigures(wall_ns=sum(step_ns) if step_ns else None),
@@ -336,5 +363,7 @@ def _read(path: Path) -> Run:
         notes=tuple(notes),
         started_at=started.iso(first) if first is not None else None,
         started_at_source="TensorFlow profiler XLine timestamps" if first is not None else None,
+        device_events_unread=facts.other_events,
+        audit=capture.audit(side),
     )
     return Run(meta=meta, kernels=kernels, memory=memory, ops=ops)

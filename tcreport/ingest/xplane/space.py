@@ -14,10 +14,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcreport.model import Gpu
+from tcreport.model import Gpu, gpu_vendor
 from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS, MemoryKind
 
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+#: Any other device plane (``/device:TPU:0``, ``/device:CUSTOM:...``): device activity tcreport
+#: does not read, which still means the profile is not CPU-only.
+_OTHER_DEVICE = re.compile(r"^/device:(?!GPU:)([A-Za-z_]+)(?::(\d+))?")
+#: ``device_vendor`` stat values (tsl's kDeviceVendorNvidia / kDeviceVendorAMD).
+_VENDORS = {"nvidia": "nvidia", "amd": "amd"}
+#: Host event names only one framework's runtime records: JAX's C++ jit dispatch
+#: (``PjitFunction(<fn>)``) against TensorFlow's executor, sessions and eager runtime.
+_JAX_EVENT = re.compile(r"^PjitFunction\(|^PjitFunctionCache|/jax/_src/")
+_TF_EVENT = re.compile(
+    r"^(?:SessionRun|EagerKernelExecute|EagerLocalExecute|ExecutorState::Process|FunctionRun"
+    r"|__inference_|Iterator::)"
+)
 _DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
 _SIZE = re.compile(r"size:(\d+)")
 _DTYPE = re.compile(r"([a-z][a-z0-9_]*)\[")
@@ -55,6 +67,11 @@ class SpaceFacts:
     op_shapes: dict[str, str] = field(default_factory=dict)  # op name -> "(half[4,384];half[])"
     op_types: dict[str, str] = field(default_factory=dict)  # op name -> type, from kernel events
     hostnames: tuple[str, ...] = ()
+    #: device planes other than GPUs ("TPU"), by kind: counted, never read
+    other_devices: dict[str, int] = field(default_factory=dict)
+    other_events: int = 0  # events on those planes
+    #: frameworks whose runtime events the host planes hold ("jax", "tensorflow")
+    frameworks: set[str] = field(default_factory=set)
     dropped: int = 0  # GPU events with a negative or 13-day duration, or a start past the clock
 
 
@@ -80,16 +97,30 @@ def _stat_value(stat: Any, names: dict[int, str]) -> Any:
 
 
 def _gpu(plane: Any, index: int, names: dict[int, str]) -> Gpu:
+    """One GPU plane's device: ``device_vendor`` says whose it is (ROCm writes "AMD"), and only
+    an NVIDIA (or unnamed-vendor) device's ``compute_cap_*`` is a compute capability: ROCm fills
+    them with the gfx version (9.4 on an MI300X), which is not one. ``gpu_device_name`` is the
+    model (CUDA) or the gfx id (ROCm's rocprofiler-sdk tracer: "gfx942")."""
     stats = {names.get(s.metadata_id, ""): _stat_value(s, names) for s in plane.stats}
-    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    cc = f"{int(major)}.{int(minor or 0)}" if major else None
     name = next(
-        (str(stats[k]) for k in ("gpu_model", "device_model", "device_name") if stats.get(k)),
+        (
+            str(stats[k])[:200]
+            for k in ("gpu_model", "device_model", "device_name", "gpu_device_name")
+            if stats.get(k)
+        ),
         None,
     )
+    vendor = _VENDORS.get(str(stats.get("device_vendor") or "").strip().lower()) or gpu_vendor(name)
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    nvidia = vendor in (None, "nvidia")
+    cc = f"{int(major)}.{int(minor or 0)}" if major and nvidia else None
     cores = stats.get("core_count")
     return Gpu(
-        device_id=index, name=name, compute_capability=cc, sm_count=int(cores) if cores else None
+        device_id=index,
+        name=name,
+        compute_capability=cc,
+        sm_count=int(cores) if cores else None,
+        vendor=vendor,
     )
 
 
@@ -181,6 +212,20 @@ def _host_plane(plane: Any, facts: SpaceFacts) -> None:
                     break
 
 
+def _frameworks(plane: Any) -> set[str]:
+    """Which framework's runtime ran on this host, from the distinct event names only (the
+    metadata map, not the events: a few thousand strings however long the capture)."""
+    found: set[str] = set()
+    for md in plane.event_metadata.values():
+        if "jax" not in found and _JAX_EVENT.search(md.name):
+            found.add("jax")
+        elif "tensorflow" not in found and _TF_EVENT.match(md.name):
+            found.add("tensorflow")
+        if len(found) == 2:
+            break
+    return found
+
+
 def collect(space: Any) -> SpaceFacts:
     facts = SpaceFacts(hostnames=tuple(space.hostnames))
     for plane in space.planes:
@@ -193,5 +238,12 @@ def collect(space: Any) -> SpaceFacts:
         elif plane.name.startswith("/host:"):
             facts.host_planes += 1
             _host_plane(plane, facts)
+            facts.frameworks |= _frameworks(plane)
+        elif (other := _OTHER_DEVICE.match(plane.name)) and (
+            n := sum(len(line.events) for line in plane.lines)
+        ):
+            kind = other.group(1).upper()
+            facts.other_devices[kind] = facts.other_devices.get(kind, 0) + 1
+            facts.other_events += n
     facts.gpus.sort(key=lambda g: g.device_id)
     return facts

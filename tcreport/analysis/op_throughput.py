@@ -1,0 +1,111 @@
+"""One op name with one set of shapes, over its calls: FLOPs, bytes, rates, and its roofline place.
+
+The row TraceLens's perf model reports per (op, shapes), with tcreport's own definitions beside
+its: achieved TFLOP/s as the group's FLOPs over its kernel time (what the group did in the time
+it took), and the per-call mean and median (TraceLens's ``TFLOPS/s_mean``/``_median``: each
+call's FLOPs over that call's time, then averaged, which weighs a fast call as much as a slow
+one). TraceLens also counts the memsets an op launches in the op's time; tcreport keeps them
+apart (``memset_ns``), because a memset is memory traffic, not the op's arithmetic.
+
+The roofline verdict compares the op with the GPU's two roofs: peak FLOP/s of its precision and
+memory bandwidth. Moving ``bytes`` takes at least bytes / bandwidth, computing ``flops`` at least
+flops / peak; the larger bounds the call, so the op is memory-bound when its arithmetic intensity
+(FLOPs per byte) is below the ridge point peak / bandwidth, compute-bound otherwise (TraceLens's
+``Roofline Bound``). The attainable rate is the lower roof at the op's intensity; the share of it
+that was achieved is TraceLens's ``Pct Roofline``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Bound(StrEnum):
+    COMPUTE = "compute-bound"
+    MEMORY = "memory-bound"
+
+
+class MatrixUse(StrEnum):
+    """Whether an op group's kernels ran on the GPU's matrix units (Tensor Cores, AMD Matrix
+    Cores): every call, no call, some calls, or not known."""
+
+    YES = "yes"
+    NO = "no"
+    MIXED = "mixed"
+    UNKNOWN = "unknown"
+
+
+def bound(
+    flops: int | None, nbytes: int | None, peak_tflops: float | None, memory_gbs: float | None
+) -> Bound | None:
+    """Which roof bounds an op with these FLOPs and bytes; ``None`` without both roofs."""
+    if flops is None or not nbytes or not peak_tflops or not memory_gbs:
+        return None
+    compute_s = flops / (peak_tflops * 1e12)
+    memory_s = nbytes / (memory_gbs * 1e9)
+    return Bound.COMPUTE if compute_s >= memory_s else Bound.MEMORY
+
+
+def ridge(peak_tflops: float, memory_gbs: float) -> float:
+    """FLOPs per byte where the memory roof meets the compute roof."""
+    return peak_tflops * 1e12 / (memory_gbs * 1e9)
+
+
+def attainable_tflops(intensity: float, peak_tflops: float, memory_gbs: float) -> float:
+    """The roofline at this intensity: the lower of the compute roof and bandwidth × intensity."""
+    return min(peak_tflops, memory_gbs * 1e9 * intensity / 1e12)
+
+
+@dataclass(frozen=True)
+class OpThroughput:
+    """One op name with one set of shapes, over its calls in the aggregated range."""
+
+    name: str
+    kind: str  # gemm | conv | attention | other
+    input_shapes: str | None
+    precision: str | None  # bf16 / fp16 / tf32 / fp32 / fp8, as it ran
+    calls: int
+    gpu_ns: int  # compute-kernel time of its calls (memsets not included)
+    flops: int | None  # all calls; None: no count (formula says why)
+    formula: str
+    peak_tflops: float | None
+    bytes: int | None = None  # all calls: operands read once, results written once
+    # per call (each call's FLOPs over its own kernel time), then the mean and the median; None
+    # where the op rows aggregate several calls (DLProf) or there is no count
+    mean_tflops: float | None = None
+    median_tflops: float | None = None
+    memset_ns: int = 0  # GPU time of the memsets its calls launched (TraceLens counts them in)
+    matrix_units: MatrixUse = MatrixUse.UNKNOWN
+    memory_gbs: float | None = None  # the GPU's memory bandwidth: the roofline's memory roof
+
+    @property
+    def tflops(self) -> float | None:
+        return self.flops / self.gpu_ns / 1e3 if self.flops is not None and self.gpu_ns else None
+
+    @property
+    def peak_share(self) -> float | None:
+        t = self.tflops
+        return t / self.peak_tflops if t is not None and self.peak_tflops else None
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, FLOPs per byte moved."""
+        return self.flops / self.bytes if self.flops is not None and self.bytes else None
+
+    @property
+    def bound(self) -> Bound | None:
+        return bound(self.flops, self.bytes, self.peak_tflops, self.memory_gbs)
+
+    @property
+    def attainable_tflops(self) -> float | None:
+        i = self.intensity
+        if i is None or not self.peak_tflops or not self.memory_gbs:
+            return None
+        return attainable_tflops(i, self.peak_tflops, self.memory_gbs)
+
+    @property
+    def roofline_share(self) -> float | None:
+        """Achieved over attainable TFLOP/s: 1 is on the roofline."""
+        t, a = self.tflops, self.attainable_tflops
+        return t / a if t is not None and a else None
