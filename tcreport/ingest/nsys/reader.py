@@ -89,7 +89,6 @@ def read(path: Path) -> Run:
             run = _read(NsysDb(path, con, needs=("StringIds", *_ACTIVITY_TABLES)))
         except SchemaError as exc:  # a value the canonical type cannot hold (a device id of 2**62)
             raise InputError(f"unexpected value in an export column: {exc}", path) from exc
-    release_free_memory()  # the analysis that follows starts from the tables alone
     return run
 
 
