@@ -36,6 +36,18 @@ class EmptyInputError(InputError):
     """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
 
 
+class MissingExtraError(InputError):
+    """Reading this input needs an optional extra that is not installed (``tf`` for xplane).
+
+    ``extra`` names it, so ``batch`` records which environment failed and retries the run once
+    the extra is installed, instead of counting the trace as broken.
+    """
+
+    def __init__(self, message: str, path: str | Path | None = None, *, extra: str) -> None:
+        super().__init__(message, path)
+        self.extra = extra
+
+
 class SchemaError(TcreportError):
     """A table does not conform to the canonical schema (a reader bug or a damaged dataset)."""
 

@@ -22,6 +22,7 @@ CASES = {
     "dlprof-sqlite": 40,
     "ncu": 50,
     "xplane": 4,
+    "ingest": 60,
 }
 
 

@@ -40,7 +40,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 
 from tcreport._no_pandas import refuse_pandas
-from tcreport.batch.work import Outcome, Task, process, retryable
+from tcreport.batch.work import Outcome, Task, failed, process, retryable
 
 _PR_SET_PDEATHSIG = 1
 #: Set in the forkserver when it arms itself: its children check that their parent is still it.
@@ -132,6 +132,8 @@ def _pass(
                         outcome: Outcome | None = fut.result()
                     except BrokenProcessPool:
                         broken, outcome = True, died(task)
+                    except Exception as exc:  # e.g. an outcome that would not pickle: that run's
+                        outcome = failed(task, f"internal error: {type(exc).__name__}: {exc}")
                     if outcome is not None:
                         yield outcome
             for task in inflight.values():  # the pool broke: these died with it

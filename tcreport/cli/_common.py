@@ -94,6 +94,14 @@ def slice_of(
     return api.Slice(key_node, iter_start, iter_stop, allow_empty, timeline_iter)
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: each line break (CR, LF, CRLF) and the blanks around it become one
+    space. Error reasons and warnings alike, so a name holding a line break reads the same in
+    the refusal and in the ``--force`` warning; other control characters are left to
+    :func:`say`, which shows them escaped."""
+    return " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
+
+
 def say(message: str) -> None:
     """One line on stderr; file names and trace strings in it have their control characters
     shown (``\x1b``), never sent raw to the terminal."""
@@ -147,8 +155,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        text = exc.spelt(FLAGS) if isinstance(exc, OptionError) else exc.reason
-        reason = " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
+        reason = one_line(exc.spelt(FLAGS) if isinstance(exc, OptionError) else exc.reason)
         say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:

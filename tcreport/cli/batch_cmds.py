@@ -69,24 +69,17 @@ def batch(
 ) -> None:
     """Every trace under DIR -> Parquet dataset, one report per run and an index."""
     with user_errors():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[last]}"),
-            console=err_console,
-            transient=True,
-            disable=not err_console.is_terminal,  # piped: no bar, and no blank line where it was
-        )
+        progress = _progress()
         handle: list[TaskID] = []
 
         def start(total: int) -> None:
-            handle.append(progress.add_task("Processing", total=total, last=""))
+            handle.append(progress.add_task("Processing", total=total, failed=0, last=""))
+
+        failures = [0]
 
         def done(o: Outcome) -> None:
-            _advance(progress, handle[0], o)
+            failures[0] += 0 if o.ok else 1
+            _advance(progress, handle[0], o, failures[0])
 
         with progress, _empty_is_a_warning():
             result = api.batch(
@@ -121,11 +114,39 @@ def _empty_is_a_warning() -> Iterator[None]:
         raise typer.Exit(exc.exit_code) from None
 
 
-def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
+def _progress() -> Progress:
+    """The bar on a terminal: done of total, how many failed, the time left, the last run.
+    Piped or redirected, it is off: no bar, and no blank line where it was."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.table import Column
+
+    last = Column(
+        no_wrap=True, overflow="ellipsis", max_width=40
+    )  # a long path never hides the bar
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        MofNCompleteColumn(),
+        TextColumn("done, {task.fields[failed]} failed, ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}", table_column=last),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+
+
+def _advance(progress: Progress, task: TaskID, o: Outcome, failed: int) -> None:
     from rich.markup import escape
 
     last = escape(plain(("" if o.ok else "failed: ") + o.source))  # the column reads markup
-    progress.update(task, advance=1, last=last)
+    progress.update(task, advance=1, failed=failed, last=last)
 
 
 def _write(text: str) -> None:

@@ -19,6 +19,7 @@ from tcreport.cli._common import (
     guard_output,
     is_stdout,
     load_and_analyze,
+    one_line,
     plural,
     say,
     slice_of,
@@ -91,9 +92,7 @@ def diff(
         h = load_and_analyze(head, slc, output=output)
         d = api.diff(b, h, force=force)
         if d.forced:
-            say(
-                "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-            )
+            say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
         text = api.render_diff(d, fmt.value)
         write_text_output(
             output if output is not None else Path("-"),

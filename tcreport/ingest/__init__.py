@@ -122,6 +122,43 @@ def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
     return found
 
 
+def _traces_below(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """The traces one level down: each subfolder that is a trace itself (a DLProf result folder,
+    an ingest folder, a TF profile run), else the trace files directly inside it."""
+    found: list[tuple[SourceFormat, Path]] = []
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return found
+    for child in children:
+        if not child.is_dir():
+            continue
+        fmt = _sniff(child, _DIRECTORY_FORMATS)
+        if fmt is not None:
+            found.append((fmt, child))
+            continue
+        try:
+            found += _traces_in(child)
+        except InputError:  # a subfolder we may not list is not a trace to offer
+            continue
+    return found
+
+
+#: How many traces an error lists before "and N more".
+_LISTED = 12
+
+
+def _choose_one(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
+    shown = [f"{p.relative_to(path).as_posix()} ({f.value})" for f, p in found[:_LISTED]]
+    more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
+    which = "give one of them" if len(found) > 1 else "give its path"
+    raise UnsupportedFormatError(
+        f"holds {len(found)} trace{'s' if len(found) > 1 else ''}{where}: {', '.join(shown)}"
+        f"{more}; {which} (`tcreport batch` reads many)",
+        path,
+    )
+
+
 def profile_runs(path: Path) -> list[Path]:
     """The run folders of a ``tcreport profile`` output (``plugins/profile/<run>/``, the layout
     TensorBoard reads), oldest first: their names are the local time the run started."""
@@ -135,7 +172,8 @@ def profile_runs(path: Path) -> list[Path]:
 def resolve(path: Path) -> tuple[SourceFormat, Path]:
     """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
     but holds exactly one trace file is read through that file; a profile output folder holding
-    several runs is read through the newest (:func:`load` says which)."""
+    several runs is read through the newest (:func:`load` says which); one holding several traces,
+    or traces only one level down (in subfolders, DLProf result folders among them), lists them."""
     _check_readable(path)
     runs = profile_runs(path) if path.is_dir() else []
     if runs:
@@ -148,12 +186,10 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if len(found) == 1:
             return found[0]
         if found:
-            names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
-            raise UnsupportedFormatError(
-                f"holds {len(found)} traces: {names}; give one of them "
-                "(`tcreport batch` reads many)",
-                path,
-            )
+            _choose_one(path, found, "")
+        below = _traces_below(path)
+        if below:
+            _choose_one(path, below, " in its subfolders")
     _unsupported(path)
 
 
@@ -184,7 +220,9 @@ def _unsupported(path: Path) -> NoReturn:
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     """Read ``path`` into a :class:`Run`; ``fmt`` skips detection. A folder holding one trace is
-    read through it; an ``.nsys-rep`` report through ``nsys export``."""
+    read through it; an ``.nsys-rep`` report through ``nsys export``. Every run leaves through
+    :func:`tcreport.ingest.common.plausible.checked`: impossible rows dropped with a note, totals
+    that would wrap int64 refused."""
     runs = profile_runs(path) if fmt is None and path.is_dir() else []
     if fmt is None:
         fmt, path = resolve(path)
@@ -199,15 +237,19 @@ def load(path: Path, fmt: SourceFormat | None = None) -> Run:
 
 
 def _read(fmt: SourceFormat, path: Path) -> Run:
+    from tcreport.ingest.common import plausible
     from tcreport.ingest.common.memory import release_free_memory
 
     if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
             exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
-        run = exported.replace(meta=meta)
+        run = plausible.checked(exported.replace(meta=meta))
     else:
         run = reader(fmt).read(path)
+        # the net under every reader (an ingest folder's reader runs it itself, naming its files)
+        if fmt is not SourceFormat.TCREPORT_PARQUET:
+            run = plausible.checked(run)
     # What reading freed (a JSON trace's decoded events, a reader's temporaries) goes back to the
     # OS, so the analysis that follows starts from the tables alone: its peak adds to theirs.
     release_free_memory()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Any, Generic, TypeVar
 import pyarrow as pa
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import limits
 from tcreport.ingest.common import sqlite as _sqlite
 from tcreport.ingest.common.memory import release_free_memory
 
@@ -54,11 +56,18 @@ class Scan(Generic[T]):
 
 
 class NsysDb:
-    """One export: a ``sqlite3`` connection for metadata, and :meth:`scan` for bulk rows."""
+    """One export: a ``sqlite3`` connection for metadata, and :meth:`scan` for bulk rows.
 
-    def __init__(self, path: Path, con: sqlite3.Connection) -> None:
+    ``tables`` holds the stored tables only; ``needs`` names the ones whose being a view is
+    refused outright (any other view reads as absent), see :func:`_sqlite.refuse_unsafe`. Both
+    paths read bounded: ``sqlite3`` under the connection's progress handler, ADBC (no such
+    hook) only over stored tables, checked against the time bound between batches.
+    """
+
+    def __init__(self, path: Path, con: sqlite3.Connection, needs: Sequence[str] = ()) -> None:
         self.path = path
         self.con = con
+        _sqlite.refuse_unsafe(con, path, needs)
         self.tables = _sqlite.table_names(con, path)
         self._cols: dict[str, list[str]] = {}
         self.workers = max(1, min(4, _cpus()))
@@ -75,7 +84,7 @@ class NsysDb:
         try:
             return list(self.con.execute(sql, params))
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise InputError(f"corrupt or unreadable SQLite database: {exc}", self.path) from exc
+            raise _sqlite.unreadable(self.con, exc, self.path) from exc
 
     def scalar_row(self, sql: str) -> tuple[object, ...]:
         rows = self.rows(sql)
@@ -122,7 +131,7 @@ class NsysDb:
     def _run(self, scan: Scan[T]) -> T:
         adbc = _open_adbc(self.path)
         if adbc is not None:
-            batches = _adbc_batches(adbc, scan, self._stop)
+            batches = _timed(_adbc_batches(adbc, scan, self._stop), self.path)
             try:
                 return scan.fold(batches)
             except (pa.ArrowInvalid, OSError, _adbc_errors()) as exc:
@@ -159,6 +168,24 @@ def _cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS, Windows
         return os.cpu_count() or 1
+
+
+def _timed(
+    batches: Generator[pa.RecordBatch, None, None], path: Path
+) -> Generator[pa.RecordBatch, None, None]:
+    """``batches`` under the query time bound, read between batches: ADBC has no progress
+    handler, but its queries read stored rows only (``refuse_unsafe``), so each batch is bounded."""
+    limit = limits.max_query_seconds()
+    deadline = time.monotonic() + limit
+    try:
+        for batch in batches:
+            if limit and time.monotonic() > deadline:
+                raise InputError(
+                    f"a query ran past {limit:g} s; TCREPORT_MAX_QUERY_S raises the limit", path
+                )
+            yield batch
+    finally:
+        batches.close()
 
 
 def _adbc_batches(

@@ -87,7 +87,7 @@ def sniff(path: Path) -> bool:
 def read(path: Path) -> Run:
     with _sqlite.connect(path) as con:
         try:
-            run = _read(NsysDb(path, con))
+            run = _read(NsysDb(path, con, needs=("StringIds", *_ACTIVITY_TABLES)))
         except SchemaError as exc:  # a value the canonical type cannot hold (a device id of 2**62)
             raise InputError(f"unexpected value in an export column: {exc}", path) from exc
     return run

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tcreport import schema
-from tcreport.errors import InputError
+from tcreport.errors import InputError, MissingExtraError
 from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
@@ -86,7 +86,9 @@ def _parse(files: list[Path]) -> list[Any]:
         ).DecodeError
         from tcreport.ingest.xplane.proto import parse_xspace
     except ImportError as exc:
-        raise InputError(f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0]) from exc
+        raise MissingExtraError(
+            f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0], extra="tf"
+        ) from exc
     spaces = []
     for f in files:
         try:
