@@ -103,6 +103,17 @@ def tail(text: str, width: int = 60) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+def middle(text: str, width: int) -> str:
+    """Shorten ``text`` to ``width`` in the middle, keeping both ends: kernel and op names differ
+    at the start (family, library) and at the end (tile shape, layout, the op's own name)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
 #: C0/C1 controls and the bidirectional overrides: what a terminal would act on instead of show.
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 

@@ -39,6 +39,8 @@ def render(d: Diff, tool_version: str) -> str:
             tool_version=tool_version,
             value=md.value,
             delta=md.delta,
+            side_ns=md.side_ns,
+            row_delta=md.row_delta,
             tc=md.tc,
             miss=md.miss,
             regressed=Change.REGRESSED,
