@@ -72,6 +72,17 @@ def pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value * 100:.{digits}f} %"
 
 
+def pct_number(value: float | None) -> str:
+    """A share in a column whose head names the unit ("% of GPU kernel time"): 0.595 -> '59.5'
+    (empty when unknown, so a sorted column keeps it apart from a real 0)."""
+    return "" if value is None else f"{value * 100:.1f}"
+
+
+def ms_number(value: int | float | None) -> str:
+    """A time in a column whose head says "ms": 5_912_000 -> '5.912' (empty when unknown)."""
+    return "" if value is None else f"{value / 1e6:,.3f}"
+
+
 def pct_text(value: float | None) -> str:
     """A share inside a sentence (finding titles and details): 0.595 -> '59.5%'."""
     return "n/a" if value is None else f"{value:.1%}"
