@@ -50,16 +50,17 @@ def test_real_index_leads_with_the_runs_table_and_draws_no_lone_dots(
     # no GPU model of the archive has three runs dated by the trace: no chart at all
     assert "<svg" not in page and "No trend to draw yet." in page
     # NVIDIA and AMD runs side by side: the heads use the generic words, and name their units
+    assert "% = share of GPU kernel time" in page
     for head in (
-        "on matrix units (% of GPU kernel time)",
-        "eligible not on matrix units (% of GPU kernel time)",
+        "on matrix units (%)",
+        "eligible not on matrix units (%)",
         "eligible not on matrix units (ms)",
     ):
         assert f">{head}</th>" in page
     for r in runs:
         row = _row_html(page, r["run_id"])
         assert r["verdict"] and r["verdict_tone"] in ("good", "neutral", "bad", "unknown")
-        assert f'<td class="tone-{r["verdict_tone"]}">' in row
+        assert f'<td class="v tone-{r["verdict_tone"]}">' in row
         assert f'href="{r["report"]}"' in row
     mi250 = next(r for r in runs if "mi250" in str(r["source"]))
     assert mi250["matrix_unit"] == "AMD Matrix Cores"
@@ -136,7 +137,7 @@ def test_synthetic_trends_are_small_multiples_on_one_time_axis() -> None:
     assert xs["A100"][1] == xs["V100"][1]
     # the dates label the shared axis once, under the last chart
     assert html.count(">2023-01-01</text>") == 1 and html.count(">2025-01-01</text>") == 1
-    assert ">on Tensor Cores (% of GPU kernel time)</th>" in html
+    assert ">on Tensor Cores (%)</th>" in html and "% = share of GPU kernel time" in html
 
 
 def test_synthetic_archive_without_enough_runs_has_no_chart() -> None:

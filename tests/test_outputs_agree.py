@@ -101,7 +101,7 @@ def test_the_verdict_section_reads_the_same_everywhere(outputs: Outputs) -> None
     assert (
         f'<p class="verdict {v.tone}" id="verdict">\n<strong>{lead}</strong>{rest}\n</p>' in o.page
     )
-    assert f'<td class="tone-{v.tone}">{lead}{rest}</td>' in o.index_row
+    assert f'<td class="v tone-{v.tone}">{lead}{rest}</td>' in o.index_row
     # eligible time not on the matrix units, and the eligible counts
     miss, n = fmt.ns(v.eligible_not_using_gpu_ns), fmt.count(v.eligible_not_using_op_count)
     assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns

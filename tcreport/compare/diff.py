@@ -311,7 +311,8 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     if idle := rows.idle_ops(ba, ha):
         notes.append(
             f"{idle} {'op' if idle == 1 else 'ops'} with no {clock} time of their own on either "
-            "side (wrappers whose kernels count under the op they call) not listed"
+            "side (wrappers whose kernels count under the op they call, ops that launch "
+            "nothing) not listed"
         )
     return Diff(
         words=ba.verdict.words,

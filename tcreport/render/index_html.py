@@ -23,6 +23,7 @@ AXIS_H = 22  # the shared time axis under the last chart
 EXTRA_CSS = (
     ".tone-good{color:var(--tc)}.tone-bad{color:var(--miss)}"
     ".multiples h3{margin:10px 0 0;font-size:13px}.multiples svg{display:block}"
+    "#t-runs td.v{min-width:22em}#t-runs td.d{white-space:nowrap}"
 )
 
 
@@ -77,7 +78,7 @@ class Axis:
 
     t0: float
     t1: float
-    labels: tuple[tuple[float, str], ...]
+    labels: tuple[tuple[float, str, str], ...]  # x, date, SVG text-anchor (kept inside)
     y_labels: tuple[tuple[float, str], ...]
 
 
@@ -93,12 +94,12 @@ def axis(series: tuple[tuple[str, tuple[IndexRow, ...]], ...]) -> Axis | None:
     (t0, first), (t1, last) = min(stamps), max(stamps)
     mid = (t0 + t1) / 2
     mid_date = min(stamps, key=lambda s: abs(s[0] - mid))[1]
-    labels = [(t0, first), (t1, last)]
+    labels = [(t0, first, "start"), (t1, last, "end")] if t1 > t0 else [(t0, first, "middle")]
     if mid_date not in (first, last):
-        labels.insert(1, (mid, mid_date))
+        labels.insert(1, (mid, mid_date, "middle"))
     h = CHART_H - PAD_T - PAD_B
     y_labels = tuple((round(PAD_T + h * (1 - v), 2), f"{v:.0%}") for v in (0.0, 0.5, 1.0))
-    return Axis(t0, t1, tuple((_x(t, t0, t1), d) for t, d in labels), y_labels)
+    return Axis(t0, t1, tuple((_x(t, t0, t1), d, a) for t, d, a in labels), y_labels)
 
 
 def trend(gpu: str, runs: tuple[IndexRow, ...], ax: Axis) -> Trend:
