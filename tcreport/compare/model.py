@@ -143,6 +143,12 @@ class RowDiff:
         return self.verdict in CHANGED
 
 
+def changed(rows: tuple[RowDiff, ...]) -> tuple[RowDiff, ...]:
+    """The rows a reader must see (changed beyond noise, new or gone), in the rows' order; the
+    renderers list these and count the rest, so none of them decides what changed."""
+    return tuple(r for r in rows if r.changed)
+
+
 @dataclass(frozen=True)
 class FindingChange:
     id: str

@@ -10,7 +10,7 @@ comment.
 from __future__ import annotations
 
 from tcreport import fmt
-from tcreport.compare.model import Change, Diff, Figure, Presence, RowDiff, Unit
+from tcreport.compare.model import Change, Diff, Figure, Presence, RowDiff, Unit, changed
 from tcreport.render.escape import markdown as esc
 
 GITHUB_LIMIT = 65_536
@@ -92,23 +92,23 @@ def _rows(
 ) -> list[str]:
     """Only the rows that changed beyond noise (the compare layer's verdict), then a count of the
     rest: a self-diff lists none."""
-    changed = [r for r in rows if r.changed]
-    rest = len(rows) - len(changed)
+    moved = changed(rows)
+    rest = len(rows) - len(moved)
     host = clock == "host" and kind != "kernel"
     what = f"{title}{' (host time)' if host else ''}"
     quiet = f"{rest} unchanged or within noise, not listed"
-    if not changed:
+    if not moved:
         return [f"{what} — none of {len(rows)} changed beyond noise", ""] if rows else []
     if cap <= 0:
         return [
-            f"{what}: {len(changed)} changed beyond noise (table omitted to fit one comment)",
+            f"{what}: {len(moved)} changed beyond noise (table omitted to fit one comment)",
             "",
         ]
-    shown = changed[:cap]
-    top = f"top {len(shown)} by |Δ|" if len(shown) < len(changed) else "by |Δ|"
+    shown = moved[:cap]
+    top = f"top {len(shown)} by |Δ|" if len(shown) < len(moved) else "by |Δ|"
     first = "op type" if kind == "type" else kind
     out = [
-        f"{what} — {len(changed)} of {len(rows)} changed beyond noise, {top}; {quiet}",
+        f"{what} — {len(moved)} of {len(rows)} changed beyond noise, {top}; {quiet}",
         "",
         f"| {first} | on | base | head | Δ | {'precision' if host else short} | "
         f"{'–' if host else 'eligible not on ' + short} | verdict |",
