@@ -72,6 +72,17 @@ def pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value * 100:.{digits}f} %"
 
 
+def pct_number(value: float | None) -> str:
+    """A share in a column whose head names the unit ("% of GPU kernel time"): 0.595 -> '59.5'
+    (empty when unknown, so a sorted column keeps it apart from a real 0)."""
+    return "" if value is None else f"{value * 100:.1f}"
+
+
+def ms_number(value: int | float | None) -> str:
+    """A time in a column whose head says "ms": 5_912_000 -> '5.912' (empty when unknown)."""
+    return "" if value is None else f"{value / 1e6:,.3f}"
+
+
 def pct_text(value: float | None) -> str:
     """A share inside a sentence (finding titles and details): 0.595 -> '59.5%'."""
     return "n/a" if value is None else f"{value:.1%}"
@@ -101,6 +112,17 @@ def plural(n: int, word: str) -> str:
 def tail(text: str, width: int = 60) -> str:
     """Keep the end of a long scope path, where the op's own name is: '…/Conv2d::forward/conv2d'."""
     return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def middle(text: str, width: int) -> str:
+    """Shorten ``text`` to ``width`` in the middle, keeping both ends: kernel and op names differ
+    at the start (family, library) and at the end (tile shape, layout, the op's own name)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 #: C0/C1 controls and the bidirectional overrides: what a terminal would act on instead of show.

@@ -67,28 +67,25 @@ EXPECTED_MARKDOWN = """\
 
 {finding_lines}Matching: ops matched by name (3 ops).
 
-**Ops** — 2 of 3 compared changed beyond noise; top 3 by |Δ|
+**Ops** — 2 of 3 changed beyond noise, by |Δ|; 1 unchanged or within noise, not listed
 
-| op | base | head | Δ | TC | eligible not on TC | verdict |
-|---|---:|---:|---:|:-:|---:|---|
-| model/fc1/linear | 100.0 µs | 40.0 µs | -60.0 µs (-60.0%) | no → yes | 100.0 µs → 0 ns | **improved** |
-| model/fc2/linear | 50.0 µs | 20.0 µs | -30.0 µs (-60.0%) | no → yes | 50.0 µs → 0 ns | **improved** |
-| model/act/relu | 5.0 µs | 5.0 µs | 0 ns | no → no | 0 ns → 0 ns | no change |
+| op | on | base | head | Δ | TC | eligible not on TC | verdict |
+|---|---|---:|---:|---:|:-:|---:|---|
+| model/fc1/linear | present | 100.0 µs | 40.0 µs | -60.0 µs (-60.0%) | no → yes | 100.0 µs → 0 ns | **improved** |
+| model/fc2/linear | present | 50.0 µs | 20.0 µs | -30.0 µs (-60.0%) | no → yes | 50.0 µs → 0 ns | **improved** |
 
-**Op types** — 1 of 2 compared changed beyond noise; top 2 by |Δ|
+**Op types** — 1 of 2 changed beyond noise, by |Δ|; 1 unchanged or within noise, not listed
 
-| op type | base | head | Δ | TC | eligible not on TC | verdict |
-|---|---:|---:|---:|:-:|---:|---|
-| linear | 150.0 µs | 60.0 µs | -90.0 µs (-60.0%) | 0 % → 100 % | 150.0 µs → 0 ns | **improved** |
-| relu | 5.0 µs | 5.0 µs | 0 ns | 0 % → 0 % | 0 ns → 0 ns | no change |
+| op type | on | base | head | Δ | TC | eligible not on TC | verdict |
+|---|---|---:|---:|---:|:-:|---:|---|
+| linear | present | 150.0 µs | 60.0 µs | -90.0 µs (-60.0%) | 0 % → 100 % | 150.0 µs → 0 ns | **improved** |
 
-**Kernels** — 2 of 3 compared changed beyond noise; top 3 by |Δ|
+**Kernels** — 2 of 3 changed beyond noise, by |Δ|; 1 unchanged or within noise, not listed
 
-| kernel | base | head | Δ | TC | eligible not on TC | verdict |
-|---|---:|---:|---:|:-:|---:|---|
-| ampere\\_sgemm\\_128x64\\_tn | 150.0 µs | n/a | n/a | no → – | – | gone |
-| ampere\\_bf16\\_s16816gemm\\_bf16\\_128x128\\_ldg8\\_f2f\\_stages\\_32x5\\_tn | n/a | 60.0 µs | n/a | – → yes | – | new |
-| vectorized\\_elementwise\\_kernel | 5.0 µs | 5.0 µs | 0 ns | no → no | – | no change |
+| kernel | on | base | head | Δ | TC | eligible not on TC | verdict |
+|---|---|---:|---:|---:|:-:|---:|---|
+| ampere\\_sgemm\\_128x64\\_tn | gone | 150.0 µs | – | – | no → – | – | gone |
+| ampere\\_bf16\\_s16816gemm\\_bf16\\_128x128\\_ldg8\\_f2f\\_stages\\_32x5\\_tn | new | – | 60.0 µs | – | – → yes | – | new |
 
 <sub>noise: \\|Δ\\| &lt; 2 × pooled per-iteration std (base: none (1 % rule); head: none (1 % rule)); 1% of the base value where no spread is known · tcreport 0.1.0</sub>
 """

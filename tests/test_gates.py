@@ -44,7 +44,7 @@ def test_passing_gates_print_one_ok_line(runs: dict[str, Path]) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert _lines(result.stdout) == ["tcreport check: OK: 4 gates passed"]
+    assert _lines(result.stdout) == ["tcreport check: OK: 5 gates passed"]
 
 
 def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
@@ -65,11 +65,15 @@ def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
     )
     assert result.exit_code == 1
     lines = _lines(result.stdout)
-    assert len(lines) == 4, lines
+    assert len(lines) == 5, lines
     assert lines[0] == "tcreport check: FAIL min-tc-share: TC share 0.0 % < minimum 50.0 %"
     assert lines[1].startswith("tcreport check: FAIL max-eligible-not-tc-share: ")
     assert "+138.5%" in lines[2] and "limit +5.0%" in lines[2]
     assert "-92.3 points" in lines[3]
+    assert lines[4] == (
+        "tcreport check: FAIL max-regression: 2 ops ran on Tensor Cores in the baseline and "
+        "no longer do: model/fc1/linear, model/fc2/linear"
+    )
 
 
 def test_baseline_alone_gates_any_regression_beyond_noise(runs: dict[str, Path]) -> None:

@@ -93,19 +93,23 @@ def test_the_verdict_section_reads_the_same_everywhere(outputs: Outputs) -> None
     card = f'<div class="v">{markupsafe.escape(share)}</div><div class="k">of GPU kernel time on {w.unit}</div>'
     assert card in o.page
     assert f"{html_text.escape(share)}</span> of GPU kernel time on {w.unit}" in o.fragment
-    assert f'<td class="num">{markupsafe.escape(share)}</td>' in o.index_row
+    # the index names the unit in its column head and shows the bare number, sortable by data-v
+    index_share = f'<td class="num" data-v="{v.tc_share}">{fmt.pct_number(v.tc_share)}</td>'
+    assert index_share in o.index_row
     # the one-line verdict and its colour, decided by the section
     lead, rest = (markupsafe.escape(s) for s in v.sentence)
     assert (
         f'<p class="verdict {v.tone}" id="verdict">\n<strong>{lead}</strong>{rest}\n</p>' in o.page
     )
+    assert f'<td class="v tone-{v.tone}">{lead}{rest}</td>' in o.index_row
     # eligible time not on the matrix units, and the eligible counts
     miss, n = fmt.ns(v.eligible_not_using_gpu_ns), fmt.count(v.eligible_not_using_op_count)
     assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns
     assert _row(o.text, f"Eligible GPU time not on {w.short}", miss)
     assert f"{fmt.pct(v.eligible_not_tc_share)} of kernel time; {n} of " in o.page
     assert f"eligible time not on {w.unit}: {miss} in {n} " in o.fragment
-    assert f"({miss})</td>" in o.index_row
+    miss_ms = fmt.ms_number(v.eligible_not_using_gpu_ns)
+    assert f'data-v="{v.eligible_not_using_gpu_ns}">{miss_ms}</td>' in o.index_row
     counts = f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}"
     assert re.search(
         rf"^{re.escape(w.eligible)} ops / using {re.escape(w.short)}\s+{counts}",

@@ -257,12 +257,14 @@ def test_diff_of_mnist_float32_vs_mixed_bfloat16_markdown(
     for pattern, line in zip(expected_head, lines, strict=False):
         assert re.fullmatch(pattern, line), (pattern, line)
     start = next(i for i, ln in enumerate(lines) if ln.startswith("**Ops** (host time) — "))
+    # only the rows that changed beyond noise are listed, the rest counted (the diff's row model)
     assert re.fullmatch(
-        r"\*\*Ops\*\* \(host time\) — \d+ of \d+ compared changed beyond noise; top \d+ by \|Δ\|",
+        r"\*\*Ops\*\* \(host time\) — \d+ of \d+ changed beyond noise, (top \d+ )?by \|Δ\|; "
+        r"\d+ unchanged or within noise, not listed",
         lines[start],
     )
-    assert lines[start + 2] == "| op | base | head | Δ | precision | – | verdict |"
-    assert lines[start + 3] == "|---|---:|---:|---:|:-:|---:|---|"
+    assert lines[start + 2] == "| op | on | base | head | Δ | precision | – | verdict |"
+    assert lines[start + 3] == "|---|---|---:|---:|---:|:-:|---:|---|"
     rows = []
     for line in lines[start + 4 :]:
         if not line.startswith("| "):
@@ -270,9 +272,10 @@ def test_diff_of_mnist_float32_vs_mixed_bfloat16_markdown(
         rows.append(line)
     cell = r"[^|]+"
     row = re.compile(
-        rf"\| {cell} \| {cell} \| {cell} \| {cell} \| (?P<prec>{cell}) \| – \| (?P<v>{cell}) \|"
+        rf"\| {cell} \| (?P<on>present|gone|new) \| {cell} \| {cell} \| {cell} "
+        rf"\| (?P<prec>{cell}) \| – \| (?P<v>{cell}) \|"
     )
-    verdicts = ("**improved**", "**regressed**", "noise", "no change", "new", "gone", "unknown")
+    verdicts = ("**improved**", "**regressed**", "changed", "new", "gone")  # changed rows only
     for line in rows:
         m = row.fullmatch(line)
         assert m, line

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from tcreport import api
 from tcreport.cli import app
+from tcreport.fmt import middle
 from tcreport.render import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,9 +30,9 @@ def _summary(path: Path, width: int) -> str:
 
 def test_middle_keeps_both_ends() -> None:
     name = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
-    short = terminal.middle(name, 24)
+    short = middle(name, 24)
     assert len(short) == 24 and short.startswith("nvjet_tst_1") and short.endswith("bias_TNN")
-    assert terminal.middle("short", 24) == "short"
+    assert middle("short", 24) == "short"
 
 
 @pytest.mark.parametrize("width", [80, 120, 200])

@@ -61,6 +61,12 @@ RUNS = pa.schema(
         ("fix_first_title", pa.string()),
         ("report", pa.string()),  # relative link to the run's HTML report
         ("seconds", pa.float64()),
+        # the report's one-line verdict, its tone (good/neutral/bad/unknown) and the run's name
+        # for its matrix units ("Tensor Cores", "AMD Matrix Cores"), as the verdict section
+        # decided them: the index shows them, it does not decide them again
+        ("verdict", pa.string()),
+        ("verdict_tone", pa.string()),
+        ("matrix_unit", pa.string()),
     ]
 )
 OPS = pa.schema(
@@ -112,7 +118,16 @@ TABLES: dict[str, pa.Schema] = {
 #: Columns added to a table after datasets were written without them: a run archived before
 #: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
 ADDED_LATER: dict[str, frozenset[str]] = {
-    "runs": frozenset({"fix_first_id", "fix_first_title", "missing_extra"})
+    "runs": frozenset(
+        {
+            "fix_first_id",
+            "fix_first_title",
+            "missing_extra",
+            "verdict",
+            "verdict_tone",
+            "matrix_unit",
+        }
+    )
 }
 
 
@@ -340,6 +355,9 @@ def _runs_table(
             fix_first_title=first.title if first else None,
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
+            verdict="".join(a.verdict.sentence),
+            verdict_tone=a.verdict.tone.value,
+            matrix_unit=a.verdict.words.unit,
         ),
     )
 

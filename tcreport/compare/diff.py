@@ -17,7 +17,13 @@ noise when ``|Δ| < 2 × sqrt((s_base² + s_head²) / 2)`` (a side without a spr
 side's). Without per-iteration rows, the relative spread of the iteration durations
 (``selection.info.std_ns / mean_ns``, two or more iterations) is used instead; with no spread at all,
 the threshold is 1 % of the base value (1 percentage point for shares). Op and kernel rows use the
-run's relative spread (``2 × pooled std / mean``), never less than 1 %.
+run's relative spread (``2 × pooled std / mean``), never less than 1 %. The constants are
+:data:`~tcreport.compare.model.NOISE_SIGMAS` and :data:`~tcreport.compare.model.NOISE_FLOOR`.
+
+Rows (ops, op types, kernels) are one model (:class:`~tcreport.compare.model.RowDiff`): first
+present, gone or new (an op that ran nothing itself on one side is not on that side), then the
+deltas; an op whose matrix-unit verdict goes from yes to no is a regression whatever its time did,
+and :attr:`Diff.tc_lost` names those for the verdict line and the gates.
 """
 
 from __future__ import annotations
@@ -144,11 +150,14 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) -> str:
-    """One line that says whether head is better, worse or mixed, by how much, per iteration."""
+def verdict_line(
+    figures: tuple[Figure, ...], base: Analysis, head: Analysis, lost: tuple[str, ...] = ()
+) -> str:
+    """One line that says whether head is better, worse or mixed, by how much, per iteration; an
+    op that lost its matrix units is a regression here too, whatever the figures did."""
     moved = [f for f in figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
     better = [f for f in moved if f.verdict is Change.IMPROVED]
-    worse = [f for f in moved if f.verdict is Change.REGRESSED]
+    worse = [*(f for f in moved if f.verdict is Change.REGRESSED), *lost]
     word = (
         "mixed" if better and worse else "better" if better else "worse" if worse else "no change"
     )
@@ -163,8 +172,12 @@ def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) ->
     key = next((f for f in figures if f.key == "gpu_kernel_ns"), None)
     lead = [f for f in (key,) if f is not None and f in moved] + [f for f in moved if f is not key]
     text = word + (" beyond noise" if word == "no change" else "")
-    if lead:
-        text += ": " + "; ".join(how(f) for f in lead[:3])
+    parts = [how(f) for f in lead[:3]]
+    if lost:
+        w = base.verdict.words
+        parts.append(f"{len(lost)} {'op' if len(lost) == 1 else 'ops'} no longer on {w.unit}")
+    if parts:
+        text += ": " + "; ".join(parts)
     pb, ph = base.precision.mode, head.precision.mode
     if pb and ph and pb != ph:
         text += f" (precision changed: {pb} → {ph})"
@@ -293,9 +306,18 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known"
     )
     figures = _figures(ba, ha)
+    op_rows, kernel_rows = ops, rows.kernels(ba, ha, rel_thr)
+    lost = rows.tc_lost(op_rows, kernel_rows)
+    if idle := rows.idle_ops(ba, ha):
+        notes.append(
+            f"{idle} {'op' if idle == 1 else 'ops'} with no {clock} time of their own on either "
+            "side (wrappers whose kernels count under the op they call, ops that launch "
+            "nothing) not listed"
+        )
     return Diff(
         words=ba.verdict.words,
-        verdict=verdict_line(figures, ba, ha),
+        verdict=verdict_line(figures, ba, ha, lost),
+        tc_lost=lost,
         base=_side(base, sb),
         head=_side(head, sh),
         not_comparable=reasons,
@@ -306,7 +328,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         figures=figures,
         ops=ops,
         op_types=rows.op_types(ba, ha, rel_thr),
-        kernels=rows.kernels(ba, ha, rel_thr),
+        kernels=kernel_rows,
         added=added,
         resolved=resolved,
         persisting=persisting,

@@ -3,7 +3,8 @@
 A gate that cannot be evaluated because the input lacks the figure (no kernel times, no ops) fails:
 a CI job that silently passes on a trace it could not read proves nothing. Regressions reuse the diff
 model, so "within run-to-run noise" means the same thing in ``check`` as in ``diff``: a change inside
-the noise never fails a gate, however small ``--max-regression`` is.
+the noise never fails a gate, however small ``--max-regression`` is. An op that ran on the matrix
+units in the baseline and no longer does fails it whatever its time did (the diff's ``tc_lost``).
 """
 
 from __future__ import annotations
@@ -115,6 +116,16 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
                 f"({s.delta * 100:+.1f} points{noise}; limit -{limit * 100:.1f} points)",
             )
         )
+    unit = d.words.unit
+    if d.tc_lost:
+        shown = ", ".join(fmt.tail(k, 60) for k in d.tc_lost[:3])
+        more = f" and {len(d.tc_lost) - 3} more" if len(d.tc_lost) > 3 else ""
+        n = len(d.tc_lost)
+        ops = "op" if n == 1 else "ops"
+        message = f"{n} {ops} ran on {unit} in the baseline and no longer do: {shown}{more}"
+    else:
+        message = f"no op that ran on {unit} in the baseline lost them"
+    out.append(GateResult("max-regression", not d.tc_lost, message))
     return out
 
 

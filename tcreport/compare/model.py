@@ -13,7 +13,11 @@ from enum import StrEnum
 from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.errors import UsageError
 
-NOISE_FLOOR = 0.01  # relative (times) or absolute (shares) threshold when no spread is known
+#: The noise threshold, decided here once for every figure and row of the diff and the gates: a
+#: change under ``NOISE_SIGMAS`` pooled standard deviations is noise, and never under
+#: ``NOISE_FLOOR`` (relative for times, absolute for shares) where no spread is known or it is
+#: smaller. Renderers read each figure's and row's verdict; none compares a delta to a threshold.
+NOISE_FLOOR = 0.01
 NOISE_SIGMAS = 2.0
 
 
@@ -32,6 +36,24 @@ class Change(StrEnum):
     NEW = "new"
     GONE = "gone"
     UNKNOWN = "unknown"
+
+
+#: The row verdicts that are a change beyond noise: what the Markdown comment lists.
+CHANGED = frozenset({Change.IMPROVED, Change.REGRESSED, Change.CHANGED, Change.NEW, Change.GONE})
+
+
+class Presence(StrEnum):
+    """Whether a row ran on both sides, the first thing every row says (then its deltas).
+
+    A row is on a side when that side lists it with time of its own on the diff's clock (or with
+    no time known at all): an op listed with 0 ns ran nothing itself (``aten::linear`` whose
+    kernels count under ``aten::addmm`` in a Kineto trace), so it is not "52 ms → 0 ns, improved"
+    against a run where it did the work; it is new or gone, in the ops, op types and kernels alike.
+    """
+
+    BOTH = "present"
+    GONE = "gone"  # base only
+    NEW = "new"  # head only
 
 
 class Better(StrEnum):
@@ -74,11 +96,13 @@ class Figure:
 
 @dataclass(frozen=True)
 class RowDiff:
-    """One op, op type or kernel: per-iteration GPU time, TC use and eligible-not-TC time."""
+    """One op, op type or kernel: on which side it ran, then per-iteration time, matrix-unit use
+    and eligible-not-TC time. Ops, op types and kernels are all this one model, judged one way."""
 
     key: str
     type: str | None
     matched_by: str  # "name", "type" or "" (present on one side only)
+    presence: Presence
     base_ns: float | None
     head_ns: float | None
     delta_ns: float | None
@@ -94,6 +118,35 @@ class RowDiff:
     #: the report's own verdict (OpRow/KernelRow.uses_tc), so the diff says what the report says
     base_uses_tc: bool | None = None
     head_uses_tc: bool | None = None
+    threshold_ns: float | None = None  # |Δ| below this is noise (the diff's one noise rule)
+
+    @property
+    def tc_lost(self) -> bool:
+        """On the matrix units in base and not in head: a regression whatever the time did."""
+        return (
+            self.presence is Presence.BOTH
+            and self.base_uses_tc is True
+            and (self.head_uses_tc is False)
+        )
+
+    @property
+    def tc_gained(self) -> bool:
+        return (
+            self.presence is Presence.BOTH
+            and self.base_uses_tc is False
+            and (self.head_uses_tc is True)
+        )
+
+    @property
+    def changed(self) -> bool:
+        """Changed beyond noise (or new, gone, or its matrix-unit verdict moved)."""
+        return self.verdict in CHANGED
+
+
+def changed(rows: tuple[RowDiff, ...]) -> tuple[RowDiff, ...]:
+    """The rows a reader must see (changed beyond noise, new or gone), in the rows' order; the
+    renderers list these and count the rest, so none of them decides what changed."""
+    return tuple(r for r in rows if r.changed)
 
 
 @dataclass(frozen=True)
@@ -122,6 +175,9 @@ class Diff:
     words: UnitWords  # what the runs' matrix units are called (comparable runs share a vendor)
     op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
     verdict: str = ""  # one line: better / worse / mixed / no change, by how much, per iteration
+    #: ops (op rows, else kernels where no op was compared) whose matrix-unit verdict went from
+    #: yes to no: each a regression that the verdict line and the ``check`` gates count
+    tc_lost: tuple[str, ...] = ()
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)

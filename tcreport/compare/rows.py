@@ -8,10 +8,10 @@ another profiler's op path). Rows are per aggregated iteration, like the headlin
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tcreport.compare.model import Better, Change, FindingChange, RowDiff
+from tcreport.compare.model import Better, Change, FindingChange, Presence, RowDiff
 from tcreport.compare.noise import judge
 
 if TYPE_CHECKING:
@@ -33,29 +33,60 @@ class _Acc:
     uses_tc: bool | None = None
 
 
+def _on(x: _Acc | None) -> bool:
+    """Whether the side ran the row: listed with time of its own, or listed with no time known."""
+    return x is not None and (not x.has_time or x.ns != 0)
+
+
+def _presence(b: _Acc | None, h: _Acc | None) -> Presence | None:
+    on_b, on_h = _on(b), _on(h)
+    if on_b and on_h:
+        return Presence.BOTH
+    if on_b or on_h:
+        return Presence.GONE if on_b else Presence.NEW
+    return None  # ran on neither side: not a row of the diff
+
+
+def _verdict(presence: Presence, time: Change, lost: bool, gained: bool) -> Change:
+    """The row's one verdict: new or gone first; a lost matrix-unit verdict is a regression
+    whatever the time did; a gained one an improvement unless the time regressed beyond noise."""
+    if presence is not Presence.BOTH:
+        return Change.NEW if presence is Presence.NEW else Change.GONE
+    if lost:
+        return Change.REGRESSED
+    if gained and time is not Change.REGRESSED:
+        return Change.IMPROVED
+    return time
+
+
 def _row(
     key: str,
     b: _Acc | None,
     h: _Acc | None,
     matched_by: str,
     rel_thr: float,
-) -> RowDiff:
+) -> RowDiff | None:
+    presence = _presence(b, h)
+    if presence is None:
+        return None
+    b = b if presence is not Presence.NEW else None
+    h = h if presence is not Presence.GONE else None
     bn = b.ns if b and b.has_time else None
     hn = h.ns if h and h.has_time else None
-    base_ref = bn if bn is not None else hn
-    thr = rel_thr * abs(base_ref) if base_ref is not None else None
-    delta, rel, verdict = judge(bn, hn, thr, Better.LOWER)
-    if (b is None) != (h is None):
-        verdict = Change.NEW if b is None else Change.GONE
-    return RowDiff(
+    thr = rel_thr * abs(bn) if bn is not None else None
+    delta, rel, time = judge(bn, hn, thr, Better.LOWER)
+    if presence is not Presence.BOTH:
+        delta, rel = None, None
+    row = RowDiff(
         key=key,
         type=b.type if b is not None else h.type if h is not None else None,
-        matched_by=matched_by,
+        matched_by=matched_by if presence is Presence.BOTH else "",
+        presence=presence,
         base_ns=bn,
         head_ns=hn,
         delta_ns=delta,
         rel=rel,
-        verdict=verdict,
+        verdict=time,
         base_tc_share=(b.tc_ns / b.ns if b.ns else None) if b else None,
         head_tc_share=(h.tc_ns / h.ns if h.ns else None) if h else None,
         base_missed_ns=b.miss_ns if b else None,
@@ -65,7 +96,13 @@ def _row(
         head_dtype=h.dtype if h else None,
         base_uses_tc=b.uses_tc if b else None,
         head_uses_tc=h.uses_tc if h else None,
+        threshold_ns=thr,
     )
+    return replace(row, verdict=_verdict(presence, time, row.tc_lost, row.tc_gained))
+
+
+def _rows(candidates: list[RowDiff | None]) -> tuple[RowDiff, ...]:
+    return _sorted([r for r in candidates if r is not None])
 
 
 def op_clock(base: Analysis, head: Analysis) -> str:
@@ -128,23 +165,35 @@ def _sorted(rows: list[RowDiff]) -> tuple[RowDiff, ...]:
     def ns(r: RowDiff) -> float:
         return max(r.base_ns or 0.0, r.head_ns or 0.0)
 
-    return tuple(sorted(rows, key=lambda r: (-size(r), -ns(r), r.key)))
+    # a lost matrix-unit verdict first: the regression a capped table must not cut
+    return tuple(sorted(rows, key=lambda r: (not r.tc_lost, -size(r), -ns(r), r.key)))
+
+
+def _ran(accs: dict[str, _Acc]) -> dict[str, _Acc]:
+    return {k: x for k, x in accs.items() if _on(x)}
+
+
+def idle_ops(base: Analysis, head: Analysis) -> int:
+    """Ops listed on either side that ran on neither (no time of their own on the diff's clock):
+    not rows of the diff, only counted, so a self-diff does not list wrappers as "no change"."""
+    clock = op_clock(base, head)
+    ab, ah = _op_accs(base, clock), _op_accs(head, clock)
+    return len((set(ab) | set(ah)) - set(_ran(ab)) - set(_ran(ah)))
 
 
 def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, ...], str]:
-    """Pair ops by name; ops whose names appear on one side only are paired by op type."""
+    """Pair ops by name; ops whose names ran on one side only are paired by op type."""
     clock = op_clock(base, head)
-    ab, ah = _op_accs(base, clock), _op_accs(head, clock)
+    ab, ah = _ran(_op_accs(base, clock)), _ran(_op_accs(head, clock))
     named = set(ab) & set(ah)
     rows = [_row(k, ab[k], ah[k], "name", rel_thr) for k in named]
     tb, th = _by_type(ab, set(ab) - named), _by_type(ah, set(ah) - named)
-    rows += [
-        _row(f"type: {t}", tb.get(t), th.get(t), "type" if t in tb and t in th else "", rel_thr)
-        for t in set(tb) | set(th)
-    ]
-    by_type = sum(1 for r in rows if r.matched_by == "type")
+    rows += [_row(f"type: {t}", tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)]
+    by_type = sum(1 for r in rows if r is not None and r.matched_by == "type")
     if not ab or not ah:
         matching = "no op rows on one side; ops not compared"
+    elif not named and by_type == 0:
+        matching = "no op name or op type ran on both sides; ops are new or gone"
     elif by_type == 0:
         matching = f"ops matched by name ({len(named)} ops)"
     elif not named:
@@ -154,14 +203,14 @@ def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, 
             f"ops matched by name ({len(named)} ops); ops whose names appear on one side only "
             f"matched by op type ({by_type} types)"
         )
-    return _sorted(rows), matching
+    return _rows(rows), matching
 
 
 def op_types(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
     clock = op_clock(base, head)
-    ab, ah = _op_accs(base, clock), _op_accs(head, clock)
+    ab, ah = _ran(_op_accs(base, clock)), _ran(_op_accs(head, clock))
     tb, th = _by_type(ab, set(ab)), _by_type(ah, set(ah))
-    return _sorted([_row(t, tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)])
+    return _rows([_row(t, tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)])
 
 
 def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
@@ -181,7 +230,14 @@ def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ..
         }
 
     kb, kh = accs(base), accs(head)
-    return _sorted([_row(k, kb.get(k), kh.get(k), "name", rel_thr) for k in set(kb) | set(kh)])
+    return _rows([_row(k, kb.get(k), kh.get(k), "name", rel_thr) for k in set(kb) | set(kh)])
+
+
+def tc_lost(ops: tuple[RowDiff, ...], kernels: tuple[RowDiff, ...]) -> tuple[str, ...]:
+    """The rows whose matrix-unit verdict went yes -> no: the ops, or the kernels where no op
+    ran on both sides (a trace with no op rows), so one loss is not counted twice."""
+    rows = ops if any(r.presence is Presence.BOTH for r in ops) else kernels
+    return tuple(r.key for r in rows if r.tc_lost)
 
 
 # -- findings -------------------------------------------------------------------------------------

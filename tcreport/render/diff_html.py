@@ -8,7 +8,7 @@ stylesheet is shared with the batch index (:mod:`tcreport.render.index_html`).
 
 from __future__ import annotations
 
-from tcreport.compare.model import Change, Diff
+from tcreport.compare.model import Change, Diff, changed
 from tcreport.render import diff_markdown as md
 from tcreport.render import page
 from tcreport.render.html import environment
@@ -39,13 +39,15 @@ def render(d: Diff, tool_version: str) -> str:
             tool_version=tool_version,
             value=md.value,
             delta=md.delta,
+            side_ns=md.side_ns,
+            row_delta=md.row_delta,
             tc=md.tc,
             miss=md.miss,
             regressed=Change.REGRESSED,
             tables=(
-                ("Ops", d.ops, "op"),
-                ("Op types", d.op_types, "type"),
-                ("Kernels", d.kernels, "kernel"),
+                ("Ops", d.ops, "op", len(changed(d.ops))),
+                ("Op types", d.op_types, "type", len(changed(d.op_types))),
+                ("Kernels", d.kernels, "kernel", len(changed(d.kernels))),
             ),
             max_rows=MAX_ROWS,
         )

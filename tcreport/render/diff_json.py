@@ -1,8 +1,9 @@
 """``tcreport diff --format json``: the diff as schema ``tcreport.diff/1`` for bots and dashboards.
 
 Same conventions as ``tcreport.summary/1``: keys sorted, times integer nanoseconds (per aggregated
-iteration, rounded), shares fractions in [0, 1], unknown figures ``null``. Rows are complete (no cap):
-a machine reader filters for itself.
+iteration, rounded), shares fractions in [0, 1], unknown figures ``null``. Rows are complete (no cap,
+unchanged ones too) and carry the same row model as the Markdown and HTML (``presence``, then the
+deltas, ``changed`` for "beyond noise"): a machine reader filters for itself.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def _row(r: RowDiff) -> dict[str, object]:
     return {
         "key": r.key,
         "type": r.type,
+        "presence": r.presence.value,
         "matched_by": r.matched_by or None,
         "base_gpu_ns": _num(r.base_ns, Unit.NS),
         "head_gpu_ns": _num(r.head_ns, Unit.NS),
@@ -60,6 +62,11 @@ def _row(r: RowDiff) -> dict[str, object]:
         "base_missed_ns": _num(r.base_missed_ns, Unit.NS),
         "head_missed_ns": _num(r.head_missed_ns, Unit.NS),
         "tc_eligible": r.eligible,
+        "base_uses_tc": r.base_uses_tc,
+        "head_uses_tc": r.head_uses_tc,
+        "tc_lost": r.tc_lost,
+        "changed": r.changed,
+        "noise_threshold_ns": _num(r.threshold_ns, Unit.NS),
         "verdict": r.verdict.value,
         "base_dtype": r.base_dtype,
         "head_dtype": r.head_dtype,
@@ -80,6 +87,8 @@ def diff_dict(d: Diff, tool_version: str) -> dict[str, object]:
         "op_clock": d.op_clock,
         "noise_rule": d.noise_rule,
         "figures": [_figure(f) for f in d.figures],
+        # ops (else kernels) on the matrix units in base and not in head: each a regression
+        "tc_lost": list(d.tc_lost),
         "ops": [_row(r) for r in d.ops],
         "op_types": [_row(r) for r in d.op_types],
         "kernels": [_row(r) for r in d.kernels],

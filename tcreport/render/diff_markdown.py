@@ -1,14 +1,16 @@
 """``tcreport diff --format markdown``: a GitHub-flavoured PR comment of what changed.
 
 It must fit one comment (GitHub refuses bodies over 65,536 characters), so tables are capped and the
-rendering shrinks the caps until it fits; names are shortened to their tail (where the op's own name
-is) and escaped so a hostile kernel name cannot break the table or the comment.
+rendering shrinks the caps until it fits. Row tables list only what changed beyond noise (the
+compare layer's verdicts) and count the rest; names are shortened in the middle (a kernel's family
+and its tile shape both stay) and escaped so a hostile kernel name cannot break the table or the
+comment.
 """
 
 from __future__ import annotations
 
 from tcreport import fmt
-from tcreport.compare.model import Change, Diff, Figure, RowDiff, Unit
+from tcreport.compare.model import Change, Diff, Figure, Presence, RowDiff, Unit, changed
 from tcreport.render.escape import markdown as esc
 
 GITHUB_LIMIT = 65_536
@@ -26,6 +28,17 @@ def value(x: float | None, unit: Unit) -> str:
     if unit == Unit.COUNT:
         return fmt.count(int(x))
     return fmt.ns(x)
+
+
+def side_ns(r: RowDiff, side: str) -> str:
+    """A row's time on one side: a dash where the row is not on that side, n/a where unknown."""
+    if r.presence is (Presence.NEW if side == "base" else Presence.GONE):
+        return "–"
+    return value(r.base_ns if side == "base" else r.head_ns, Unit.NS)
+
+
+def row_delta(r: RowDiff) -> str:
+    return "–" if r.presence is not Presence.BOTH else delta(r.delta_ns, Unit.NS, r.rel)
 
 
 def delta(x: float | None, unit: Unit, rel: float | None = None) -> str:
@@ -58,7 +71,8 @@ def miss(r: RowDiff, kind: str) -> str:
     """Eligible-not-TC time: an op-level idea, so kernels show a dash."""
     if kind == "kernel":
         return "–"
-    return f"{value(r.base_missed_ns, Unit.NS)} → {value(r.head_missed_ns, Unit.NS)}"
+    b, h = r.base_missed_ns, r.head_missed_ns
+    return f"{'–' if b is None else fmt.ns(b)} → {'–' if h is None else fmt.ns(h)}"
 
 
 def _figure_row(f: Figure) -> str:
@@ -76,26 +90,33 @@ def _dtype(r: RowDiff) -> str:
 def _rows(
     title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, short: str, clock: str = "GPU"
 ) -> list[str]:
-    if not rows or cap <= 0:
-        return (
-            [f"{title}: {len(rows)} rows (tables omitted to fit one comment)", ""] if rows else []
-        )
-    shown = rows[:cap]
-    judged = [r for r in rows if r.verdict is not Change.UNKNOWN]
-    changed = sum(1 for r in judged if r.verdict not in (Change.UNCHANGED, Change.NOISE))
-    first = "op type" if kind == "type" else kind
+    """Only the rows that changed beyond noise (the compare layer's verdict), then a count of the
+    rest: a self-diff lists none."""
+    moved = changed(rows)
+    rest = len(rows) - len(moved)
     host = clock == "host" and kind != "kernel"
     what = f"{title}{' (host time)' if host else ''}"
+    quiet = f"{rest} unchanged or within noise, not listed"
+    if not moved:
+        return [f"{what} — none of {len(rows)} changed beyond noise", ""] if rows else []
+    if cap <= 0:
+        return [
+            f"{what}: {len(moved)} changed beyond noise (table omitted to fit one comment)",
+            "",
+        ]
+    shown = moved[:cap]
+    top = f"top {len(shown)} by |Δ|" if len(shown) < len(moved) else "by |Δ|"
+    first = "op type" if kind == "type" else kind
     out = [
-        f"{what} — {changed} of {len(judged)} compared changed beyond noise; top {len(shown)} by |Δ|",
+        f"{what} — {len(moved)} of {len(rows)} changed beyond noise, {top}; {quiet}",
         "",
-        f"| {first} | base | head | Δ | {'precision' if host else short} | "
+        f"| {first} | on | base | head | Δ | {'precision' if host else short} | "
         f"{'–' if host else 'eligible not on ' + short} | verdict |",
-        "|---|---:|---:|---:|:-:|---:|---|",
+        "|---|---|---:|---:|---:|:-:|---:|---|",
     ]
     out += [
-        f"| {esc(fmt.tail(r.key, NAME_W))} | {value(r.base_ns, Unit.NS)} "
-        f"| {value(r.head_ns, Unit.NS)} | {delta(r.delta_ns, Unit.NS, r.rel)} "
+        f"| {esc(fmt.middle(r.key, NAME_W))} | {r.presence.value} | {side_ns(r, 'base')} "
+        f"| {side_ns(r, 'head')} | {row_delta(r)} "
         f"| {_dtype(r) if host else tc(r, 'base', kind) + ' → ' + tc(r, 'head', kind)} "
         f"| {'–' if host else miss(r, kind)} "
         f"| {verdict(r.verdict)} |"

@@ -1,8 +1,12 @@
-"""``OUT/index.html`` of ``tcreport batch``: every archived run and a Tensor Core share trend.
+"""``OUT/index.html`` of ``tcreport batch``: the runs table first, then small-multiple trends.
 
-Self-contained like the report (no script, the one stylesheet pinned by sha256 in a CSP that forbids
-every fetch, autoescaped names); links go only to the relative ``reports/<run_id>.html`` files beside
-it. The trend chart is inline SVG whose coordinates are computed here, so the template only draws.
+Self-contained like the report: the one stylesheet and the report's own progressive-enhancement
+script (``report.js``: sortable headers; without it the table reads in full, newest first) pinned
+by sha256 in a CSP that forbids every fetch, autoescaped names, links only to the relative
+``reports/<name>.html`` files beside it. What the page says is decided before it gets here: each
+run's verdict sentence, tone and matrix-unit name come from its analysis (the dataset's
+``runs.verdict*`` columns), and which GPU models get a trend from :mod:`tcreport.batch.index`.
+This module only lays out: the charts' SVG coordinates, on one time axis shared by every chart.
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ from tcreport import fmt
 from tcreport.render import diff_html, html, page
 
 CHART_W = 1000
-CHART_H = 220
-PAD_L, PAD_R, PAD_T, PAD_B = 50, 20, 12, 28
+CHART_H = 96
+PAD_L, PAD_R, PAD_T, PAD_B = 50, 20, 8, 8
+AXIS_H = 22  # the shared time axis under the last chart
+EXTRA_CSS = (
+    ".tone-good{color:var(--tc)}.tone-bad{color:var(--miss)}"
+    ".multiples h3{margin:10px 0 0;font-size:13px}.multiples svg{display:block}"
+    "#t-runs td.v{min-width:22em}#t-runs td.d{white-space:nowrap}"
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,19 @@ class IndexRow:
     fix_first: str | None  # "ID: title" of the finding the run's report says to fix first
     report: str | None  # relative link
     date_from_mtime: bool = False  # the trace records no start time: the file's mtime stands in
+    verdict: str | None = None  # the report's one-line verdict (None: archived before it was kept)
+    tone: str | None = None  # good / neutral / bad / unknown, the verdict section's
+    unit: str | None = None  # the run's matrix units in its vendor's words
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """What the index shows, decided by :mod:`tcreport.batch.index`."""
+
+    rows: tuple[IndexRow, ...]  # newest first
+    unit: str  # the matrix units the column heads name: the archive's one unit, else generic
+    series: tuple[tuple[str, tuple[IndexRow, ...]], ...]  # GPU model -> its trend's runs
+    trend_rule: str  # why the charts that are there are there, in words
 
 
 @dataclass(frozen=True)
@@ -44,82 +67,82 @@ class Point:
 
 @dataclass(frozen=True)
 class Trend:
+    gpu: str
     points: tuple[Point, ...]
     line: str  # SVG polyline points
-    x_labels: tuple[tuple[float, str], ...]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The one time axis every chart shares: its span and the labels under the last chart."""
+
+    t0: float
+    t1: float
+    labels: tuple[tuple[float, str, str], ...]  # x, date, SVG text-anchor (kept inside)
     y_labels: tuple[tuple[float, str], ...]
 
 
-def trend(rows: tuple[IndexRow, ...]) -> Trend | None:
-    """TC share of each successful run over time (oldest left); None with fewer than one point."""
-    pts = sorted(
-        (r for r in rows if r.ok and r.tc_share is not None and r.timestamp is not None),
-        key=lambda r: (r.timestamp or 0.0, r.source),
-    )
-    if not pts:
+def _x(t: float, t0: float, t1: float) -> float:
+    w = CHART_W - PAD_L - PAD_R
+    return round(PAD_L + (w * (t - t0) / (t1 - t0) if t1 > t0 else w / 2), 2)
+
+
+def axis(series: tuple[tuple[str, tuple[IndexRow, ...]], ...]) -> Axis | None:
+    stamps = [(r.timestamp, r.date or "") for _, rs in series for r in rs if r.timestamp]
+    if not stamps:
         return None
-    t0, t1 = pts[0].timestamp or 0.0, pts[-1].timestamp or 0.0
-    span = t1 - t0
-    w, h = CHART_W - PAD_L - PAD_R, CHART_H - PAD_T - PAD_B
+    (t0, first), (t1, last) = min(stamps), max(stamps)
+    mid = (t0 + t1) / 2
+    mid_date = min(stamps, key=lambda s: abs(s[0] - mid))[1]
+    labels = [(t0, first, "start"), (t1, last, "end")] if t1 > t0 else [(t0, first, "middle")]
+    if mid_date not in (first, last):
+        labels.insert(1, (mid, mid_date, "middle"))
+    h = CHART_H - PAD_T - PAD_B
+    y_labels = tuple((round(PAD_T + h * (1 - v), 2), f"{v:.0%}") for v in (0.0, 0.5, 1.0))
+    return Axis(t0, t1, tuple((_x(t, t0, t1), d, a) for t, d, a in labels), y_labels)
 
-    def x_of(i: int, t: float) -> float:
-        if span > 0:
-            return round(PAD_L + w * (t - t0) / span, 2)
-        return round(PAD_L + w * (i + 0.5) / len(pts), 2)  # one date: spread evenly
 
+def trend(gpu: str, runs: tuple[IndexRow, ...], ax: Axis) -> Trend:
+    """One GPU model's shares, oldest left, placed on the shared axis."""
+    h = CHART_H - PAD_T - PAD_B
+    pts = sorted(runs, key=lambda r: (r.timestamp or 0.0, r.source))
     points = tuple(
         Point(
-            x=x_of(i, r.timestamp or 0.0),
+            x=_x(r.timestamp or 0.0, ax.t0, ax.t1),
             y=round(PAD_T + h * (1.0 - (r.tc_share or 0.0)), 2),
-            title=f"{r.date}  {r.source}  ({r.gpu or fmt.UNKNOWN_GPU}): {(r.tc_share or 0) * 100:.1f} %",
+            title=f"{r.date}  {r.source}: {fmt.pct(r.tc_share)}",
         )
-        for i, r in enumerate(pts)
+        for r in pts
     )
-    labels = {pts[0].date or "", pts[-1].date or ""}
-    x_labels = tuple(
-        (p.x, r.date or "") for p, r in zip(points, pts, strict=True) if (r.date or "") in labels
-    )
-    seen: set[str] = set()
-    x_unique = []
-    for x, label in x_labels:
-        if label not in seen:
-            seen.add(label)
-            x_unique.append((x, label))
-    y_labels = tuple((round(PAD_T + h * (1 - v), 2), f"{v:.0%}") for v in (0.0, 0.5, 1.0))
-    line = " ".join(f"{p.x},{p.y}" for p in points)
-    return Trend(points, line, tuple(x_unique), y_labels)
+    return Trend(gpu, points, " ".join(f"{p.x},{p.y}" for p in points))
 
 
-def trends(rows: tuple[IndexRow, ...]) -> tuple[tuple[str, Trend], ...]:
-    """One trend per GPU model, never a line from an A100 run to an H100 run: a share that moves
-    because the hardware changed is not a trend. Models in name order."""
-    by_gpu: dict[str, list[IndexRow]] = {}
-    for r in rows:
-        by_gpu.setdefault(r.gpu or fmt.UNKNOWN_GPU, []).append(r)
-    out = []
-    for gpu in sorted(by_gpu):
-        t = trend(tuple(by_gpu[gpu]))
-        if t is not None:
-            out.append((gpu, t))
-    return tuple(out)
-
-
-def render(rows: tuple[IndexRow, ...], tool_version: str) -> str:
-    css = diff_html.style()
+def render(index: IndexPage, tool_version: str) -> str:
+    css = diff_html.style() + EXTRA_CSS
+    script = page.asset("report.js")
+    ax = axis(index.series)
+    trends = tuple(trend(g, rs, ax) for g, rs in index.series) if ax else ()
     return (
         html.environment()
         .get_template("index.html.j2")
         .render(
-            rows=rows,
-            failed=sum(1 for r in rows if not r.ok),
-            trends=trends(rows),
+            rows=index.rows,
+            unit=index.unit,
+            failed=sum(1 for r in index.rows if not r.ok),
+            trends=trends,
+            trend_rule=index.trend_rule,
+            axis=ax,
             chart_w=CHART_W,
             chart_h=CHART_H,
+            axis_h=AXIS_H,
             pad_l=PAD_L,
             pad_r=PAD_R,
-            axis_y=CHART_H - PAD_B,
-            csp=page.csp(css),
+            base_y=CHART_H - PAD_B,
+            csp=page.csp(css, script),
             style=css,
+            script=script,
             tool_version=tool_version,
+            share_number=fmt.pct_number,
+            ms_number=fmt.ms_number,
         )
     )

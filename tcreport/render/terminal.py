@@ -13,23 +13,13 @@ from rich.text import Text
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.fmt import middle
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
 #: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
 MIN_NAME = 16
-
-
-def middle(text: str, width: int) -> str:
-    """Shorten ``text`` to ``width`` in the middle, keeping both ends: kernel and op names differ
-    at the start (family, library) and at the end (tile shape, layout, the op's own name)."""
-    if len(text) <= width:
-        return text
-    if width <= 1:
-        return "…"[:width]
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
 def _names_type(name: str, typ: str | None) -> bool:
