@@ -216,3 +216,122 @@ def test_the_op_level_figures_read_the_same_everywhere() -> None:
     text = console.export_text()
     assert _row(text, f"{v.words.unit_one} share of op GPU time (op-level)", card.value)
     assert _row(text, "Op GPU time (op-level)", fmt.ns(v.op_level_gpu_ns))
+
+
+# --- a CPU-only run: every output says "unknown without a GPU", none says 0 ----------------------
+
+
+def _cpu_only_kineto_synthetic(path: Path) -> Path:
+    """A PyTorch-profiler trace as a GPU-less machine writes it (``cpu_op`` events only, no
+    ``deviceProperties``): three steps of a float16 linear model with a float16 softmax, and 30
+    small ops so the host table has more rows than a page shows."""
+    events: list[dict[str, object]] = []
+
+    def op(name: str, ts: float, dur: float, dtype: str = "float") -> None:
+        args = {"Input type": [dtype, ""], "Input Dims": [[8, 24], []]}
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+             "args": args}
+        )  # fmt: skip
+
+    for step in range(3):
+        t0 = 1000.0 + step * 1000
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": 900}
+        )  # fmt: skip
+        op("aten::mm", t0 + 10, 300, "c10::Half")
+        op("aten::_softmax", t0 + 320, 40, "c10::Half")
+        for i in range(30):
+            op(f"aten::op_{i:02d}", t0 + 400 + i * 15, 10)
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpu_outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
+    trace = _cpu_only_kineto_synthetic(tmp_path_factory.mktemp("cpu") / "cpu_synthetic.json")
+    view = api.analyze(api.load(trace))
+    console = Console(width=250, record=True, file=io.StringIO())
+    terminal.render(view, console)
+    return Outputs(
+        view=view,
+        data=json.loads(summary_json.render(view)),
+        text=console.export_text(),
+        md=markdown.render(view),
+        page=html.render(view),
+        fragment=notebook_html.render(view),
+        index_row=_index_row(trace, tmp_path_factory.mktemp("batch")),
+    )
+
+
+def _visible(page: str) -> str:
+    """The HTML report's text as a reader sees it: no script (the embedded summary), no tags."""
+    body = re.sub(r"<script.*?</script>|<style.*?</style>", "", page, flags=re.DOTALL)
+    return html_text.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_a_cpu_only_run_says_unknown_not_zero_in_every_output(cpu_outputs: Outputs) -> None:
+    o = cpu_outputs
+    a, host = o.view.analysis, o.view.analysis.host
+    assert host.cpu_only and host.unknown == "unknown without a GPU"
+    # the analysis holds no 0 where the answer needs a GPU; eligibility itself is known
+    v = a.verdict
+    assert v.eligible_op_count == 1  # aten::mm
+    assert (v.using_op_count, v.eligible_not_using_op_count) == (None, None)
+    assert (v.eligible_gpu_ns, v.eligible_not_using_gpu_ns) == (None, None)
+    # summary JSON: null, never 0 or false (docs/summary-json.md)
+    tc = o.data["tensor_core"]
+    assert isinstance(tc, dict)
+    for key in ("using_op_count", "eligible_not_using_op_count", "eligible_not_using_gpu_ns"):
+        assert tc[key] is None, key
+    assert tc["eligible_op_count"] == 1
+    assert o.data["time"] == {
+        "wall_ns": a.time.wall_ns,
+        "gpu_kernel_ns": None,
+        "tc_kernel_ns": None,
+        "memory_ns": None,
+    }
+    ops = o.data["ops"]
+    assert isinstance(ops, list) and ops
+    assert all(r["uses_tc"] is None and r["gpu_ns"] is None for r in ops)
+    assert o.data["host"]["gpu_run_adds"] == host.gpu_run_adds  # type: ignore[index]
+    page = _visible(o.page)
+    for out, name in ((o.text, "terminal"), (o.md, "markdown"), (page, "html")):
+        assert host.unknown in out, name
+        assert host.gpu_run_adds and " ".join(host.gpu_run_adds.split()) in " ".join(out.split())
+        assert "0 ns" not in out and "n/a" not in out, name
+        assert "not on Tensor Cores" not in out and "not on TC" not in out, name
+        assert "unknown GPU" not in out and host.device in out, name  # type: ignore[operator]
+    fragment = html_text.unescape(o.fragment)
+    assert "CPU-only" in fragment and host.unknown in fragment
+    assert "unknown GPU" not in fragment and "No findings" not in fragment
+    assert "0 ns" not in fragment and "n/a" not in fragment
+
+
+def test_a_cpu_only_run_leads_with_the_dtype_finding_and_a_top_n_host_table(
+    cpu_outputs: Outputs,
+) -> None:
+    """PR002 fires on the float16 softmax of a CPU trace and is the fix-first finding everywhere;
+    the host table shows the top N and counts (Markdown, terminal) or folds (HTML) the rest."""
+    o = cpu_outputs
+    host = o.view.analysis.host
+    first = o.view.fix_first
+    assert first is not None and first.id == "PR002"
+    assert o.data["fix_first"]["id"] == "PR002"  # type: ignore[index]
+    assert f"Fix first: {first.id}: {first.title}" in o.text
+    assert f"**Fix first:** `{first.id}`" in o.md
+    assert "PR002" in o.fragment
+    # findings come before the host tables in every output that has both
+    assert o.text.index("PR002") < o.text.index("Top ops by host time")
+    assert o.md.index("`PR002`") < o.md.index("| op | type | host time |")
+    assert o.page.index('id="findings"') < o.page.index('id="host"')
+    more = host.more_ops
+    assert len(host.ops) == 32 and more == 32 - host.top
+    assert f"and {more} more ops" in o.text and f"and {more} more ops" in o.md
+    assert len(re.findall(r"^\| aten::", o.md, re.MULTILINE)) == host.top
+    visible, folded = o.page.split("<details", 1)
+    host_rows = r'<tr id="op-[^"]*"><th scope="row" class="name">aten::'
+    assert len(re.findall(host_rows, visible)) == host.top
+    assert len(re.findall(host_rows, folded.split("</details>", 1)[0])) == more
+    assert f"Show the other {more} ops" in folded

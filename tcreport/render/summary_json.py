@@ -36,6 +36,7 @@ def _advice(view: Report) -> dict[str, Any]:
             "op_types": [_host(r) for r in a.host.op_types[:TOP_N]],
             "total_ns": a.host.total.ns if a.host.total else None,
             "total_method": a.host.total.method if a.host.total else None,
+            "gpu_run_adds": a.host.gpu_run_adds,
         },
         "communication": None
         if a.communication.collectives is None
@@ -147,7 +148,7 @@ def _rows(view: Report) -> dict[str, Any]:
                 "gpu_ns": o.gpu_ns,
                 "share": o.share,
                 "tc_eligible": o.tc_eligible,
-                "uses_tc": o.uses_tc,
+                "uses_tc": a.host.op_uses_tc(o),
                 "dtype": o.dtype,
             }
             for o in a.breakdown.ops[:TOP_N]

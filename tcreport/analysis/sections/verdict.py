@@ -136,9 +136,13 @@ class _Eligibility:
     partly: int | None
 
 
-def _eligibility(run: Run, ops: Sequence[OpRow]) -> _Eligibility:
+def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility:
     """Eligible ops, those using the matrix units, those that missed them and their time: from
-    the op rows, else the profiler's own counts (a DLProf summary alone)."""
+    the op rows, else the profiler's own counts (a DLProf summary alone). On a CPU-only run an
+    op's eligibility is known (its type) but whether it would use the matrix units is not: those
+    figures are unknown without a GPU, never 0."""
+    if cpu_only:
+        return _Eligibility(sum(1 for o in ops if o.tc_eligible), None, None, None, None, None)
     if run.ops is not None:
         eligible = [o for o in ops if o.counts_as_eligible]
         missing = [o for o in eligible if o.has_misses]  # an op partly on TC is in both lists
@@ -279,7 +283,7 @@ def build(
     """The verdict of ``run`` (classified and sliced to the aggregated iterations), from its time
     figures and its op and kernel rows."""
     w = words_for(gpu_vendor)
-    e = _eligibility(run, ops)
+    e = _eligibility(run, ops, cpu_only)
     tc_share = _share(time.tc_kernel_ns, time.gpu_kernel_ns)
     classified = tc_kernels.classified_share(run.kernels) if run.kernels is not None else None
     miss_share = _share(e.missing_ns, time.gpu_kernel_ns)
