@@ -36,7 +36,6 @@ def _advice(view: Report) -> dict[str, Any]:
             "op_types": [_host(r) for r in a.host.op_types[:TOP_N]],
             "total_ns": a.host.total.ns if a.host.total else None,
             "total_method": a.host.total.method if a.host.total else None,
-            "gpu_run_adds": a.host.gpu_run_adds,
         },
         "communication": None
         if a.communication.collectives is None

@@ -17,6 +17,8 @@ from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
+#: Widest the op type column of a host table gets: the op name and the figures need the room.
+HOST_TYPE_W = 20
 #: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
 MIN_NAME = 16
 
@@ -197,7 +199,15 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
             else ("ops", "calls", "host time", "share")
         )
         for col in cols:
-            t.add_column(col, no_wrap=True, min_width=len(col))
+            # a PyTorch op type can be a long autograd node name: it is cut, the figures never
+            wide = col == "type"
+            t.add_column(
+                col,
+                no_wrap=True,
+                min_width=len(col),
+                max_width=HOST_TYPE_W if wide else None,
+                overflow="ellipsis" if wide else "fold",
+            )
         for r in rows[: a.host.top]:
             lead = _cell(r.type or "") if first == "op" else str(r.ops)
             t.add_row(

@@ -81,12 +81,11 @@ class Host:
         return None if self.cpu_only else op.uses_tc
 
 
-def _gpu_run_adds(unit: str, eligible: int) -> str:
-    ops = f"{eligible} eligible op{'s' if eligible != 1 else ''}"
+def _gpu_run_adds(unit: str) -> str:
     return (
-        f"A GPU run of the same script would add what this one cannot measure: whether the "
-        f"{ops} run on {unit}, GPU kernel and memory-copy time per op, kernel and step, GPU "
-        "idle, and savings in time for each finding."
+        "A GPU run of the same script would add what this one cannot measure: whether its GEMMs "
+        f"and convolutions run on {unit}, GPU kernel and memory-copy time per op, kernel and "
+        "step, GPU idle, and savings in time for each finding."
     )
 
 
@@ -118,11 +117,6 @@ def build(run: Run, time: TimeFigures, ops: Sequence[OpRow], unit: str) -> Host:
     if not host_time.is_cpu_only(run.meta, time, ops):
         return Host(False, (), (), None)
     by_op, by_type = host_time.host_rows(ops)
-    eligible = sum(1 for o in ops if o.tc_eligible)  # whether they would use the units: unknown
     return Host(
-        True,
-        by_op,
-        by_type,
-        host_time.host_time(run.ops, ops),
-        gpu_run_adds=_gpu_run_adds(unit, eligible),
+        True, by_op, by_type, host_time.host_time(run.ops, ops), gpu_run_adds=_gpu_run_adds(unit)
     )

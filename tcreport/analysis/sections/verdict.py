@@ -138,11 +138,12 @@ class _Eligibility:
 
 def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility:
     """Eligible ops, those using the matrix units, those that missed them and their time: from
-    the op rows, else the profiler's own counts (a DLProf summary alone). On a CPU-only run an
-    op's eligibility is known (its type) but whether it would use the matrix units is not: those
-    figures are unknown without a GPU, never 0."""
+    the op rows, else the profiler's own counts (a DLProf summary alone). On a CPU-only run
+    every figure is unknown without a GPU, never 0: whether an op would use the matrix units,
+    and even which eligible ops count, since a wrapper (``aten::conv2d`` over
+    ``aten::mkldnn_convolution``) is told from the op doing the work by its GPU time."""
     if cpu_only:
-        return _Eligibility(sum(1 for o in ops if o.tc_eligible), None, None, None, None, None)
+        return _Eligibility(None, None, None, None, None, None)
     if run.ops is not None:
         eligible = [o for o in ops if o.counts_as_eligible]
         missing = [o for o in eligible if o.has_misses]  # an op partly on TC is in both lists
