@@ -55,5 +55,5 @@ def build(
         findings=findings,
         source_path=source,
         generated_at=timestamp,
-        fix_first=rules.fix_first(findings),
+        fix_first=rules.fix_first(findings, analysis.host.cpu_only),
     )

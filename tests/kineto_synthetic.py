@@ -86,3 +86,31 @@ class Trace:
 
 
 KERNEL = "ampere_sgemm_128x64_nn"
+
+
+def cpu_only_trace(path: Path, small_ops: int = 30, name: str = "aten::op_{:02d}") -> Path:
+    """A PyTorch-profiler trace as a GPU-less machine writes it (``cpu_op`` events only, no
+    ``deviceProperties``): three ``ProfilerStep``s of a float16 ``aten::mm`` and a float16
+    ``aten::_softmax`` (PR002's case), and ``small_ops`` float32 ops named by ``name`` so the host
+    table has more rows than a page shows."""
+    events: list[dict[str, Any]] = []
+
+    def op(op_name: str, ts: float, dur: float, dtype: str = "float") -> None:
+        args = {"Input type": [dtype, ""], "Input Dims": [[8, 24], []]}
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": op_name, "pid": 1, "tid": 1, "ts": ts,
+             "dur": dur, "args": args}
+        )  # fmt: skip
+
+    for step in range(3):
+        t0 = 1000.0 + step * (500 + 15 * small_ops)
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": 450 + 15 * small_ops}
+        )  # fmt: skip
+        op("aten::mm", t0 + 10, 300, "c10::Half")
+        op("aten::_softmax", t0 + 320, 40, "c10::Half")
+        for i in range(small_ops):
+            op(name.format(i), t0 + 400 + i * 15, 10)
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path

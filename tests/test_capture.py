@@ -507,6 +507,9 @@ def test_nsys_key_node_that_never_occurs_keeps_a_whole_run_report(
     line = _one_error_line(result.stderr)
     assert "--key-node 'conv2dd' never occurs in this trace" in line
     assert f"a report of the whole run in {out / 'report.html'}" in line
+    # profile has no --allow-empty; the kept profile's `report` has, and the message says so
+    assert "--allow-empty` to aggregate the whole run anyway" in line
+    assert re.search(r"`tcreport report \S+\.sqlite --allow-empty`", line), line
     summary = json.loads((out / "summary.json").read_text())
     assert summary["iterations"]["key_node"] != "conv2dd"
     assert summary["time"]["gpu_kernel_ns"] == 589_147  # the whole run, as DLProf reported it

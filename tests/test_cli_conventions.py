@@ -37,6 +37,19 @@ def test_choices_are_shown_in_help() -> None:
     assert "[table|csv|json]" in runner.invoke(app, ["query", "-h"]).stdout
 
 
+def test_profile_help_says_what_key_node_names_for_each_backend() -> None:
+    """Issue #25: a user cannot guess that --key-node names a record_function range for torch
+    but a tf.function for tf; the help says so, and the default step source."""
+    text = " ".join(runner.invoke(app, ["profile", "-h"], terminal_width=200).stdout.split())
+    assert (
+        "torch: a torch.profiler.record_function (or NVTX) range name, an nn.Module class" in text
+    )
+    assert "(default: optimizer.step())" in text
+    assert "tf: the Python name of the tf.function that runs one step" in text
+    assert "dlprof: an op name, passed as DLProf's --key_node" in text
+    assert "nsys: an NVTX range or op name" in text
+
+
 @pytest.mark.parametrize(
     ("args", "starts"),
     [

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import markupsafe
 import pytest
+from kineto_synthetic import cpu_only_trace
 from rich.console import Console
 from trace_paths import REALTRACES, ROOT, SAMPLES, need
 
@@ -220,3 +221,95 @@ def test_the_op_level_figures_read_the_same_everywhere() -> None:
     text = console.export_text()
     assert _row(text, f"{v.words.unit_one} share of op GPU time (op-level)", card.value)
     assert _row(text, "Op GPU time (op-level)", fmt.ns(v.op_level_gpu_ns))
+
+
+# --- a CPU-only run: every output says "unknown without a GPU", none says 0 ----------------------
+
+
+@pytest.fixture(scope="module")
+def cpu_outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
+    trace = cpu_only_trace(tmp_path_factory.mktemp("cpu") / "cpu_synthetic.json")
+    view = api.analyze(api.load(trace))
+    console = Console(width=250, record=True, file=io.StringIO())
+    terminal.render(view, console)
+    return Outputs(
+        view=view,
+        data=json.loads(summary_json.render(view)),
+        text=console.export_text(),
+        md=markdown.render(view),
+        page=html.render(view),
+        fragment=notebook_html.render(view),
+        index_row=_index_row(trace, tmp_path_factory.mktemp("batch")),
+    )
+
+
+def _visible(page: str) -> str:
+    """The HTML report's text as a reader sees it: no script (the embedded summary), no tags."""
+    body = re.sub(r"<script.*?</script>|<style.*?</style>", "", page, flags=re.DOTALL)
+    return html_text.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_a_cpu_only_run_says_unknown_not_zero_in_every_output(cpu_outputs: Outputs) -> None:
+    o = cpu_outputs
+    a, host = o.view.analysis, o.view.analysis.host
+    assert host.cpu_only and host.unknown == "unknown without a GPU"
+    # the analysis holds no 0 where the answer needs a GPU (which eligible ops count, too: a
+    # wrapper is told from the op doing the work by its GPU time)
+    v = a.verdict
+    assert (v.eligible_op_count, v.using_op_count, v.eligible_not_using_op_count) == (None,) * 3
+    assert (v.eligible_gpu_ns, v.eligible_not_using_gpu_ns) == (None, None)
+    # summary JSON: null, never 0 or false (docs/summary-json.md)
+    tc = o.data["tensor_core"]
+    assert isinstance(tc, dict)
+    for key in ("eligible_op_count", "using_op_count", "eligible_not_using_op_count"):
+        assert tc[key] is None, key
+    for key in ("eligible_gpu_ns", "eligible_not_using_gpu_ns", "tc_share", "classified_share"):
+        assert tc[key] is None, key
+    assert o.data["time"] == {
+        "wall_ns": a.time.wall_ns,
+        "gpu_kernel_ns": None,
+        "tc_kernel_ns": None,
+        "memory_ns": None,
+    }
+    ops = o.data["ops"]
+    assert isinstance(ops, list) and ops
+    assert all(r["uses_tc"] is None and r["gpu_ns"] is None for r in ops)
+    page = _visible(o.page)
+    for out, name in ((o.text, "terminal"), (o.md, "markdown"), (page, "html")):
+        assert host.unknown in out, name
+        assert host.gpu_run_adds and " ".join(host.gpu_run_adds.split()) in " ".join(out.split())
+        assert "0 ns" not in out and "n/a" not in out, name
+        assert "not on Tensor Cores" not in out and "not on TC" not in out, name
+        assert "unknown GPU" not in out and host.device in out, name  # type: ignore[operator]
+    fragment = html_text.unescape(o.fragment)
+    assert "CPU-only" in fragment and host.unknown in fragment
+    assert "unknown GPU" not in fragment and "No findings" not in fragment
+    assert "0 ns" not in fragment and "n/a" not in fragment
+
+
+def test_a_cpu_only_run_leads_with_the_dtype_finding_and_a_top_n_host_table(
+    cpu_outputs: Outputs,
+) -> None:
+    """PR002 fires on the float16 softmax of a CPU trace and is the fix-first finding everywhere;
+    the host table shows the top N and counts (Markdown, terminal) or folds (HTML) the rest."""
+    o = cpu_outputs
+    host = o.view.analysis.host
+    first = o.view.fix_first
+    assert first is not None and first.id == "PR002"
+    assert o.data["fix_first"]["id"] == "PR002"  # type: ignore[index]
+    assert f"Fix first: {first.id}: {first.title}" in o.text
+    assert f"**Fix first:** `{first.id}`" in o.md
+    assert "PR002" in o.fragment
+    # findings come before the host tables in every output that has both
+    assert o.text.index("PR002") < o.text.index("Top ops by host time")
+    assert o.md.index("`PR002`") < o.md.index("| op | type | host time |")
+    assert o.page.index('id="findings"') < o.page.index('id="host"')
+    more = host.more_ops
+    assert len(host.ops) == 32 and more == 32 - host.top
+    assert f"and {more} more ops" in o.text and f"and {more} more ops" in o.md
+    assert len(re.findall(r"^\| aten::", o.md, re.MULTILINE)) == host.top
+    visible, folded = o.page.split("<details", 1)
+    host_rows = r'<tr id="op-[^"]*"><th scope="row" class="name">aten::'
+    assert len(re.findall(host_rows, visible)) == host.top
+    assert len(re.findall(host_rows, folded.split("</details>", 1)[0])) == more
+    assert f"Show the other {more} ops" in folded

@@ -165,6 +165,9 @@ def test_key_node_typo_exits_2_with_candidates_and_keeps_the_run(tmp_path: Path)
     assert "train_step" in line and "my_step" in line  # what did run
     (run,) = _run_dirs(out)
     assert str(run / "train.pt.trace.json") in line and str(out / "report.html") in line
+    # the way on from here: re-analyse the kept profile (--allow-empty there for the whole run)
+    assert f"`tcreport report {run / 'train.pt.trace.json'} --key-node NAME`" in line
+    assert "--allow-empty there aggregates the whole run" in line
     html = (out / "report.html").read_text()
     assert "never ran, so the steps were counted by the default step source" in html
     assert _sidecar(out)["key_node"] is None, "no typo in the report header"

@@ -65,12 +65,57 @@ def _step_time(browser: object, html: Path, out: Path) -> None:
     print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
 
 
+def _cpu_only(browser: object, tmp: Path) -> None:
+    """The report of a real CPU-only capture (examples/keras_mixed.py under the TensorFlow
+    profiler on this machine's CPU), whole page at 1280 px: it must fit the width. Needs
+    TensorFlow (the ``[tf]`` extra); skipped without it."""
+    import importlib.util
+    import subprocess
+
+    from tcreport import api
+
+    if importlib.util.find_spec("tensorflow") is None:
+        print("cpu-only.png: skipped (needs TensorFlow: pip install -e '.[tf]')")
+        return
+    out_dir = tmp / "keras_mixed"
+    example = ROOT / "examples" / "keras_mixed.py"
+    args = ["profile", str(example), "--backend", "tf", "--output-dir", str(out_dir)]
+    done = subprocess.run([sys.executable, "-m", "tcreport", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"tcreport profile failed: {done.stderr[-2000:]}")
+    trace = next(out_dir.rglob("*.xplane.pb"))
+    view = api.analyze(api.load(trace), source_path="examples/keras_mixed.py (CPU, tf backend)")
+    html = tmp / "cpu-only.html"
+    html.write_text(api.render_html(view), "utf-8")
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})  # type: ignore[attr-defined]
+    page.goto(html.as_uri())
+    # two PNGs, each well under 300 KB: the first screen (verdict, fix first, findings), then
+    # the host-time tables with the GPU-run line (the whole page is ~450 KB of text)
+    first = OUT / "cpu-only.png"
+    page.screenshot(path=str(first))
+    top, bottom = page.evaluate(
+        "() => [document.querySelector('#host').getBoundingClientRect().top + scrollY,"
+        " document.querySelector('#gpu-run').getBoundingClientRect().bottom + scrollY]"
+    )
+    host = OUT / "cpu-only-host-time.png"
+    clip = {"x": 0, "y": top - 8, "width": 1280, "height": bottom - top + 16}
+    page.screenshot(path=str(host), full_page=True, clip=clip)
+    page.close()
+    for out in (first, host):
+        print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
+
+
 def main() -> int:
+    """``make.py`` renders every sample and the CPU-only capture; ``make.py cpu-only`` only the
+    latter."""
     sys.path.insert(0, str(ROOT))
     from tcreport import api
 
     exe = os.environ.get("TCREPORT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    samples = sorted(p for p in (ROOT / "sample_traces").iterdir() if p.is_dir())
+    only_cpu = sys.argv[1:] == ["cpu-only"]
+    samples = (
+        [] if only_cpu else sorted(p for p in (ROOT / "sample_traces").iterdir() if p.is_dir())
+    )
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=ARGS)
         for folder in samples:
@@ -80,13 +125,16 @@ def main() -> int:
             view = api.analyze(api.load(src), source_path=rel, with_timeline=True)  # as `report`
             html.write_text(api.render_html(view), "utf-8")
             for scheme, full, name in (("light", True, ""), ("dark", False, "-dark")):
-                page = browser.new_page(viewport={"width": 1280, "height": 1000}, color_scheme=scheme)
+                page = browser.new_page(
+                    viewport={"width": 1280, "height": 1000}, color_scheme=scheme
+                )
                 page.goto(html.as_uri())
                 out = OUT / f"{folder.name}{name}.png"
                 page.screenshot(path=str(out), full_page=full)
                 page.close()
                 print(f"{out.relative_to(ROOT)}: {out.stat().st_size // 1024} KiB")
             _step_time(browser, html, OUT / f"{folder.name}-step-time.png")
+        _cpu_only(browser, Path(tmp))
         browser.close()
     return 0
 

@@ -204,7 +204,9 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         )
         t = time.build(sliced, info)
         ops = figures.op_rows(sliced, t.gpu_kernel_ns)
-        on_host = host.build(sliced, t, ops)
+        on_host = host.build(sliced, t, ops, verdict.words_for(gpu_vendor).unit)
+        if on_host.cpu_only:  # GPU figures unknown, not 0, in every section after this
+            ops, t = host.without_gpu_figures(ops), host.time_without_gpu(t)
         rows = breakdown.build(sliced, t, ops)
         judged = verdict.build(sliced, gpu_vendor, t, ops, rows.kernels, info, on_host.cpu_only)
         dtypes = precision.build(ops, gpu_vendor)

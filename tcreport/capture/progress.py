@@ -35,6 +35,11 @@ class StepCounter:
         self.stream.flush()
         self._shown = True
 
+    def moved(self, start: int, stop: int) -> None:
+        """The window moved (a PyTorch key node that never ran: recording falls back to the
+        optimizer's steps from here), so the line names the window that is recorded."""
+        self.start, self.stop = start, stop
+
     def close(self) -> None:
         if self._shown:
             self.stream.write("\r\x1b[2K")

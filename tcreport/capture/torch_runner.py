@@ -124,6 +124,7 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
         advance=advance,
         on_step=counter if counter is not None else (lambda step, recording: None),
         on_window=audit.collect_layers,
+        on_move=counter.moved if counter is not None else (lambda start, stop: None),
     )
     prof = profiler(torch, lambda: (win.start, win.stop), trace)  # asks for the window at once
     seen = torch_hooks.Seen()

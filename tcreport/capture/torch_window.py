@@ -48,6 +48,7 @@ class TorchWindow:
     advance: Callable[[], None]  # the profiler's step()
     on_step: Callable[[int, bool], None] = lambda step, recording: None  # progress
     on_window: Callable[[], None] = lambda: None  # just before and just after the window
+    on_move: Callable[[int, int], None] = lambda start, stop: None  # the window fell back
     steps_seen: int = 0  # steps completed by the source that owns the count
     optimizer_steps: int = 0
     key_hits: int = 0
@@ -85,6 +86,7 @@ class TorchWindow:
         length = self.stop - self.start
         self.start = self.optimizer_steps
         self.stop = self.start + length
+        self.on_move(self.start, self.stop)  # the step counter shows the window now recorded
         self.on_window()  # before recording starts, as in _ended
         while self.steps_seen < self.optimizer_steps:
             self.steps_seen += 1

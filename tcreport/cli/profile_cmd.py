@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from tcreport import api
-from tcreport.cli._common import IterStart, IterStop, KeyNode, slice_of, user_errors
+from tcreport.cli._common import IterStart, IterStop, slice_of, user_errors
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
@@ -89,6 +89,20 @@ Duration = Annotated[
     float | None,
     typer.Option("--duration", min=0, metavar="SECONDS", help="dlprof: seconds to profile."),
 ]
+ProfileKeyNode = Annotated[
+    str | None,
+    typer.Option(
+        "--key-node",
+        metavar="NAME",
+        help="What marks one training step, per backend. torch: a torch.profiler."
+        "record_function (or NVTX) range name, an nn.Module class or a function the script "
+        "defines (default: optimizer.step()). tf: the Python name of the tf.function that runs "
+        "one step (default: Keras Model.fit's steps, or tf.profiler.experimental.Trace"
+        "(step_num=...) blocks). dlprof: an op name, passed as DLProf's --key_node. nsys: an "
+        "NVTX range or op name in the export, applied when the report is made. A name that "
+        "never runs is exit 2, listing the names that did.",
+    ),
+]
 Verbose = Annotated[
     bool,
     typer.Option(
@@ -105,7 +119,7 @@ Verbose = Annotated[
 def profile(
     script: Script,
     script_args: ScriptArgs = None,
-    key_node: KeyNode = None,
+    key_node: ProfileKeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     backend: BackendOpt = BackendName.AUTO,

@@ -69,10 +69,16 @@ def _analyse(run: Run, result: CaptureResult, slc: Slice) -> tuple[Report, str]:
         whole = api.analyze(
             run, api.Slice(allow_empty=True), source_path=source, with_timeline=True
         )
-        return whole, f"{result.trace_path}: {exc.spelt(FLAGS)}"
+        # `profile` has no --allow-empty: the kept profile's `report` has, so name that command
+        words = {**FLAGS, "allow_empty": f"`tcreport report {result.trace_path} --allow-empty`"}
+        return whole, f"{result.trace_path}: {exc.spelt(words)}"
     if result.key_node_missing is not None:
         names = ", ".join(result.key_node_candidates) or "none"
-        return view, (f"--key-node {result.key_node_missing!r} never ran; names that did: {names}")
+        return view, (
+            f"--key-node {result.key_node_missing!r} never ran; names that did: {names} "
+            f"(`tcreport report {result.trace_path} --key-node NAME` re-analyses the kept "
+            "profile by one of them; --allow-empty there aggregates the whole run)"
+        )
     return view, ""
 
 

@@ -80,7 +80,10 @@ def render(view: Report) -> str:
     elig = eligibility(a, keep[EvidenceKind.OP], op_ids)
     iter_rows = parts.iter_rows(a, keep[EvidenceKind.ITERATION])
     ids: dict[EvidenceKind, dict[str, str]] = {
-        EvidenceKind.OP: {o.name: anchor("op", o.name) for o in ops}
+        # a CPU-only run shows its ops in the host table alone (no GPU op or eligibility table)
+        EvidenceKind.OP: {r.name: anchor("op", r.name) for r in a.host.ops}
+        if a.host.cpu_only
+        else {o.name: anchor("op", o.name) for o in ops}
         | {e.op.name: e.id for e in elig},  # the eligibility row holds the "why not"
         EvidenceKind.KERNEL: {k.name: anchor("kernel", k.name) for k in kernels},
         EvidenceKind.ITERATION: {str(r.row.iteration): r.id for r in iter_rows},

@@ -66,7 +66,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         )
         if v
     )
-    gpus = fmt.gpus(m.gpus, per_device=True)
+    gpus = view.analysis.host.device or fmt.gpus(m.gpus, per_device=True)
     rng = (
         f"{it.start}–{it.stop} of {fmt.count(it.total)}"
         if it.start is not None and it.stop is not None
@@ -80,7 +80,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         ("Format", m.format.value),
         ("Profiler", profiler),
         ("Software", ", ".join(x for x in (m.framework, versions) if x)),
-        (f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
+        ("Device" if view.analysis.host.device else f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
         ("Matrix units", view.analysis.verdict.words.header),
         ("Iterations", rng),
     ]

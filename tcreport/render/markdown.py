@@ -19,17 +19,40 @@ def _host_tables(view: Report) -> list[str]:
     lines = []
     if a.host.total is not None:
         lines += [f"Host time in ops: {fmt.ns(a.host.total.ns)} ({a.host.total.method}).", ""]
+    top = a.host.top
     lines += ["| op | type | host time | share |", "|---|---|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host.ops[:TOP]
+        for r in a.host.ops[:top]
     ]
+    if a.host.more_ops:
+        lines += ["", f"and {fmt.count(a.host.more_ops)} more ops"]
     lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host.op_types[:TOP]
+        for r in a.host.op_types[:top]
     ]
+    if a.host.more_op_types:
+        lines += ["", f"and {fmt.count(a.host.more_op_types)} more op types"]
+    if a.host.gpu_run_adds:
+        lines += ["", a.host.gpu_run_adds]
     return [*lines, ""]
+
+
+def _verdict_table(view: Report) -> list[str]:
+    """The matrix-unit figures; a CPU-only run has none, and says so in words, not as 0 ns."""
+    a = view.analysis
+    w = a.verdict.words
+    if a.host.cpu_only:
+        return [f"{w.unit_one} use and GPU time: {a.host.unknown}.", ""]
+    return [
+        f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
+        "|---:|---:|---:|---:|",
+        f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
+        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"| {fmt.pct(a.verdict.classified_share)} |",
+        "",
+    ]
 
 
 def _fix_first(view: Report) -> str:
@@ -44,7 +67,7 @@ def render(view: Report) -> str:
     a = view.analysis
     w = a.verdict.words
     m = a.meta
-    gpus = fmt.gpus(m.gpus)
+    gpus = a.host.device or fmt.gpus(m.gpus)
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",
@@ -57,12 +80,7 @@ def render(view: Report) -> str:
         ),
         _fix_first(view),
         "",
-        f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
-        "|---:|---:|---:|---:|",
-        f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
-        f"| {fmt.pct(a.verdict.classified_share)} |",
-        "",
+        *_verdict_table(view),
         *([a.verdict.op_level_sentence, ""] if a.verdict.op_level_sentence is not None else []),
     ]
     if view.findings:

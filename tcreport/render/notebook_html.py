@@ -28,14 +28,38 @@ def _e(text: object) -> str:
 
 def _head(view: Report) -> list[str]:
     a = view.analysis
-    w = a.verdict.words
     m = a.meta
-    gpus = fmt.gpus(m.gpus)
+    gpus = a.host.device or fmt.gpus(m.gpus)
     iters = a.iterations.phrase
     return [
         f'<div style="font-weight:bold">tcreport: {_e(view.source_path)}</div>',
         f'<div style="color:#555">{_e(m.profiler or m.format.value)} · {_e(gpus)} · '
         f"{_e(iters)}</div>",
+        *(_cpu_only(view) if a.host.cpu_only else _verdict(view)),
+    ]
+
+
+def _cpu_only(view: Report) -> list[str]:
+    """A CPU-only run: the verdict line, its host time and what stays unknown without a GPU."""
+    a = view.analysis
+    lead = a.verdict.sentence[0]  # its rest points at host tables this view leaves out
+    total = fmt.ns(a.host.total.ns) if a.host.total else a.host.unknown
+    return [
+        f'<div style="margin:6px 0"><strong>{_e(lead)}</strong></div>',
+        f"<div>Host time in ops: <strong>{_e(total)}</strong>; {_e(a.verdict.words.unit_one)} "
+        f"use and GPU time: {_e(a.host.unknown)}.</div>",
+        *(
+            [f'<div style="color:#555">{_e(a.host.gpu_run_adds)}</div>']
+            if a.host.gpu_run_adds
+            else []
+        ),
+    ]
+
+
+def _verdict(view: Report) -> list[str]:
+    a = view.analysis
+    w = a.verdict.words
+    return [
         '<div style="margin:6px 0">',
         '<span style="font-size:1.6em;font-weight:bold">'
         f"{_e(fmt.pct(a.verdict.tc_share))}</span> of GPU kernel time on {_e(w.unit)} "
@@ -49,7 +73,8 @@ def _head(view: Report) -> list[str]:
 
 def _findings(view: Report) -> list[str]:
     if not view.findings:
-        return ["<div>No findings.</div>"]
+        a = view.analysis
+        return [f"<div>{_e(a.host.no_findings) if a.host.cpu_only else 'No findings.'}</div>"]
     rows = [
         '<table style="border-collapse:collapse;margin-top:4px">',
         "<thead><tr>"

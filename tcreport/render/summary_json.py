@@ -147,7 +147,7 @@ def _rows(view: Report) -> dict[str, Any]:
                 "gpu_ns": o.gpu_ns,
                 "share": o.share,
                 "tc_eligible": o.tc_eligible,
-                "uses_tc": o.uses_tc,
+                "uses_tc": a.host.op_uses_tc(o),
                 "dtype": o.dtype,
             }
             for o in a.breakdown.ops[:TOP_N]

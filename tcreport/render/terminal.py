@@ -18,6 +18,8 @@ from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
+#: Widest the op type column of a host table gets: the op name and the figures need the room.
+HOST_TYPE_W = 20
 #: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
 MIN_NAME = 16
 
@@ -61,7 +63,7 @@ def render(view: Report, console: Console | None = None) -> None:
     out = console or Console(highlight=False)
     a = view.analysis
     m = a.meta
-    gpus = fmt.gpus(m.gpus)
+    gpus = a.host.device or fmt.gpus(m.gpus)
     out.print(
         f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
         f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",
@@ -70,24 +72,33 @@ def render(view: Report, console: Console | None = None) -> None:
     _lead(out, view)
     out.print(_headline(view))
 
-    if a.host.cpu_only:
+    if a.host.cpu_only:  # the model's findings first: they are what such a run can advise
+        _findings(out, view)
         _host_tables(out, view, max(24, out.width - 56))
-    _ranked_tables(a, out)
-    if view.findings:
-        out.print("[bold]Findings[/bold]", markup=True)
-        for f in view.findings:
-            saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-            out.print(
-                plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
-                markup=False,
-                soft_wrap=True,
-            )
-            if f.fix:
-                out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+        if a.host.gpu_run_adds:
+            out.print(a.host.gpu_run_adds, markup=False, soft_wrap=True)
+    else:
+        _ranked_tables(a, out)
+        _findings(out, view)
     if m.notes or a.violations:
         out.print("[bold]Notes[/bold]", markup=True)
         for note in (*(f"check failed: {v}" for v in a.violations), *m.notes):
             out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
+
+
+def _findings(out: Console, view: Report) -> None:
+    if not view.findings:
+        return
+    out.print("[bold]Findings[/bold]", markup=True)
+    for f in view.findings:
+        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
+        out.print(
+            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
+            markup=False,
+            soft_wrap=True,
+        )
+        if f.fix:
+            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
 
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
@@ -164,9 +175,9 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
 def _host_tables(out: Console, view: Report, name_w: int) -> None:
     """A CPU-only run's view: host time by op and by op type (analysis.host.total)."""
     a = view.analysis
-    for title, rows, first in (
-        ("Top ops by host time", a.host.ops, "op"),
-        ("Op types by host time", a.host.op_types, "type"),
+    for title, rows, first, more in (
+        ("Top ops by host time", a.host.ops, "op", a.host.more_ops),
+        ("Op types by host time", a.host.op_types, "type", a.host.more_op_types),
     ):
         if not rows:
             continue
@@ -178,8 +189,16 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
             else ("ops", "calls", "host time", "share")
         )
         for col in cols:
-            t.add_column(col, no_wrap=True, min_width=len(col))
-        for r in rows[:TOP]:
+            # a PyTorch op type can be a long autograd node name: it is cut, the figures never
+            wide = col == "type"
+            t.add_column(
+                col,
+                no_wrap=True,
+                min_width=len(col),
+                max_width=HOST_TYPE_W if wide else None,
+                overflow="ellipsis" if wide else "fold",
+            )
+        for r in rows[: a.host.top]:
             lead = _cell(r.type or "") if first == "op" else str(r.ops)
             t.add_row(
                 _cell(fmt.tail(r.name, name_w)),
@@ -188,6 +207,9 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
                 fmt.ns(r.cpu_ns),
                 fmt.pct(r.share),
             )
+        if more:
+            t.caption = f"and {fmt.count(more)} more {'ops' if first == 'op' else 'op types'}"
+            t.caption_justify = "left"
         out.print(t)
 
 
@@ -218,6 +240,7 @@ def _headline(view: Report) -> Table:
     if a.host.cpu_only:
         head.add_row("Host time (ops)", fmt.ns(a.host.total.ns if a.host.total else None))
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
+        head.add_row(f"{w.unit_one} use, GPU time", a.host.unknown)
     else:
         head.add_row(f"{w.unit_one} share of kernel time", fmt.pct(v.tc_share))
         if v.op_level_gpu_ns is not None:  # no kernel table: the op-level figures, labelled

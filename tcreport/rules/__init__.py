@@ -122,6 +122,8 @@ GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
 #: ...except the rules that judge the ops' dtypes, which a CPU trace records as well: a float16
 #: softmax is as unstable on a laptop as on a GPU (the model audit's rules, AU*, run everywhere).
 CPU_TOO = frozenset({"PR002"})
+#: The model audit's rules (AU001-AU007): advice read from the model object, GPU or none.
+AUDIT_PREFIX = "AU"
 
 
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
@@ -136,10 +138,14 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
             (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
         ]
     found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
+    cpu_only = analysis.host.cpu_only
     # high and medium findings first, each group by saving: a low-severity finding (a library's
-    # own choice, a note) never sits above one a reviewer should act on, whatever its bound
+    # own choice, a note) never sits above one a reviewer should act on, whatever its bound. On
+    # a CPU-only run the model audit's and the dtype findings lead: they are the advice such a
+    # run can give, and no saving is measured to rank anything else above them.
     found.sort(
         key=lambda f: (
+            cpu_only and not _model_advice(f),
             f.severity in (Severity.LOW, Severity.INFO),
             -(f.estimated_saving_ns or 0),
             SEVERITY_ORDER[f.severity],
@@ -155,11 +161,24 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
 NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002", "TC005"})
 
 
-def fix_first(findings: tuple[Finding, ...]) -> Finding | None:
+def _model_advice(f: Finding) -> bool:
+    """A finding about the model itself that holds without a GPU: the audit's (AU*) and the
+    dtype rules a CPU trace can judge (:data:`CPU_TOO`)."""
+    return f.id.startswith(AUDIT_PREFIX) or f.id in CPU_TOO
+
+
+def fix_first(findings: tuple[Finding, ...], cpu_only: bool = False) -> Finding | None:
     """The one change a reviewer should make first: the largest estimated saving among findings a
     user can act on (high or medium severity, a fix, a saving, not a measurement note). Findings
     arrive ranked by saving (:func:`evaluate`), so it is the first that qualifies. Computed here,
-    once; every renderer shows this one."""
+    once; every renderer shows this one.
+
+    A CPU-only run measures no saving, so there the first high or medium audit or dtype finding
+    with a fix is the one to make first (ranked first by :func:`evaluate`)."""
+    if cpu_only:
+        for f in findings:
+            if _model_advice(f) and f.fix and f.severity in (Severity.HIGH, Severity.MEDIUM):
+                return f
     for f in findings:
         if (
             f.severity in (Severity.HIGH, Severity.MEDIUM)

@@ -136,9 +136,14 @@ class _Eligibility:
     partly: int | None
 
 
-def _eligibility(run: Run, ops: Sequence[OpRow]) -> _Eligibility:
+def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility:
     """Eligible ops, those using the matrix units, those that missed them and their time: from
-    the op rows, else the profiler's own counts (a DLProf summary alone)."""
+    the op rows, else the profiler's own counts (a DLProf summary alone). On a CPU-only run
+    every figure is unknown without a GPU, never 0: whether an op would use the matrix units,
+    and even which eligible ops count, since a wrapper (``aten::conv2d`` over
+    ``aten::mkldnn_convolution``) is told from the op doing the work by its GPU time."""
+    if cpu_only:
+        return _Eligibility(None, None, None, None, None, None)
     if run.ops is not None:
         eligible = [o for o in ops if o.counts_as_eligible]
         missing = [o for o in eligible if o.has_misses]  # an op partly on TC is in both lists
@@ -279,7 +284,7 @@ def build(
     """The verdict of ``run`` (classified and sliced to the aggregated iterations), from its time
     figures and its op and kernel rows."""
     w = words_for(gpu_vendor)
-    e = _eligibility(run, ops)
+    e = _eligibility(run, ops, cpu_only)
     tc_share = _share(time.tc_kernel_ns, time.gpu_kernel_ns)
     classified = tc_kernels.classified_share(run.kernels) if run.kernels is not None else None
     miss_share = _share(e.missing_ns, time.gpu_kernel_ns)
