@@ -21,12 +21,17 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from tcreport.ingest.job import Job
+    from tcreport.job_report import JobReport, Mapper
     from tcreport.model import Run, SourceFormat
     from tcreport.notebook import AnalysedRun
+    from tcreport.notebook_job import AnalysedJob
     from tcreport.report import Report
 
 __all__ = [
     "analyze",
+    "analyze_job",
+    "find_job",
     "attach_counters",
     "check_ingest_output",
     "ingest",
@@ -63,6 +68,46 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
     return counters.merge(run, ingest.load(p, fmt))
 
 
+def find_job(path: str | Path) -> Job | None:
+    """The distributed job ``path`` holds (a folder of the per-rank traces of one job and nothing
+    else), or ``None``: then :func:`load` reads it as before (:mod:`tcreport.ingest.job`)."""
+    from tcreport import ingest
+
+    return ingest.find_job(Path(path))
+
+
+def analyze_job(
+    job: Job,
+    *,
+    source_path: str | None = None,
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    rank: int | None = None,
+    timestamp: str | None = None,
+    timeline_iter: int | None = None,
+    with_timeline: bool = False,
+    mapper: Mapper | None = None,
+) -> JobReport:
+    """Every rank of ``job`` analysed one at a time (or through ``mapper``), then the job:
+    per-rank figures, stragglers, collective wait and bandwidth (:mod:`tcreport.job_report`).
+    ``rank`` is the rank shown in full (default: the straggler)."""
+    from tcreport import job_report
+
+    return job_report.build(
+        job,
+        source_path=source_path,
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        rank=rank,
+        timestamp=timestamp,
+        timeline_iter=timeline_iter,
+        with_timeline=with_timeline,
+        mapper=mapper,
+    )
+
+
 def analyze(
     run: Run,
     *,
@@ -97,15 +142,22 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     iter_stop: int | None = None,
     counters: str | Path | None = None,
     allow_empty: bool = False,
-) -> AnalysedRun:
+    rank: int | None = None,
+) -> AnalysedRun | AnalysedJob:
     """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
-    (``docs/python-api.md``); the options are those of ``tcreport report``."""
+    (``docs/python-api.md``); the options are those of ``tcreport report``. A folder holding
+    the ranks of one distributed job gives an :class:`~tcreport.notebook_job.AnalysedJob`."""
     from tcreport.errors import UsageError
     from tcreport.notebook import AnalysedRun
 
     if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
         raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
     path = Path(path)  # "dir/" and "dir" name the same source, as on the command line
+    job = find_job(path)
+    if job is not None:
+        return _open_job(job, path, key_node, iter_start, iter_stop, counters, allow_empty, rank)
+    if rank is not None:
+        raise UsageError(f"{path}: rank= is for a folder of a distributed job's traces")
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
@@ -120,6 +172,35 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     if not allow_empty:
         refuse_ineffective_options(view, path, key_node, iter_start)
     return AnalysedRun(report=view, run=run, key_node=key_node)
+
+
+def _open_job(
+    job: Job,
+    path: Path,
+    key_node: str | None,
+    iter_start: int | None,
+    iter_stop: int | None,
+    counters: str | Path | None,
+    allow_empty: bool,
+    rank: int | None,
+) -> AnalysedJob:
+    from tcreport.errors import UsageError
+    from tcreport.notebook_job import AnalysedJob
+
+    if counters is not None:
+        raise UsageError(f"{path}: counters= takes one trace's Nsight Compute CSV, not a job's")
+    jr = analyze_job(
+        job,
+        source_path=str(path),
+        key_node=key_node,
+        iter_start=iter_start,
+        iter_stop=iter_stop,
+        rank=rank,
+        with_timeline=True,
+    )
+    if not allow_empty:
+        refuse_ineffective_options(jr.detail, path, key_node, iter_start)
+    return AnalysedJob(report=jr, key_node=key_node)
 
 
 def refuse_ineffective_options(
@@ -159,6 +240,25 @@ def render_markdown(view: Report) -> str:
     from tcreport.render import markdown
 
     return markdown.render(view)
+
+
+def render_job_json(jr: JobReport) -> str:
+    """The ``tcreport.job/1`` document (docs/summary-json.md)."""
+    from tcreport.render import job_json
+
+    return job_json.render(jr)
+
+
+def render_job_html(jr: JobReport) -> str:
+    from tcreport.render import html
+
+    return html.render(jr.detail, job=jr)
+
+
+def render_job_markdown(jr: JobReport) -> str:
+    from tcreport.render import job_markdown
+
+    return job_markdown.render(jr)
 
 
 def ingest(

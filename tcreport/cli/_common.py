@@ -15,6 +15,8 @@ from tcreport.errors import TcreportError, UsageError
 from tcreport.render.escape import terminal as plain
 
 if TYPE_CHECKING:
+    from tcreport.ingest.job import Job
+    from tcreport.job_report import JobReport
     from tcreport.report import Report
 
 err_console = Console(stderr=True, highlight=False)
@@ -60,6 +62,16 @@ FollowLink = Annotated[
     typer.Option(
         "--follow-link",
         help="When -o is a symbolic link, write the file it points to (default: refuse).",
+    ),
+]
+Rank = Annotated[
+    int | None,
+    typer.Option(
+        "--rank",
+        min=0,
+        metavar="N",
+        help="For a folder of a distributed job's traces: the rank shown in full, with its "
+        "timeline (default: the straggler).",
     ),
 ]
 ReplaceReadOnly = Annotated[
@@ -176,3 +188,55 @@ def load_and_analyze(
     if not allow_empty:
         api.refuse_ineffective_options(view, path, key_node, iter_start)
     return view
+
+
+def find_job(path: Path, rank: int | None = None, counters: Path | None = None) -> Job | None:
+    """The distributed job ``path`` holds, else None (then ``--rank`` is refused: it has no
+    meaning for one trace; ``--counters`` is refused for a job: it is one trace's)."""
+    from tcreport import api
+
+    with status(f"Looking at {path}"):
+        job = api.find_job(path)
+    if job is None and rank is not None:
+        raise UsageError(f"--rank is for a folder of a distributed job's traces; {path} is not one")
+    if job is not None and counters is not None:
+        raise UsageError("--counters takes one trace's Nsight Compute CSV, not a job's")
+    return job
+
+
+def analyze_job(
+    job: Job,
+    path: Path,
+    key_node: str | None,
+    iter_start: int | None,
+    iter_stop: int | None,
+    *,
+    timestamp: bool = False,
+    allow_empty: bool = False,
+    rank: int | None = None,
+    timeline_iter: int | None = None,
+    with_timeline: bool = False,
+) -> JobReport:
+    """Analyse every rank of ``job`` (one at a time), with a spinner on stderr."""
+    from datetime import UTC, datetime
+
+    from tcreport import api
+
+    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
+        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+    with status(f"Analysing {job.present} ranks of {path}"):
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
+        jr = api.analyze_job(
+            job,
+            source_path=str(path),
+            key_node=key_node,
+            iter_start=iter_start,
+            iter_stop=iter_stop,
+            rank=rank,
+            timestamp=stamp,
+            timeline_iter=timeline_iter,
+            with_timeline=with_timeline,
+        )
+    if not allow_empty:
+        api.refuse_ineffective_options(jr.detail, path, key_node, iter_start)
+    return jr

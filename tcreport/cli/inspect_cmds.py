@@ -14,7 +14,10 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     OutputFile,
+    Rank,
     ReplaceReadOnly,
+    analyze_job,
+    find_job,
     is_stdout,
     load_and_analyze,
     say,
@@ -40,7 +43,8 @@ TracePath = Annotated[
     typer.Argument(
         help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
         "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, a folder holding "
-        "one of these, or a 'tcreport ingest' folder.",
+        "one of these or the per-rank traces of one distributed job, or a 'tcreport ingest' "
+        "folder.",
         metavar="PATH",
         show_default=False,
     ),
@@ -73,6 +77,7 @@ def report(
             help="Iteration the HTML timeline shows (default: the median aggregated one).",
         ),
     ] = None,
+    rank: Rank = None,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment).
 
@@ -89,6 +94,15 @@ def report(
             _fs.check_file_target(
                 target, follow_link=follow_link, replace_read_only=replace_read_only
             )
+        job = find_job(path, rank, counters)
+        if job is not None:
+            jr = analyze_job(
+                job, path, key_node, iter_start, iter_stop, timestamp=timestamp,
+                allow_empty=allow_empty, rank=rank, timeline_iter=timeline_iter,
+                with_timeline=not markdown,
+            )  # fmt: skip
+            text = api.render_job_markdown(jr) if markdown else api.render_job_html(jr)
+            return write_text_output(target, text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
         view = load_and_analyze(
             path,
             key_node,
@@ -154,6 +168,21 @@ def summary(
             _fs.check_file_target(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
+        job = find_job(path, None, counters)
+        if job is not None:
+            jr = analyze_job(job, path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
+            if json_out:
+                write_text_output(
+                    output if output is not None else Path("-"),
+                    api.render_job_json(jr),
+                    follow_link=follow_link,
+                    replace_read_only=replace_read_only,
+                )
+            else:
+                from tcreport.render import terminal
+
+                terminal.render_job(jr)
+            return
         view = load_and_analyze(
             path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
         )

@@ -20,6 +20,7 @@ from tcreport.ingest.nsys import rep as nsys_rep
 from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
+    from tcreport.ingest.job import Job
     from tcreport.model import Run
 
 
@@ -134,13 +135,51 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if len(found) == 1:
             return found[0]
         if found:
-            names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
-            raise UnsupportedFormatError(
-                f"holds {len(found)} traces: {names}; give one of them "
-                "(`tcreport batch` reads many)",
-                path,
-            )
+            _refuse_several(path, found)
     _unsupported(path)
+
+
+def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]]) -> NoReturn:
+    """A folder of several traces: name them, and the jobs among them (ingest.job)."""
+    from tcreport.ingest import job
+
+    jobs, rest = job.group(path, found)
+    if len(jobs) == 1 and not rest:
+        raise UnsupportedFormatError(
+            f"holds the ranks of one distributed job ({jobs[0].describe()}): read it as a job "
+            "(`tcreport report`/`summary` do; `tcreport.api.load_job`), not as one trace",
+            path,
+        )
+    if not jobs:
+        names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
+        raise UnsupportedFormatError(
+            f"holds {len(found)} traces: {names}; give one of them (`tcreport batch` reads many)",
+            path,
+        )
+    others = [(f, p) for f, p in found if p in set(rest)]
+    raise UnsupportedFormatError(
+        f"holds {len(jobs)} distributed job{'s' if len(jobs) > 1 else ''} and "
+        f"{len(others)} other trace{'s' if len(others) != 1 else ''}: "
+        f"{job.describe_contents(jobs, others)}; give a folder holding one job, or one trace "
+        "(`tcreport batch` reads many)",
+        path,
+    )
+
+
+def find_job(path: Path) -> Job | None:
+    """The distributed job ``path`` holds when it is a folder of the ranks of one job and nothing
+    else (:mod:`tcreport.ingest.job`); None for anything else, which :func:`load` reads or
+    refuses as before."""
+    from tcreport.ingest import job
+
+    _check_readable(path)
+    if not path.is_dir() or _sniff(path, _DIRECTORY_FORMATS) is not None:
+        return None
+    found = _traces_in(path)
+    if len(found) < 2:
+        return None
+    jobs, rest = job.group(path, found)
+    return jobs[0] if len(jobs) == 1 and not rest else None
 
 
 def detect(path: Path) -> SourceFormat:
