@@ -231,6 +231,8 @@ def _cells(
         least = min(s.communication_total_ns for s in steps.values())
         own = {r: s.own_ns for r, s in steps.items()}
         slow = max(own, key=lambda r: (own[r], -r)) if len(steps) > 1 else None
+        if slow is not None and own[slow] <= _median([own[r] for r in own if r != slow]):
+            slow = None  # every rank as fast as the others' median: no straggler to name
         for r, s in steps.items():
             c = Cell(r, i, label, s, s.communication_total_ns - least, "", r == slow)
             cells.append(_with_dominant(c))

@@ -42,11 +42,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from tcreport import _fs
 from tcreport._fs import write_text_atomic
+from tcreport.batch import jobs as batch_jobs
 from tcreport.batch import lock, pool
 from tcreport.batch.work import TABLES, Outcome, Task, is_legacy_out, retryable
 from tcreport.errors import InputError, OutputError, UsageError
@@ -85,6 +85,8 @@ class Found:
     path: Path
     format: str | None
     error: str | None
+    members: tuple[Path, ...] = ()  # a distributed job's rank traces (path: their folder)
+    source: str | None = None  # a job's name, relative to the batch folder
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
         except OSError as exc:
             found.append(Found(path, None, f"cannot read: {exc.strerror or exc}"))
             return
+        start = len(found)
         for child in children:
             if child.name.startswith("."):
                 continue
@@ -153,6 +156,7 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
                 visit_file(child)
             elif child.is_symlink() and not child.exists():
                 found.append(Found(child, None, f"dangling symbolic link to {os.readlink(child)}"))
+        found[start:] = batch_jobs.regroup(root, path, found[start:], Found)
 
     if not root.exists():
         raise InputError("no such file or directory", root)
@@ -204,7 +208,7 @@ def existing_runs(out: Path) -> pa.Table:
     if not any(root.glob("*/*/*.parquet")):
         return TABLES["runs"].empty_table()
     try:
-        dataset = ds.dataset(root, format="parquet", partitioning="hive")
+        dataset = batch_jobs.dataset(root, TABLES["runs"])  # older files lack newer columns
         return dataset.to_table(columns=TABLES["runs"].names)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"dataset unreadable: {exc}", root) from exc
@@ -316,9 +320,10 @@ def _tasks(
     for f in found:
         source = _source(root, f.path)
         digest = ""
+        source = f.source or source
         if f.error is None or not f.error.startswith(UNREADABLE):
             try:
-                digest = content_hash(f.path)
+                digest = batch_jobs.members_hash(f.members) if f.members else content_hash(f.path)
             except OSError as exc:
                 f = Found(f.path, None, f"cannot read: {exc.strerror or exc}")
         if not digest:
@@ -341,6 +346,7 @@ def _tasks(
                 format=f.format,
                 error=f.error,
                 report_name=report_name(source or f.path.name, rid, taken),
+                members=tuple(str(m.resolve()) for m in f.members),
             )
         )
     return tasks, skipped

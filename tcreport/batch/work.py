@@ -18,12 +18,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport import __version__, ingest, report
+from tcreport.batch.steps import STEPS, step_rows
 from tcreport.errors import TcreportError
 from tcreport.report import Report
 
 RUNS = pa.schema(
     [
         ("run_id", pa.string()),
+        # A distributed job is one run: its own row (rank null) and one row per rank present
+        ("rank", pa.int32()),
         ("status", pa.string()),  # "ok" | "error" | "retry" (failed for a reason outside the trace)
         ("error", pa.string()),
         ("source", pa.string()),  # path relative to the batch folder
@@ -55,11 +58,14 @@ RUNS = pa.schema(
         ("top_finding_title", pa.string()),
         ("report", pa.string()),  # relative link to the run's HTML report
         ("seconds", pa.float64()),
+        ("ranks", pa.int32()),  # a job's ranks present (null: not a job)
+        ("world_size", pa.int32()),  # a job's world size, where its traces record it
     ]
 )
 OPS = pa.schema(
     [
         ("run_id", pa.string()),
+        ("rank", pa.int32()),  # a job's rank (null for a single trace)
         ("name", pa.string()),
         ("type", pa.string()),
         ("dtype", pa.string()),
@@ -74,6 +80,7 @@ OPS = pa.schema(
 KERNELS = pa.schema(
     [
         ("run_id", pa.string()),
+        ("rank", pa.int32()),  # a job's rank (null for a single trace)
         ("name", pa.string()),
         ("calls", pa.int64()),
         ("gpu_ns", pa.int64()),
@@ -102,6 +109,7 @@ TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
     "findings": FINDINGS,
+    "steps": STEPS,
 }
 
 
@@ -149,6 +157,7 @@ class Task:
     format: str | None  # detected by the coordinator; None when detection failed
     error: str | None = None  # detection error: the worker only records it
     report_name: str | None = None  # reports/<name>.html, after the trace (run_id when None)
+    members: tuple[str, ...] = ()  # a distributed job's rank traces (path: their folder)
 
 
 @dataclass(frozen=True)
@@ -225,6 +234,27 @@ def process(task: Task) -> Outcome:
     try:
         from tcreport.render.html import render as render_html
 
+        if task.members:  # a distributed job: one run, a row per rank (batch.job_work)
+            from tcreport.batch import job_work
+
+            done = job_work.process_job(task, TABLES, date)
+            seconds = time.perf_counter() - started
+            done.tables["runs"] = done.tables["runs"].set_column(
+                RUNS.get_field_index("seconds"),
+                "seconds",
+                pa.array([seconds] * done.rows, pa.float64()),
+            )
+            return Outcome(
+                task.run_id,
+                task.source,
+                True,
+                None,
+                done.gpu,
+                done.date,
+                done.tables,
+                done.html,
+                seconds,
+            )
         run = ingest.load(Path(task.path))
         date, date_source = _date(run.meta.started_at, run.meta.started_at_source, date)
         view = report.build(run, source_path=task.source, with_timeline=True)
@@ -294,6 +324,7 @@ def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
         OPS,
         {
             "run_id": rid * len(a.ops),
+            "rank": [None] * len(a.ops),
             "name": [o.name for o in a.ops],
             "type": [o.type for o in a.ops],
             "dtype": [o.dtype for o in a.ops],
@@ -309,6 +340,7 @@ def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
         KERNELS,
         {
             "run_id": rid * len(a.kernels),
+            "rank": [None] * len(a.kernels),
             "name": [k.name for k in a.kernels],
             "calls": [k.calls for k in a.kernels],
             "gpu_ns": [k.gpu_ns for k in a.kernels],
@@ -334,4 +366,4 @@ def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
             "source": [f.source for f in fs],
         },
     )
-    return {"ops": ops, "kernels": kernels, "findings": findings}
+    return {"ops": ops, "kernels": kernels, "findings": findings, "steps": step_rows(run_id, a)}
