@@ -70,6 +70,10 @@ class JobVerdict:
     gpu_kernel_ns: int | None
     spread: Spread | None  # of the per-rank shares; None with fewer than two known
     text: str  # the verdict line
+    #: eligible GPU time not on the matrix units, summed over the ranks, and its share of the
+    #: kernel time (the CI gate's figure, as for one run)
+    eligible_not_using_gpu_ns: int | None = None
+    eligible_not_tc_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,17 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
             if spread is not None
             else "."
         )
-    return JobVerdict(share, tc if known else None, total if known else None, spread, text)
+    misses = [r.eligible_not_using_gpu_ns for r in known if r.eligible_not_using_gpu_ns is not None]
+    miss = sum(misses) if misses else None
+    return JobVerdict(
+        share,
+        tc if known else None,
+        total if known else None,
+        spread,
+        text,
+        miss,
+        miss / total if miss is not None and total else None,
+    )
 
 
 def _aligned(ranks: Sequence[RankFigures]) -> tuple[list[str], dict[int, dict[str, RankStep]], str]:

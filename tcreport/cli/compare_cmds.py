@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,8 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
+    analyze_job,
+    find_job,
     is_stdout,
     load_and_analyze,
     plural,
@@ -25,6 +27,10 @@ from tcreport.cli._common import (
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 from tcreport.render.escape import terminal as plain
+
+if TYPE_CHECKING:
+    from tcreport.compare.gates import CheckResult, Gates
+    from tcreport.ingest.job import Job
 
 
 class DiffFormat(StrEnum):
@@ -90,6 +96,11 @@ def diff(
             _fs.check_file_target(
                 output, follow_link=follow_link, replace_read_only=replace_read_only
             )
+        if find_job(base) is not None or find_job(head) is not None:
+            text = _diff_jobs(
+                base, head, fmt, (key_node, iter_start, iter_stop), force, allow_empty
+            )
+            return write_text_output(output if output is not None else Path("-"), text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
         b = load_and_analyze(
             base, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
         )
@@ -119,6 +130,39 @@ def diff(
             follow_link=follow_link,
             replace_read_only=replace_read_only,
         )
+
+
+def _diff_jobs(
+    base: Path,
+    head: Path,
+    fmt: DiffFormat,
+    iters: tuple[str | None, int | None, int | None],
+    force: bool,
+    allow_empty: bool,
+) -> str:
+    """Two distributed jobs: the job's figures and ranks, then the same rank diffed in full
+    (head's straggler, or its first rank)."""
+    from tcreport import __version__
+    from tcreport.compare import job_diff
+    from tcreport.render import job_diff as render
+
+    bjob, hjob = find_job(base), find_job(head)
+    if bjob is None or hjob is None:
+        one = base if bjob is None else head
+        raise UsageError(
+            f"{one} is one trace and the other a distributed job: diff compares like with like"
+        )
+    h = analyze_job(hjob, head, *iters, allow_empty=allow_empty)
+    same = h.detail_rank if h.detail_rank in {r.rank for r in bjob.ranks} else None
+    b = analyze_job(bjob, base, *iters, allow_empty=allow_empty, rank=same)
+    d = job_diff.diff(b, h, force=force)
+    if d.forced:
+        say("tcreport: warning: forced comparison: " + "; ".join(d.not_comparable))
+    if fmt is DiffFormat.HTML:
+        return render.render_html(d, __version__)
+    if fmt is DiffFormat.JSON:
+        return render.render_json(d, __version__)
+    return render.render_markdown(d, __version__)
 
 
 @app.command()
@@ -180,18 +224,48 @@ def check(
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
+        job = find_job(path)
+        if job is not None:
+            result = _check_job(job, path, g, baseline, (key_node, iter_start, iter_stop), force, allow_empty)  # fmt: skip
+            return _print_check(result)
         view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
         base = (
             load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
             if baseline
             else None
         )
-        result = gates.check(view, g, base, force=force)
-        forced = " (forced comparison)" if result.forced else ""
-        if result.passed:
-            passed = plural(len(result.results), "gate")
-            typer.echo(f"tcreport check: OK: {passed} passed{forced}")
-            return
-        for r in result.failures:
-            typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
-        raise typer.Exit(1)
+        _print_check(gates.check(view, g, base, force=force))
+
+
+def _print_check(result: CheckResult) -> None:
+    forced = " (forced comparison)" if result.forced else ""
+    if result.passed:
+        passed = plural(len(result.results), "gate")
+        typer.echo(f"tcreport check: OK: {passed} passed{forced}")
+        return
+    for r in result.failures:
+        typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
+    raise typer.Exit(1)
+
+
+def _check_job(
+    job: Job,
+    path: Path,
+    g: Gates,
+    baseline: Path | None,
+    iters: tuple[str | None, int | None, int | None],
+    force: bool,
+    allow_empty: bool,
+) -> CheckResult:
+    """The gates against a job's own figures; a baseline must be a job too."""
+    from tcreport.compare import job_diff
+
+    jr = analyze_job(job, path, *iters, allow_empty=allow_empty)
+    base = None
+    if baseline is not None:
+        bjob = find_job(baseline)
+        if bjob is None:
+            raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
+        same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
+        base = analyze_job(bjob, baseline, *iters, allow_empty=allow_empty, rank=same)
+    return job_diff.check(jr, g, base, force=force)

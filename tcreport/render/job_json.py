@@ -120,6 +120,8 @@ def section_dict(sec: JobSection) -> dict[str, Any]:
                 "high_rank": sp.high_rank,
             },
             "text": v.text,
+            "eligible_not_using_gpu_ns": v.eligible_not_using_gpu_ns,
+            "eligible_not_tc_share": v.eligible_not_tc_share,
         },
         "matching": sec.matching,
         "step_ns": _int(sec.step_ns),
