@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hta_figures import FIGURES, _close, _hta
 from job_synthetic import NELEMS, TRANSFER_US, write_job
-from test_hta_oracle import FIGURES, _close, _hta
 from trace_paths import REALTRACES
 from typer.testing import CliRunner
 
