@@ -218,7 +218,7 @@ def refuse_ineffective_options(
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
-    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings) as DataFrames."""
+    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings, steps) as DataFrames."""
     from tcreport.notebook import read_dataset as read
 
     return read(Path(out))

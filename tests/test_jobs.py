@@ -390,3 +390,13 @@ def test_open_gives_the_job_as_dataframes(slow_rank_job: tuple[Path, JobReport])
     assert len(aj.steps) == 12 and aj.summary()["schema"] == "tcreport.job/1"
     assert aj.detail.report.source_path.endswith("rank-2.json.gz")
     assert len(aj.bandwidth) == 1 and "DJ001" in set(aj.findings["id"])
+
+
+def test_every_job_rule_is_documented() -> None:
+    from trace_paths import ROOT
+
+    from tcreport.rules import job_rules
+
+    doc = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
+    for rule_id in job_rules.JOB_REGISTRY:
+        assert re.search(rf"^##+ .*\b{re.escape(rule_id)}\b", doc, re.M), rule_id
