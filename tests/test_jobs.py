@@ -400,3 +400,55 @@ def test_every_job_rule_is_documented() -> None:
     doc = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
     for rule_id in job_rules.JOB_REGISTRY:
         assert re.search(rf"^##+ .*\b{re.escape(rule_id)}\b", doc, re.M), rule_id
+
+
+def test_ingest_folders_of_the_ranks_are_the_job(tmp_path: Path) -> None:
+    """``tcreport ingest`` keeps a rank's identity, so the ingested ranks are the job again."""
+    write_job(tmp_path / "traces", 2, slow=(1,))
+    (tmp_path / "ingested").mkdir()
+    for r in (0, 1):
+        run = api.load(next((tmp_path / "traces").glob(f"*rank-{r}*")))
+        assert run.meta.distributed is not None and run.meta.distributed.rank == r
+        api.ingest(run, tmp_path / "ingested" / f"r{r}")
+    job = api.find_job(tmp_path / "ingested")
+    assert job is not None and job.detected_by == "tcreport ingest metadata"
+    sec = api.analyze_job(job).section
+    assert sec.straggler is not None and sec.straggler.rank == 1
+    assert sec.bandwidth.rows  # the collectives table travels with the ingest folder
+
+
+@pytest.mark.parametrize(
+    "info",
+    [
+        {"rank": "0", "world_size": 2},
+        {"rank": -1},
+        {"rank": 2**40},
+        {"rank": True},
+        [],
+        "rank 0",
+        {"world_size": 4},
+    ],
+)
+def test_hostile_distributed_info_is_no_rank(info: object) -> None:
+    from tcreport.ingest.common.distributed import distributed_from
+
+    assert distributed_from(info) is None
+
+
+def test_a_world_size_below_the_rank_is_not_believed() -> None:
+    from tcreport.ingest.common.distributed import distributed_from
+
+    d = distributed_from({"rank": 5, "world_size": 4, "backend": "x" * 500})
+    assert d is not None and d.world_size is None and d.backend == "x" * 64
+
+
+def test_job_cells_hold_the_step_invariants(sampled: JobReport) -> None:
+    """Every cell: parts sum to the span, time outside collectives is compute beside no
+    collective plus exposed copies plus idle, no wait is negative, the least wait is zero."""
+    for c in sampled.section.cells:
+        s = c.step
+        assert s.compute_ns + s.communication_ns + s.memory_ns + s.idle_ns == s.span_ns
+        assert s.own_ns == s.compute_ns - s.compute_in_collectives_ns + s.memory_ns + s.idle_ns
+        assert c.wait_ns >= 0 and s.step_ns >= s.span_ns
+    for label in {c.label for c in sampled.section.cells}:
+        assert min(c.wait_ns for c in sampled.section.cells if c.label == label) == 0

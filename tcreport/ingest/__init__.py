@@ -123,6 +123,16 @@ def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
     return found
 
 
+def _ingest_folders_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """``tcreport ingest`` folders directly inside ``directory`` (each may be a job's rank)."""
+    fmt = SourceFormat.TCREPORT_PARQUET
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror}", directory) from exc
+    return [(fmt, c) for c in children if c.is_dir() and reader(fmt).sniff(c)]
+
+
 def resolve(path: Path) -> tuple[SourceFormat, Path]:
     """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
     but holds exactly one trace file is read through that file."""
@@ -175,7 +185,7 @@ def find_job(path: Path) -> Job | None:
     _check_readable(path)
     if not path.is_dir() or _sniff(path, _DIRECTORY_FORMATS) is not None:
         return None
-    found = _traces_in(path)
+    found = _traces_in(path) + _ingest_folders_in(path)
     if len(found) < 2:
         return None
     jobs, rest = job.group(path, found)

@@ -198,7 +198,9 @@ def _plausible(table: pa.Table) -> tuple[pa.Table, int]:
             )
         )
     if "duration_ns" in cols:  # per launch only: an aggregated row's total may be long
-        timed = pc.and_(pc.is_valid(start), pc.equal(table.column("calls"), 1))
+        timed = pc.is_valid(start)  # collectives: one row per launch, no calls column
+        if "calls" in cols:
+            timed = pc.and_(timed, pc.equal(table.column("calls"), 1))
         ok.append(
             pc.or_kleene(
                 pc.invert(pc.fill_null(timed, False)),
