@@ -122,9 +122,11 @@ def _dask(job: Path, workers: int, out: Path) -> None:
     def peak() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    with distributed.LocalCluster(
+    cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
         n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:  # fmt: skip
+    )
+    client = distributed.Client(cluster)  # type: ignore[no-untyped-call]
+    with cluster, client:
         t0 = time.perf_counter()
         result = runner.run_batch(
             job, out, executor=runner.Executor.DASK, scheduler=cluster.scheduler_address
@@ -156,14 +158,28 @@ def main() -> None:
         print(f"{_machine()}; load {os.getloadavg()[0]:.2f}")
         print(f"{args.ranks} ranks of {src.name} grown x{args.grow}: {size:,.0f} MiB each\n")
         print("| | wall | CPU | peak RSS |\n|---|---|---|---|")
-        one = _series("one rank: `summary --json RANK0`", [tool, "summary", "--json", str(job / "trace.rank-0.json")], args.repeat)
-        many = _series(f"job: `summary --json` of {args.ranks} ranks", [tool, "summary", "--json", str(job)], args.repeat)
+        one = _series(
+            "one rank: `summary --json RANK0`",
+            [tool, "summary", "--json", str(job / "trace.rank-0.json")],
+            args.repeat,
+        )
+        many = _series(
+            f"job: `summary --json` of {args.ranks} ranks",
+            [tool, "summary", "--json", str(job)],
+            args.repeat,
+        )
         if args.report:
-            _series(f"job: `report` of {args.ranks} ranks", [tool, "report", str(job), "-o", str(scratch / "r.html")], args.repeat)
+            _series(
+                f"job: `report` of {args.ranks} ranks",
+                [tool, "report", str(job), "-o", str(scratch / "r.html")],
+                args.repeat,
+            )
         if args.dask:
             _dask(job, args.dask, scratch / "out")
         ratio = max(c.rss_mib for c in many) / min(c.rss_mib for c in one)
-        print(f"\npeak RSS, job over one rank (worst over best): {ratio:.2f}x; load {os.getloadavg()[0]:.2f}")
+        print(
+            f"\npeak RSS, job over one rank (worst over best): {ratio:.2f}x; load {os.getloadavg()[0]:.2f}"
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

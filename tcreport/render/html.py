@@ -74,7 +74,7 @@ def render(view: Report, job: JobReport | None = None) -> str:
     rank it shows in full (:mod:`tcreport.render.job_html`)."""
     env = environment()
     script = page.asset("report.js")
-    style = page.asset("report.css")
+    style = page.asset("report.css") + (job_html.EXTRA_CSS if job is not None else "")
     a = view.analysis
     csp = page.csp(style, script)
     keep = evidence_targets(view)

@@ -26,6 +26,17 @@ LEVELS = 5
 #: Iterations drawn at most (the first ones; the JSON has every cell).
 MAX_COLUMNS = 60
 MAX_ROWS = 100
+#: The job section's own rules, appended to report.css on a job's page only (a single trace's
+#: report keeps its bytes and its CSP hash).
+EXTRA_CSS = (
+    ".heat text.hm-t{font-size:10.5px;fill:#fff;pointer-events:none}"
+    ".hm-compute,.l-hm-compute{fill:var(--p0);background:var(--p0)}"
+    ".hm-communication,.l-hm-communication{fill:var(--p2);background:var(--p2)}"
+    ".hm-memory,.l-hm-memory{fill:var(--mem);background:var(--mem)}"
+    ".hm-idle,.l-hm-idle{fill:var(--muted);background:var(--muted)}"
+    ".hm-1{fill-opacity:.35}.hm-2{fill-opacity:.5}.hm-3{fill-opacity:.65}.hm-4{fill-opacity:.8}"
+    ".hm-5{fill-opacity:1}.hm-slow{stroke:var(--miss);stroke-width:2}"
+)
 PART_LEGEND = {
     "compute": "compute",
     "communication": "communication (not hidden)",
