@@ -192,11 +192,15 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
         text = f"{unit} use unknown: no rank's trace holds kernel times."
     else:
         text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across the {n} rank{'s' if n != 1 else ''} read (time-weighted)"
-        text += (
-            f"; per rank {fmt.pct(spread.low)} (rank {spread.low_rank}) to {fmt.pct(spread.high)} (rank {spread.high_rank})."
-            if spread is not None
-            else "."
-        )
+        if spread is None:
+            text += "."
+        elif fmt.pct(spread.low) == fmt.pct(spread.high):
+            text += "; the same on every rank."
+        else:
+            text += (
+                f"; per rank {fmt.pct(spread.low)} (rank {spread.low_rank}) to "
+                f"{fmt.pct(spread.high)} (rank {spread.high_rank})."
+            )
     misses = [r.eligible_not_using_gpu_ns for r in known if r.eligible_not_using_gpu_ns is not None]
     miss = sum(misses) if misses else None
     return JobVerdict(
