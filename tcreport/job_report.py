@@ -147,6 +147,8 @@ def build(
         if result.report is not None and own > most:  # the likeliest straggler so far
             kept, most = (result.figures.rank, result.report), own
         del result
+    if not figures:
+        raise UsageError("no rank could be read", job.folder)
     identity = JobIdentity(
         job.label, job.detected_by, job.world_size, job.backend, tuple(r.rank for r in job.ranks)
     )
@@ -167,8 +169,6 @@ def build(
             timeline_iter=timeline_iter,
             with_timeline=with_timeline,
         )
-    if not figures:
-        raise UsageError("no rank could be read", job.folder)
     return JobReport(
         section=sec,
         findings=job_rules.evaluate(sec),
