@@ -29,6 +29,7 @@ from tcreport.notebook_job import AnalysedJob
 
 SAMPLED = REALTRACES / "kineto" / "two-rank-sampled"
 DDP = REALTRACES / "kineto" / "a100-ddp-nccl-3step" / "nccl_data.json.gz"
+NSYS = REALTRACES / "nsys" / "h100x2-bf16-fastvideo" / "mfu_2gpu_after.sqlite"
 ALEXNET = REALTRACES / "kineto" / "a100-tf32-alexnet"
 BERT = REALTRACES / "kineto" / "h100-bf16-bert-small"
 runner = CliRunner()
@@ -452,3 +453,19 @@ def test_job_cells_hold_the_step_invariants(sampled: JobReport) -> None:
         assert c.wait_ns >= 0 and s.step_ns >= s.span_ns
     for label in {c.label for c in sampled.section.cells}:
         assert min(c.wait_ns for c in sampled.section.cells if c.label == label) == 0
+
+
+@pytest.mark.skipif(not NSYS.exists(), reason="needs ../shared/realtraces")
+def test_nsys_exports_named_by_rank_are_a_job(tmp_path: Path) -> None:
+    """Nsight Systems writes no rank into its export: ``nsys profile -o report.rank%q{RANK}``
+    names make the job. The shared export ran two GPUs in one process, so each rank's figures
+    are of its busiest GPU, and the job says so."""
+    for r in (0, 1):
+        shutil.copy(NSYS, tmp_path / f"report.rank{r}.sqlite")
+    job = api.find_job(tmp_path)
+    assert job is not None and job.detected_by == "file names" and job.present == 2
+    with pytest.raises(UnsupportedFormatError, match="read it as a job"):
+        api.load(tmp_path)
+    sec = api.analyze_job(job).section
+    assert len(sec.ranks) == 2 and sec.verdict.tc_share is not None
+    assert any("several GPUs" in n for n in sec.notes)

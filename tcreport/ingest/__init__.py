@@ -157,7 +157,8 @@ def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]]) -> NoRet
     if len(jobs) == 1 and not rest:
         raise UnsupportedFormatError(
             f"holds the ranks of one distributed job ({jobs[0].describe()}): read it as a job "
-            "(`tcreport report`/`summary` do; `tcreport.api.load_job`), not as one trace",
+            "(`tcreport report`, `summary`, `check`, `diff` and `tcreport.open` do; "
+            "`tcreport.api.find_job`), not as one trace",
             path,
         )
     if not jobs:
