@@ -20,21 +20,13 @@ from typing import Any
 import pyarrow as pa
 
 from tcreport import __version__, job_report
-from tcreport.batch.steps import STEPS
+from tcreport.batch import rows
+from tcreport.batch.rows import STEPS
 from tcreport.errors import InputError
 from tcreport.ingest import job as jobs
 from tcreport.job_report import JobReport, RankResult, RankSpec
 from tcreport.model import SourceFormat
 from tcreport.report import Report
-
-#: ``runs`` columns a rank's row fills from its own analysis (the rest: the job's or null).
-_RANK_FIGURES = (
-    "format", "gpu_model", "gpu_count", "framework", "profiler", "profiler_version",
-    "iterations_aggregated", "wall_ns", "gpu_kernel_ns", "tc_kernel_ns", "memory_ns", "tc_share",
-    "classified_share", "eligible_op_count", "using_op_count", "eligible_not_using_op_count",
-    "eligible_gpu_ns", "eligible_not_using_gpu_ns", "eligible_not_tc_share", "finding_count",
-    "top_finding_id", "top_finding_title",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,57 +39,12 @@ class RankRows:
 
 
 def rank_rows(rank: int, view: Report) -> RankRows:
-    """Run by :func:`tcreport.job_report.analyse_rank` while the rank's analysis is alive."""
+    """Run by :func:`tcreport.job_report.analyse_rank` while the rank's analysis is alive; the
+    ``run_id`` column is filled when the job's tables are put together."""
     a = view.analysis
-    names = sorted({g.name for g in a.meta.gpus if g.name})
-    top = view.findings[0] if view.findings else None
-    runs = {
-        "format": a.meta.format.value,
-        "gpu_model": ", ".join(names) if names else None,
-        "gpu_count": len(a.meta.gpus) or None,
-        "framework": a.meta.framework,
-        "profiler": a.meta.profiler,
-        "profiler_version": a.meta.profiler_version,
-        "iterations_aggregated": a.selection.info.aggregated,
-        "wall_ns": a.time.wall_ns,
-        "gpu_kernel_ns": a.time.gpu_kernel_ns,
-        "tc_kernel_ns": a.time.tc_kernel_ns,
-        "memory_ns": a.time.memory_ns,
-        "tc_share": a.tc.kernel_time_share,
-        "classified_share": a.tc.classified_kernel_time_share,
-        "eligible_op_count": a.tc.eligible_op_count,
-        "using_op_count": a.tc.using_op_count,
-        "eligible_not_using_op_count": a.tc.eligible_not_using_op_count,
-        "eligible_gpu_ns": a.tc.eligible_gpu_ns,
-        "eligible_not_using_gpu_ns": a.tc.eligible_not_using_gpu_ns,
-        "eligible_not_tc_share": a.tc.eligible_not_using_share,
-        "finding_count": len(view.findings),
-        "top_finding_id": top.id if top else None,
-        "top_finding_title": top.title if top else None,
-    }
-    ops: dict[str, list[Any]] = {
-        "rank": [rank] * len(a.ops),
-        "name": [o.name for o in a.ops],
-        "type": [o.type for o in a.ops],
-        "dtype": [o.dtype for o in a.ops],
-        "calls": [o.calls for o in a.ops],
-        "gpu_ns": [o.gpu_ns for o in a.ops],
-        "cpu_ns": [o.cpu_ns for o in a.ops],
-        "share": [o.share for o in a.ops],
-        "tc_eligible": [o.tc_eligible for o in a.ops],
-        "uses_tc": [o.uses_tc for o in a.ops],
-    }
-    kernels: dict[str, list[Any]] = {
-        "rank": [rank] * len(a.kernels),
-        "name": [k.name for k in a.kernels],
-        "calls": [k.calls for k in a.kernels],
-        "gpu_ns": [k.gpu_ns for k in a.kernels],
-        "share": [k.share for k in a.kernels],
-        "uses_tc": [k.uses_tc for k in a.kernels],
-        "tc_rule": [k.tc_rule for k in a.kernels],
-        "profiler_uses_tc": [k.profiler_uses_tc for k in a.kernels],
-    }
-    return RankRows(runs, ops, kernels)
+    return RankRows(
+        rows.run_figures(view), rows.op_columns("", a, rank), rows.kernel_columns("", a, rank)
+    )
 
 
 def dask_mapper() -> job_report.Mapper | None:
@@ -136,28 +83,28 @@ def _table(schema: pa.Schema, columns: Mapping[str, Sequence[Any]], n: int) -> p
 
 
 def _runs(
-    task: Any, jr: JobReport, rows: list[RankRows], schema: pa.Schema, date: tuple[datetime, str]
+    task: Any, jr: JobReport, ranked: list[RankRows], schema: pa.Schema, date: tuple[datetime, str]
 ) -> pa.Table:
     """The job's row (rank null) and one per rank."""
     sec = jr.section
-    gpus = sorted({str(r.runs["gpu_model"]) for r in rows if r.runs["gpu_model"]})
+    gpus = sorted({str(r.runs["gpu_model"]) for r in ranked if r.runs["gpu_model"]})
     top = jr.findings[0] if jr.findings else None
 
     def summed(key: str) -> int | None:
-        values = [r.runs[key] for r in rows if r.runs[key] is not None]
+        values = [r.runs[key] for r in ranked if r.runs[key] is not None]
         return sum(values) if values else None
 
     job_row = {
         "rank": None,
-        "format": rows[0].runs["format"],
+        "format": ranked[0].runs["format"],
         "gpu_model": ", ".join(gpus) if gpus else None,
         "gpu_count": summed("gpu_count"),
-        "framework": rows[0].runs["framework"],
-        "profiler": rows[0].runs["profiler"],
-        "profiler_version": rows[0].runs["profiler_version"],
+        "framework": ranked[0].runs["framework"],
+        "profiler": ranked[0].runs["profiler"],
+        "profiler_version": ranked[0].runs["profiler_version"],
         "iterations_aggregated": len(sec.iterations) or None,
         "wall_ns": max(
-            (r.runs["wall_ns"] for r in rows if r.runs["wall_ns"] is not None), default=None
+            (r.runs["wall_ns"] for r in ranked if r.runs["wall_ns"] is not None), default=None
         ),
         "gpu_kernel_ns": summed("gpu_kernel_ns"),
         "tc_kernel_ns": summed("tc_kernel_ns"),
@@ -174,8 +121,7 @@ def _runs(
         miss / kt if isinstance(miss, int) and isinstance(kt, int) and kt else None
     )
     per_rank = [
-        {"rank": rank, **{k: r.runs[k] for k in _RANK_FIGURES}}
-        for rank, r in zip(sec.identity.ranks, rows, strict=True)
+        {"rank": rank, **r.runs} for rank, r in zip(sec.identity.ranks, ranked, strict=True)
     ]
     common = {
         "run_id": task.run_id,
@@ -221,7 +167,7 @@ def _steps(run_id: str, jr: JobReport) -> pa.Table:
 
 def _detail(run_id: str, schema: pa.Schema, parts: Iterable[dict[str, list[Any]]]) -> pa.Table:
     tables = [
-        _table(schema, {"run_id": [run_id] * len(p["rank"]), **p}, len(p["rank"])) for p in parts
+        _table(schema, {**p, "run_id": [run_id] * len(p["rank"])}, len(p["rank"])) for p in parts
     ]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
@@ -239,7 +185,7 @@ def process_job(task: Any, schemas: Mapping[str, pa.Schema], mtime: datetime) ->
     jr = job_report.build(
         found[0], source_path=task.source, with_timeline=True, extra=rank_rows, mapper=dask_mapper()
     )
-    rows: list[RankRows] = list(jr.extras)
+    ranked: list[RankRows] = list(jr.extras)
     meta = jr.detail.analysis.meta
     date = (
         (
@@ -249,28 +195,13 @@ def process_job(task: Any, schemas: Mapping[str, pa.Schema], mtime: datetime) ->
         if meta.started_at
         else (mtime, "file mtime (the trace records no start time)")
     )
-    runs = _runs(task, jr, rows, schemas["runs"], date)
+    runs = _runs(task, jr, ranked, schemas["runs"], date)
     fs = jr.findings
-    findings = _table(
-        schemas["findings"],
-        {
-            "run_id": [task.run_id] * len(fs),
-            "rank": list(range(1, len(fs) + 1)),
-            "id": [f.id for f in fs],
-            "severity": [f.severity.value for f in fs],
-            "title": [f.title for f in fs],
-            "detail": [f.detail for f in fs],
-            "fix": [f.fix for f in fs],
-            "estimated_saving_ns": [f.estimated_saving_ns for f in fs],
-            "saving_share": [f.saving_share for f in fs],
-            "source": [f.source for f in fs],
-        },
-        len(fs),
-    )
+    findings = _table(schemas["findings"], rows.finding_columns(task.run_id, fs), len(fs))
     tables = {
         "runs": runs,
-        "ops": _detail(task.run_id, schemas["ops"], (r.ops for r in rows)),
-        "kernels": _detail(task.run_id, schemas["kernels"], (r.kernels for r in rows)),
+        "ops": _detail(task.run_id, schemas["ops"], (r.ops for r in ranked)),
+        "kernels": _detail(task.run_id, schemas["kernels"], (r.kernels for r in ranked)),
         "findings": findings,
         "steps": _steps(task.run_id, jr),
     }

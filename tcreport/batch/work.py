@@ -18,7 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport import __version__, ingest, report
-from tcreport.batch.steps import STEPS, step_rows
+from tcreport.batch import rows
+from tcreport.batch.rows import STEPS
 from tcreport.errors import TcreportError
 from tcreport.report import Report
 
@@ -267,19 +268,16 @@ def process(task: Task) -> Outcome:
     gpu = ", ".join(names) if names else None
     seconds = time.perf_counter() - started
     tables = {
-        "runs": _runs_table(task, view, date, date_source, gpu, seconds),
+        "runs": _runs_table(task, view, date, date_source, seconds),
         **_detail_tables(task.run_id, view),
     }
     return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
 
 
 def _runs_table(
-    task: Task, view: Report, date: datetime, date_source: str, gpu: str | None, seconds: float
+    task: Task, view: Report, date: datetime, date_source: str, seconds: float
 ) -> pa.Table:
     """The run's one row in ``runs``: what it is, its headline figures and its top finding."""
-    a = view.analysis
-    miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
-    top = view.findings[0] if view.findings else None
     return _rows(
         RUNS,
         _run_row(
@@ -287,28 +285,7 @@ def _runs_table(
             date,
             date_source,
             status="ok",
-            format=a.meta.format.value,
-            gpu_model=gpu,
-            gpu_count=len(a.meta.gpus) or None,
-            framework=a.meta.framework,
-            profiler=a.meta.profiler,
-            profiler_version=a.meta.profiler_version,
-            iterations_aggregated=a.selection.info.aggregated,
-            wall_ns=a.time.wall_ns,
-            gpu_kernel_ns=total,
-            tc_kernel_ns=a.time.tc_kernel_ns,
-            memory_ns=a.time.memory_ns,
-            tc_share=a.tc.kernel_time_share,
-            classified_share=a.tc.classified_kernel_time_share,
-            eligible_op_count=a.tc.eligible_op_count,
-            using_op_count=a.tc.using_op_count,
-            eligible_not_using_op_count=a.tc.eligible_not_using_op_count,
-            eligible_gpu_ns=a.tc.eligible_gpu_ns,
-            eligible_not_using_gpu_ns=miss,
-            eligible_not_tc_share=a.tc.eligible_not_using_share,
-            finding_count=len(view.findings),
-            top_finding_id=top.id if top else None,
-            top_finding_title=top.title if top else None,
+            **rows.run_figures(view),
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),
@@ -316,54 +293,11 @@ def _runs_table(
 
 
 def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
-    """``ops``, ``kernels`` and ``findings`` rows: one per distinct op / kernel name (already
-    aggregated by the analysis), not per launch, and one per finding."""
+    """``ops``, ``kernels``, ``findings`` and ``steps`` rows (:mod:`tcreport.batch.rows`)."""
     a = view.analysis
-    rid = [run_id]
-    ops = _rows(
-        OPS,
-        {
-            "run_id": rid * len(a.ops),
-            "rank": [None] * len(a.ops),
-            "name": [o.name for o in a.ops],
-            "type": [o.type for o in a.ops],
-            "dtype": [o.dtype for o in a.ops],
-            "calls": [o.calls for o in a.ops],
-            "gpu_ns": [o.gpu_ns for o in a.ops],
-            "cpu_ns": [o.cpu_ns for o in a.ops],
-            "share": [o.share for o in a.ops],
-            "tc_eligible": [o.tc_eligible for o in a.ops],
-            "uses_tc": [o.uses_tc for o in a.ops],
-        },
-    )
-    kernels = _rows(
-        KERNELS,
-        {
-            "run_id": rid * len(a.kernels),
-            "rank": [None] * len(a.kernels),
-            "name": [k.name for k in a.kernels],
-            "calls": [k.calls for k in a.kernels],
-            "gpu_ns": [k.gpu_ns for k in a.kernels],
-            "share": [k.share for k in a.kernels],
-            "uses_tc": [k.uses_tc for k in a.kernels],
-            "tc_rule": [k.tc_rule for k in a.kernels],
-            "profiler_uses_tc": [k.profiler_uses_tc for k in a.kernels],
-        },
-    )
-    fs = view.findings
-    findings = _rows(
-        FINDINGS,
-        {
-            "run_id": rid * len(fs),
-            "rank": list(range(1, len(fs) + 1)),
-            "id": [f.id for f in fs],
-            "severity": [f.severity.value for f in fs],
-            "title": [f.title for f in fs],
-            "detail": [f.detail for f in fs],
-            "fix": [f.fix for f in fs],
-            "estimated_saving_ns": [f.estimated_saving_ns for f in fs],
-            "saving_share": [f.saving_share for f in fs],
-            "source": [f.source for f in fs],
-        },
-    )
-    return {"ops": ops, "kernels": kernels, "findings": findings, "steps": step_rows(run_id, a)}
+    return {
+        "ops": _rows(OPS, rows.op_columns(run_id, a)),
+        "kernels": _rows(KERNELS, rows.kernel_columns(run_id, a)),
+        "findings": _rows(FINDINGS, rows.finding_columns(run_id, view.findings)),
+        "steps": rows.step_rows(run_id, a),
+    }
