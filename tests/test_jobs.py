@@ -469,3 +469,32 @@ def test_nsys_exports_named_by_rank_are_a_job(tmp_path: Path) -> None:
     sec = api.analyze_job(job).section
     assert len(sec.ranks) == 2 and sec.verdict.tc_share is not None
     assert any("several GPUs" in n for n in sec.notes)
+
+
+def test_iterations_not_on_every_rank_are_left_out_and_said(tmp_path: Path) -> None:
+    """Rank 1's trace starts one step later (its ProfilerStep#10 renamed #13): steps #11 and #12
+    are compared, the others are named as left out; a rank with no step at all leaves nothing
+    to compare, and the job says so instead of failing."""
+    paths = write_job(tmp_path, 2, slow=(1,))
+    with gzip.open(paths[1], "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        if e["name"] == "ProfilerStep#10":
+            e["name"] = "ProfilerStep#13"
+    with gzip.open(paths[1], "wt") as fh:
+        json.dump(doc, fh)
+    job = api.find_job(tmp_path)
+    assert job is not None
+    sec = api.analyze_job(job).section
+    assert [r.label for r in sec.iterations] == ["ProfilerStep#11", "ProfilerStep#12"]
+    assert "1 iteration not on every rank left out" in sec.matching
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["cat"] = "cpu_op"  # rank 1 now ran nothing on the GPU
+    with gzip.open(paths[1], "wt") as fh:
+        json.dump(doc, fh)
+    jr = api.analyze_job(job)
+    assert not jr.section.cells and jr.section.straggler is None and not jr.findings
+    assert any("no iteration every rank ran" in n for n in jr.section.notes)
+    assert json.loads(api.render_job_json(jr))["job"]["step_ns"] is None
+    assert "Rank 0 (the first rank) in full" in api.render_job_html(jr)
