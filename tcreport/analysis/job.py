@@ -17,24 +17,21 @@ The job's verdict is the whole job's: Tensor Core time over kernel time summed o
 present (time-weighted), with the spread of the per-rank shares beside it. Nothing is
 extrapolated to ranks that are not present: "2 of 128 ranks" stays two.
 
-Iterations are matched across ranks by their ``ProfilerStep#N`` number where every rank's trace
-numbers its steps, else by position (each rank's first, second, ...), and only iterations every
-rank aggregated are compared.
+How iterations are matched across ranks and each rank's cell made: :mod:`.job_cells`.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tcreport import fmt
 from tcreport.analysis.collectives import Bandwidth, bandwidth
+from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
+from tcreport.analysis.job_cells import cells as cells_of
 from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
 from tcreport.kernel_names import short_name
 
-#: Parts a step's time is coloured by in the heatmap, in the order of the legend.
-PARTS = ("compute", "communication", "memory", "idle")
 #: Excess rows kept per kind (kernels, ops) for the straggler.
 TOP_EXCESS = 5
 
@@ -74,39 +71,6 @@ class JobVerdict:
     #: kernel time (the CI gate's figure, as for one run)
     eligible_not_using_gpu_ns: int | None = None
     eligible_not_tc_share: float | None = None
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One rank in one iteration (the heatmap and the per-rank, per-iteration rows)."""
-
-    rank: int
-    iteration: int  # the job's iteration (0 = the first compared)
-    label: str
-    step: RankStep
-    wait_ns: int  # collective time beyond the least any rank spent in this iteration
-    dominant: str  # the largest of PARTS
-    straggler: bool
-
-    def part_ns(self, part: str) -> int:
-        s = self.step
-        return {
-            "compute": s.compute_ns,
-            "communication": s.communication_ns,
-            "memory": s.memory_ns,
-            "idle": s.idle_ns + (s.step_ns - s.span_ns),
-        }[part]
-
-
-@dataclass(frozen=True)
-class IterationRow:
-    iteration: int
-    label: str
-    step_ns: int  # the slowest rank's step time: the job's
-    straggler: int | None  # None with one rank
-    excess_ns: int  # the straggler's own time beyond the others' median
-    max_wait_ns: int
-    median_wait_ns: int  # of the ranks other than the straggler
 
 
 @dataclass(frozen=True)
@@ -165,10 +129,6 @@ class JobSection:
     notes: tuple[str, ...] = ()
 
 
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else 0.0
-
-
 def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
     known = [r for r in ranks if r.gpu_kernel_ns and r.tc_kernel_ns is not None]
     tc = sum(r.tc_kernel_ns or 0 for r in known)
@@ -178,7 +138,7 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
     spread = (
         Spread(
             shares[0][0],
-            _median([s for s, _ in shares]),
+            median([s for s, _ in shares]),
             shares[-1][0],
             shares[0][1],
             shares[-1][1],
@@ -212,66 +172,6 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
         miss,
         miss / total if miss is not None and total else None,
     )
-
-
-def _aligned(ranks: Sequence[RankFigures]) -> tuple[list[str], dict[int, dict[str, RankStep]], str]:
-    """The iterations every rank aggregated, in order, each rank's step of each, and how they
-    were matched."""
-    per = {r.rank: r.aggregated_steps for r in ranks}
-    labelled = all(s.label is not None for steps in per.values() for s in steps) and all(
-        per.values()
-    )
-    if labelled:
-        keyed = {r: {s.label or "": s for s in steps} for r, steps in per.items()}
-        how = "matched by ProfilerStep number"
-    else:
-        keyed = {r: {f"iteration {i}": s for i, s in enumerate(steps)} for r, steps in per.items()}
-        how = "matched by position (each rank's first aggregated iteration, second, ...)"
-    common = set.intersection(*(set(k) for k in keyed.values())) if keyed else set()
-    order = [k for k in next(iter(keyed.values()), {}) if k in common]
-    dropped = max((len(k) - len(common) for k in keyed.values()), default=0)
-    if dropped:
-        how += f"; {dropped} iteration{'s' if dropped != 1 else ''} not on every rank left out"
-    return order, keyed, how
-
-
-def _dominant(cell_parts: dict[str, int]) -> str:
-    return max(PARTS, key=lambda p: cell_parts[p])
-
-
-def _cells(
-    order: list[str], keyed: dict[int, dict[str, RankStep]]
-) -> tuple[list[Cell], list[IterationRow]]:
-    cells: list[Cell] = []
-    rows: list[IterationRow] = []
-    for i, label in enumerate(order):  # one per compared iteration: small
-        steps = {r: keyed[r][label] for r in sorted(keyed)}
-        least = min(s.communication_total_ns for s in steps.values())
-        own = {r: s.own_ns for r, s in steps.items()}
-        slow = max(own, key=lambda r: (own[r], -r)) if len(steps) > 1 else None
-        if slow is not None and own[slow] <= _median([own[r] for r in own if r != slow]):
-            slow = None  # every rank as fast as the others' median: no straggler to name
-        for r, s in steps.items():
-            c = Cell(r, i, label, s, s.communication_total_ns - least, "", r == slow)
-            cells.append(_with_dominant(c))
-        others = [own[r] for r in own if r != slow]
-        waits = [steps[r].communication_total_ns - least for r in steps if r != slow]
-        rows.append(
-            IterationRow(
-                iteration=i,
-                label=label,
-                step_ns=max(s.step_ns for s in steps.values()),
-                straggler=slow,
-                excess_ns=int(own[slow] - _median(others)) if slow is not None else 0,
-                max_wait_ns=max(s.communication_total_ns - least for s in steps.values()),
-                median_wait_ns=int(_median(waits)) if waits else 0,
-            )
-        )
-    return cells, rows
-
-
-def _with_dominant(c: Cell) -> Cell:
-    return replace(c, dominant=_dominant({p: c.part_ns(p) for p in PARTS}))
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -312,9 +212,9 @@ def _excess(
     theirs = [{n.name: n.gpu_ns for n in o} for o in others]
     out = []
     for n in mine:  # one per distinct name on the straggler
-        median = _median([t.get(n.name, 0) for t in theirs])
-        if n.gpu_ns > median:
-            out.append(Excess(n.name, kind, (n.gpu_ns - median) / per))
+        typical = median([t.get(n.name, 0) for t in theirs])
+        if n.gpu_ns > typical:
+            out.append(Excess(n.name, kind, (n.gpu_ns - typical) / per))
     out.sort(key=lambda e: (-e.excess_ns, e.name))
     return tuple(out[:TOP_EXCESS])
 
@@ -333,7 +233,7 @@ def _part_excess(part: str, mine: list[Cell], theirs: list[Cell], n: int) -> Exc
     """The straggler's time in ``part`` beyond the other ranks' median, per iteration."""
     by_iter = [
         _own_part(c.step, part)
-        - _median([_own_part(o.step, part) for o in theirs if o.iteration == c.iteration])
+        - median([_own_part(o.step, part) for o in theirs if o.iteration == c.iteration])
         for c in mine
     ]
     return Excess(part, "part", sum(by_iter) / n)
@@ -361,7 +261,7 @@ def _straggler(
         _mean(
             [
                 c.step.own_ns
-                - _median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
+                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
                 for c in mine
             ]
         )
@@ -410,8 +310,8 @@ def _straggler_text(
 def section(identity: JobIdentity, ranks: Sequence[RankFigures]) -> JobSection:
     """The job section of the ranks present (sorted by rank)."""
     ranks = sorted(ranks, key=lambda r: r.rank)
-    order, keyed, how = _aligned(ranks)
-    cells, rows = _cells(order, keyed)
+    order, keyed, how = aligned(ranks)
+    cells, rows = cells_of(order, keyed)
     straggler = _straggler(ranks, cells, rows) if len(ranks) > 1 else None
     names = [r.gpu_name for r in ranks if r.gpu_name]
     notes = []

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from tcreport import fmt
 from tcreport.analysis.collectives import BandwidthRow
-from tcreport.analysis.job import PARTS, Excess, IterationRow, JobSection, RankRow
+from tcreport.analysis.job import Excess, JobSection, RankRow
+from tcreport.analysis.job_cells import PARTS, IterationRow
 from tcreport.job_report import JobReport
 from tcreport.kernel_names import short_name
 from tcreport.rules.base import Finding

@@ -13,7 +13,8 @@ import json
 from typing import Any
 
 from tcreport.analysis.collectives import Bandwidth
-from tcreport.analysis.job import Cell, JobSection, Straggler
+from tcreport.analysis.job import JobSection, Straggler
+from tcreport.analysis.job_cells import Cell
 from tcreport.job_report import JobReport
 from tcreport.render import summary_json
 
