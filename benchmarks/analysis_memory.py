@@ -21,7 +21,7 @@ on this tree (or ``--pythonpath``), and prints the two side by side: the baselin
 the same run, as every benchmark here does. TREE holds a ``tcreport`` package, e.g. from
 ``git archive <commit> tcreport | tar -x -C TREE``.
 
-The Arrow memory pool is the system allocator, as the CLI sets it. glibc keeps part of what a
+The Arrow memory pool is the system allocator, and pandas is refused, as the CLI does both. glibc keeps part of what a
 step frees and hands it to the next step, so a step's transient depends on what ran before it;
 ``--trim`` returns the free heap to the system (``malloc_trim``) before each step, so that each
 figure is what the step itself needs, the same from run to run. ``--repeat`` analyses the loaded
@@ -33,12 +33,15 @@ machine is busy; wall time does not, and is printed for completeness only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import importlib
+import inspect
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -63,7 +66,8 @@ STEPS = [
     ("tcreport.analysis.result", "_steps"),
     ("tcreport.analysis.result", "_why_not"),
     ("tcreport.analysis.result", "_throughput"),
-    ("tcreport.analysis.result", "_autotuned_ops"),
+    ("tcreport.analysis.result", "_per_name"),
+    ("tcreport.analysis.autotune", "autotuned_ops"),
     ("tcreport.analysis.devices", "device_rows"),
     ("tcreport.analysis.result", "_op_agreements"),
     ("tcreport.analysis.result", "_agreement"),
@@ -72,6 +76,22 @@ STEPS = [
     ("tcreport.analysis.derived", "iteration_rows"),
     ("tcreport.analysis.communication", "communication"),
     ("tcreport.analysis.counters", "disagreements"),
+    # the sections' builders (tcreport.analysis.sections), each labelled by its section
+    *(
+        (f"tcreport.analysis.sections.{section}", "build")
+        for section in (
+            "time",
+            "breakdown",
+            "host",
+            "verdict",
+            "precision",
+            "signals",
+            "iterations",
+            "steps",
+            "communication",
+        )
+    ),
+    ("tcreport.analysis.invariants", "enforce"),
 ]
 
 #: Functions inside the costly steps, wrapped with ``--detail`` (patched where they are looked
@@ -90,6 +110,16 @@ DETAIL = [
     ("tcreport.analysis.iteration_timeline", "_gpu_lanes"),
     ("tcreport.analysis.throughput", "compute"),
 ]
+
+
+class _NoPandas:
+    """As the ``tcreport`` command runs (tcreport/_no_pandas.py, inlined so that a ``--baseline``
+    tree from before it is measured the same way): pyarrow, finding no pandas, imports none on
+    its first conversion (~40 MiB). ``--pandas`` measures what a notebook process pays."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("refused, as the tcreport command does", name=name)
 
 
 def rss_mib() -> float:
@@ -143,16 +173,32 @@ class Recorder:
     def peak(self, a: float, b: float, floor: float) -> float:
         return max((m for t, m in self.samples if a <= t <= b), default=floor)
 
-    def wrap(self, module: str, name: str) -> None:
-        mod = importlib.import_module(module)
-        original = getattr(mod, name)
+    def wrap(self, module: str, name: str) -> bool:
+        """Record every call of ``module.name``; False when this tree has no such function (the
+        steps are named as in this tree, and a ``--baseline`` tree may predate or rename some)."""
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError:
+            return False
+        original = getattr(mod, name, None)
+        if original is None:
+            return False
+
+        # every section's builder is a ``build``: named by its section
+        label = f"{module.rsplit('.', 1)[1]}.{name}" if name == "build" else name
 
         @functools.wraps(original)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             if self.trim is not None and self.depth == 0:
                 self.trim()
             call = Call(
-                name, self.depth, self.run, time.perf_counter(), 0.0, time.process_time(), rss_mib()
+                label,
+                self.depth,
+                self.run,
+                time.perf_counter(),
+                0.0,
+                time.process_time(),
+                rss_mib(),
             )
             self.calls.append(call)
             self.depth += 1
@@ -164,6 +210,7 @@ class Recorder:
                 call.cpu_s = time.process_time() - call.cpu_s
 
         _patch(original, wrapped)
+        return True
 
 
 def _patch(original: Callable[..., Any], wrapped: Callable[..., Any]) -> None:
@@ -192,19 +239,34 @@ def measure(args: argparse.Namespace) -> tuple[list[str], list[Row]]:
 
     lines = [f"tcreport from {os.path.dirname(api.__file__)}"]
     for module in {m for m, _ in STEPS + DETAIL}:  # every binding exists before patching
-        importlib.import_module(module)
+        with contextlib.suppress(ModuleNotFoundError):  # an older --baseline tree
+            importlib.import_module(module)
     rec = Recorder(args.trim)
     rec.start()
     t = time.perf_counter()
     run = api.load(args.path)
-    lines.append(f"load: {time.perf_counter() - t:.1f} s wall, RSS after {rss_mib():,.0f} MiB")
-    for module, name in STEPS + (DETAIL if args.detail else []):
-        rec.wrap(module, name)
+    t1 = time.perf_counter()
+    lines.append(
+        f"load: {t1 - t:.1f} s wall, peak {rec.peak(t, t1, 0.0):,.0f} MiB, "
+        f"RSS after {rss_mib():,.0f} MiB"
+    )
+    absent = [
+        f"{module.rsplit('.', 1)[1]}.{name}"
+        for module, name in STEPS + (DETAIL if args.detail else [])
+        if not rec.wrap(module, name)
+    ]
+    if absent:
+        lines.append("not in this tree: " + ", ".join(absent))
+    # a tree from before the timeline option analyses as it always did (and says so)
+    timeline: dict[str, Any] = {"with_timeline": not args.no_timeline}
+    if "with_timeline" not in inspect.signature(api.analyze).parameters:
+        timeline = {}
+        lines.append("analyze() has no with_timeline in this tree: its one analysis is measured")
     for i in range(args.repeat):
         rec.run = i
         rss0, cpu0 = rss_mib(), time.process_time()
         a0 = time.perf_counter()
-        api.analyze(run, source_path=args.path, with_timeline=not args.no_timeline)
+        api.analyze(run, source_path=args.path, **timeline)
         a1 = time.perf_counter()
         cpu = time.process_time() - cpu0
         top = rec.peak(a0, a1, rss0)
@@ -213,6 +275,8 @@ def measure(args: argparse.Namespace) -> tuple[list[str], list[Row]]:
             f"(+{top - rss0:,.0f}), CPU {cpu:.2f} s, wall {a1 - a0:.2f} s"
         )
     rec.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lines.append(f"process peak RSS (ru_maxrss, imports included): {peak:,.0f} MiB")
     first = [c for c in rec.calls if c.run == 0]
     per_run = [[c for c in rec.calls if c.run == i] for i in range(args.repeat)]
     rows = []
@@ -232,7 +296,8 @@ def _child(args: argparse.Namespace, tree: str | None) -> tuple[list[str], list[
     """This script on one tree in a child process (a fresh heap), its results as JSON."""
     cmd = [sys.executable, __file__, args.path, "--repeat", str(args.repeat), "--json"]
     cmd += [f for f, on in (("--trim", args.trim), ("--detail", args.detail),
-                            ("--no-timeline", args.no_timeline)) if on]  # fmt: skip
+                            ("--no-timeline", args.no_timeline), ("--pandas", args.pandas))
+            if on]  # fmt: skip
     cmd += ["--pythonpath", tree] if tree else []
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return out["lines"], [Row(**r) for r in out["rows"]]
@@ -247,8 +312,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="analyses of the loaded run")
     parser.add_argument("--pythonpath", help="import tcreport from this tree instead")
     parser.add_argument("--baseline", help="also measure this tree, side by side (two children)")
+    parser.add_argument("--pandas", action="store_true", help="let pyarrow import pandas")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not args.pandas:
+        sys.meta_path.insert(0, _NoPandas())
     if args.baseline:
         base_lines, base = _child(args, args.baseline)
         lines, rows = _child(args, args.pythonpath)

@@ -7,8 +7,18 @@ summary JSON in this process. Counted per family:
 * ``rejected``: a one-line TcreportError (the right answer for a damaged file);
 * ``tracebacks``: anything else escaping (a bug), with each distinct signature and its first seed;
 * ``known13``: tracebacks that issue 13 fixes (NVTX ``_op_row`` IndexError, NULL names in CV002);
+* ``invariant``: an accepted input whose figures break an invariant (tcreport.analysis.invariants,
+  run strictly here as in the tests, and any check in ``fuzzing.INVARIANT_CHECKS``);
 * ``hangs``: a case still running after ``--hang`` seconds (SIGALRM);
-* ``negative``: a summary with a negative time or share (issue 13's inverted intervals).
+* ``negative``: a summary with a negative time or share (issue 13's inverted intervals);
+* ``peak_rss_mb``: this process's peak resident memory when the family ends (``ru_maxrss``; run
+  one family per process, ``--family``, to attribute it).
+
+An ``invariant`` case is a bug like a traceback: the run exits 1 when any case is one.
+
+Families: ``nsys``, ``kineto``, ``dlprof-csv``, ``dlprof-json``, ``dlprof-sqlite`` (the Viewer
+database), ``ncu``, ``xplane`` and ``ingest`` (``tcreport ingest`` folders: manifest and Parquet
+values, see ``tests/fuzzing_ingest.py``).
 
 Case ``i`` of family ``f`` uses ``random.Random(f"{f}:{i}")``, so any failure replays alone with
 ``--family f --start i --cases 1``.
@@ -22,7 +32,9 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import random
+import resource
 import signal
 import sys
 import tempfile
@@ -34,6 +46,7 @@ from types import FrameType
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import fuzzing  # noqa: E402
+import known_violations  # noqa: E402
 
 
 class Hang(BaseException):
@@ -86,6 +99,8 @@ def run_family(
         "tracebacks": counts["traceback"],
         "known13": counts["known"],
         "hangs": counts["hang"],
+        "invariant": counts["invariant"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         "negative": counts["negative"],
         "negative_fields": dict(neg_fields),
         "signatures": {k: {"count": n, "first_seed": s} for k, (n, s) in sigs.items()},
@@ -102,6 +117,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=500, help="progress line every N cases")
     ap.add_argument("--json", type=Path, help="also write the counts here")
     args = ap.parse_args()
+    os.environ.update(known_violations.environ())  # a broken invariant is a bug, as in the tests
     with tempfile.TemporaryDirectory(prefix="tcreport-fuzz-src-") as scratch:
         fams = fuzzing.families(Path(scratch))
         names = args.family or sorted(fams)
@@ -115,12 +131,18 @@ def main() -> None:
             print(json.dumps(r, indent=1), flush=True)
             if args.json:
                 args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print("\nfamily         cases  tracebacks  known(issue 13)  hangs  negative  rejected      ok")
+    print(
+        "\nfamily         cases  tracebacks  invariant  known(issue 13)  hangs  negative  rejected"
+        "      ok  peak RSS MB"
+    )
     for r in results:
         print(
-            f"{r['family']:<14}{r['cases']:>6}{r['tracebacks']:>12}{r['known13']:>17}"
-            f"{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
+            f"{r['family']:<14}{r['cases']:>6}{r['tracebacks']:>12}{r['invariant']:>11}"
+            f"{r['known13']:>17}{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
+            f"{r['peak_rss_mb']:>13}"
         )
+    if any(r["invariant"] for r in results):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

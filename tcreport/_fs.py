@@ -13,7 +13,6 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,11 +24,6 @@ from tcreport.errors import OutputError
 #: Written into every folder tcreport creates as a whole (``ingest`` folders, ``batch`` OUT). Its
 #: presence is what lets ``--force`` replace an ingest folder and a batch add to an existing OUT.
 MARKER = ".tcreport-output"
-
-#: A tcreport output file announces itself at its start (the HTML page's generator meta, the
-#: Markdown heading, the JSON schema id); such a file may be replaced even inside an input folder,
-#: where a second ``tcreport report .`` finds the first one's ``tcreport.html``.
-_SNIFF = 4096
 
 
 def current_umask() -> int:
@@ -54,34 +48,15 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def is_tcreport_file(path: Path) -> bool:
-    """Whether ``path`` is a regular file tcreport wrote (report, Markdown, summary/diff JSON)."""
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):  # a FIFO or device would block or never end
-            return False
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # swapped since the lstat
-                return False
-            head = fh.read(_SNIFF)
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - _SNIFF))
-            tail = fh.read(_SNIFF)  # JSON keys are sorted: "schema" comes near the end
-    except OSError:
-        return False
-    if head.startswith(b"<!DOCTYPE html>"):
-        return b'<meta name="generator" content="tcreport ' in head
-    if head.startswith(b"{"):
-        return re.search(rb'\n  "schema": "tcreport\.[a-z]+/\d+",\n', tail) is not None
-    return head.startswith(b"### tcreport")
+def refuse_inputs(output: Path, inputs: Iterable[Path | None]) -> None:
+    """Raise :class:`OutputError` when ``output`` would land on or inside an input of the command.
 
-
-def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: bool = False) -> None:
-    """Raise :class:`OutputError` when ``output`` would write over an input of the same command.
-
-    Symbolic links and ``..`` are resolved first. Refused: the input itself (or a hard link to it),
-    an existing file inside an input folder that tcreport did not write, and a folder that is or
-    contains an input. A new file inside an input folder is fine: it destroys nothing; with
-    ``nested_ok`` (a batch OUT inside the DIR it archives, which discovery skips) so is a folder.
+    Symbolic links, hard links and ``..`` are resolved first. Refused: the input itself (or a
+    hard link to it), a folder that is or contains an input, and anything inside an input
+    folder, new or not: a report, ingest folder or batch OUT written there would be read as input
+    by the next ``report`` or ``batch`` of that folder (and a folder's reader may take any file
+    in it). The rule is the same for ``report``, ``summary -o``, ``export``, ``diff``, ``ingest``
+    and ``batch``.
     """
     out = _real(output)
     for given in inputs:
@@ -92,12 +67,11 @@ def refuse_inputs(output: Path, inputs: Iterable[Path | None], *, nested_ok: boo
             raise OutputError(f"is the input {given}; refusing to write over it", output)
         if src.is_relative_to(out):
             raise OutputError(f"contains the input {given}; refusing to write there", output)
-        if nested_ok:
-            continue
-        inside = src.is_dir() and out.is_relative_to(src) and os.path.lexists(out)
-        if inside and (out.is_dir() or not is_tcreport_file(out)):
+        if src.is_dir() and out.is_relative_to(src):
             raise OutputError(
-                f"is a file of the input folder {given}; refusing to write over it", output
+                f"is inside the input folder {given}; refusing to write there, where the next "
+                "report or batch of that folder would read it as input (choose a path outside)",
+                output,
             )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from tcreport import __version__
 from tcreport.analysis.job import JobIdentity, JobSection, section
 from tcreport.analysis.job_ranks import RankFigures, rank_figures
+from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.errors import UsageError
 from tcreport.ingest.job import Job
 from tcreport.report import Report
@@ -35,9 +36,7 @@ class RankSpec:
 
     path: str
     rank: int
-    key_node: str | None = None
-    iter_start: int | None = None
-    iter_stop: int | None = None
+    slc: Slice = WHOLE  # the part of every rank analysed (its timeline_iter: the detail's only)
     #: called with the rank's Report while its tables are alive (batch: per-rank dataset rows);
     #: a module-level function, so that it pickles
     extra: Callable[[int, Report], Any] | None = None
@@ -56,13 +55,7 @@ def analyse_rank(spec: RankSpec) -> RankResult:
     from tcreport import ingest, report
 
     run = ingest.load(Path(spec.path))
-    view = report.build(
-        run,
-        source_path=spec.path,
-        key_node=spec.key_node,
-        iter_start=spec.iter_start,
-        iter_stop=spec.iter_stop,
-    )
+    view = report.build(run, spec.slc, source_path=spec.path)
     figures = rank_figures(
         spec.rank,
         Path(spec.path).name,
@@ -113,29 +106,25 @@ def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str
 
 def build(
     job: Job,
+    slc: Slice = WHOLE,
     *,
     source_path: str | None = None,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
     rank: int | None = None,
     with_timeline: bool = False,
-    timeline_iter: int | None = None,
     timestamp: str | None = None,
     mapper: Mapper | None = None,
     extra: Callable[[int, Report], Any] | None = None,
 ) -> JobReport:
-    """Analyse every rank of ``job``, then the job; ``rank`` picks the rank shown in full."""
+    """Analyse the part ``slc`` selects of every rank of ``job``, then the job; ``rank`` picks
+    the rank shown in full. A slice that selects nothing on a rank is refused naming that rank's
+    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``."""
     from tcreport import report
     from tcreport.rules import job_rules
 
     if rank is not None and rank not in {r.rank for r in job.ranks}:
         job.rank_path(rank)
     keep = mapper is None and not with_timeline and rank is None
-    specs = [
-        RankSpec(str(r.path), r.rank, key_node, iter_start, iter_stop, extra, keep)
-        for r in job.ranks
-    ]
+    specs = [RankSpec(str(r.path), r.rank, slc, extra, keep) for r in job.ranks]
     figures: list[RankFigures] = []
     extras: list[Any] = []
     kept: tuple[int, Report] | None = None
@@ -161,13 +150,7 @@ def build(
 
         path = job.rank_path(chosen)
         detail = report.build(
-            ingest.load(path),
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-            timeline_iter=timeline_iter,
-            with_timeline=with_timeline,
+            ingest.load(path), slc, source_path=str(path), with_timeline=with_timeline
         )
     return JobReport(
         section=sec,

@@ -75,18 +75,56 @@ def gpu_vendor(name: str | None) -> str | None:
     return None
 
 
+class IterationMethod(StrEnum):
+    """How a run's iteration boundaries were found: by the profiler (the first four, set by
+    readers) or by tcreport's own slicing (:func:`tcreport.analysis.iterations.select`). The
+    values are the words the report shows, for the methods whose words need no name."""
+
+    DLPROF = "dlprof"  # DLProf split and aggregated at profile time
+    TF_WINDOW = "TF profiler window"  # the TF capture profiled only the steps it kept
+    TF_CAPTURE = "TF profiler capture (steps unknown)"
+    PROFILER_STEP = "ProfilerStep"  # the Kineto reader's count of ProfilerStep#N ranges
+    PROFILER_STEP_RANGES = "ProfilerStep#N ranges"
+    KEY_NODE = "key node"  # the user's key node (IterationInfo.key_node)
+    REPEATING_RANGE = "repeating range"  # a repeating outermost range (IterationInfo.key_node)
+    WHOLE_RUN = "whole run"
+
+    @property
+    def sliced_by_profiler(self) -> bool:
+        """The profiler already aggregated only the kept iterations: nothing to re-slice."""
+        return self in (IterationMethod.DLPROF, IterationMethod.TF_WINDOW)
+
+    @classmethod
+    def parse(cls, text: str | None) -> tuple[IterationMethod | None, str | None]:
+        """(method, TF step source) from the free text older versions stored
+        (``key node 'x'``, ``TF profiler window over <source>``): an ``ingest`` folder written
+        before the enum still reads. Unknown text is kept as nothing rather than guessed."""
+        if text is None:
+            return None, None
+        for m in cls:
+            if text == m.value:
+                return m, None
+        if text.startswith("TF profiler window over "):
+            return cls.TF_WINDOW, text.removeprefix("TF profiler window over ")
+        for m in (cls.KEY_NODE, cls.REPEATING_RANGE):
+            if text.startswith(m.value + " "):
+                return m, None
+        return None, None
+
+
 @dataclass(frozen=True)
 class IterationInfo:
     """How the run was split into iterations and which were aggregated (DLProf's key-node idea)."""
 
-    key_node: str | None = None
+    key_node: str | None = None  # the key node, or the repeating range that split the run
     total: int | None = None
     start: int | None = None
     stop: int | None = None
     aggregated: int | None = None
     mean_ns: float | None = None
     std_ns: float | None = None
-    method: str | None = None  # how the boundaries were found ("dlprof", "key node X", "whole run")
+    method: IterationMethod | None = None
+    step_source: str | None = None  # what the TF profiler window counted steps by
 
 
 @dataclass(frozen=True)
@@ -130,6 +168,119 @@ class RunSettings:
     pin_memory: bool | None = None
 
 
+class AuditKey(StrEnum):
+    """What the in-process model audit (``tcreport profile``) records about the script's run: the
+    framework's own names, so a finding can quote them. A setting's value is text as the framework
+    prints it (``"True"``, ``"highest"``, ``"mixed_float16"``)."""
+
+    DEVICE = "device"  # "cpu", or the GPU's name
+    GPU_CC = "gpu.compute_capability"  # "8.0", when a GPU ran the script
+    KERAS_POLICY = "keras.mixed_precision.global_policy"
+    KERAS_FIT = "keras.Model.fit"  # "called" where the script trained with fit()
+    KERAS_OPTIMIZER = "keras.optimizers.Optimizer"  # the optimizer class, where it was built
+    KERAS_LOSS_SCALE = "keras.mixed_precision.LossScaleOptimizer"  # "used"
+    KERAS_JIT = "jit_compile"  # "True"/"False" of Model.compile or tf.function
+    TF_TF32 = "tf.config.experimental.enable_tensor_float_32_execution"
+    TORCH_AUTOCAST = "torch.autocast"  # the dtype of each autocast entered ("float16")
+    TORCH_GRAD_SCALER = "torch.amp.GradScaler"  # "created"
+    TORCH_MATMUL_TF32 = "torch.backends.cuda.matmul.allow_tf32"
+    TORCH_MATMUL_PRECISION = "torch.set_float32_matmul_precision"
+    TORCH_CUDNN_TF32 = "torch.backends.cudnn.allow_tf32"
+    TORCH_CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
+
+
+@dataclass(frozen=True)
+class AuditLayer:
+    """One layer of the profiled model as the audit saw it in the running process."""
+
+    name: str  # "Net.fc1" (PyTorch: root class and attribute path), "dense_1" (Keras)
+    kind: str  # the class: "Linear", "Conv2d", "Dense", "Activation", "InputLayer"
+    defined_at: str | None = None  # "train.py:12": the line that built it
+    compute_dtype: str | None = None  # Keras compute dtype; PyTorch: the weights' dtype
+    dims: tuple[tuple[str, int], ...] = ()  # (("units", 333),), (("in_features", 100), ...)
+    activation: str | None = None  # "softmax" for Dense(activation="softmax") or a Softmax layer
+    output: bool = False  # the model's last layer
+    channels_last: bool | None = None  # PyTorch convolution weights in channels_last
+
+
+@dataclass(frozen=True)
+class AuditSetting:
+    key: str  # an :class:`AuditKey` value (kept as text: a newer capture may know more keys)
+    value: str
+    at: str | None = None  # "train.py:7" where the script set or called it; None: not seen
+
+
+@dataclass(frozen=True)
+class ModelAudit:
+    """What ``tcreport profile`` learnt from the model object and the framework's settings while
+    the script ran: facts only; the audit rules (``rules/au*.py``) judge them."""
+
+    framework: str  # "pytorch" or "keras"
+    layers: tuple[AuditLayer, ...] = ()
+    settings: tuple[AuditSetting, ...] = ()
+
+    def setting(self, key: AuditKey) -> AuditSetting | None:
+        """The last value recorded for ``key`` (settings can change while the script runs)."""
+        found = [s for s in self.settings if s.key == key.value]
+        return found[-1] if found else None
+
+    def all(self, key: AuditKey) -> tuple[AuditSetting, ...]:
+        return tuple(s for s in self.settings if s.key == key.value)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> ModelAudit | None:
+        """From the capture's JSON (a sidecar or an ingest manifest); entries of the wrong shape
+        are dropped, never raised on: the file is tcreport's own, but it may be damaged."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("framework"), str):
+            return None
+        layers = tuple(
+            layer for x in _list(raw.get("layers")) if (layer := _audit_layer(x)) is not None
+        )
+        settings = tuple(
+            AuditSetting(key=x["key"], value=x["value"], at=_text(x.get("at")))
+            for x in _list(raw.get("settings"))
+            if isinstance(x, dict)
+            and isinstance(x.get("key"), str)
+            and isinstance(x.get("value"), str)
+        )
+        return cls(framework=raw["framework"], layers=layers, settings=settings)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _audit_layer(x: Any) -> AuditLayer | None:
+    if not isinstance(x, dict) or not isinstance(x.get("name"), str):
+        return None
+    if not isinstance(x.get("kind"), str):
+        return None
+    dims = tuple(
+        (d[0], d[1])
+        for d in _list(x.get("dims"))
+        if isinstance(d, list | tuple)
+        and len(d) == 2
+        and isinstance(d[0], str)
+        and type(d[1]) is int
+        and 0 < d[1] < 2**40
+    )
+    last = x.get("channels_last")
+    return AuditLayer(
+        name=x["name"],
+        kind=x["kind"],
+        defined_at=_text(x.get("defined_at")),
+        compute_dtype=_text(x.get("compute_dtype")),
+        dims=dims,
+        activation=_text(x.get("activation")),
+        output=x.get("output") is True,
+        channels_last=last if isinstance(last, bool) else None,
+    )
+
+
 @dataclass(frozen=True)
 class Distributed:
     """The rank of a distributed job a trace is of, as the profiler recorded it (Kineto's
@@ -170,6 +321,8 @@ class RunMeta:
     device_events_unread: int = 0
     #: The job rank this trace is of (Kineto ``distributedInfo``); None when not recorded.
     distributed: Distributed | None = None
+    # The in-process model audit of ``tcreport profile`` (capture sidecar); None: not audited.
+    audit: ModelAudit | None = None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -187,7 +340,7 @@ class RunMeta:
             cudnn_version=raw.get("cudnn_version"),
             driver_version=raw.get("driver_version"),
             gpus=tuple(Gpu(**g) for g in raw.get("gpus", ())),
-            iterations=IterationInfo(**raw.get("iterations", {})),
+            iterations=_iteration_info(raw.get("iterations", {})),
             reported=ReportedFigures(**raw.get("reported", {})),
             source_findings=tuple(SourceFinding(**f) for f in raw.get("source_findings", ())),
             kernel_granularity=Granularity(raw.get("kernel_granularity", "none")),
@@ -199,7 +352,18 @@ class RunMeta:
             started_at_source=raw.get("started_at_source"),
             device_events_unread=int(raw.get("device_events_unread", 0)),
             distributed=Distributed(**raw["distributed"]) if raw.get("distributed") else None,
+            audit=ModelAudit.from_dict(raw.get("audit")),
         )
+
+
+def _iteration_info(raw: dict[str, Any]) -> IterationInfo:
+    """An :class:`IterationInfo` as :meth:`RunMeta.to_json` wrote it, or as a version before
+    :class:`IterationMethod` did (the method as free text)."""
+    method, source = IterationMethod.parse(raw.get("method"))
+    fields = {**raw, "method": method}
+    if source is not None and raw.get("step_source") is None:
+        fields["step_source"] = source
+    return IterationInfo(**fields)
 
 
 @dataclass(frozen=True)

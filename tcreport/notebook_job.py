@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.job_report import JobReport
 from tcreport.notebook import AnalysedRun, to_pandas
 
@@ -31,7 +32,7 @@ class AnalysedJob:
     """One distributed job, analysed: what ``tcreport.open`` returns for a job folder."""
 
     report: JobReport
-    key_node: str | None = None
+    slice: Slice = WHOLE  # the part of every rank analysed (tcreport.open's options)
 
     @cached_property
     def _doc(self) -> dict[str, Any]:
@@ -70,7 +71,7 @@ class AnalysedJob:
         from tcreport import ingest
 
         path = dict(self.report.rank_files)[self.report.detail_rank]
-        return AnalysedRun(self.report.detail, ingest.load(Path(path)), self.key_node)
+        return AnalysedRun(self.report.detail, ingest.load(Path(path)), self.slice)
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document of the job (schema ``tcreport.job/1``)."""

@@ -11,6 +11,11 @@ summary, whether a time or share in it is negative.
 Bugs another issue owns (issue 13: the NVTX ``_op_row`` IndexError, NULL kernel names in rule
 CV002, negative totals from inverted intervals) are classified as ``known`` so a run can count them
 separately.
+
+``INVARIANT_CHECKS`` is the hook for the analysis-model invariant checker (TC time <= kernel time,
+parts sum to the span, nothing negative, ...): each check gets the analysed report and its summary
+JSON and returns the invariants it found broken; any makes the case an ``invariant`` verdict, which
+tests and ``benchmarks/fuzz.py`` count apart from tracebacks.
 """
 
 from __future__ import annotations
@@ -28,9 +33,13 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import fuzzing_ingest
 from trace_paths import REALTRACES, ROOT, SAMPLES
+
+if TYPE_CHECKING:
+    from tcreport.report import Report
 
 HOSTILE_VALUES: tuple[object, ...] = (
     None,
@@ -77,9 +86,16 @@ class Family:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "ok" | "rejected" | "traceback" | "known"
+    kind: str  # "ok" | "rejected" | "traceback" | "known" | "invariant"
     signature: str = ""  # the exception and the innermost tcreport frame, for a traceback
     negative: tuple[str, ...] = ()  # summary JSON paths holding a negative time or share
+    broken: tuple[str, ...] = ()  # invariants INVARIANT_CHECKS found broken
+
+
+#: Run on every case that produced a report: ``check(report, summary_json) -> broken invariants``
+#: (empty: all hold). The analysis-model issue's invariant checker is added here, one line.
+InvariantCheck = Callable[["Report", dict[str, Any]], list[str]]
+INVARIANT_CHECKS: list[InvariantCheck] = []
 
 
 # ---------------------------------------------------------------------------------- mutators
@@ -378,7 +394,19 @@ def families(scratch: Path) -> dict[str, Family]:
     json_dir = dlprof_json_dir(scratch)
     if json_dir is not None:
         fams.append(Family("dlprof-json", (json_dir,), mutate_json_dir))
+    ingested = fuzzing_ingest.sources(
+        scratch,  # launch rows (Kineto, nsys) and aggregated ones (DLProf's reports)
+        [
+            SAMPLES / "kineto-a100-tf32-alexnet" / _ALEXNET,
+            r / "nsys" / "v2022.1-windows-synthetic" / "con_kernel.sqlite",
+            dlprof,
+        ],
+    )
+    fams.append(Family("ingest", ingested, fuzzing_ingest.mutate_ingest))
     return {f.name: f for f in fams if f.sources and all(s.exists() for s in f.sources)}
+
+
+_ALEXNET = "benchmark_result_2869224_1695835535_trace.json.gz"
 
 
 def pick_source(rng: random.Random, fam: Family) -> Path:
@@ -442,14 +470,21 @@ def negatives(doc: Any, path: str = "") -> list[str]:
 
 def verdict(path: Path) -> Verdict:
     from tcreport import api
+    from tcreport.analysis.invariants import InvariantError
     from tcreport.errors import TcreportError
 
     try:
         view = api.analyze(api.load(path))
         summary = json.loads(api.render_json(view))
+        broken = tuple(b for check in INVARIANT_CHECKS for b in check(view, summary))
     except TcreportError:
         return Verdict("rejected")
+    except InvariantError as exc:  # an accepted input whose figures do not add up: a bug
+        return Verdict("invariant", "; ".join(str(v) for v in exc.violations)[:300])
     except Exception as exc:  # the harness's job: classify whatever escaped
         sig = _signature(exc)
         return Verdict("known" if _is_known(exc, sig) else "traceback", sig)
-    return Verdict("ok", negative=tuple(negatives(summary)))
+    neg = tuple(negatives(summary))
+    if broken:
+        return Verdict("invariant", "; ".join(broken)[:200], neg, broken)
+    return Verdict("ok", negative=neg)

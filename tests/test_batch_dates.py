@@ -15,7 +15,7 @@ from trace_paths import REALTRACES
 from typer.testing import CliRunner
 
 from tcreport import api
-from tcreport.batch import runner as batch
+from tcreport.batch import naming
 from tcreport.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,8 +137,8 @@ def test_report_files_are_named_after_the_trace_and_unique(tmp_path: Path) -> No
         [Path(str(a["report"])).name, Path(str(b["report"])).name]
     )
     # a later batch keeps names unique against what the dataset already holds
-    assert batch.report_name("x/run <1>.sqlite", "f" * 16, {"run-1": "e" * 16}) == "run-1-ffffffff"
-    assert batch.report_name("x/run <1>.sqlite", "e" * 16, {"run-1": "e" * 16}) == "run-1"
+    assert naming.report_name("x/run <1>.sqlite", "f" * 16, {"run-1": "e" * 16}) == "run-1-ffffffff"
+    assert naming.report_name("x/run <1>.sqlite", "e" * 16, {"run-1": "e" * 16}) == "run-1"
 
 
 def test_empty_folder_warns_exits_nonzero_and_writes_nothing(tmp_path: Path) -> None:

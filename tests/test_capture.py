@@ -8,10 +8,13 @@ from command to report against figures DLProf itself reported (589,147 ns of ker
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import TypedDict
 
@@ -69,6 +72,12 @@ def _script(tmp_path: Path, text: str = TORCH_SCRIPT, name: str = "train.py") ->
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def _run_dir(out: Path) -> Path:
+    """The one run folder a profile wrote under ``out/plugins/profile`` (each run gets its own)."""
+    (run,) = (out / "plugins" / "profile").iterdir()
+    return run
 
 
 # --- command lines as data ---------------------------------------------------------------------
@@ -157,12 +166,13 @@ def test_dlprof_flow_command_to_report(fakes: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (call,) = _calls(fakes)
+    run = _run_dir(out)
     assert call["argv"] == [
         "--mode=pytorch", "--key_node=conv2d", "--iter_start=1", "--iter_stop=3",
-        "--reports=all", "--formats=csv,json", f"--output_path={out}", "--profile_name=train",
+        "--reports=all", "--formats=csv,json", f"--output_path={run}", "--profile_name=train",
         "--force=true", sys.executable, str(script), "--lr", "0.1",
     ]  # fmt: skip
-    assert (out / "train_summary.csv").is_file(), "raw profile kept beside the report"
+    assert (run / "train_summary.csv").is_file(), "raw profile kept in its run folder"
     assert (out / "report.html").is_file()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["source"]["format"] == "dlprof-csv"
@@ -179,20 +189,21 @@ def test_nsys_flow_command_to_report(fakes: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     profile, export = _calls(fakes)
+    run = _run_dir(out)
     assert profile["argv"] == [
-        "profile", "--trace=cuda,nvtx,cudnn,cublas", f"--output={out / 'train'}",
+        "profile", "--trace=cuda,nvtx,cudnn,cublas", f"--output={run / 'train'}",
         "--force-overwrite=true", "--cuda-graph-trace=node", "--pytorch=autograd-shapes-nvtx",
         sys.executable, str(script), "--epochs", "2",
     ]  # fmt: skip
     assert profile["env"] == {}
     assert export["argv"] == [
-        "export", "--type=sqlite", "--force-overwrite=true", f"--output={out / 'train.sqlite'}",
-        str(out / "train.nsys-rep"),
+        "export", "--type=sqlite", "--force-overwrite=true", f"--output={run / 'train.sqlite'}",
+        str(run / "train.nsys-rep"),
     ]  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     assert summary["source"]["format"] == "nsys-sqlite"
     assert summary["time"]["gpu_kernel_ns"] == 589_147  # reproduces DLProf from the raw export
-    assert (out / "report.html").is_file() and (out / "train.nsys-rep").is_file()
+    assert (out / "report.html").is_file() and (run / "train.nsys-rep").is_file()
 
 
 def test_nsys_without_the_graph_node_option_is_not_given_it(
@@ -250,9 +261,10 @@ def test_nsys_pytorch_run_gets_no_tensorflow_note(fakes: Path, tmp_path: Path) -
     assert "No TensorFlow op ranges" not in (out / "report.html").read_text()
 
 
-def test_auto_prefers_dlprof_then_nsys(
+def test_auto_prefers_dlprof_then_nsys_on_a_gpu_machine(
     fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(backends, "gpu_present", lambda: True)
     assert backends.resolve(Backend.AUTO, Framework.PYTORCH) is Backend.DLPROF
     only_nsys = tmp_path / "bin"
     only_nsys.mkdir()
@@ -348,6 +360,36 @@ def test_tf_backend_refuses_pytorch_scripts(tmp_path: Path) -> None:
     assert "imports PyTorch" in _one_error_line(result.stderr)
 
 
+def test_torch_backend_refuses_tensorflow_scripts(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app,
+        [
+            "profile",
+            str(_script(tmp_path, TF_SCRIPT)),
+            "--backend",
+            "torch",
+            "--output-dir",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "this one imports TensorFlow; use --backend tf" in _one_error_line(result.stderr)
+    assert not out.exists(), "a run that never started leaves no folder"
+
+
+def test_auto_without_a_gpu_runs_the_scripts_own_framework(
+    fakes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlprof and nsys are on PATH (the stand-ins) but trace nothing without a GPU."""
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
+    monkeypatch.setattr(backends, "torch_available", lambda: True)
+    monkeypatch.setattr(backends, "tf_available", lambda: True)
+    torch_choice = backends.choose(Backend.AUTO, Framework.PYTORCH)
+    assert torch_choice == (Backend.TORCH, "the script imports torch (no GPU here for dlprof/nsys)")
+    assert backends.choose(Backend.AUTO, Framework.TENSORFLOW)[0] is Backend.TF
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -365,7 +407,7 @@ def test_bogus_backend_is_refused_with_the_choices(tmp_path: Path) -> None:
     # --backend is a choice like diff's --format: Click refuses it and lists the choices.
     result = runner.invoke(app, ["profile", str(_script(tmp_path)), "--backend", "bogus"])
     assert result.exit_code == 2
-    assert "'bogus' is not one of 'auto', 'dlprof', 'nsys', 'tf'" in result.stderr
+    assert "'bogus' is not one of 'auto', 'dlprof', 'nsys', 'tf', 'torch'" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -373,3 +415,108 @@ def test_missing_script(tmp_path: Path) -> None:
     result = runner.invoke(app, ["profile", str(tmp_path / "nope.py"), "--backend", "nsys"])
     assert result.exit_code == 2
     assert "nope.py: no such script" in _one_error_line(result.stderr)
+
+
+# --- processes that outlive the script (issue #28 item 5) ----------------------------------------
+
+LINGERING = """\
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(os.environ["LINGER_PID_FILE"], "w") as fh:
+    fh.write(str(child.pid))
+print("forked a worker that keeps stderr open", file=sys.stderr)
+"""
+
+
+def _kill_from(pid_file: Path) -> None:
+    if pid_file.is_file():
+        with contextlib.suppress(ProcessLookupError):  # a child this test started
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_run_command_waits_for_the_process_not_its_pipes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("LINGER_PID_FILE", str(pid_file))
+    script = _script(tmp_path, LINGERING)
+    began = time.monotonic()
+    try:
+        ran = backends.run_command([sys.executable, str(script)])
+        took = time.monotonic() - began
+        assert ran.code == 0
+        assert took < 60, "waited for the child's stderr instead of the script"
+        assert ran.last_line == "forked a worker that keeps stderr open"
+        assert any(f"(pid {pid_file.read_text()})" in p for p in ran.lingering), ran.lingering
+        assert "still hold its error output open; not waiting" in capsys.readouterr().err
+    finally:
+        _kill_from(pid_file)
+
+
+def test_profile_reports_children_that_outlive_the_script(
+    fakes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("LINGER_PID_FILE", str(pid_file))
+    out = tmp_path / "out"
+    try:
+        result = runner.invoke(
+            app,
+            ["profile", str(_script(tmp_path, "import torch\n" + LINGERING)), "--backend", "nsys",
+             "--output-dir", str(out)],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "still hold its error output open" in result.stderr
+        html = (out / "report.html").read_text()
+        assert "outlived it" in html and "tcreport did not wait for them" in html
+    finally:
+        _kill_from(pid_file)
+
+
+def test_output_folder_that_cannot_be_made_is_refused_before_the_script_runs(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    ran = tmp_path / "ran"
+    script = _script(tmp_path, f"open({str(ran)!r}, 'w').close()\n")
+    result = runner.invoke(
+        app, ["profile", str(script), "--backend", "nsys", "--output-dir", str(blocker / "out")]
+    )
+    assert result.exit_code == 4
+    assert "cannot create the output folder" in _one_error_line(result.stderr)
+    assert not ran.exists(), "the script must not run"
+
+
+def test_nsys_key_node_that_never_occurs_keeps_a_whole_run_report(
+    fakes: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["profile", str(_script(tmp_path)), "--backend", "nsys", "--key-node", "conv2dd",
+         "--output-dir", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    line = _one_error_line(result.stderr)
+    assert "--key-node 'conv2dd' never occurs in this trace" in line
+    assert f"a report of the whole run in {out / 'report.html'}" in line
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["iterations"]["key_node"] != "conv2dd"
+    assert summary["time"]["gpu_kernel_ns"] == 589_147  # the whole run, as DLProf reported it
+
+
+def test_dlprof_timing_options_refused_when_auto_picks_another_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
+    monkeypatch.setattr(backends, "torch_available", lambda: True)
+    out = tmp_path / "o"
+    result = runner.invoke(
+        app, ["profile", str(_script(tmp_path)), "--delay", "5", "--output-dir", str(out)]
+    )
+    assert result.exit_code == 2
+    assert "--delay and --duration are DLProf options and --backend auto chose torch" in (
+        _one_error_line(result.stderr)
+    )
+    assert not out.exists()

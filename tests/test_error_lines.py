@@ -136,3 +136,26 @@ def test_synthetic_batch_piped_stderr_has_no_blank_first_line(tmp_path: Path) ->
     done = subprocess.run([*cmd, str(tmp_path / "out")], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[0].startswith("tcreport: 1 processed"), repr(done.stderr)
+
+
+def test_line_breaks_in_names_read_the_same_in_the_diff_refusal_and_the_force_warning_synthetic(
+    tmp_path: Path,
+) -> None:
+    """The refusal turned CR/LF into spaces while the ``--force`` warning showed ``\\x0a``: both
+    now go through one rule (line breaks become spaces; other control codes shown escaped)."""
+    import dataclasses
+
+    from synthetic import synthetic_run
+
+    sides = []
+    for name, framework in (("base", "PyTorch 2.0\r\nnightly\x1b[2J"), ("head", "TensorFlow\n2.9")):
+        run = synthetic_run("fp32")
+        run = run.replace(meta=dataclasses.replace(run.meta, framework=framework))
+        sides.append(str(api.ingest(run, tmp_path / name)))
+    refusal = one_line(["diff", *sides], 2)
+    forced = runner.invoke(app, ["diff", *sides, "--force", "-f", "json", "-o", "-"])
+    assert forced.exit_code == 0, forced.stderr
+    warning = next(ln for ln in forced.stderr.splitlines() if "forced comparison" in ln)
+    shown = "different framework (PyTorch 2.0 nightly\\x1b[2J vs TensorFlow 2.9)"
+    assert shown in refusal and shown in warning, (refusal, warning)
+    assert "\\x0a" not in warning and "\\x0d" not in warning

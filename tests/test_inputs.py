@@ -51,8 +51,37 @@ def test_a_folder_of_several_traces_names_them_and_asks_for_one(tmp_path: Path) 
     assert "tcreport batch" in line
 
 
-def test_a_folder_of_folders_points_at_batch() -> None:
-    res = runner.invoke(app, ["summary", str(SAMPLES)])
+def test_a_folder_of_folders_lists_the_traces_one_level_down() -> None:
+    """``report sample_traces`` said "no supported trace" (issue 28 case 11): the traces one
+    level down are named, with their subfolder, and one is asked for."""
+    for args in (["summary", str(SAMPLES)], ["report", str(SAMPLES), "-o", "-"]):
+        res = runner.invoke(app, args)
+        line = res.stderr.strip()
+        assert res.exit_code == 2 and "\n" not in line, line
+        assert "holds 2 traces in its subfolders" in line
+        assert "nsys-h100x2-bf16/mfu_2gpu_after.sqlite (nsys-sqlite)" in line
+        assert "kineto-a100-tf32-alexnet/benchmark_result_" in line and "give one of them" in line
+
+
+def test_dlprof_result_folders_one_level_down_are_listed_synthetic(tmp_path: Path) -> None:
+    """A folder of DLProf result folders (each a run: its CSV reports) names each folder."""
+    for run in ("run-a", "run.v2"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "dlprof_summary.csv").write_text(
+            "Summary Report\nKey,Value\nDLProf Version,1.8.0\n", encoding="utf-8"
+        )
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("not a trace")
+    res = runner.invoke(app, ["summary", str(tmp_path)])
+    line = res.stderr.strip()
+    assert res.exit_code == 2 and "holds 2 traces in its subfolders" in line, line
+    assert "run-a (dlprof-csv), run.v2 (dlprof-csv)" in line and "notes" not in line
+
+
+def test_a_folder_with_nothing_one_level_down_points_at_batch(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    shutil.copyfile(NSYS_FILE, tmp_path / "a" / "b" / NSYS_FILE.name)  # two levels down
+    res = runner.invoke(app, ["summary", str(tmp_path)])
     assert res.exit_code == 2 and "no supported trace" in res.stderr and "batch" in res.stderr
 
 

@@ -73,12 +73,43 @@ def test_custom_loop_key_node(tmp_path: Path) -> None:
 
 
 def test_key_node_that_never_runs(tmp_path: Path) -> None:
+    """A custom loop and no other step marker: nothing could be recorded; exit 2 (a usage
+    error, issue #25) naming the tf.functions that did run."""
     result = _profile(
         [str(EXAMPLES / "gan_resize.py"), "--backend", "tf", "--key-node", "no_such_step",
          "--output-dir", str(tmp_path / "o"), "--", "--steps", "2"]
     )  # fmt: skip
-    assert result.exit_code == 5
-    assert "no call of a tf.function named 'no_such_step'" in result.stderr
+    assert result.exit_code == 2
+    assert "--key-node 'no_such_step': no call of a tf.function of that name" in result.stderr
+    assert "tf.functions it created: " in result.stderr and "train_step" in result.stderr
+
+
+def test_custom_loop_without_a_step_marker_names_its_tf_functions(tmp_path: Path) -> None:
+    """Issue #25: the GAN example without --key-node exited 5 after the run; the fix is an
+    option, so it is a usage error, and it names the tf.function to pass."""
+    result = _profile(
+        [str(EXAMPLES / "gan_resize.py"), "--backend", "tf", "--output-dir", str(tmp_path / "o"),
+         "--", "--steps", "2"]
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "pass --key-node with the name of the tf.function that runs one step" in result.stderr
+    assert re.search(r"tf\.functions it created: [^)]*train_step", result.stderr)
+
+
+def test_key_node_typo_beside_fit_keeps_the_run(tmp_path: Path) -> None:
+    """Keras fit batches still count the steps: the window is recorded and reported, and the
+    command exits 2 naming the report it kept; the typo is in no report header."""
+    out = tmp_path / "o"
+    result = _profile(
+        [str(EXAMPLES / "mnist_keras.py"), "--backend", "tf", "--key-node", "train_stepp",
+         "--output-dir", str(out), "--", "--steps", "4"]
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "--key-node 'train_stepp' never ran" in result.stderr
+    assert str(out / "report.html") in result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["iterations"]["key_node"] != "train_stepp"
+    assert summary["iterations"]["aggregated"] == 3
 
 
 def test_script_failure_is_partial_and_propagates(tmp_path: Path) -> None:
@@ -125,7 +156,58 @@ def test_iter_start_past_the_end(tmp_path: Path) -> None:
          "--output-dir", str(tmp_path / "o"), "--", "--steps", "3"]
     )  # fmt: skip
     assert result.exit_code == 2
-    assert "--iter-start 50 is past the last step; the script ran 3" in result.stderr
+    # One Model.fit and no loop around it: its step count is the run's, so the window is
+    # refused when fit starts, before any training step runs (issue #25).
+    assert (
+        "--iter-start 50 is past the last step: Model.fit will run 3 steps (0 to 2); stopped "
+        "before training"
+    ) in result.stderr
+    assert not (tmp_path / "o" / "plugins").exists()
+
+
+def test_keras_model_audit_of_the_issue_model(tmp_path: Path) -> None:
+    """Issue #25's model (mixed_float16, input 100, Dense 1000/333/77, a float16 softmax, a
+    custom loop without loss scaling): each finding with the line that set it; the corrected
+    script gets none."""
+    out = tmp_path / "o"
+    result = _profile([str(EXAMPLES / "keras_mixed.py"), "--output-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "backend tf: the script imports tensorflow/keras" in result.stderr
+    found = {f["id"]: f for f in json.loads((out / "summary.json").read_text())["findings"]}
+    assert {"AU001", "AU002", "PR002", "AU007"} <= set(found), sorted(found)
+    sizes = found["AU001"]["detail"]
+    for piece in ("features 100 → 104", "units 333 → 336", "units 77 → 80"):
+        assert piece in sizes
+    assert re.search(r"input_layer[_0-9]* \(keras_mixed\.py:\d+\)", sizes)
+    assert re.search(r"optimizer Adam built at keras_mixed\.py:\d+", found["AU002"]["detail"])
+    assert re.search(r"out_softmax \(keras_mixed\.py:\d+\)", found["PR002"]["detail"])
+    fixed = tmp_path / "fixed"
+    result = _profile(
+        [str(EXAMPLES / "keras_mixed.py"), "--output-dir", str(fixed), "--", "--fixed"]
+    )
+    assert result.exit_code == 0, result.output
+    left = [f["id"] for f in json.loads((fixed / "summary.json").read_text())["findings"]]
+    assert not [i for i in left if i.startswith(("AU", "PR"))], left
+
+
+def test_keras_callback(tmp_path: Path) -> None:
+    import numpy as np
+    import tensorflow as tf
+
+    import tcreport
+
+    keras = tf.keras
+    model = keras.Sequential(
+        [keras.Input(shape=(24,)), keras.layers.Dense(40), keras.layers.Dense(8)]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    callback = tcreport.keras_callback(steps=range(1, 3), output_dir=tmp_path / "cb")
+    x = np.zeros((32, 24), np.float32)
+    model.fit(x, np.zeros((32, 8), np.float32), batch_size=8, callbacks=[callback], verbose=0)
+    run = callback.run
+    assert run.report == tmp_path / "cb" / "report.html" and run.report.is_file()
+    assert run.analysed.summary()["iterations"]["aggregated"] == 2
+    assert "AU006" in set(run.analysed.findings["id"])  # float32 model on a CPU
 
 
 def test_diff_of_mnist_float32_vs_mixed_bfloat16_markdown(

@@ -79,8 +79,9 @@ def test_a_normal_select_works(dataset: Path) -> None:
         ("SELECT 1; COPY runs TO '{root}/out.csv'", "COPY"),
         ("EXPORT DATABASE '{root}/exported'", "EXPORT"),
         ("ATTACH '{root}/new.duckdb' AS x", "ATTACH"),
-        ("INSTALL httpfs", "not allowed"),
-        ("LOAD httpfs", "not allowed"),
+        ("INSTALL httpfs", "INSTALL statements are not allowed"),  # DuckDB types it LOAD
+        ("force install httpfs", "INSTALL statements are not allowed"),
+        ("LOAD httpfs", "LOAD statements are not allowed"),
         ("SET enable_external_access = true", "SET"),
         ("CREATE TABLE t AS SELECT 1", "CREATE"),
         ("PRAGMA enable_profiling", "PRAGMA"),
@@ -102,3 +103,21 @@ def test_a_corrupt_dataset_file_is_one_line(tmp_path: Path, dataset: Path) -> No
     assert result.exit_code == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tcreport: error: query failed"), result.stderr
+
+
+def test_duckdb_is_bounded_in_memory_and_never_spills_into_the_working_folder(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's defaults were 80 % of RAM and spilling to ``./.tmp`` wherever the user stands."""
+    from tcreport.batch import query
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TCREPORT_QUERY_MEMORY_MB", "512")
+    sql = "SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t"
+    row = query.run(dataset, sql).to_pylist()[0]
+    assert row["t"] == "" and row["m"] in ("512.0 MiB", "488.2 MiB")  # MB, shown in MiB
+    big = "SELECT count(*) FROM (SELECT range % 7 AS k FROM range(3000000) ORDER BY random())"
+    assert query.run(dataset, big).num_rows == 1
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("TCREPORT_QUERY_MEMORY_MB")
+    assert 64 <= query.memory_mb() <= 4096

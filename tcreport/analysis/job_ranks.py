@@ -13,7 +13,6 @@ PyTorch rank drives one GPU, and a trace that touched another (a stray copy) mus
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,9 +23,10 @@ from tcreport.analysis import activity, collectives
 from tcreport.analysis.derived import step_idle_ns
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.steps import StepRow
-from tcreport.model import Distributed, Run
+from tcreport.model import Distributed, IterationMethod, Run
 
-_STEP_METHOD = re.compile(r"^ProfilerStep")
+#: The methods that cut a run at its ``ProfilerStep#N`` ranges (whose numbers label the steps)
+_STEP_METHODS = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def _labels(run: Run, a: Analysis, count: int) -> list[str | None]:
     """``ProfilerStep#N`` of each iteration, where the analysis split the run by those steps and
     counted as many as the trace has (iteration k is the k-th step in time)."""
     it = run.iterations
-    if it is None or not _STEP_METHOD.match(a.selection.info.method or "") or it.num_rows != count:
+    if it is None or a.iterations.info.method not in _STEP_METHODS or it.num_rows != count:
         return [None] * count
     ordered = it.sort_by([("start_ns", "ascending")]).column("iteration").to_pylist()
     return [f"ProfilerStep#{n}" for n in ordered]
@@ -125,7 +125,7 @@ def _step(s: StepRow, label: str | None, aggregated: bool) -> RankStep:
         aggregated=aggregated,
         span_ns=s.span_ns,
         window_ns=s.window_ns,
-        compute_ns=s.tc_compute_ns + s.other_compute_ns + s.unknown_compute_ns,
+        compute_ns=s.compute_ns,
         tc_compute_ns=s.tc_compute_ns,
         communication_ns=s.communication_ns,
         communication_total_ns=s.communication_total_ns,
@@ -138,18 +138,19 @@ def _step(s: StepRow, label: str | None, aggregated: bool) -> RankStep:
 
 
 def _kernel_times(a: Analysis) -> tuple[NameTime, ...]:
-    names = [k.name for k in a.kernels]
+    kernels = a.breakdown.kernels
+    names = [k.name for k in kernels]
     coll = activity.is_collective(pa.array(names, pa.string())) if names else np.zeros(0, bool)
     return tuple(
         NameTime(k.name, k.gpu_ns)
-        for k, c in zip(a.kernels, coll.tolist(), strict=True)  # one per kernel name
+        for k, c in zip(kernels, coll.tolist(), strict=True)  # one per kernel name
         if not c and k.gpu_ns > 0
     )
 
 
 def _op_times(a: Analysis) -> tuple[NameTime, ...]:
     totals: dict[str, int] = {}
-    for o in a.ops:  # one per op row of the analysis: its per-name figures
+    for o in a.breakdown.ops:  # one per op row of the analysis: its per-name figures
         if o.gpu_ns:
             totals[o.name] = totals.get(o.name, 0) + o.gpu_ns
     return tuple(NameTime(n, t) for n, t in totals.items())
@@ -159,12 +160,13 @@ def rank_figures(
     rank: int, file: str, a: Analysis, run: Run, finding_ids: tuple[str, ...] = ()
 ) -> RankFigures:
     """The job's figures of one analysed rank (``run``: the run the analysis was made from)."""
-    device = _busiest(a.steps)
-    mine = tuple(s for s in a.steps if s.device_id == device)
-    aggregated = {r.iteration for r in a.iterations if r.aggregated}
-    count = len(a.iterations)
+    rows = a.steps.rows
+    device = _busiest(rows)
+    mine = tuple(s for s in rows if s.device_id == device)
+    aggregated = {r.iteration for r in a.iterations.rows if r.aggregated}
+    count = len(a.iterations.rows)
     labels = _labels(run, a, count) if count else []
-    whole = a.selection.info.method == "whole run"
+    whole = a.iterations.whole_run
     steps = tuple(
         _step(s, labels[s.iteration] if s.iteration < len(labels) else None,
               whole or s.iteration in aggregated)
@@ -178,15 +180,15 @@ def rank_figures(
         distributed=a.meta.distributed,
         gpu_name=gpus.get(device) if device is not None else next(iter(gpus.values()), None),
         device_id=device,
-        devices=len({s.device_id for s in a.steps}),
-        matrix_unit=a.matrix_unit,
+        devices=len({s.device_id for s in rows}),
+        matrix_unit=a.verdict.words.unit,
         tc_kernel_ns=t.tc_kernel_ns,
         gpu_kernel_ns=t.gpu_kernel_ns,
         unknown_kernel_ns=t.unknown_kernel_ns,
-        eligible_gpu_ns=a.tc.eligible_gpu_ns,
-        eligible_not_using_gpu_ns=a.tc.eligible_not_using_gpu_ns,
-        tc_share=a.tc.kernel_time_share,
-        iterations_aggregated=a.selection.info.aggregated,
+        eligible_gpu_ns=a.verdict.eligible_gpu_ns,
+        eligible_not_using_gpu_ns=a.verdict.eligible_not_using_gpu_ns,
+        tc_share=a.verdict.tc_share,
+        iterations_aggregated=a.iterations.info.aggregated,
         steps=steps,
         kernels=_kernel_times(a),
         ops=_op_times(a),
@@ -197,9 +199,9 @@ def rank_figures(
 
 def _in_range(coll: pa.Table | None, run: Run, a: Analysis) -> pa.Table | None:
     """The collective calls inside the aggregated iterations (all of them for a whole run)."""
-    if coll is None or not a.selection.sliced or run.iterations is None:
+    if coll is None or not a.iterations.sliced or run.iterations is None:
         return coll
-    info = a.selection.info
+    info = a.iterations.info
     it = run.iterations.sort_by([("start_ns", "ascending")])
     lo = info.start or 0
     hi = info.stop if info.stop is not None else it.num_rows - 1

@@ -13,9 +13,6 @@ import hashlib
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import pyarrow as pa
-import pyarrow.dataset as ds
-
 from tcreport.ingest import job as jobs
 from tcreport.model import SourceFormat
 
@@ -73,17 +70,3 @@ def members_hash(members: tuple[Path, ...]) -> str:
             while chunk := fh.read(_CHUNK):
                 h.update(chunk)
     return h.hexdigest()
-
-
-def dataset(root: Path, schema: pa.Schema) -> ds.Dataset:
-    """A table's Parquet files read with today's columns: files written before a column existed
-    (``rank``, ``ranks``) give nulls for it instead of failing the next batch."""
-    part = pa.schema([("gpu", pa.string()), ("month", pa.string())])
-    files = sorted(p.as_posix() for p in root.glob("*/*/*.parquet"))
-    return ds.dataset(
-        files,
-        schema=pa.schema([*schema, *part]),
-        format="parquet",
-        partitioning=ds.partitioning(part, flavor="hive"),
-        partition_base_dir=root.as_posix(),
-    )

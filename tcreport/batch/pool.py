@@ -16,12 +16,20 @@ Three failure modes shape this module:
 * Ctrl-C: workers ignore SIGINT, so the coordinator alone decides. On any exception (the
   ``KeyboardInterrupt`` included) it kills the workers at once instead of waiting for their
   current traces, which is what lets an interrupted batch stop within a second.
+
+And a batch leaves no process behind when it returns. multiprocessing keeps its forkserver and
+resource tracker running for the life of the process that started them, in case it wants another
+pool; the ``tcreport`` command then exits with both still its children, and they are reparented to
+PID 1, which in a container often reaps nothing: they stay as zombies. So :func:`run` stops the
+ones it started once its last pool is shut down (its workers joined), and waits for them; a
+forkserver or tracker that was running before (an embedding program's) is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -31,7 +39,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from tcreport.batch.work import Outcome, Task, process, retryable
+from tcreport._no_pandas import refuse_pandas
+from tcreport.batch.work import Outcome, Task, failed, process, retryable
 
 _PR_SET_PDEATHSIG = 1
 #: Set in the forkserver when it arms itself: its children check that their parent is still it.
@@ -64,6 +73,7 @@ def arm_forkserver() -> None:
 
 def _init_worker(coordinator: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle
+    refuse_pandas()  # a worker only reads traces: pyarrow need not import pandas (_no_pandas.py)
     if SERVER_PID is not None:  # forked by our armed forkserver
         die_with_parent(SERVER_PID)
     elif os.getppid() == coordinator:  # spawned by the coordinator itself
@@ -122,6 +132,8 @@ def _pass(
                         outcome: Outcome | None = fut.result()
                     except BrokenProcessPool:
                         broken, outcome = True, died(task)
+                    except Exception as exc:  # e.g. an outcome that would not pickle: that run's
+                        outcome = failed(task, f"internal error: {type(exc).__name__}: {exc}")
                     if outcome is not None:
                         yield outcome
             for task in inflight.values():  # the pool broke: these died with it
@@ -151,5 +163,40 @@ def run(tasks: list[Task], jobs: int) -> Iterator[Outcome]:
     def second_death(task: Task) -> Outcome:
         return retryable(task, DIED_TWICE)
 
-    yield from _pass(tasks, jobs, first_death)
-    yield from _pass(again, 1, second_death)
+    with _reaped_helpers():
+        yield from _pass(tasks, jobs, first_death)
+        yield from _pass(again, 1, second_death)
+
+
+@contextlib.contextmanager
+def _reaped_helpers() -> Iterator[None]:
+    """Stop and wait for the forkserver and resource tracker that the pools inside started.
+
+    Both are module-level singletons of :mod:`multiprocessing` without a public way to stop
+    them; ``_stop()`` is what CPython's own tests use (3.11 to 3.13), and each closes the pipe
+    that keeps its process alive, then waits for it. The forkserver has already reaped the
+    workers, which every pass joins (or kills and joins) before it returns. The tracker goes
+    last, after a collection, so that the pools' semaphores are unregistered and it has nothing
+    to report as leaked.
+    """
+    from multiprocessing import forkserver, resource_tracker
+
+    server = getattr(forkserver, "_forkserver", None)
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    server_was_up = getattr(server, "_forkserver_pid", None) is not None
+    tracker_was_up = getattr(tracker, "_pid", None) is not None
+    try:
+        yield
+    finally:
+        if server is not None and not server_was_up:
+            _stop(server)
+        if tracker is not None and not tracker_was_up:
+            gc.collect()
+            _stop(tracker)
+
+
+def _stop(helper: object) -> None:
+    stop = getattr(helper, "_stop", None)
+    if stop is not None:
+        with contextlib.suppress(OSError):  # already gone (ChildProcessError is an OSError)
+            stop()

@@ -16,6 +16,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import re
 import signal
 import threading
@@ -70,6 +71,17 @@ def _sources(root: Path, name: str, schema: pa.Schema) -> pa.Table | Any:
     )
 
 
+def memory_mb() -> int:
+    """DuckDB's memory limit: ``TCREPORT_QUERY_MEMORY_MB``, else a quarter of the machine's
+    memory, at most 4 GiB (a dataset's tables hold one row per run, op or kernel name)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    except (ValueError, OSError, AttributeError):  # not POSIX: assume a small machine
+        total = 4096
+    raw = os.environ.get("TCREPORT_QUERY_MEMORY_MB", "").strip()
+    return max(64, int(raw)) if raw.isdigit() else min(4096, max(64, total // 4))
+
+
 def connect(out: Path) -> Any:
     """An in-memory DuckDB connection with the dataset's four views, and nothing else.
 
@@ -84,6 +96,10 @@ def connect(out: Path) -> Any:
     con = duckdb.connect(
         ":memory:",
         config={
+            # a bounded share of memory and no spilling: DuckDB's default (80 % of RAM, spilling
+            # to ./.tmp in whatever folder the user stands in) is no default for a shared machine
+            "memory_limit": f"{memory_mb()}MB",
+            "temp_directory": "",
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
             "allow_community_extensions": False,
@@ -118,6 +134,8 @@ def _check_reading(duckdb: Any, sql: str) -> None:
         raise QueryError("query failed: no SQL statement given")
     for st in statements:
         kind = st.type.name if st.type.name != "EXPLAIN" else _explained(duckdb, st.query)
+        if kind == "LOAD":  # DuckDB files INSTALL (and FORCE INSTALL) under LOAD: say which
+            kind = "INSTALL" if _INSTALL.match(st.query) else kind
         if kind not in _READING:
             raise QueryError(
                 f"query refused: {kind} statements are not allowed; "
@@ -125,6 +143,8 @@ def _check_reading(duckdb: Any, sql: str) -> None:
             )
 
 
+#: ``INSTALL x`` / ``FORCE INSTALL x``, which DuckDB's parser types as a LOAD statement.
+_INSTALL = re.compile(r"\s*(?:force\s+)?install\b", re.IGNORECASE)
 #: ``EXPLAIN``, then ``ANALYZE`` and/or an option list, before the statement explained.
 _EXPLAIN = re.compile(r"\s*explain\b\s*(?:analy[sz]e\b\s*)?(?:\([^()]*\)\s*)?", re.IGNORECASE)
 

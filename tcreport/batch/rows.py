@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from tcreport.analysis.derived import step_idle_ns
+
 if TYPE_CHECKING:
     from tcreport.analysis.result import Analysis
     from tcreport.report import Report
@@ -45,8 +47,7 @@ STEPS = pa.schema(
 
 def step_rows(run_id: str, a: Analysis, rank: int | None = None) -> pa.Table:
     """``steps``: the step breakdown of every iteration and GPU (one per (iteration, GPU))."""
-    s = a.steps
-    compute = [r.tc_compute_ns + r.other_compute_ns + r.unknown_compute_ns for r in s]
+    s = a.steps.rows
     return pa.Table.from_pydict(
         {
             "run_id": [run_id] * len(s),
@@ -54,14 +55,14 @@ def step_rows(run_id: str, a: Analysis, rank: int | None = None) -> pa.Table:
             "device_id": [r.device_id for r in s],
             "iteration": [r.iteration for r in s],
             "label": [None] * len(s),
-            "step_ns": [r.window_ns if r.window_ns is not None else r.span_ns for r in s],
+            "step_ns": [r.step_ns for r in s],
             "span_ns": [r.span_ns for r in s],
-            "compute_ns": compute,
+            "compute_ns": [r.compute_ns for r in s],
             "tc_compute_ns": [r.tc_compute_ns for r in s],
             "communication_ns": [r.communication_ns for r in s],
             "communication_total_ns": [r.communication_total_ns for r in s],
             "memory_ns": [r.memory_ns for r in s],
-            "idle_ns": [r.idle_launch_ns + r.idle_host_ns for r in s],
+            "idle_ns": [step_idle_ns(r) for r in s],
             "wait_ns": [None] * len(s),
             "straggler": [None] * len(s),
         },
@@ -74,6 +75,7 @@ def run_figures(view: Report) -> dict[str, Any]:
     a = view.analysis
     names = sorted({g.name for g in a.meta.gpus if g.name})
     top = view.findings[0] if view.findings else None
+    first = view.fix_first
     return {
         "format": a.meta.format.value,
         "gpu_model": ", ".join(names) if names else None,
@@ -81,56 +83,60 @@ def run_figures(view: Report) -> dict[str, Any]:
         "framework": a.meta.framework,
         "profiler": a.meta.profiler,
         "profiler_version": a.meta.profiler_version,
-        "iterations_aggregated": a.selection.info.aggregated,
+        "iterations_aggregated": a.iterations.info.aggregated,
         "wall_ns": a.time.wall_ns,
         "gpu_kernel_ns": a.time.gpu_kernel_ns,
         "tc_kernel_ns": a.time.tc_kernel_ns,
         "memory_ns": a.time.memory_ns,
-        "tc_share": a.tc.kernel_time_share,
-        "classified_share": a.tc.classified_kernel_time_share,
-        "eligible_op_count": a.tc.eligible_op_count,
-        "using_op_count": a.tc.using_op_count,
-        "eligible_not_using_op_count": a.tc.eligible_not_using_op_count,
-        "eligible_gpu_ns": a.tc.eligible_gpu_ns,
-        "eligible_not_using_gpu_ns": a.tc.eligible_not_using_gpu_ns,
-        "eligible_not_tc_share": a.tc.eligible_not_using_share,
+        "tc_share": a.verdict.tc_share,
+        "classified_share": a.verdict.classified_share,
+        "eligible_op_count": a.verdict.eligible_op_count,
+        "using_op_count": a.verdict.using_op_count,
+        "eligible_not_using_op_count": a.verdict.eligible_not_using_op_count,
+        "eligible_gpu_ns": a.verdict.eligible_gpu_ns,
+        "eligible_not_using_gpu_ns": a.verdict.eligible_not_using_gpu_ns,
+        "eligible_not_tc_share": a.verdict.eligible_not_tc_share,
         "finding_count": len(view.findings),
         "top_finding_id": top.id if top else None,
         "top_finding_title": top.title if top else None,
+        "fix_first_id": first.id if first else None,
+        "fix_first_title": first.title if first else None,
     }
 
 
 def op_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
     """``ops``: one row per distinct op (already aggregated by the analysis), not per call."""
-    n = len(a.ops)
+    ops = a.breakdown.ops
+    n = len(ops)
     return {
         "run_id": [run_id] * n,
         "rank": [rank] * n,
-        "name": [o.name for o in a.ops],
-        "type": [o.type for o in a.ops],
-        "dtype": [o.dtype for o in a.ops],
-        "calls": [o.calls for o in a.ops],
-        "gpu_ns": [o.gpu_ns for o in a.ops],
-        "cpu_ns": [o.cpu_ns for o in a.ops],
-        "share": [o.share for o in a.ops],
-        "tc_eligible": [o.tc_eligible for o in a.ops],
-        "uses_tc": [o.uses_tc for o in a.ops],
+        "name": [o.name for o in ops],
+        "type": [o.type for o in ops],
+        "dtype": [o.dtype for o in ops],
+        "calls": [o.calls for o in ops],
+        "gpu_ns": [o.gpu_ns for o in ops],
+        "cpu_ns": [o.cpu_ns for o in ops],
+        "share": [o.share for o in ops],
+        "tc_eligible": [o.tc_eligible for o in ops],
+        "uses_tc": [o.uses_tc for o in ops],
     }
 
 
 def kernel_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
     """``kernels``: one row per distinct kernel, not per launch."""
-    n = len(a.kernels)
+    kernels = a.breakdown.kernels
+    n = len(kernels)
     return {
         "run_id": [run_id] * n,
         "rank": [rank] * n,
-        "name": [k.name for k in a.kernels],
-        "calls": [k.calls for k in a.kernels],
-        "gpu_ns": [k.gpu_ns for k in a.kernels],
-        "share": [k.share for k in a.kernels],
-        "uses_tc": [k.uses_tc for k in a.kernels],
-        "tc_rule": [k.tc_rule for k in a.kernels],
-        "profiler_uses_tc": [k.profiler_uses_tc for k in a.kernels],
+        "name": [k.name for k in kernels],
+        "calls": [k.calls for k in kernels],
+        "gpu_ns": [k.gpu_ns for k in kernels],
+        "share": [k.share for k in kernels],
+        "uses_tc": [k.uses_tc for k in kernels],
+        "tc_rule": [k.tc_rule for k in kernels],
+        "profiler_uses_tc": [k.profiler_uses_tc for k in kernels],
     }
 
 

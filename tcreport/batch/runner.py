@@ -12,10 +12,12 @@ A query over one GPU model or one month reads only its files. ``run_id`` is the 
 hash (file bytes; for a folder its sorted (name, bytes)), so re-running skips what the dataset holds
 and a renamed copy is recognised. The month is when the trace says it was recorded
 (``runs.date_source`` names what said so), the file's mtime only where it says nothing. A failed
-run is stored too (``status = 'error'``), so the index keeps listing it and the next batch does not
-retry it unless ``--force``. A run that failed for a reason outside the trace (its worker died
-twice, the entry was unreadable) is stored with ``status = 'retry'``: listed the same way, but the
-next batch tries it again.
+run is stored too, with its reason, the tcreport version and any missing extra
+(``runs.missing_extra``): ``status = 'error'`` for a failure of the run itself, ``'retry'`` for one
+outside the trace (its worker died twice, the entry was unreadable). The index lists both, and the
+next batch tries every failed run again (done runs stay skipped): a newer tcreport, an extra
+installed since, or a fixed file may read it now. A fixed file has new content and so a new run
+id; the failed row of the same source is then removed.
 
 One batch at a time writes to ``OUT`` (:mod:`tcreport.batch.lock`); a second one refuses at once.
 
@@ -30,7 +32,6 @@ import contextlib
 import hashlib
 import itertools
 import os
-import re
 import shutil
 import signal
 import threading
@@ -42,14 +43,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import _fs
+from tcreport import _fs, ingest
 from tcreport._fs import write_text_atomic
+from tcreport.batch import index as batch_index
 from tcreport.batch import jobs as batch_jobs
 from tcreport.batch import lock, pool
-from tcreport.batch.work import TABLES, Outcome, Task, is_legacy_out, retryable
-from tcreport.errors import InputError, OutputError, UsageError
+from tcreport.batch.naming import partition_value, report_name, taken_names
+from tcreport.batch.work import TABLES, Outcome, Task, failed_like, is_legacy_out, retryable
+from tcreport.errors import EmptyInputError, InputError, OutputError, TcreportError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
 #: file that no reader recognises (READMEs, scripts) is not a run and is skipped silently.
@@ -63,16 +67,14 @@ TRACE_SUFFIXES = (
     ".qdrep",
     ".ncu-rep",
 )
+#: The statuses of a failed run; the next batch tries each again.
+FAILED = ("error", "retry")
 #: How the errors of entries that could not be read at all begin: recorded as 'retry', not 'error'.
 UNREADABLE = ("cannot read", "cannot list folder", "dangling symbolic link")
 HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
 OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
-
-
-class EmptyInputError(InputError):
-    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
 
 
 class Executor(StrEnum):
@@ -101,8 +103,6 @@ class BatchResult:
 
 def discover(root: Path, exclude: Path | None = None) -> list[Found]:
     """Every run under ``root``: a detected directory is one run and is not descended into."""
-    from tcreport import ingest
-
     seen: set[Path] = set()
     found: list[Found] = []
 
@@ -196,19 +196,16 @@ def _mtime(path: Path) -> float:
         return path.lstat().st_mtime
 
 
-def partition_value(text: str | None) -> str:
-    """A partition directory value: readable, filesystem- and URL-safe."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text or "").strip("-.")
-    return slug or "unknown"
-
-
 def existing_runs(out: Path) -> pa.Table:
-    """The ``runs`` table of the dataset under ``out`` (empty when there is none yet)."""
+    """The ``runs`` table of the dataset under ``out`` (empty when there is none yet); a column
+    added since a file was written (``missing_extra``) reads as null from it."""
     root = out / "dataset" / "runs"
-    if not any(root.glob("*/*/*.parquet")):
+    files = sorted(p.as_posix() for p in root.glob("*/*/*.parquet"))
+    if not files:
         return TABLES["runs"].empty_table()
     try:
-        dataset = batch_jobs.dataset(root, TABLES["runs"])  # older files lack newer columns
+        # the table's schema, so a column added since an older batch (work.ADDED_LATER) is null
+        dataset = ds.dataset(files, schema=TABLES["runs"], format="parquet")
         return dataset.to_table(columns=TABLES["runs"].names)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"dataset unreadable: {exc}", root) from exc
@@ -230,15 +227,21 @@ def _sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _write_run(out: Path, o: Outcome) -> None:
-    """Stage the run's files, then rename them into their partitions, ``runs`` last."""
+def _write_run(out: Path, o: Outcome) -> Outcome:
+    """Stage the run's files, then rename them into their partitions, ``runs`` last. A run whose
+    tables Parquet cannot hold is written as failed instead; the outcome written is returned."""
     part = f"gpu={partition_value(o.gpu_model)}/month={o.date:%Y-%m}"
     stage = out / STAGING / o.run_id
     try:
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True, exist_ok=True)
-        for name, table in o.tables.items():
-            pq.write_table(table, stage / f"{name}.parquet", compression="zstd")
+        try:
+            for name, table in o.tables.items():
+                pq.write_table(table, stage / f"{name}.parquet", compression="zstd")
+        except pa.ArrowException as exc:
+            if not o.ok:
+                raise  # a failed run's one row: nothing simpler to fall back on
+            return _write_run(out, failed_like(o, f"internal error: {type(exc).__name__}: {exc}"))
         for old in (out / "dataset").glob(f"*/*/*/{o.run_id}.parquet"):
             old.unlink()  # --force on a run whose partition moved
         if o.report_html is not None:
@@ -253,55 +256,29 @@ def _write_run(out: Path, o: Outcome) -> None:
         raise OutputError(f"cannot write run {o.run_id}: {exc.strerror or exc}", out) from exc
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-
-
-#: Suffixes dropped from a trace's name to name its report (longest first).
-_NAME_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".xplane.pb")
-
-
-def report_name(source: str, run_id: str, taken: dict[str, str]) -> str:
-    """``reports/<name>.html`` after the trace: its file (or folder) name without the format's
-    suffix, made filesystem- and URL-safe; a name another run holds gets the run id appended.
-    ``taken`` maps names already given (in the dataset and this batch) to their run ids."""
-    base = source.rstrip("/").rsplit("/", 1)[-1]
-    lower = base.lower()
-    suffix = next((x for x in _NAME_SUFFIXES if lower.endswith(x)), None)
-    stem = base[: -len(suffix)] if suffix else (base.rsplit(".", 1)[0] or base)
-    name = partition_value(stem)[:80]
-    if taken.get(name, run_id) != run_id:
-        name = f"{name}-{run_id[:8]}"
-    taken[name] = run_id
-    return name
-
-
-def _taken_names(runs: pa.Table) -> dict[str, str]:
-    """Report names the dataset already uses -> their run ids (hash-named reports included)."""
-    out: dict[str, str] = {}
-    for r in runs.select(["run_id", "report"]).to_pylist():  # one row per run: small
-        rel = r["report"] or ""
-        if rel.startswith("reports/") and rel.endswith(".html"):
-            out[rel[len("reports/") : -len(".html")]] = r["run_id"]
-    return out
+    return o
 
 
 def _source(root: Path, path: Path) -> str:
     return (path.relative_to(root).as_posix() if path != root else path.name) or path.name
 
 
-def _drop_stale_retries(
+def _drop_stale_failures(
     out: Path, before: pa.Table, found: list[Found], root: Path, written: set[str]
 ) -> None:
-    """Remove 'retry' rows of earlier batches whose entry this batch saw and did not fail on again.
+    """Remove failed rows ('error', 'retry') of earlier batches whose entry this batch saw and did
+    not fail on again under the same id.
 
-    A retried entry that fails again is rewritten under the same id; one that is readable now has
-    a content id instead, so its old row would linger. Only entries under this batch's folder are
-    touched (``source`` is relative to it), so other folders archived into OUT keep theirs.
+    Every failed run is tried again; one whose content is the same is rewritten under its id, but
+    one that was fixed (or is readable now) has a new content id, so its old row would linger.
+    Only entries under this batch's folder are touched (``source`` is relative to it), so other
+    folders archived into OUT keep theirs.
     """
-    retry = before.filter(pc.equal(before.column("status"), "retry"))
-    if retry.num_rows == 0:
+    failed = before.filter(pc.is_in(before.column("status"), pa.array(FAILED)))
+    if failed.num_rows == 0:
         return
     seen = {_source(root, f.path) for f in found}
-    for r in retry.select(["run_id", "source"]).to_pylist():  # one row per retry run: small
+    for r in failed.select(["run_id", "source"]).to_pylist():  # one row per failed run: small
         src, rid = r["source"], r["run_id"]
         if rid in written:
             continue  # tried again this time: its row is fresh
@@ -364,14 +341,12 @@ def run_batch(
     on_done: Callable[[Outcome], None] | None = None,
 ) -> BatchResult:
     """Process every run under ``root`` into ``out``; never stops on a bad trace."""
-    from tcreport.batch import index as batch_index
-
     started = time.perf_counter()
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
-    _fs.refuse_inputs(out, [root], nested_ok=True)
+    _fs.refuse_inputs(out, [root])
     found = discover(root, exclude=out.resolve())
     if not found:  # before OUT is claimed: an empty folder (a wrong path?) leaves nothing behind
         raise EmptyInputError(
@@ -384,17 +359,23 @@ def run_batch(
     )
     with lock.exclusive(out):
         runs = existing_runs(out)
-        tasks, skipped = _tasks(root, found, _known(runs), force, _taken_names(runs))
+        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs))
         if on_start is not None:
             on_start(len(tasks))
-        done_ids, new_failures = _process(out, tasks, jobs, executor, scheduler, on_done)
-        _drop_stale_retries(out, runs, found, root, done_ids)
+        done_ids: set[str] = set()
+        try:
+            new_failures = _process(out, tasks, jobs, executor, scheduler, on_done, done_ids)
+            _drop_stale_failures(out, runs, found, root, done_ids)
+        except Exception:  # the index still lists what the dataset holds (Ctrl-C: left alone)
+            with contextlib.suppress(TcreportError, OSError, pa.ArrowException):
+                batch_index.write(out, existing_runs(out))
+            raise
         runs = existing_runs(out)
         index = batch_index.write(out, runs)
     mine = {t.run_id for t in tasks} | set(skipped)
     failed = tuple(
         (r["source"], r["error"] or "")
-        for r in runs.filter(pc.is_in(runs.column("status"), pa.array(["error", "retry"])))
+        for r in runs.filter(pc.is_in(runs.column("status"), pa.array(FAILED)))
         .select(["run_id", "source", "error"])
         .to_pylist()
         if r["run_id"] in mine
@@ -410,8 +391,8 @@ def run_batch(
 
 
 def _known(runs: pa.Table) -> set[str]:
-    """Run ids the dataset holds for good: a 'retry' row is tried again."""
-    keep = runs.filter(pc.invert(pc.equal(runs.column("status"), "retry")))
+    """Run ids the dataset holds for good: the done ones; every failed run is tried again."""
+    keep = runs.filter(pc.equal(runs.column("status"), "ok"))
     return set(keep.column("run_id").to_pylist())
 
 
@@ -422,25 +403,26 @@ def _process(
     executor: Executor,
     scheduler: str | None,
     on_done: Callable[[Outcome], None] | None,
-) -> tuple[set[str], int]:
-    """Run the tasks and write each outcome as it arrives; unreadable entries never reach a worker."""
+    done_ids: set[str],
+) -> int:
+    """Run the tasks and write each outcome as it arrives (its id into ``done_ids``); unreadable
+    entries never reach a worker. Returns how many failed."""
     unreadable = [t for t in tasks if t.error is not None and t.error.startswith(UNREADABLE)]
     rest = [t for t in tasks if t.error is None or not t.error.startswith(UNREADABLE)]
     outcomes: Iterable[Outcome]
     if executor is Executor.DASK:
-        from tcreport.batch import dask_executor as batch_dask
+        from tcreport.batch import dask_executor as batch_dask  # dask: the [cluster] extra
 
         outcomes = batch_dask.run(rest, str(scheduler))
     else:
         outcomes = pool.run(rest, jobs)
     new_failures = 0
-    done_ids: set[str] = set()
     first = (retryable(t, t.error or "") for t in unreadable)
     for o in itertools.chain(first, outcomes):
         with _sigint_deferred():
-            _write_run(out, o)
+            o = _write_run(out, o)
         done_ids.add(o.run_id)
         new_failures += 0 if o.ok else 1
         if on_done is not None:
             on_done(o)
-    return done_ids, new_failures
+    return new_failures

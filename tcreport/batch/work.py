@@ -3,8 +3,10 @@
 This is the function the process pool and the Dask cluster run, so it takes and returns small
 picklable values (a :class:`Task`, an :class:`Outcome` holding Arrow tables and the report text) and
 writes nothing: the coordinating process owns the output folder and its atomic renames, which keeps
-a worker on another machine from needing write access to it. A bad trace becomes a failed outcome,
-never an exception, so one corrupt file cannot stop an archive of thousands.
+a worker on another machine from needing write access to it. Any failure of one run (a bad trace,
+a reader bug, a figure too large for its column) becomes a failed outcome, never an exception, so
+one corrupt file cannot stop an archive of thousands; the outcome records the tcreport version and
+any missing extra, the environment that failed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pyarrow as pa
 from tcreport import __version__, ingest, report
 from tcreport.batch import rows
 from tcreport.batch.rows import STEPS
-from tcreport.errors import TcreportError
+from tcreport.errors import MissingExtraError, TcreportError
 from tcreport.report import Report
 
 RUNS = pa.schema(
@@ -40,7 +42,8 @@ RUNS = pa.schema(
         ("profiler_version", pa.string()),
         ("date", pa.timestamp("s", tz="UTC")),
         ("date_source", pa.string()),
-        ("tcreport_version", pa.string()),
+        ("tcreport_version", pa.string()),  # the tcreport that made the row (or failed on it)
+        ("missing_extra", pa.string()),  # a failure for want of an extra ("tf"): install it, re-run
         ("iterations_aggregated", pa.int64()),
         ("wall_ns", pa.int64()),
         ("gpu_kernel_ns", pa.int64()),
@@ -55,8 +58,11 @@ RUNS = pa.schema(
         ("eligible_not_using_gpu_ns", pa.int64()),
         ("eligible_not_tc_share", pa.float64()),
         ("finding_count", pa.int64()),
-        ("top_finding_id", pa.string()),
+        ("top_finding_id", pa.string()),  # the first finding as ranked (findings.rank 1)
         ("top_finding_title", pa.string()),
+        # the finding the report says to fix first (rules.fix_first; null when none qualifies)
+        ("fix_first_id", pa.string()),
+        ("fix_first_title", pa.string()),
         ("report", pa.string()),  # relative link to the run's HTML report
         ("seconds", pa.float64()),
         ("ranks", pa.int32()),  # a job's ranks present (null: not a job)
@@ -112,6 +118,15 @@ TABLES: dict[str, pa.Schema] = {
     "findings": FINDINGS,
     "steps": STEPS,
 }
+#: Columns added to a table after datasets were written without them: a run archived before
+#: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
+ADDED_LATER: dict[str, frozenset[str]] = {
+    "runs": frozenset(
+        {"fix_first_id", "fix_first_title", "missing_extra", "rank", "ranks", "world_size"}
+    ),
+    "ops": frozenset({"rank"}),
+    "kernels": frozenset({"rank"}),
+}
 
 
 def is_legacy_out(out: Path) -> bool:
@@ -141,7 +156,8 @@ def is_legacy_out(out: Path) -> bool:
             and path.is_file()
         )
         try:
-            if not ok or not set(TABLES[parts[0]].names) <= set(pq.read_schema(path).names):
+            needed = set(TABLES[parts[0]].names) - ADDED_LATER.get(parts[0], frozenset())
+            if not ok or not needed <= set(pq.read_schema(path).names):
                 return False
         except (OSError, pa.ArrowException):
             return False
@@ -206,6 +222,12 @@ def _date(started_at: str | None, source: str | None, mtime: datetime) -> tuple[
     return datetime.fromisoformat(started_at.replace("Z", "+00:00")), source or "trace"
 
 
+def failed(task: Task, error: str) -> Outcome:
+    """A run whose worker could not hand its outcome back (an exception the pool re-raised)."""
+    date = datetime.fromtimestamp(int(task.mtime), tz=UTC)
+    return _failed(task, date, error, time.perf_counter())
+
+
 def retryable(task: Task, error: str) -> Outcome:
     """A run that failed for a reason outside the trace (its worker died, the file was unreadable):
     recorded with ``status = 'retry'`` so the index lists it and the next batch tries it again."""
@@ -214,56 +236,75 @@ def retryable(task: Task, error: str) -> Outcome:
 
 
 def _failed(
-    task: Task, date: datetime, error: str, started: float, status: str = "error"
+    task: Task,
+    date: datetime,
+    error: str,
+    started: float,
+    status: str = "error",
+    missing_extra: str | None = None,
 ) -> Outcome:
-    runs = _rows(
-        RUNS,
-        _run_row(task, date, status=status, error=error, seconds=time.perf_counter() - started),
+    row = _run_row(
+        task,
+        date,
+        status=status,
+        error=error,
+        missing_extra=missing_extra,
+        seconds=time.perf_counter() - started,
     )
+    runs = _rows(RUNS, row)
     empty = {name: schema.empty_table() for name, schema in TABLES.items() if name != "runs"}
     return Outcome(
         task.run_id, task.source, False, error, None, date, {"runs": runs, **empty}, None, 0.0
     )
 
 
+#: Columns a failed run keeps from the outcome it replaces: what it is, not what it measured.
+_IDENTITY = ("run_id", "source", "format", "content_hash", "date", "date_source")
+
+
+def failed_like(o: Outcome, error: str) -> Outcome:
+    """``o`` recorded as failed with ``error`` (its tables could not be written), identity kept."""
+    row = o.tables["runs"].slice(0, 1).to_pylist()[0]  # one row
+    keep = {k: [row[k]] for k in _IDENTITY}
+    values = {"status": ["error"], "error": [error], "tcreport_version": [__version__]}
+    runs = _rows(RUNS, {**dict.fromkeys(RUNS.names, [None]), **keep, **values})
+    empty = {name: schema.empty_table() for name, schema in TABLES.items() if name != "runs"}
+    return Outcome(
+        o.run_id, o.source, False, error, None, o.date, {"runs": runs, **empty}, None, 0.0
+    )
+
+
 def process(task: Task) -> Outcome:
-    """Load, analyse and render one input; a failure is returned, not raised."""
+    """Load, analyse, render and tabulate one input; any failure is returned, not raised."""
     started = time.perf_counter()
-    date = datetime.fromtimestamp(int(task.mtime), tz=UTC)
+    # the file's date until the trace says when it was recorded (a later failure keeps that)
+    when = [datetime.fromtimestamp(int(task.mtime), tz=UTC)]
     if task.error is not None or task.format is None:
-        return _failed(task, date, task.error or "format not detected", started)
+        return _failed(task, when[0], task.error or "format not detected", started)
     try:
-        from tcreport.render.html import render as render_html
-
-        if task.members:  # a distributed job: one run, a row per rank (batch.job_work)
-            from tcreport.batch import job_work
-
-            done = job_work.process_job(task, TABLES, date)
-            seconds = time.perf_counter() - started
-            done.tables["runs"] = done.tables["runs"].set_column(
-                RUNS.get_field_index("seconds"),
-                "seconds",
-                pa.array([seconds] * done.rows, pa.float64()),
-            )
-            return Outcome(
-                task.run_id,
-                task.source,
-                True,
-                None,
-                done.gpu,
-                done.date,
-                done.tables,
-                done.html,
-                seconds,
-            )
-        run = ingest.load(Path(task.path))
-        date, date_source = _date(run.meta.started_at, run.meta.started_at_source, date)
-        view = report.build(run, source_path=task.source, with_timeline=True)
-        html = render_html(view)
+        return _process(task, started, when)
+    except MissingExtraError as exc:
+        return _failed(task, when[0], exc.reason, started, missing_extra=exc.extra)
     except TcreportError as exc:
-        return _failed(task, date, exc.reason, started)
-    except Exception as exc:  # a reader bug on one trace must not stop the batch; it is recorded
-        return _failed(task, date, f"internal error: {type(exc).__name__}: {exc}", started)
+        return _failed(task, when[0], exc.reason, started)
+    except Exception as exc:  # a bug on one trace must not stop the batch: it is recorded
+        text = " ".join(str(exc).split())[:300]
+        return _failed(task, when[0], f"internal error: {type(exc).__name__}: {text}", started)
+
+
+def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
+    """The work itself, every step of it inside :func:`process`'s failure handling: building
+    the dataset rows can fail too (an int64 column given a value past it)."""
+    # jinja2 only where a report is rendered, not for the dataset's schemas (TABLES)
+    from tcreport.render.html import render as render_html
+
+    if task.members:  # a distributed job: one run, a row per rank (batch.job_work)
+        return _process_job(task, started, when)
+    run = ingest.load(Path(task.path))
+    date, date_source = _date(run.meta.started_at, run.meta.started_at_source, when[0])
+    when[0] = date
+    view = report.build(run, source_path=task.source, with_timeline=True)
+    html = render_html(view)
     names = sorted({g.name for g in view.analysis.meta.gpus if g.name})
     gpu = ", ".join(names) if names else None
     seconds = time.perf_counter() - started
@@ -272,6 +313,21 @@ def process(task: Task) -> Outcome:
         **_detail_tables(task.run_id, view),
     }
     return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
+
+
+def _process_job(task: Task, started: float, when: list[datetime]) -> Outcome:
+    """A distributed job's run: its rows and its job page (:mod:`tcreport.batch.job_work`)."""
+    from tcreport.batch import job_work
+
+    done = job_work.process_job(task, TABLES, when[0])
+    when[0] = done.date
+    seconds = time.perf_counter() - started
+    done.tables["runs"] = done.tables["runs"].set_column(
+        RUNS.get_field_index("seconds"), "seconds", pa.array([seconds] * done.rows, pa.float64())
+    )
+    return Outcome(
+        task.run_id, task.source, True, None, done.gpu, done.date, done.tables, done.html, seconds
+    )
 
 
 def _runs_table(

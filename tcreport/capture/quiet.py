@@ -1,11 +1,12 @@
-"""TensorFlow's own logging kept out of ``tcreport profile``'s output unless ``--verbose``.
+"""The frameworks' own logging kept out of ``tcreport profile``'s output unless ``--verbose``.
 
 Importing TensorFlow and running its profiler prints ~15 lines of C++ logging (oneDNN, CPU
 features, "Profiler session started", ...) that say nothing about the user's model and bury
 tcreport's one line. The C++ side reads ``TF_CPP_MIN_LOG_LEVEL`` once, when TensorFlow loads, in
 this process, in the profiled script's process (DLProf, Nsight Systems) and in xprof's converter,
 so the variable is set for the whole command; the Python side logs through absl. A value the
-user set stands; errors are always shown.
+user set stands; errors are always shown. PyTorch's profiler (Kineto) prints two lines at every
+start and stop of a trace whatever its log level; those are held back the same way.
 """
 
 from __future__ import annotations
@@ -48,12 +49,9 @@ _IMPORT_NOISE = re.compile(
 
 
 @contextmanager
-def tensorflow_import(verbose: bool) -> Iterator[None]:
-    """Hold back what ``import tensorflow`` writes to file descriptor 2 (C++ writes there, past
-    Python's ``sys.stderr``), then pass on every line that is not INFO/WARNING noise."""
-    if verbose:
-        yield
-        return
+def _held_stderr(noise: re.Pattern[str]) -> Iterator[None]:
+    """Hold back what is written to file descriptor 2 (C++ writes there, past Python's
+    ``sys.stderr``), then pass on every line that ``noise`` does not match."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as held:
@@ -66,9 +64,34 @@ def tensorflow_import(verbose: bool) -> Iterator[None]:
             os.close(saved)
             held.seek(0)
             text = held.read().decode("utf-8", "replace")
-            kept = [ln for ln in text.splitlines() if ln and not _IMPORT_NOISE.match(ln)]
+            kept = [ln for ln in text.splitlines() if ln and not noise.match(ln)]
             if kept:
                 print("\n".join(kept), file=sys.stderr)
+
+
+@contextmanager
+def tensorflow_import(verbose: bool) -> Iterator[None]:
+    """``import tensorflow`` without its INFO/WARNING noise (errors still show)."""
+    if verbose:
+        yield
+        return
+    with _held_stderr(_IMPORT_NOISE):
+        yield
+
+
+#: What PyTorch's profiler (Kineto) prints at every start and stop of a trace, whatever its log
+#: level says: ``STAGE:... Completed Stage: Warm Up``, ``USDT:... profiler_start``.
+_KINETO_NOISE = re.compile(r"^(?:STAGE|USDT):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\]")
+
+
+@contextmanager
+def kineto(verbose: bool) -> Iterator[None]:
+    """A profiler start, step or stop without Kineto's progress lines (errors still show)."""
+    if verbose:
+        yield
+        return
+    with _held_stderr(_KINETO_NOISE):
+        yield
 
 
 def tensorflow_python_logs(tf: Any, verbose: bool) -> None:

@@ -18,6 +18,7 @@ class Backend(StrEnum):
     DLPROF = "dlprof"
     NSYS = "nsys"
     TF = "tf"
+    TORCH = "torch"
 
 
 class Framework(StrEnum):
@@ -39,6 +40,7 @@ class ProfileRequest:
     duration_s: float | None = None  # DLProf --duration
     python: str = field(default_factory=lambda: sys.executable)
     verbose: bool = False  # let the framework's own logging through (--verbose)
+    progress: bool = False  # a step counter on stderr (the CLI sets it when stderr is a terminal)
 
     @property
     def profile_name(self) -> str:
@@ -57,3 +59,9 @@ class CaptureResult:
     # True when the profiler itself kept only the requested iterations (DLProf, the TF window):
     # tcreport must not slice again by key node / iteration numbers.
     sliced_by_profiler: bool = False
+    # Why ``--backend auto`` chose this backend ("the script imports torch"); None when asked for.
+    chosen_because: str | None = None
+    # A --key-node that never ran: the run was recorded by the default step source instead, and
+    # the command reports the names that did run (exit 2, the report kept).
+    key_node_missing: str | None = None
+    key_node_candidates: tuple[str, ...] = ()

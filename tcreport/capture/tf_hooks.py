@@ -20,6 +20,12 @@ def _fit_callback(tf: Any, steps: StepWindow) -> Any:
     class _StepCallback(tf.keras.callbacks.Callback):  # type: ignore[misc]
         """Keras resets the batch index every epoch; the window counts batches across epochs."""
 
+        def on_train_begin(self, logs: Any = None) -> None:
+            params = getattr(self, "params", None) or {}
+            epochs, per_epoch = params.get("epochs"), params.get("steps")
+            if isinstance(epochs, int) and isinstance(per_epoch, int):
+                steps.planned(FIT, epochs * per_epoch)
+
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             steps.begin(FIT)
 

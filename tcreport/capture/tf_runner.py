@@ -11,26 +11,24 @@ profile records no dtypes).
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import gc
 import importlib
-import json
-import os
-import runpy
-import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
-from tcreport.capture import quiet, tf_hooks
+from tcreport.capture import layout, progress, quiet, script, tf_hooks
+from tcreport.capture.keras_audit import KerasAudit
 from tcreport.capture.request import Backend, CaptureResult, Framework, ProfileRequest
 from tcreport.capture.tf_window import StepWindow, window
 from tcreport.errors import CaptureError, ScriptFailedError, UsageError
 
-SIDECAR = "tcreport-capture.json"
+SIDECAR = layout.SIDECAR
 _INSTALL = "pip install 'tcreport[tf]'"
 
 
-def _import_tf(verbose: bool) -> Any:
+def import_tf(verbose: bool) -> Any:
     try:  # import_module: TensorFlow ships no type stubs, and mypy must not need it installed
         with quiet.tensorflow_import(verbose):
             tf = importlib.import_module("tensorflow")
@@ -42,46 +40,12 @@ def _import_tf(verbose: bool) -> Any:
     return tf
 
 
-def _run_script(script: Path, args: tuple[str, ...]) -> tuple[int, str]:
-    """Execute ``script`` as ``__main__`` with its own argv; returns its exit code and the last
-    lines of its error (the exception line of its traceback), "" when it did not fail."""
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(script), *args]
-    sys.path.insert(0, str(script.resolve().parent))
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-        return 0, ""
-    except SystemExit as exc:
-        code = exc.code
-        if code is None:
-            return 0, ""
-        if isinstance(code, int):
-            return code, ""
-        print(code, file=sys.stderr)
-        return 1, str(code)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # the user's script failed: show its traceback as Python would
-        traceback.print_exc()
-        return 1, _last_lines(exc)
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-
-
-def _last_lines(exc: BaseException) -> str:
-    """Where the script raised and what, on one line: its innermost frame and the exception line
-    (the full traceback has just been printed above it)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: " if frames else ""
-    what = traceback.format_exception_only(type(exc), exc)[-1].strip()
-    return " ".join(f"{where}{what}".split())[:400]
-
-
-def _layers(tf: Any) -> list[dict[str, str]]:
+def keras_layers(tf: Any) -> list[dict[str, str]]:
     """Every Keras layer still alive after the run, with its dtype policy."""
     keras = tf.keras
     seen: dict[int, dict[str, str]] = {}
-    models = [o for o in gc.get_objects() if isinstance(o, keras.Model)]
+    # type(), not isinstance(): some objects (torch.distributed.reduce_op) warn on __class__
+    models = [o for o in gc.get_objects() if issubclass(type(o), keras.Model)]
     for model in models:
         for layer in [model, *getattr(model, "layers", [])]:
             compute = getattr(layer, "compute_dtype", None)
@@ -96,20 +60,39 @@ def _layers(tf: Any) -> list[dict[str, str]]:
     return sorted(seen.values(), key=lambda d: (d["name"], d["class"]))
 
 
-def _policy(tf: Any) -> str | None:
+def policy(tf: Any) -> str | None:
     try:
         return str(tf.keras.mixed_precision.global_policy().name)
     except (AttributeError, ValueError):
         return None
 
 
-def _profiles(out_dir: Path) -> list[Path]:
+def profiles(out_dir: Path) -> list[Path]:
     return sorted((out_dir / "plugins" / "profile").glob("*/*.xplane.pb"))
 
 
-def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, error: str) -> None:
+def _single_fit(tree: ast.Module) -> bool:
+    """The script calls ``.fit(`` once, outside any loop: the steps that fit announces are all
+    the steps the run will take."""
+    fits = 0
+    looped = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.While | ast.AsyncFor):
+            inner = ast.walk(node)
+            looped = looped or any(
+                isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "fit" for n in inner
+            )
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "fit":
+            fits += 1
+    return fits == 1 and not looped
+
+
+def _check_steps(
+    req: ProfileRequest, steps: StepWindow, code: int, error: str, functions: list[str]
+) -> None:
     """Refuse a capture with nothing in it, naming the cause: the script's own failure first
     (exit with its code), then no step seen, then a window past the last step."""
+    start = steps.start
     if code != 0 and steps.profiled == 0:
         # The script crashed before anything was captured: its failure is the news, not a
         # missing key node. Exit as the script did, with its error.
@@ -127,14 +110,19 @@ def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, 
             code,
         )
     if steps.owner is None:
-        hint = (
-            f"no call of a tf.function named {req.key_node!r}, "
-            if req.key_node
-            else "pass --key-node with the name of the tf.function that runs one step, "
-        )
-        raise CaptureError(
+        if req.key_node:
+            seen = ", ".join(functions[:10]) or "none"
+            raise UsageError(
+                f"--key-node {req.key_node!r}: no call of a tf.function of that name, and the "
+                "script called no Keras Model.fit and marked no "
+                f"tf.profiler.experimental.Trace(step_num=...) steps; tf.functions it created: "
+                f"{seen}"
+            )
+        seen = ", ".join(functions[:10]) or "none"
+        raise UsageError(
             "no training steps seen: the script called no Keras Model.fit and marked no "
-            f"tf.profiler.experimental.Trace(step_num=...) steps ({hint.rstrip(', ')})"
+            "tf.profiler.experimental.Trace(step_num=...) steps; pass --key-node with the name "
+            f"of the tf.function that runs one step (tf.functions it created: {seen})"
         )
     if steps.profiled == 0:
         raise UsageError(
@@ -144,16 +132,18 @@ def _check_steps(req: ProfileRequest, steps: StepWindow, start: int, code: int, 
 
 
 def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
-    tf = _import_tf(req.verbose)
+    tf = import_tf(req.verbose)
+    tree = script.parse(req.script)
     start, stop = window(req.iter_start, req.iter_stop)
-    before = set(_profiles(req.out_dir))
+    before = set(profiles(req.out_dir))
     options = tf.profiler.experimental.ProfilerOptions(
         host_tracer_level=3, python_tracer_level=0, device_tracer_level=1
     )
-
+    audit = KerasAudit(tf, req.script, tree)
     failures: list[CaptureError] = []
 
     def on_start() -> None:
+        audit.collect_layers()
         try:
             tf.profiler.experimental.start(str(req.out_dir), options=options)
         except tf.errors.OpError as exc:
@@ -167,44 +157,73 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
 
     def on_stop() -> None:
         tf.profiler.experimental.stop()
+        audit.collect_layers()
 
-    steps = StepWindow(start=start, stop=stop, on_start=on_start, on_stop=on_stop)
-    with tf_hooks.installed(tf, steps, req.key_node):
+    counter = progress.counter(start, stop, req.progress)
+    steps = StepWindow(
+        start=start, stop=stop, on_start=on_start, on_stop=on_stop, single_fit=_single_fit(tree)
+    )
+    if counter is not None:
+
+        def shown(step: int, recording: bool) -> None:
+            counter.total = steps.total
+            counter(step, recording)
+
+        steps.on_step = shown
+    with audit.installed(), tf_hooks.installed(tf, steps, req.key_node):
         try:
-            code, error = _run_script(req.script, req.script_args)
+            code, error = script.run(req.script, req.script_args)
         finally:
             steps.finish()
+            if counter is not None:
+                counter.close()
     if failures:
         raise failures[0]
-    notes: list[str] = []
-    _check_steps(req, steps, start, code, error)
-    new = [p for p in _profiles(req.out_dir) if p not in before]
+    _check_steps(req, steps, code, error, audit.functions)
+    new = [p for p in profiles(req.out_dir) if p not in before]
     if not new:
         raise CaptureError("the TensorFlow profiler wrote no .xplane.pb", req.out_dir)
-    run_dir = new[-1].parent
+    return _result(req, fw, tf, new[-1].parent, steps, audit, code)
+
+
+def _result(
+    req: ProfileRequest,
+    fw: Framework,
+    tf: Any,
+    run_dir: Path,
+    steps: StepWindow,
+    audit: KerasAudit,
+    code: int,
+) -> CaptureResult:
+    start, stop = steps.start, steps.stop
     last = start + steps.profiled - 1
+    notes: list[str] = []
     if last < stop:
         notes.append(
             f"The script ran {steps.steps_seen} steps, so the window ends at step {last} instead "
             f"of {stop}."
         )
-    sidecar = {
-        "format": 1,
-        "script": req.script.name,
-        "step_source": steps.owner,
-        "steps_seen": steps.steps_seen,
-        "window": [start, last],
-        "step_ns": steps.step_ns,
-        "key_node": req.key_node,
-        "global_policy": _policy(tf),
-        "layers": _layers(tf),
-        "tensorflow": str(tf.__version__),
-        "script_exit_code": code,
-        "notes": notes,
-    }
-    tmp = run_dir / f".{SIDECAR}.tmp"
-    tmp.write_text(json.dumps(sidecar, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, run_dir / SIDECAR)
+    key_source = f"calls of tf.function {req.key_node!r}"
+    missing = req.key_node if req.key_node and steps.owner != key_source else None
+    layout.write_sidecar(
+        run_dir,
+        {
+            "format": 1,
+            "backend": Backend.TF.value,
+            "script": req.script.name,
+            "step_source": steps.owner,
+            "steps_seen": steps.steps_seen,
+            "window": [start, last],
+            "step_ns": steps.step_ns,
+            "key_node": None if missing else req.key_node,
+            "global_policy": policy(tf),
+            "layers": keras_layers(tf),
+            "tensorflow": str(tf.__version__),
+            "script_exit_code": code,
+            "notes": notes,
+            "audit": dataclasses.asdict(audit.snapshot()),
+        },
+    )
     return CaptureResult(
         backend=Backend.TF,
         framework=fw,
@@ -212,4 +231,6 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
         script_exit_code=code,
         notes=tuple(notes),
         sliced_by_profiler=True,
+        key_node_missing=missing,
+        key_node_candidates=tuple(audit.functions[:10]) if missing else (),
     )

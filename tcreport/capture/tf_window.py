@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tcreport.errors import UsageError
+
 #: Default window when the user gives none: skip step 0 (tracing, autotuning), profile four steps.
 DEFAULT_START = 1
 DEFAULT_LENGTH = 4
@@ -35,6 +37,11 @@ class StepWindow:
     stop: int
     on_start: Callable[[], None]
     on_stop: Callable[[], None]
+    on_step: Callable[[int, bool], None] = lambda step, recording: None  # progress
+    # True when the script has one Model.fit and no loop around it: the step count fit announces
+    # is the run's, so a window past it is refused before training starts.
+    single_fit: bool = False
+    total: int | None = None  # steps the run will take, when fit said so
     owner: str | None = None
     steps_seen: int = 0  # steps begun
     profiling: bool = False
@@ -65,10 +72,23 @@ class StepWindow:
         if self._depth:
             return
         step = self.steps_seen - 1
+        recording = self.profiling
         if self.profiling:
             self.step_ns.append(time.perf_counter_ns() - self._t0)
             if step >= self.stop:
                 self.finish()
+        self.on_step(step, recording)
+
+    def planned(self, source: str, steps: int) -> None:
+        """A Keras ``fit`` is about to run ``steps`` steps (epochs x steps per epoch)."""
+        if self.owner not in (None, source) or steps <= 0:
+            return
+        self.total = self.steps_seen + steps
+        if self.single_fit and self.start >= self.total and not self.done:
+            raise UsageError(
+                f"--iter-start {self.start} is past the last step: Model.fit will run "
+                f"{self.total} steps (0 to {self.total - 1}); stopped before training"
+            )
 
     def finish(self) -> None:
         """Stop the profiler if it runs (end of window, end of script, or the script failed)."""

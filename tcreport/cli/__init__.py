@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tcreport.cli.app import app
+from tcreport.cli.app import OWN_PROCESS, app
 
 __all__ = ["app", "main"]  # `app` is public: tests and embedders invoke the Typer app
 
@@ -16,4 +16,4 @@ def main() -> None:
     # the 3.6 M-kernel export the peak RSS drops ~250 MiB and the run is no slower
     # (benchmarks/README.md). Set before pyarrow is imported; a user's own choice stands.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    app()
+    app(obj=OWN_PROCESS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from tcreport.errors import TcreportError, UsageError
-from tcreport.render.escape import terminal as plain
+from tcreport import api
+from tcreport.errors import OptionError, TcreportError, UsageError
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
-    from tcreport.ingest.job import Job
-    from tcreport.job_report import JobReport
-    from tcreport.report import Report
+    from tcreport.api import Job, JobReport, Report, Slice
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -83,6 +82,36 @@ ReplaceReadOnly = Annotated[
 ]
 
 
+#: The analysis options as this CLI spells them: an :class:`~tcreport.errors.OptionError` from the
+#: API (``iter_start 5 is past ...``) is shown with the flag the user typed (``--iter-start 5``).
+FLAGS = {
+    "key_node": "--key-node",
+    "iter_start": "--iter-start",
+    "iter_stop": "--iter-stop",
+    "allow_empty": "--allow-empty",
+    "timeline_iter": "--timeline-iter",
+}
+
+
+def slice_of(
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    allow_empty: bool = False,
+    timeline_iter: int | None = None,
+) -> Slice:
+    """The command's iteration options as the one value the API takes (validated there)."""
+    return api.Slice(key_node, iter_start, iter_stop, allow_empty, timeline_iter)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: each line break (CR, LF, CRLF) and the blanks around it become one
+    space. Error reasons and warnings alike, so a name holding a line break reads the same in
+    the refusal and in the ``--force`` warning; other control characters are left to
+    :func:`say`, which shows them escaped."""
+    return " ".join(ln.strip() for ln in text.splitlines() if ln.strip())
+
+
 def say(message: str) -> None:
     """One line on stderr; file names and trace strings in it have their control characters
     shown (``\x1b``), never sent raw to the terminal."""
@@ -101,8 +130,6 @@ def write_text_output(
     output: Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
 ) -> None:
     """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
-    from tcreport import api
-
     if is_stdout(output):
         typer.echo(text, nl=False)
         return
@@ -110,6 +137,21 @@ def write_text_output(
         output, text, follow_link=follow_link, replace_read_only=replace_read_only
     )
     say(f"tcreport: wrote {target}")
+
+
+def guard_output(
+    target: Path | None,
+    inputs: Iterable[Path | None],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+) -> None:
+    """Refuse ``-o`` before any reading when it would destroy an input or is no plain file
+    (:func:`tcreport.api.guard_output`, the one guard of every command); standard output and no
+    ``-o`` need none."""
+    if target is None or is_stdout(target):
+        return
+    api.guard_output(target, inputs, follow_link=follow_link, replace_read_only=replace_read_only)
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -123,7 +165,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        reason = " ".join(ln.strip() for ln in exc.reason.splitlines() if ln.strip())
+        reason = one_line(exc.spelt(FLAGS) if isinstance(exc, OptionError) else exc.reason)
         say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
@@ -143,58 +185,51 @@ def status(message: str) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def phase(name: str, message: str) -> Iterator[None]:
+    """:func:`status` for one phase of a command, timed: ``-v`` logs how long it took
+    (``tcreport: INFO: read: 1.84 s``), so a slow report says where its time went."""
+    import logging
+    import time
+
+    began = time.perf_counter()
+    with status(message):
+        yield
+    logging.getLogger("tcreport").info("%s: %.2f s", name, time.perf_counter() - began)
+
+
 def load_and_analyze(
     path: Path,
-    key_node: str | None,
-    iter_start: int | None,
-    iter_stop: int | None,
+    slc: Slice,
+    *,
     timestamp: bool = False,
     counters: Path | None = None,
-    allow_empty: bool = False,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
     output: Path | None = None,
 ) -> Report:
-    """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr.
+    """Read ``path`` (plus ncu counters if given) and analyse the part ``slc`` selects, with
+    spinners on stderr.
 
     ``output``, the file the command will write, is refused if the reader read it (a sidecar).
     """
     from datetime import UTC, datetime
 
-    from tcreport import api
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-    with status(f"Reading {path}"):
+    with phase("read", f"Reading {path}"):
         run = api.load(path)
         if output is not None:
-            from tcreport import _fs
-
-            _fs.refuse_read(output, path, run.meta.files)
+            api.guard_sidecars(output, path, run)
         if counters is not None:
             run = api.attach_counters(run, counters)
-    with status("Analysing"):
+    with phase("analyse", "Analysing"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        view = api.analyze(
-            run,
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-            timestamp=stamp,
-            timeline_iter=timeline_iter,
-            with_timeline=with_timeline,
+        return api.analyze(
+            run, slc, source_path=str(path), timestamp=stamp, with_timeline=with_timeline
         )
-    if not allow_empty:
-        api.refuse_ineffective_options(view, path, key_node, iter_start)
-    return view
 
 
 def find_job(path: Path, rank: int | None = None, counters: Path | None = None) -> Job | None:
     """The distributed job ``path`` holds, else None (then ``--rank`` is refused: it has no
     meaning for one trace; ``--counters`` is refused for a job: it is one trace's)."""
-    from tcreport import api
-
     with status(f"Looking at {path}"):
         job = api.find_job(path)
     if job is None and rank is not None:
@@ -207,36 +242,18 @@ def find_job(path: Path, rank: int | None = None, counters: Path | None = None) 
 def analyze_job(
     job: Job,
     path: Path,
-    key_node: str | None,
-    iter_start: int | None,
-    iter_stop: int | None,
+    slc: Slice,
     *,
     timestamp: bool = False,
-    allow_empty: bool = False,
     rank: int | None = None,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
 ) -> JobReport:
-    """Analyse every rank of ``job`` (one at a time), with a spinner on stderr."""
+    """Analyse the part ``slc`` selects of every rank of ``job`` (one at a time), with a spinner
+    on stderr."""
     from datetime import UTC, datetime
 
-    from tcreport import api
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
-    with status(f"Analysing {job.present} ranks of {path}"):
+    with phase("analyse", f"Analysing {job.present} ranks of {path}"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        jr = api.analyze_job(
-            job,
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-            rank=rank,
-            timestamp=stamp,
-            timeline_iter=timeline_iter,
-            with_timeline=with_timeline,
+        return api.analyze_job(
+            job, slc, source_path=str(path), rank=rank, timestamp=stamp, with_timeline=with_timeline
         )
-    if not allow_empty:
-        api.refuse_ineffective_options(jr.detail, path, key_node, iter_start)
-    return jr

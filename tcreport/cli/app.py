@@ -16,7 +16,9 @@ import typer
 import typer.core
 from typer.core import TyperGroup
 
-from tcreport.render.escape import terminal as plain
+from tcreport import __version__
+from tcreport._no_pandas import refuse_pandas
+from tcreport.fmt import visible as plain
 
 # Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
 _click: Any = getattr(typer.core, "_click", None) or importlib.import_module("click")
@@ -105,14 +107,20 @@ _plain_argument_help()
 
 def _version(value: bool) -> None:
     if value:
-        from tcreport import __version__
-
         typer.echo(f"tcreport {__version__}")
         raise typer.Exit()
 
 
+#: The context ``obj`` :func:`tcreport.cli.main` starts the app with: this process is the
+#: ``tcreport`` command itself, not a test's runner or an embedder, so it may refuse pandas.
+OWN_PROCESS = "tcreport command process"
+#: Commands that run a user's script in this interpreter, where pandas must stay importable.
+_RUN_USER_CODE = frozenset({"profile"})
+
+
 @app.callback()
 def _main(
+    ctx: typer.Context,
     verbose: Annotated[
         int,
         typer.Option("--verbose", "-v", count=True, help="More logging on stderr (-vv for debug)."),
@@ -124,6 +132,8 @@ def _main(
         ),
     ] = False,
 ) -> None:
+    if ctx.obj is OWN_PROCESS and ctx.invoked_subcommand not in _RUN_USER_CODE:
+        refuse_pandas()  # pyarrow would import it on its first conversion (tcreport/_no_pandas.py)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:

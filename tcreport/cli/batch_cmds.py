@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import err_console, plural, say, user_errors
 from tcreport.cli.app import app
-from tcreport.render.escape import terminal as plain
+from tcreport.errors import EmptyInputError
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from tcreport.batch.work import Outcome
+    from tcreport.api import Outcome
 
 
 class ExecutorName(StrEnum):
@@ -67,34 +69,25 @@ def batch(
 ) -> None:
     """Every trace under DIR -> Parquet dataset, one report per run and an index."""
     with user_errors():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        from tcreport.batch import runner as batch_mod
-
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[last]}"),
-            console=err_console,
-            transient=True,
-            disable=not err_console.is_terminal,  # piped: no bar, and no blank line where it was
-        )
+        progress = _progress()
         handle: list[TaskID] = []
 
         def start(total: int) -> None:
-            handle.append(progress.add_task("Processing", total=total, last=""))
+            handle.append(progress.add_task("Processing", total=total, failed=0, last=""))
+
+        failures = [0]
 
         def done(o: Outcome) -> None:
-            _advance(progress, handle[0], o)
+            failures[0] += 0 if o.ok else 1
+            _advance(progress, handle[0], o, failures[0])
 
         with progress, _empty_is_a_warning():
-            result = batch_mod.run_batch(
+            result = api.batch(
                 directory,
                 output,
                 jobs=jobs,
                 force=force,
-                executor=batch_mod.Executor(executor.value),
+                executor=executor.value,
                 scheduler=scheduler,
                 on_start=start,
                 on_done=done,
@@ -114,8 +107,6 @@ def batch(
 def _empty_is_a_warning() -> Iterator[None]:
     """Nothing to archive is not a broken input: say so as a warning, and still exit non-zero so
     a script that pointed batch at the wrong folder notices."""
-    from tcreport.batch.runner import EmptyInputError
-
     try:
         yield
     except EmptyInputError as exc:
@@ -123,11 +114,39 @@ def _empty_is_a_warning() -> Iterator[None]:
         raise typer.Exit(exc.exit_code) from None
 
 
-def _advance(progress: Progress, task: TaskID, o: Outcome) -> None:
+def _progress() -> Progress:
+    """The bar on a terminal: done of total, how many failed, the time left, the last run.
+    Piped or redirected, it is off: no bar, and no blank line where it was."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.table import Column
+
+    last = Column(
+        no_wrap=True, overflow="ellipsis", max_width=40
+    )  # a long path never hides the bar
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        MofNCompleteColumn(),
+        TextColumn("done, {task.fields[failed]} failed, ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}", table_column=last),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+
+
+def _advance(progress: Progress, task: TaskID, o: Outcome, failed: int) -> None:
     from rich.markup import escape
 
     last = escape(plain(("" if o.ok else "failed: ") + o.source))  # the column reads markup
-    progress.update(task, advance=1, last=last)
+    progress.update(task, advance=1, failed=failed, last=last)
 
 
 def _write(text: str) -> None:
@@ -162,21 +181,17 @@ def query(
 ) -> None:
     """Ask the batch dataset a question in SQL (DuckDB, offline); Ctrl-C stops it."""
     with user_errors():
-        from tcreport.batch import query as query_mod
-
-        table = query_mod.run(output, sql, timeout=timeout)
+        table = api.query(output, sql, timeout=timeout)
         if fmt is QueryFormat.CSV:
             # Piped: the values exactly (click's echo would strip ANSI codes out of them); on a
             # terminal: never a raw control code.
-            _write(query_mod.to_csv(table, escape=plain if sys.stdout.isatty() else None))
+            _write(api.query_csv(table, escape=plain if sys.stdout.isatty() else None))
         elif fmt is QueryFormat.JSON:
-            _write(query_mod.to_json(table))
+            _write(api.query_json(table))
         else:
-            from tcreport.render import terminal
-
             names = table.column_names
             rows = [  # a query result a person reads: small
                 ["" if v is None else str(v) for v in row.values()] for row in table.to_pylist()
             ]
-            terminal.rows_table(names, rows)
+            api.print_rows(names, rows)
             err_console.print(plural(table.num_rows, "row"), markup=False)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
     AllowEmpty,
     FollowLink,
@@ -17,20 +18,22 @@ from tcreport.cli._common import (
     ReplaceReadOnly,
     analyze_job,
     find_job,
+    guard_output,
     is_stdout,
     load_and_analyze,
+    one_line,
     plural,
     say,
+    slice_of,
     user_errors,
     write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-from tcreport.render.escape import terminal as plain
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
-    from tcreport.compare.gates import CheckResult, Gates
-    from tcreport.ingest.job import Job
+    from tcreport.api import CheckResult, Job, JobReport, Slice
 
 
 class DiffFormat(StrEnum):
@@ -84,46 +87,21 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
-        from tcreport import __version__
-        from tcreport.compare import diff as compare
-
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
-        if output is not None and not is_stdout(output):
-            from tcreport import _fs
-
-            _fs.refuse_inputs(output, [base, head])
-            _fs.check_file_target(
-                output, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        guard_output(
+            output, [base, head], follow_link=follow_link, replace_read_only=replace_read_only
+        )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
         if find_job(base) is not None or find_job(head) is not None:
-            text = _diff_jobs(
-                base, head, fmt, (key_node, iter_start, iter_stop), force, allow_empty
-            )
+            text = _diff_jobs(base, head, fmt, slc, force)
             return write_text_output(output if output is not None else Path("-"), text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
-        b = load_and_analyze(
-            base, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
-        )
-        h = load_and_analyze(
-            head, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
-        )
-        d = compare.diff(b, h, force=force)
+        b = load_and_analyze(base, slc, output=output)
+        h = load_and_analyze(head, slc, output=output)
+        d = api.diff(b, h, force=force)
         if d.forced:
-            say(
-                "tcreport: warning: forced comparison: " + "; ".join(d.not_comparable),
-            )
-        if fmt is DiffFormat.HTML:
-            from tcreport.render import diff_html
-
-            text = diff_html.render(d, __version__)
-        elif fmt is DiffFormat.JSON:
-            from tcreport.render import diff_json
-
-            text = diff_json.render(d, __version__)
-        else:
-            from tcreport.render import diff_markdown
-
-            text = diff_markdown.render(d, __version__)
+            say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
+        text = api.render_diff(d, fmt.value)
         write_text_output(
             output if output is not None else Path("-"),
             text,
@@ -136,33 +114,24 @@ def _diff_jobs(
     base: Path,
     head: Path,
     fmt: DiffFormat,
-    iters: tuple[str | None, int | None, int | None],
+    slc: Slice,
     force: bool,
-    allow_empty: bool,
 ) -> str:
     """Two distributed jobs: the job's figures and ranks, then the same rank diffed in full
     (head's straggler, or its first rank)."""
-    from tcreport import __version__
-    from tcreport.compare import job_diff
-    from tcreport.render import job_diff as render
-
     bjob, hjob = find_job(base), find_job(head)
     if bjob is None or hjob is None:
         one = base if bjob is None else head
         raise UsageError(
             f"{one} is one trace and the other a distributed job: diff compares like with like"
         )
-    h = analyze_job(hjob, head, *iters, allow_empty=allow_empty)
+    h = analyze_job(hjob, head, slc)
     same = h.detail_rank if h.detail_rank in {r.rank for r in bjob.ranks} else None
-    b = analyze_job(bjob, base, *iters, allow_empty=allow_empty, rank=same)
-    d = job_diff.diff(b, h, force=force)
+    b = analyze_job(bjob, base, slc, rank=same)
+    d = api.diff_jobs(b, h, force=force)
     if d.forced:
-        say("tcreport: warning: forced comparison: " + "; ".join(d.not_comparable))
-    if fmt is DiffFormat.HTML:
-        return render.render_html(d, __version__)
-    if fmt is DiffFormat.JSON:
-        return render.render_json(d, __version__)
-    return render.render_markdown(d, __version__)
+        say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
+    return api.render_job_diff(d, fmt.value)
 
 
 @app.command()
@@ -213,28 +182,27 @@ def check(
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
-        from tcreport.compare import gates
-
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")
         if baseline is not None and max_regression is None:
             max_regression = 0.0
-        g = gates.Gates(min_tc_share, max_eligible_not_tc_share, max_regression)
-        if g == gates.Gates():
+        if min_tc_share is None and max_eligible_not_tc_share is None and max_regression is None:
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        gates = {
+            "min_tc_share": min_tc_share,
+            "max_eligible_not_tc_share": max_eligible_not_tc_share,
+            "max_regression": max_regression,
+        }
         job = find_job(path)
         if job is not None:
-            result = _check_job(job, path, g, baseline, (key_node, iter_start, iter_stop), force, allow_empty)  # fmt: skip
-            return _print_check(result)
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-        base = (
-            load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-            if baseline
-            else None
-        )
-        _print_check(gates.check(view, g, base, force=force))
+            jr, bjr = _job_and_baseline(job, path, baseline, slc)
+            return _print_check(api.check_job(jr, bjr, **gates, force=force))
+        view = load_and_analyze(path, slc)
+        base = load_and_analyze(baseline, slc) if baseline else None
+        _print_check(api.check(view, base, **gates, force=force))
 
 
 def _print_check(result: CheckResult) -> None:
@@ -248,24 +216,16 @@ def _print_check(result: CheckResult) -> None:
     raise typer.Exit(1)
 
 
-def _check_job(
-    job: Job,
-    path: Path,
-    g: Gates,
-    baseline: Path | None,
-    iters: tuple[str | None, int | None, int | None],
-    force: bool,
-    allow_empty: bool,
-) -> CheckResult:
-    """The gates against a job's own figures; a baseline must be a job too."""
-    from tcreport.compare import job_diff
-
-    jr = analyze_job(job, path, *iters, allow_empty=allow_empty)
-    base = None
-    if baseline is not None:
-        bjob = find_job(baseline)
-        if bjob is None:
-            raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
-        same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
-        base = analyze_job(bjob, baseline, *iters, allow_empty=allow_empty, rank=same)
-    return job_diff.check(jr, g, base, force=force)
+def _job_and_baseline(
+    job: Job, path: Path, baseline: Path | None, slc: Slice
+) -> tuple[JobReport, JobReport | None]:
+    """A job analysed for the gates, and its baseline, which must be a job too (showing the
+    same rank in full where it has it)."""
+    jr = analyze_job(job, path, slc)
+    if baseline is None:
+        return jr, None
+    bjob = find_job(baseline)
+    if bjob is None:
+        raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
+    same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
+    return jr, analyze_job(bjob, baseline, slc, rank=same)

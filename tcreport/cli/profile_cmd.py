@@ -9,19 +9,17 @@ a CI job.
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, say, status, user_errors
+from tcreport import api
+from tcreport.cli._common import IterStart, IterStop, KeyNode, slice_of, user_errors
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-
-if TYPE_CHECKING:
-    from tcreport.capture import CaptureResult, ProfileRequest
-    from tcreport.model import Run
 
 
 class BackendName(StrEnum):
@@ -29,6 +27,7 @@ class BackendName(StrEnum):
     DLPROF = "dlprof"
     NSYS = "nsys"
     TF = "tf"
+    TORCH = "torch"
 
 
 def default_output_dir(script: Path) -> Path:
@@ -38,44 +37,11 @@ def default_output_dir(script: Path) -> Path:
     return Path(f"tcreport-{script.stem}-{stamp}")
 
 
-def _with_notes(run: Run, result: CaptureResult) -> Run:
-    import dataclasses
-
-    from tcreport.capture import Backend
-    from tcreport.capture.request import Framework
-
-    notes = list(run.meta.notes)
-    for note in result.notes:
-        if note not in notes:
-            notes.append(note)
-    if (
-        result.backend is Backend.NSYS
-        and result.framework is Framework.TENSORFLOW
-        and not (run.ops is not None and run.ops.num_rows)
-    ):
-        notes.append(
-            "No TensorFlow op ranges in the Nsight Systems export, so the figures are per kernel: "
-            "only NVIDIA's TensorFlow builds (NGC containers) write an NVTX range per op for "
-            "TF_ENABLE_NVTX_RANGES=1, which tcreport set. With stock TensorFlow, "
-            "--backend tf gives op-level figures."
-        )
-    if result.script_exit_code != 0:
-        notes.append(
-            f"Partial profile: the script exited with code {result.script_exit_code}; this "
-            "report covers only what was captured before it stopped."
-        )
-    return run.replace(meta=dataclasses.replace(run.meta, notes=tuple(notes)))
-
-
 def _check_outputs(out: Path, script: Path) -> None:
     """Refuse now, not after the training run, a report.html/summary.json that is the script,
     a symbolic link or a read-only file."""
-    from tcreport import _fs
-
     for name in ("report.html", "summary.json"):
-        _fs.refuse_inputs(out / name, [script])
-        if out.is_dir():
-            _fs.check_file_target(out / name)
+        api.guard_output(out / name, [script], folder_made_later=True)
 
 
 Script = Annotated[
@@ -96,9 +62,11 @@ BackendOpt = Annotated[
     BackendName,
     typer.Option(
         "--backend",
-        metavar="[auto|dlprof|nsys|tf]",
-        help="Profiler: auto (dlprof if on PATH, else nsys, else the TensorFlow profiler), "
-        "dlprof, nsys or tf.",
+        metavar="[auto|torch|tf|dlprof|nsys]",
+        help="Profiler: auto (on a GPU machine dlprof or nsys when on PATH; otherwise torch for a "
+        "script that imports torch, tf for one that imports tensorflow/keras; it says which and "
+        "why), torch (torch.profiler, in process), tf (the TensorFlow profiler, in process), "
+        "dlprof or nsys.",
     ),
 ]
 OutputDir = Annotated[
@@ -125,7 +93,8 @@ Verbose = Annotated[
     bool,
     typer.Option(
         "--verbose",
-        help="Show TensorFlow's own logging (hidden by default; errors always show).",
+        help="Show the frameworks' own logging, TensorFlow's and PyTorch profiler's (hidden by "
+        "default; errors always show).",
     ),
 ]
 
@@ -155,8 +124,8 @@ def profile(
     with user_errors(), quiet.framework_logs(verbose):
         from tcreport.capture import Backend, ProfileRequest
 
-        if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-            raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+        # checked before the script runs (iter_stop before iter_start, a negative one)
+        slc = slice_of(key_node, iter_start, iter_stop)
         if (delay is not None or duration is not None) and backend not in (
             BackendName.AUTO,
             BackendName.DLPROF,
@@ -175,39 +144,8 @@ def profile(
             delay_s=delay,
             duration_s=duration,
             verbose=verbose,
+            progress=sys.stderr.isatty(),
         )
-        _capture_and_report(request)
+        from tcreport.cli import profile_flow
 
-
-def _capture_and_report(request: ProfileRequest) -> None:
-    """Run the script under the profiler, then read, analyse and write beside the raw profile."""
-    from tcreport import api
-    from tcreport.capture import capture
-
-    key_node, iter_start, iter_stop = request.key_node, request.iter_start, request.iter_stop
-    out = request.out_dir
-    result = capture(request)
-    with status(f"Reading {result.trace_path}"):
-        run = _with_notes(api.load(result.trace_path), result)
-    sliced = result.sliced_by_profiler
-    with status("Analysing"):
-        view = api.analyze(
-            run,
-            source_path=str(result.trace_path),
-            key_node=None if sliced else key_node,
-            iter_start=None if sliced else iter_start,
-            iter_stop=None if sliced else iter_stop,
-            with_timeline=True,
-        )
-    html = api.write_text_atomic(out / "report.html", api.render_html(view))
-    api.write_text_atomic(out / "summary.json", api.render_json(view))
-    say(
-        f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
-        f"{result.trace_path}",
-    )
-    if result.script_exit_code != 0:
-        say(
-            f"tcreport: error: the script exited with code {result.script_exit_code}; "
-            "the report is partial",
-        )
-        raise typer.Exit(result.script_exit_code)
+        profile_flow.capture_and_report(request, slc)

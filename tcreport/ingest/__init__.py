@@ -133,10 +133,62 @@ def _ingest_folders_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
     return [(fmt, c) for c in children if c.is_dir() and reader(fmt).sniff(c)]
 
 
+def _traces_below(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """The traces one level down: each subfolder that is a trace itself (a DLProf result folder,
+    an ingest folder, a TF profile run), else the trace files directly inside it."""
+    found: list[tuple[SourceFormat, Path]] = []
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return found
+    for child in children:
+        if not child.is_dir():
+            continue
+        fmt = _sniff(child, _DIRECTORY_FORMATS)
+        if fmt is not None:
+            found.append((fmt, child))
+            continue
+        try:
+            found += _traces_in(child)
+        except InputError:  # a subfolder we may not list is not a trace to offer
+            continue
+    return found
+
+
+#: How many traces an error lists before "and N more".
+_LISTED = 12
+
+
+def _choose_one(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
+    shown = [f"{p.relative_to(path).as_posix()} ({f.value})" for f, p in found[:_LISTED]]
+    more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
+    which = "give one of them" if len(found) > 1 else "give its path"
+    raise UnsupportedFormatError(
+        f"holds {len(found)} trace{'s' if len(found) > 1 else ''}{where}: {', '.join(shown)}"
+        f"{more}; {which} (`tcreport batch` reads many)",
+        path,
+    )
+
+
+def profile_runs(path: Path) -> list[Path]:
+    """The run folders of a ``tcreport profile`` output (``plugins/profile/<run>/``, the layout
+    TensorBoard reads), oldest first: their names are the local time the run started."""
+    base = path / "plugins" / "profile"
+    try:
+        return sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
 def resolve(path: Path) -> tuple[SourceFormat, Path]:
     """The format of ``path`` and the file or folder to read: a folder that is not a trace itself
-    but holds exactly one trace file is read through that file."""
+    but holds exactly one trace file is read through that file; a profile output folder holding
+    several runs is read through the newest (:func:`load` says which); one holding several traces,
+    or traces only one level down (in subfolders, DLProf result folders among them), lists them."""
     _check_readable(path)
+    runs = profile_runs(path) if path.is_dir() else []
+    if runs:
+        return resolve(runs[-1])
     fmt = _sniff(path, _DIRECTORY_FORMATS if path.is_dir() else None)
     if fmt is not None:
         return fmt, path
@@ -145,11 +197,16 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if len(found) == 1:
             return found[0]
         if found:
-            _refuse_several(path, found)
+            _refuse_several(path, found, "")
+        below = _traces_below(path)
+        if below and all(f is SourceFormat.TCREPORT_PARQUET for f, _ in below):
+            _refuse_several(path, below, " in its subfolders")  # ranks ingested one by one
+        if below:
+            _choose_one(path, below, " in its subfolders")
     _unsupported(path)
 
 
-def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]]) -> NoReturn:
+def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
     """A folder of several traces: name them, and the jobs among them (ingest.job)."""
     from tcreport.ingest import job
 
@@ -162,11 +219,7 @@ def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]]) -> NoRet
             path,
         )
     if not jobs:
-        names = ", ".join(f"{p.name} ({f.value})" for f, p in found)
-        raise UnsupportedFormatError(
-            f"holds {len(found)} traces: {names}; give one of them (`tcreport batch` reads many)",
-            path,
-        )
+        _choose_one(path, found, where)
     others = [(f, p) for f, p in found if p in set(rest)]
     raise UnsupportedFormatError(
         f"holds {len(jobs)} distributed job{'s' if len(jobs) > 1 else ''} and "
@@ -220,12 +273,37 @@ def _unsupported(path: Path) -> NoReturn:
 
 def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     """Read ``path`` into a :class:`Run`; ``fmt`` skips detection. A folder holding one trace is
-    read through it; an ``.nsys-rep`` report through ``nsys export``."""
+    read through it; an ``.nsys-rep`` report through ``nsys export``. Every run leaves through
+    :func:`tcreport.ingest.common.plausible.checked`: impossible rows dropped with a note, totals
+    that would wrap int64 refused."""
+    runs = profile_runs(path) if fmt is None and path.is_dir() else []
     if fmt is None:
         fmt, path = resolve(path)
+    run = _read(fmt, path)
+    if len(runs) > 1:
+        note = (
+            f"{len(runs)} profiling runs under plugins/profile; this is the newest, "
+            f"{runs[-1].name} (give a run's folder to read another)."
+        )
+        run = run.replace(meta=dataclasses.replace(run.meta, notes=(*run.meta.notes, note)))
+    return run
+
+
+def _read(fmt: SourceFormat, path: Path) -> Run:
+    from tcreport.ingest.common import plausible
+    from tcreport.ingest.common.memory import release_free_memory
+
     if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
             exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))
-        return exported.replace(meta=meta)
-    return reader(fmt).read(path)
+        run = plausible.checked(exported.replace(meta=meta))
+    else:
+        run = reader(fmt).read(path)
+        # the net under every reader (an ingest folder's reader runs it itself, naming its files)
+        if fmt is not SourceFormat.TCREPORT_PARQUET:
+            run = plausible.checked(run)
+    # What reading freed (a JSON trace's decoded events, a reader's temporaries) goes back to the
+    # OS, so the analysis that follows starts from the tables alone: its peak adds to theirs.
+    release_free_memory()
+    return run

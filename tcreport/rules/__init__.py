@@ -13,6 +13,13 @@ import dataclasses
 from tcreport.analysis import derived
 from tcreport.analysis.result import Analysis
 from tcreport.rules import (
+    au001_unaligned_layers,
+    au002_loss_scaling,
+    au003_tf32_off,
+    au004_cudnn_benchmark,
+    au005_channels_last,
+    au006_float32_model,
+    au007_xla_off,
     cm001_communication,
     cm002_comm_overlap,
     cv001_cudnn_benchmark_off,
@@ -46,6 +53,13 @@ __all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evalu
 REGISTRY: dict[str, Rule] = dict(
     sorted(
         {
+            "AU001": au001_unaligned_layers.check,
+            "AU002": au002_loss_scaling.check,
+            "AU003": au003_tf32_off.check,
+            "AU004": au004_cudnn_benchmark.check,
+            "AU005": au005_channels_last.check,
+            "AU006": au006_float32_model.check,
+            "AU007": au007_xla_off.check,
             "CM001": cm001_communication.check,
             "CM002": cm002_comm_overlap.check,
             "CV001": cv001_cudnn_benchmark_off.check,
@@ -79,9 +93,9 @@ def _bound(analysis: Analysis) -> int | None:
     """The most time any saving can be: the aggregated wall time, GPU kernel time, kernel span (the
     wall-time stand-in when the input has no wall time) or op GPU time (when it has no kernels),
     the largest."""
-    tl = analysis.timeline
+    tl = analysis.time.timeline
     span = tl.span_ns // max(1, tl.devices) if tl is not None else None
-    op_gpu = sum(o.gpu_ns or 0 for o in analysis.ops) if analysis.ops else None
+    op_gpu = sum(o.gpu_ns or 0 for o in analysis.breakdown.ops) if analysis.breakdown.ops else None
     figures = (analysis.time.wall_ns, analysis.time.gpu_kernel_ns, span, op_gpu)
     known = [v for v in figures if v is not None]
     return max(known) if known else None
@@ -93,7 +107,7 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         return f
     ns = max(0, ns) if bound is None else min(max(0, ns), max(0, bound))
     wall = analysis.time.wall_ns
-    per = derived.per_iteration(ns, analysis.selection.info)
+    per = derived.per_iteration(ns, analysis.iterations.info)
     return dataclasses.replace(
         f,
         estimated_saving_ns=ns,
@@ -105,14 +119,19 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
 #: Rule families that judge GPU work (Tensor Cores, precision on them, convolutions, heavy
 #: non-TC ops, GPU utilisation, communication): meaningless on a CPU-only run.
 GPU_ONLY_PREFIXES = ("TC", "PR", "CV", "OP", "GP", "CM")
+#: ...except the rules that judge the ops' dtypes, which a CPU trace records as well: a float16
+#: softmax is as unstable on a laptop as on a GPU (the model audit's rules, AU*, run everywhere).
+CPU_TOO = frozenset({"PR002"})
 
 
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
     rules = list(REGISTRY.items())
-    if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
-        rules = [(rid, r) for rid, r in rules if not rid.startswith(GPU_ONLY_PREFIXES)]
-    elif tc005_no_matrix_units.no_matrix_units(analysis):  # a Pascal GPU: TC advice is void
+    if analysis.host.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
+        rules = [
+            (rid, r) for rid, r in rules if rid in CPU_TOO or not rid.startswith(GPU_ONLY_PREFIXES)
+        ]
+    elif analysis.verdict.no_matrix_units:  # a Pascal GPU: TC advice is void
         rules = [
             (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
         ]

@@ -27,12 +27,13 @@ class EvidenceKind(StrEnum):
     OP = "op"
     KERNEL = "kernel"
     ITERATION = "iteration"
+    LAYER = "layer"  # a model layer the audit saw: "name (file:line)"; no table row to link to
 
 
 @dataclass(frozen=True)
 class Evidence:
     kind: EvidenceKind
-    key: str  # op name, kernel name or iteration number
+    key: str  # op name, kernel name, iteration number or layer
 
 
 @dataclass(frozen=True)

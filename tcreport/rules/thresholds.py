@@ -6,7 +6,7 @@ finding. Changing a value here changes when a rule fires; ``docs/findings.md`` q
 
 from __future__ import annotations
 
-from tcreport.analysis import timeline
+from tcreport.analysis import shapes, timeline
 
 # --- Tensor Cores and precision --------------------------------------------------------------------
 
@@ -69,10 +69,10 @@ LOW_UTILISATION = 0.5
 #: not saturated, make the input pipeline a bottleneck worth naming.
 DATA_LOADER_SHARE = 0.10
 
-#: Kernels shorter than this are launch-overhead dominated (reason in analysis.timeline).
+#: Kernels shorter than this are launch-overhead dominated (reason in analysis.time.timeline).
 SHORT_KERNEL_NS = timeline.SHORT_KERNEL_NS
 
-#: Idle gaps shorter than this count as CPU launch gaps (reason in analysis.timeline).
+#: Idle gaps shorter than this count as CPU launch gaps (reason in analysis.time.timeline).
 LAUNCH_GAP_NS = timeline.LAUNCH_GAP_NS
 
 #: Launch-bound needs most launches short ...
@@ -142,3 +142,13 @@ COLLECTIVE_WAIT_HIGH_SHARE = 0.25
 #: time rarely all goes (some ranks do more by design: the first pipeline stage, rank 0's logging),
 #: so half, a floor stated in the finding.
 COLLECTIVE_WAIT_RECOVERABLE = 0.5
+# --- Model audit (``tcreport profile``'s in-process facts) -----------------------------------------
+
+#: Layer sizes the model audit wants as multiples of this under float16/bfloat16: cuBLAS and cuDNN
+#: pick Tensor Core kernels for fp16/bf16 GEMMs and convolutions whose M/N/K and C/K are multiples
+#: of 8 (the same rule the trace-based TC003 applies to recorded shapes).
+AUDIT_HALF_ALIGN = shapes.ALIGN["fp16"]
+
+#: Sizes below this are left alone: a 10-class output or a 3-channel image input is tiny next to
+#: the hidden layers, and padding it buys nothing measurable.
+AUDIT_MIN_DIM = 16

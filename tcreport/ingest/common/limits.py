@@ -11,6 +11,9 @@ far above any real trace, and each can be raised from the environment:
                                          (real Kineto traces compress 10-30x)
 ``TCREPORT_MAX_VALUE_MB``       256      one JSON value (an event, the text before ``traceEvents``)
 ``TCREPORT_MAX_REPORT_MB``      2048     a DLProf / Nsight Compute report read whole (CSV, JSON)
+``TCREPORT_MAX_QUERY_S``        600      one SQLite query's run time (nsys exports, DLProf database)
+``TCREPORT_MAX_QUERY_STEPS``    (size)   one SQLite query's VM steps; by default 64 per byte of
+                                         the file plus 16 M (the real exports need under one)
 ==============================  =======  ==========================================================
 
 A value of 0 turns that limit off. JSON text can never hold a NUL byte (control characters in
@@ -56,6 +59,14 @@ def max_value() -> int:
 
 def max_report() -> int:
     return _env("TCREPORT_MAX_REPORT_MB", 2048) * MIB
+
+
+def max_query_seconds() -> float:
+    return float(_env("TCREPORT_MAX_QUERY_S", 600))
+
+
+def max_query_steps(file_size: int) -> int:
+    return _env("TCREPORT_MAX_QUERY_STEPS", 64 * file_size + 16_000_000)
 
 
 def value_too_large(size: int, offset: int, path: Path) -> TooLargeError:

@@ -37,11 +37,13 @@ def nsys_session_start(con: sqlite3.Connection) -> int | None:
     """``TARGET_INFO_SESSION_START_TIME.utcEpochNs`` (every export since 2021) on an open
     connection, or None when the table or the column is absent."""
     try:
+        if "TARGET_INFO_SESSION_START_TIME" not in _sqlite.table_names(con, Path()):
+            return None  # absent, or a view (which could run any query): no date from it
         cols = {r[1] for r in con.execute("PRAGMA table_info(TARGET_INFO_SESSION_START_TIME)")}
         if "utcEpochNs" not in cols:
             return None
         (ns,) = con.execute("SELECT MIN(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-    except sqlite3.Error:
+    except (sqlite3.Error, InputError):
         return None
     return int(ns) if plausible(ns) else None
 

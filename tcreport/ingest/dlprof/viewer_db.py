@@ -123,6 +123,7 @@ class _Reader(ViewerMeta):
 
     def __init__(self, con: sqlite3.Connection, path: Path) -> None:
         self.con, self.path = con, path
+        _sqlite.refuse_unsafe(con, path, _COLUMNS)  # a view or trigger runs code: refused
         names = _sqlite.table_names(con, path)
         missing = [t for t in _REQUIRED if t not in names]
         if missing:

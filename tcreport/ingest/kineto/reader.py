@@ -41,13 +41,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.ingest.common import started
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.common.distributed import distributed_from
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
 from tcreport.ingest.kineto.collectives import collective_table
-from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Granularity, IterationInfo, IterationMethod, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -91,7 +91,7 @@ def read_with(path: Path, use_msgspec: bool) -> Run:
             _log.debug("%s: msgspec parser gave up (%s); parsing again with json", path, exc)
     if parsed is None:
         parsed = stdlib.parse(path)
-    return _Builder(path, parsed).run()
+    return capture.applied(_Builder(path, parsed).run(), path)  # tcreport profile's sidecar
 
 
 class _Builder:
@@ -332,10 +332,10 @@ class _Builder:
                 start=min(nums),
                 stop=max(nums),
                 aggregated=len(nums),
-                method="ProfilerStep",
+                method=IterationMethod.PROFILER_STEP,
             )
         else:
-            its = IterationInfo(total=1, method="whole run")
+            its = IterationInfo(total=1, method=IterationMethod.WHOLE_RUN)
         if self.legacy:
             self.notes.append("2021 legacy event categories (Operator/Runtime/Kernel)")
         if self.dropped:

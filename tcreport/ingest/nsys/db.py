@@ -11,20 +11,20 @@ failure of a range (a type that changes mid-table, a Latin-1 string in a 2022 Wi
 damaged page) reruns that range through ``sqlite3``, whose lenient decoding and error mapping are
 the reference. Both paths hand the fold the same batches, so the tables they build are identical.
 
-Ctrl-C is never a reason to rerun: ADBC turns a SIGINT during a statement into a cancel, and its
-SQLite driver answers the cancel with ``NOT_IMPLEMENTED`` (the KeyboardInterrupt as its cause), so
-an error caused by an interrupt, or with status ``CANCELLED``, is re-raised as KeyboardInterrupt.
+Ctrl-C is never a reason to rerun: a SIGINT during a statement is a KeyboardInterrupt once the
+driver call returns, and an ADBC error caused by an interrupt, or with status ``CANCELLED`` (what
+ADBC's DB-API layer makes of a SIGINT: a cancel, which the SQLite driver answers with
+``NOT_IMPLEMENTED``), is re-raised as KeyboardInterrupt too.
 When the main thread is interrupted while worker threads scan, the threads see a stop flag at
 their next batch and queued ranges are cancelled, so the read stops within a batch, not a table.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +34,9 @@ from typing import Any, Generic, TypeVar
 import pyarrow as pa
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import limits
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common.memory import release_free_memory
 
 T = TypeVar("T")
 
@@ -54,11 +56,18 @@ class Scan(Generic[T]):
 
 
 class NsysDb:
-    """One export: a ``sqlite3`` connection for metadata, and :meth:`scan` for bulk rows."""
+    """One export: a ``sqlite3`` connection for metadata, and :meth:`scan` for bulk rows.
 
-    def __init__(self, path: Path, con: sqlite3.Connection) -> None:
+    ``tables`` holds the stored tables only; ``needs`` names the ones whose being a view is
+    refused outright (any other view reads as absent), see :func:`_sqlite.refuse_unsafe`. Both
+    paths read bounded: ``sqlite3`` under the connection's progress handler, ADBC (no such
+    hook) only over stored tables, checked against the time bound between batches.
+    """
+
+    def __init__(self, path: Path, con: sqlite3.Connection, needs: Sequence[str] = ()) -> None:
         self.path = path
         self.con = con
+        _sqlite.refuse_unsafe(con, path, needs)
         self.tables = _sqlite.table_names(con, path)
         self._cols: dict[str, list[str]] = {}
         self.workers = max(1, min(4, _cpus()))
@@ -75,7 +84,7 @@ class NsysDb:
         try:
             return list(self.con.execute(sql, params))
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise InputError(f"corrupt or unreadable SQLite database: {exc}", self.path) from exc
+            raise _sqlite.unreadable(self.con, exc, self.path) from exc
 
     def scalar_row(self, sql: str) -> tuple[object, ...]:
         rows = self.rows(sql)
@@ -122,7 +131,7 @@ class NsysDb:
     def _run(self, scan: Scan[T]) -> T:
         adbc = _open_adbc(self.path)
         if adbc is not None:
-            batches = _adbc_batches(adbc, scan, self._stop)
+            batches = _timed(_adbc_batches(adbc, scan, self._stop), self.path)
             try:
                 return scan.fold(batches)
             except (pa.ArrowInvalid, OSError, _adbc_errors()) as exc:
@@ -154,17 +163,6 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
-def release_free_memory() -> None:
-    """Hand freed memory back to the OS between phases. glibc keeps what threads free in their
-    arenas and Arrow's allocator keeps freed pages too: on the 3.6 M-kernel export that is half a
-    GiB held by one allocator while the other asks the OS for more, all of it counting against
-    the peak RSS. Both calls take milliseconds; without glibc (macOS, musl) the first is a no-op.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-    pa.default_memory_pool().release_unused()
-
-
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -172,21 +170,44 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _adbc_batches(
-    con: Any, scan: Scan[Any], stop: threading.Event
+def _timed(
+    batches: Generator[pa.RecordBatch, None, None], path: Path
 ) -> Generator[pa.RecordBatch, None, None]:
-    cur = con.cursor()
+    """``batches`` under the query time bound, read between batches: ADBC has no progress
+    handler, but its queries read stored rows only (``refuse_unsafe``), so each batch is bounded."""
+    limit = limits.max_query_seconds()
+    deadline = time.monotonic() + limit
     try:
-        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-        cur.execute(scan.sql)
-        for batch in cur.fetch_record_batch():
+        for batch in batches:
+            if limit and time.monotonic() > deadline:
+                raise InputError(
+                    f"a query ran past {limit:g} s; TCREPORT_MAX_QUERY_S raises the limit", path
+                )
+            yield batch
+    finally:
+        batches.close()
+
+
+def _adbc_batches(
+    con: _Adbc, scan: Scan[Any], stop: threading.Event
+) -> Generator[pa.RecordBatch, None, None]:
+    stmt = con.manager.AdbcStatement(con.con)
+    reader: pa.RecordBatchReader | None = None
+    try:
+        stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+        stmt.set_sql_query(scan.sql)
+        stream, _ = stmt.execute_query()
+        reader = pa.RecordBatchReader.from_stream(stream)
+        for batch in reader:
             if stop.is_set():
                 raise KeyboardInterrupt
             if any(pa.types.is_string(t) for t in batch.schema.types):
                 batch.validate(full=True)  # nsys stores some blobs as TEXT: not always UTF-8
             yield batch.rename_columns(list(scan.names))
     finally:
-        cur.close()
+        if reader is not None:
+            reader.close()
+        stmt.close()
 
 
 def _sqlite_batches(
@@ -224,13 +245,42 @@ def _adbc_errors() -> type[Exception]:
     return err
 
 
-def _open_adbc(path: Path) -> Any:
+class _Adbc:
+    """One read-only ADBC connection, through the driver manager's low-level API.
+
+    Not the DB-API module (``adbc_driver_sqlite.dbapi``): importing it imports ``pyarrow.dataset``
+    and with it pandas, about 0.3 s that a small report paid for a statement and its Arrow stream,
+    which is all a scan uses. A Ctrl-C during a statement is then Python's own KeyboardInterrupt,
+    raised when the driver call returns (the SQLite driver cannot cancel a running statement, so
+    the DB-API's cancel-on-SIGINT stopped it no sooner).
+    """
+
+    def __init__(self, path: Path) -> None:
+        import adbc_driver_manager as manager
+        import adbc_driver_sqlite
+
+        self.manager: Any = manager
+        self.db: Any = adbc_driver_sqlite.connect(_sqlite.read_only_uri(path))
+        try:
+            self.con: Any = manager.AdbcConnection(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        finally:
+            self.db.close()
+
+
+def _open_adbc(path: Path) -> _Adbc | None:
     try:
-        import adbc_driver_sqlite.dbapi as adbc
+        import adbc_driver_manager  # noqa: F401  # both packages, or the sqlite3 path
+        import adbc_driver_sqlite  # noqa: F401
     except ImportError:
         return None
     try:
-        con: Any = adbc.connect(_sqlite.read_only_uri(path))
+        return _Adbc(path)
     except _adbc_errors():
         return None
-    return con

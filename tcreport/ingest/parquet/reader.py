@@ -7,7 +7,6 @@ folder is written under a temporary name and renamed, so an interrupted ingest l
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -17,13 +16,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from tcreport import _fs, schema
 from tcreport.errors import InputError, OutputError, SchemaError
-from tcreport.model import Run, RunMeta
+from tcreport.ingest.common import plausible
+from tcreport.ingest.parquet.manifest import MANIFEST
+from tcreport.ingest.parquet.manifest import parse_meta as manifest_meta
+from tcreport.model import Run
 
-MANIFEST = "tcreport-run.json"
 _TABLES = (
     schema.TableKind.KERNELS,
     schema.TableKind.MEMORY,
@@ -79,6 +79,8 @@ def write(
 
 
 def _write_locked(run: Run, out_dir: Path, target: Path, force: bool) -> Path | None:
+    import pyarrow.parquet as pq  # here, not at the top: detecting a trace's format must not pay
+
     old_entries = check_target(out_dir, force=force)
     _fs.refuse_inputs(out_dir, [Path(run.meta.path)] if run.meta.path else [])
     parent = target.parent
@@ -119,11 +121,13 @@ def _remove_own(tmp: Path) -> None:
 
 
 def read(path: Path) -> Run:
+    import pyarrow.parquet as pq
+
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
         version = manifest["schema_version"]
         names = manifest["tables"]
-        meta = RunMeta.from_json(json.dumps(manifest["meta"]))
+        raw_meta = manifest["meta"]
     except KeyError as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest (no {exc})", path) from exc
     except (OSError, ValueError, TypeError) as exc:
@@ -136,11 +140,13 @@ def read(path: Path) -> Run:
             path,
         )
     if version != schema.SCHEMA_VERSION:
+        version = str(version)[:20] if isinstance(version, str | int) else "?"
         raise InputError(
             f"written with canonical schema v{version}; this tcreport reads v{schema.SCHEMA_VERSION} "
             "(re-run 'tcreport ingest' on the original trace)",
             path,
         )
+    meta = manifest_meta(raw_meta, path)
     tables: dict[str, pa.Table] = {}
     for name in dict.fromkeys(names):  # a table listed twice is read once
         try:
@@ -155,8 +161,11 @@ def read(path: Path) -> Run:
             raise InputError(f"{name}.parquet: missing (the manifest lists it)", path)
         try:
             table = pq.read_table(file)
+            table.column_names  # noqa: B018  names decode lazily: a damaged one raises here
         except (OSError, pa.ArrowException) as exc:
             raise InputError(f"{name}.parquet: {exc}", path) from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name}.parquet: a column name is not UTF-8 ({exc})", path) from exc
         tables[name] = table
     tables = _shared_op_ids(tables)
     for name, table in tables.items():
@@ -164,65 +173,8 @@ def read(path: Path) -> Run:
             schema.validate(table, schema.TableKind(name))
         except SchemaError as exc:  # a damaged or hand-edited folder: the schema exit code, 3
             raise SchemaError(f"{name}.parquet: {exc}", path) from exc
-        tables[name], dropped = _plausible(table)
-        if dropped:
-            meta = dataclasses.replace(meta, notes=(*meta.notes, _dropped_note(name, dropped)))
-    return Run(meta=meta, **tables)
-
-
-_DURATIONS = ("duration_ns", "cpu_ns", "gpu_ns", "gpu_total_ns")
-
-
-def _plausible(table: pa.Table) -> tuple[pa.Table, int]:
-    """The rows a reader could have written, and how many others there were: a start inside
-    schema.POSITIONS_NS, no negative duration, no interval of 13 days or more. A hand-edited
-    folder's INT64 sentinel or negative time would wrap the analysis's int64 differences (a
-    1.4 PiB allocation in the timeline) or sum to negative totals."""
-    cols = set(table.column_names)
-    lo, hi = schema.POSITIONS_NS
-    start = table.column("start_ns")
-    ok = [pc.or_kleene(pc.is_null(start), pc.and_(pc.greater_equal(start, lo), pc.less(start, hi)))]
-    ok += [
-        pc.or_kleene(pc.is_null(table[c]), pc.greater_equal(table[c], 0))
-        for c in _DURATIONS
-        if c in cols
-    ]
-    if "end_ns" in cols:
-        length = pc.subtract(
-            table.column("end_ns"), start
-        )  # a wrap (an end near INT64_MAX) comes out negative
-        ok.append(
-            pc.or_kleene(
-                pc.is_null(length),
-                pc.and_(pc.greater_equal(length, 0), pc.less(length, schema.MAX_INTERVAL_NS)),
-            )
-        )
-    if "duration_ns" in cols:  # per launch only: an aggregated row's total may be long
-        timed = pc.is_valid(start)  # collectives: one row per launch, no calls column
-        if "calls" in cols:
-            timed = pc.and_(timed, pc.equal(table.column("calls"), 1))
-        ok.append(
-            pc.or_kleene(
-                pc.invert(pc.fill_null(timed, False)),
-                pc.less(table.column("duration_ns"), schema.MAX_INTERVAL_NS),
-            )
-        )
-    keep = ok[0]
-    for mask in ok[1:]:
-        keep = pc.and_(keep, mask)
-    keep = pc.fill_null(keep, False)
-    kept = pc.sum(keep).as_py() or 0
-    if kept == table.num_rows:
-        return table, 0
-    return table.filter(keep), table.num_rows - kept
-
-
-def _dropped_note(name: str, n: int) -> str:
-    return (
-        f"dropped {n:,} rows of {name}.parquet that no reader writes (a start past the int64 "
-        "clock's range, a negative duration, an interval of 13 days or more): the folder was "
-        "edited or damaged"
-    )
+    # rows no reader writes (a hand-edited INT64 sentinel, a negative time) are dropped and noted
+    return plausible.checked(Run(meta=meta, **tables), lambda k: f"{k.value}.parquet", path)
 
 
 #: Stored as plain strings, dictionary-encoded again on reading: an op id is nearly unique per

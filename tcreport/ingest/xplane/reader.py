@@ -20,12 +20,20 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tcreport import schema
-from tcreport.errors import InputError
-from tcreport.ingest.common import started
+from tcreport.errors import InputError, MissingExtraError
+from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
-from tcreport.model import Granularity, IterationInfo, ReportedFigures, Run, RunMeta, SourceFormat
+from tcreport.model import (
+    Granularity,
+    IterationInfo,
+    IterationMethod,
+    ReportedFigures,
+    Run,
+    RunMeta,
+    SourceFormat,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,7 +86,9 @@ def _parse(files: list[Path]) -> list[Any]:
         ).DecodeError
         from tcreport.ingest.xplane.proto import parse_xspace
     except ImportError as exc:
-        raise InputError(f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0]) from exc
+        raise MissingExtraError(
+            f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0], extra="tf"
+        ) from exc
     spaces = []
     for f in files:
         try:
@@ -210,7 +220,7 @@ def _kernels(facts: SpaceFacts, tables: ToolTables) -> pa.Table | None:
 def _iterations(side: dict[str, Any]) -> IterationInfo:
     window = side.get("window")
     if not (isinstance(window, list) and len(window) == 2):
-        return IterationInfo(method="TF profiler capture (steps unknown)")
+        return IterationInfo(method=IterationMethod.TF_CAPTURE)
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
     return IterationInfo(
         key_node=side.get("key_node"),
@@ -220,7 +230,8 @@ def _iterations(side: dict[str, Any]) -> IterationInfo:
         aggregated=int(window[1]) - int(window[0]) + 1,
         mean_ns=statistics.fmean(step_ns) if step_ns else None,
         std_ns=statistics.pstdev(step_ns) if step_ns else None,
-        method=f"TF profiler window over {side.get('step_source')}",
+        method=IterationMethod.TF_WINDOW,
+        step_source=str(side.get("step_source")),
     )
 
 
@@ -362,5 +373,6 @@ def _read(path: Path) -> Run:
         started_at=started.iso(first) if first is not None else None,
         started_at_source="TensorFlow profiler XLine timestamps" if first is not None else None,
         device_events_unread=facts.other_events,
+        audit=capture.audit(side),
     )
     return Run(meta=meta, kernels=kernels, memory=memory, ops=ops)

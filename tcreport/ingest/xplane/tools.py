@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tcreport.errors import InputError
+from tcreport.errors import InputError, MissingExtraError
 
 INSTALL = "pip install 'tcreport[tf]'"
 TOOLS = ("framework_op_stats", "kernel_stats", "overview_page")
@@ -93,7 +93,9 @@ def convert(xplanes: list[Path]) -> ToolTables:
     try:
         raw_to_tool_data = importlib.import_module("xprof.convert.raw_to_tool_data")
     except ImportError as exc:
-        raise InputError(f"reading TensorFlow profiles needs xprof: {INSTALL}", xplane) from exc
+        raise MissingExtraError(
+            f"reading TensorFlow profiles needs xprof: {INSTALL}", xplane, extra="tf"
+        ) from exc
     answers: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="tcreport-xplane-") as tmp:
         copies: list[str] = []

@@ -1,0 +1,75 @@
+"""A small PyTorch CNN on synthetic data, for trying ``tcreport profile`` and its model audit.
+
+Why this shape: a convolution block, then 333- and 77-wide linear layers, the sizes a first model
+often has, and nothing set for speed. It runs on a CPU in seconds (synthetic data, no downloads);
+on a GPU it uses CUDA. ``--fixed`` is the same model as the audit advises it: sizes padded to
+multiples of 8, TF32 and cuDNN autotuning on, channels_last, and a GradScaler with float16.
+
+    python examples/torch_cnn.py --precision float16
+    tcreport profile examples/torch_cnn.py -- --precision float16
+    tcreport profile examples/torch_cnn.py -- --precision float16 --fixed
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--precision", choices=["float32", "float16", "bfloat16"], default="float32")
+    p.add_argument("--fixed", action="store_true", help="Apply every fix the audit suggests.")
+    p.add_argument("--steps", type=int, default=10, help="Training steps in total.")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--image-size", type=int, default=32)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    import torch
+    from torch import nn
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.fixed:
+        torch.backends.cudnn.benchmark = True
+        torch.set_float32_matmul_precision("high")
+    channels, hidden, classes = (32, 336, 80) if args.fixed else (30, 333, 77)
+    model = nn.Sequential(
+        nn.Conv2d(3, channels, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(channels, channels, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(channels, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, classes),
+    ).to(device)
+    if args.fixed:
+        model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    half = {"float16": torch.float16, "bfloat16": torch.bfloat16}.get(args.precision)
+    scaler = torch.amp.GradScaler(device) if args.fixed and half is torch.float16 else None
+
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(args.steps):
+        x = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=gen)
+        y = torch.randint(0, classes, (args.batch_size,), generator=gen)
+        x, y = x.to(device), y.to(device)
+        if args.fixed:
+            x = x.to(memory_format=torch.channels_last)
+        with torch.autocast(device, dtype=half or torch.float32, enabled=half is not None):
+            loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""What a command imports: a small report must not pay for what it does not use.
+
+``check`` in CI and ``batch`` over many small traces start a process per trace, so imports are
+most of their cost. pandas is the notebook's (``tcreport.open``), not the command line's: pyarrow
+would import it on its first conversion, so the command refuses it (``tcreport/_no_pandas.py``);
+ADBC's DB-API module would import ``pyarrow.dataset`` and pandas, so the nsys reader uses the
+driver manager's low-level API. ``-X importtime`` lists every module a run imported, which is what
+these tests read (no timing is asserted: speed lives in benchmarks/).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from trace_paths import ROOT, SAMPLES
+
+NSYS_SAMPLE = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+
+
+def _imported(*args: str) -> tuple[set[str], str]:
+    """The modules ``python -X importtime -m tcreport ARGS`` imported, and what it printed.
+
+    A refused import is listed too (one line for the name alone), so a package counts as imported
+    only through its submodules, which a real import of pandas always brings in."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tcreport", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return names, done.stdout
+
+
+def test_a_summary_of_a_small_nsys_export_imports_no_pandas() -> None:
+    names, out = _imported("summary", str(NSYS_SAMPLE))
+    assert "Tensor Core share of kernel time" in out  # the run did the work, not an early exit
+    assert sorted(n for n in names if n.startswith("pandas.")) == []
+    assert "adbc_driver_manager.dbapi" not in names
+    assert "adbc_driver_manager" in names  # ADBC read it, not the sqlite3 fallback
+
+
+def test_a_command_that_runs_a_users_script_keeps_pandas_importable() -> None:
+    """``profile`` runs the script in this interpreter (the TF backend): the script may use
+    pandas, so the refusal is not installed there (its ``--help`` goes through the same group
+    callback as a run)."""
+    code = (
+        "import sys\n"
+        "from tcreport.cli import main\n"
+        "sys.argv = ['tcreport', 'profile', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "import pandas\n"
+        "print('pandas', pandas.__name__, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "pandas pandas" in done.stderr
