@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tcreport import __version__
+from tcreport.analysis import job_invariants
 from tcreport.analysis.job import JobIdentity, JobSection, section
 from tcreport.analysis.job_ranks import RankFigures, rank_figures
 from tcreport.analysis.slicing import WHOLE, Slice
@@ -141,7 +142,8 @@ def build(
     identity = JobIdentity(
         job.label, job.detected_by, job.world_size, job.backend, tuple(r.rank for r in job.ranks)
     )
-    sec = section(identity, figures)
+    source = source_path if source_path is not None else str(job.folder)
+    sec = job_invariants.enforce(section(identity, figures), figures, source)
     chosen, why = _detail_rank(sec, rank, job)
     detail = kept[1] if kept is not None and kept[0] == chosen else None
     kept = None
@@ -158,7 +160,7 @@ def build(
         detail=detail,
         detail_rank=chosen,
         detail_why=why,
-        source_path=source_path if source_path is not None else str(job.folder),
+        source_path=source,
         rank_files=tuple((r.rank, str(r.path)) for r in job.ranks),
         extras=tuple(x for _, x in sorted(extras, key=lambda p: p[0])),
         generated_at=timestamp,

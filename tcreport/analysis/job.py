@@ -30,6 +30,7 @@ from tcreport.analysis.collectives import Bandwidth, bandwidth
 from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
 from tcreport.analysis.job_cells import cells as cells_of
 from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
+from tcreport.analysis.violation import Violation
 from tcreport.kernel_names import short_name
 
 #: Excess rows kept per kind (kernels, ops) for the straggler.
@@ -127,6 +128,8 @@ class JobSection:
     wait_ns: float | None  # the ranks' median collective wait per compared iteration, mean
     matrix_unit: str = "Tensor Cores"
     notes: tuple[str, ...] = ()
+    #: figures that break what must always hold (analysis.job_invariants); every output names them
+    violations: tuple[Violation, ...] = ()
 
 
 def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:

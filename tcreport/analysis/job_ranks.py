@@ -23,6 +23,7 @@ from tcreport.analysis import activity, collectives
 from tcreport.analysis.derived import step_idle_ns
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.steps import StepRow
+from tcreport.analysis.violation import Violation
 from tcreport.model import Distributed, IterationMethod, Run
 
 #: The methods that cut a run at its ``ProfilerStep#N`` ranges (whose numbers label the steps)
@@ -94,6 +95,8 @@ class RankFigures:
     ops: tuple[NameTime, ...]  # ops with GPU time, aggregated iterations
     calls: pa.Table | None  # collective calls with their sizes (analysis.collectives.calls)
     finding_ids: tuple[str, ...] = ()  # the rank's own findings, in their order
+    #: the rank's analysis' broken invariants (analysis.invariants): the job lists them
+    violations: tuple[Violation, ...] = ()
 
     @property
     def aggregated_steps(self) -> tuple[RankStep, ...]:
@@ -194,6 +197,7 @@ def rank_figures(
         ops=_op_times(a),
         calls=collectives.calls(_in_range(run.collectives, run, a)),
         finding_ids=finding_ids,
+        violations=a.violations,
     )
 
 

@@ -196,6 +196,9 @@ def view(jr: JobReport) -> JobView:
         bandwidth_note=sec.bandwidth.note,
         bandwidth=_bandwidth(sec.bandwidth.rows),
         findings=jr.findings,
-        notes=sec.notes,
+        notes=(
+            *(f"Check failed (a bug; please report it): {v}" for v in sec.violations),
+            *sec.notes,
+        ),
         detail_heading=f"Rank {jr.detail_rank} ({jr.detail_why}) in full",
     )

@@ -163,6 +163,10 @@ def section_dict(sec: JobSection) -> dict[str, Any]:
         "straggler": _straggler(sec.straggler),
         "bandwidth": _bandwidth(sec.bandwidth),
         "notes": list(sec.notes),
+        "invariant_violations": [
+            {"invariant": v.invariant.value, "figure": v.figure, "message": v.message}
+            for v in sec.violations
+        ],
     }
 
 

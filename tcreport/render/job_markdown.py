@@ -107,6 +107,7 @@ def section(jr: JobReport) -> list[str]:
                 lines.append(f"  - fix: {_esc(f.fix)}")
         lines.append("")
     lines += _ranks(sec) + _iterations(sec) + _bandwidth(sec)
+    lines += [f"- **check failed:** {_esc(str(v))}" for v in sec.violations]
     lines += [f"- {_esc(n)}" for n in sec.notes]
     return lines
 

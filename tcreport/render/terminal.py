@@ -317,5 +317,7 @@ def render_job(jr: JobReport, console: Console | None = None) -> None:
             f"  and {len(sec.ranks) - MAX_JOB_RANKS} more ranks (summary --json has them all)"
         )
     out.print(plain(f"Collective bandwidth: {sec.bandwidth.note}"), markup=False, soft_wrap=True)
+    for note in (*(f"check failed: {v}" for v in sec.violations), *sec.notes):
+        out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
     out.print(plain(f"Rank {jr.detail_rank} ({jr.detail_why}) in full:"), markup=False)
     render(jr.detail, out)
