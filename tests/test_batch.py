@@ -96,7 +96,7 @@ def test_index_shows_the_finding_each_report_says_to_fix_first(
     index = (out / "index.html").read_text(encoding="utf-8")
     differ = 0
     for r in _runs(out):
-        if r["status"] != "ok":
+        if r["status"] != "ok" or r["rank"] is not None:  # a job's rank rows share its page
             continue
         row = re.search(rf'<tr id="run-{r["run_id"]}">.*?</tr>', index, re.DOTALL)
         assert row is not None

@@ -89,6 +89,7 @@ def _runs(
     sec = jr.section
     gpus = sorted({str(r.runs["gpu_model"]) for r in ranked if r.runs["gpu_model"]})
     top = jr.findings[0] if jr.findings else None
+    first = jr.detail.fix_first
 
     def summed(key: str) -> int | None:
         values = [r.runs[key] for r in ranked if r.runs[key] is not None]
@@ -115,6 +116,9 @@ def _runs(
         "finding_count": len(jr.findings),
         "top_finding_id": top.id if top else None,
         "top_finding_title": top.title if top else None,
+        # the job page's "Fix first" line: the one of the rank it shows in full
+        "fix_first_id": first.id if first else None,
+        "fix_first_title": first.title if first else None,
     }
     miss, kt = job_row["eligible_not_using_gpu_ns"], job_row["gpu_kernel_ns"]
     job_row["eligible_not_tc_share"] = (
