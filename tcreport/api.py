@@ -21,6 +21,17 @@ from typing import IO, TYPE_CHECKING
 from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
 from tcreport.analysis.slicing import Slice
+from tcreport.api_jobs import (
+    analyze_job,
+    check_job,
+    diff_jobs,
+    find_job,
+    print_job_summary,
+    render_job_diff,
+    render_job_html,
+    render_job_json,
+    render_job_markdown,
+)
 from tcreport.errors import OptionError, UsageError
 from tcreport.model import SourceFormat
 
@@ -32,15 +43,27 @@ if TYPE_CHECKING:
 
     from tcreport.batch.runner import BatchResult
     from tcreport.batch.work import Outcome as Outcome  # the batch's per-run callback argument
-    from tcreport.compare.gates import CheckResult
+    from tcreport.compare.gates import CheckResult as CheckResult
     from tcreport.compare.model import Diff
+    from tcreport.ingest.job import Job as Job
+    from tcreport.job_report import JobReport as JobReport
     from tcreport.model import Run as Run
     from tcreport.notebook import AnalysedRun
+    from tcreport.notebook_job import AnalysedJob
     from tcreport.report import Report as Report
 
 __all__ = [
     "Slice",
     "analyze",
+    "analyze_job",
+    "check_job",
+    "diff_jobs",
+    "find_job",
+    "print_job_summary",
+    "render_job_diff",
+    "render_job_html",
+    "render_job_json",
+    "render_job_markdown",
     "attach_counters",
     "batch",
     "check",
@@ -118,13 +141,21 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     iter_stop: int | None = None,
     counters: str | Path | None = None,
     allow_empty: bool = False,
-) -> AnalysedRun:
+    rank: int | None = None,
+) -> AnalysedRun | AnalysedJob:
     """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
-    (``docs/python-api.md``); the options are those of ``tcreport report`` (a :class:`Slice`)."""
+    (``docs/python-api.md``); the options are those of ``tcreport report`` (a :class:`Slice`).
+    A folder holding the ranks of one distributed job gives an
+    :class:`~tcreport.notebook_job.AnalysedJob`."""
     from tcreport.notebook import AnalysedRun
 
     slc = Slice(key_node, iter_start, iter_stop, allow_empty)  # refused before the long read
     path = Path(path)  # "dir/" and "dir" name the same source, as on the command line
+    job = find_job(path)
+    if job is not None:
+        return _open_job(job, path, slc, counters, rank)
+    if rank is not None:
+        raise UsageError(f"{path}: rank= is for a folder of a distributed job's traces")
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
@@ -133,8 +164,19 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     return AnalysedRun(report=view, run=run, slice=slc)
 
 
+def _open_job(
+    job: Job, path: Path, slc: Slice, counters: str | Path | None, rank: int | None
+) -> AnalysedJob:
+    from tcreport.notebook_job import AnalysedJob
+
+    if counters is not None:
+        raise UsageError(f"{path}: counters= takes one trace's Nsight Compute CSV, not a job's")
+    jr = analyze_job(job, slc, source_path=str(path), rank=rank, with_timeline=True)
+    return AnalysedJob(report=jr, slice=slc)
+
+
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
-    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings) as DataFrames."""
+    """A ``tcreport batch`` dataset's tables (runs, ops, kernels, findings, steps) as DataFrames."""
     from tcreport.notebook import read_dataset as read
 
     return read(Path(out))

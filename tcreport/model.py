@@ -282,6 +282,18 @@ def _audit_layer(x: Any) -> AuditLayer | None:
 
 
 @dataclass(frozen=True)
+class Distributed:
+    """The rank of a distributed job a trace is of, as the profiler recorded it (Kineto's
+    ``distributedInfo``); ``None`` fields were not recorded."""
+
+    rank: int
+    world_size: int | None = None
+    backend: str | None = None  # "nccl", "gloo"
+    nccl_version: str | None = None
+    default_group: str | None = None  # the default process group: "cuda:nccl/128"
+
+
+@dataclass(frozen=True)
 class RunMeta:
     format: SourceFormat
     path: str
@@ -307,6 +319,8 @@ class RunMeta:
     # Device events the reader saw but does not read (device-side annotations, accelerator
     # counters, TPU planes): device activity, so a run with only these is never "CPU-only".
     device_events_unread: int = 0
+    #: The job rank this trace is of (Kineto ``distributedInfo``); None when not recorded.
+    distributed: Distributed | None = None
     # The in-process model audit of ``tcreport profile`` (capture sidecar); None: not audited.
     audit: ModelAudit | None = None
 
@@ -337,6 +351,7 @@ class RunMeta:
             started_at=raw.get("started_at"),
             started_at_source=raw.get("started_at_source"),
             device_events_unread=int(raw.get("device_events_unread", 0)),
+            distributed=Distributed(**raw["distributed"]) if raw.get("distributed") else None,
             audit=ModelAudit.from_dict(raw.get("audit")),
         )
 
@@ -361,6 +376,7 @@ class Run:
     ops: pa.Table | None = None
     iterations: pa.Table | None = None
     ranges: pa.Table | None = None
+    collectives: pa.Table | None = None  # collective launches with their message sizes
 
     def replace(self, **changes: Any) -> Run:
         return dataclasses.replace(self, **changes)

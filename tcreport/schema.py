@@ -43,6 +43,7 @@ class TableKind(StrEnum):
     OPS = "ops"
     ITERATIONS = "iterations"
     RANGES = "ranges"
+    COLLECTIVES = "collectives"
 
 
 class MemoryKind(StrEnum):
@@ -168,12 +169,34 @@ RANGES = pa.schema(
     ]
 )
 
+#: One row per collective kernel launch whose message the profiler recorded (PyTorch's NCCL kernel
+#: args ``Collective name``, ``In/Out msg nelems``, ``dtype``, ``Group size``): what the
+#: collective bandwidth is computed from. A trace without such args has no table (``None``).
+COLLECTIVES = pa.schema(
+    [
+        _f("collective", NAME, nullable=False),  # as the profiler names it: "allreduce", ...
+        _f("device_id", pa.int32()),
+        _f("process_id", pa.int64()),
+        _f("stream_id", pa.int64()),
+        _f("correlation_id", pa.int64()),
+        _f("start_ns", pa.int64(), meta=NS),
+        _f("duration_ns", pa.int64(), nullable=False, meta=NS),
+        _f("iteration", pa.int32()),
+        _f("dtype", NAME),  # element type as the profiler names it: "Float", "BFloat16", ...
+        _f("in_nelems", pa.int64()),  # elements sent by this rank
+        _f("out_nelems", pa.int64()),  # elements received by this rank
+        _f("group_size", pa.int32()),  # ranks in the process group
+        _f("process_group", NAME),
+    ]
+)
+
 SCHEMAS: Mapping[TableKind, pa.Schema] = {
     TableKind.KERNELS: KERNELS,
     TableKind.MEMORY: MEMORY,
     TableKind.OPS: OPS,
     TableKind.ITERATIONS: ITERATIONS,
     TableKind.RANGES: RANGES,
+    TableKind.COLLECTIVES: COLLECTIVES,
 }
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hta_figures import FIGURES, SPLIT, _close, _hta
 from trace_paths import REALTRACES, ROOT
 
 from tcreport import api
@@ -32,9 +33,6 @@ from tcreport.model import Run
 
 FIXTURES = ROOT / "tests" / "fixtures" / "hta_oracles"
 KINETO = sorted((REALTRACES / "kineto").glob("*/*.json.gz")) if REALTRACES.exists() else []
-TOLERANCE = 0.005
-FIGURES = ("span", "idle", "compute_union", "comm_union", "mem_union")
-SPLIT = ("idle_host_wait", "idle_kernel_wait", "idle_other")
 
 pytestmark = pytest.mark.skipif(not KINETO, reason="needs ../shared/realtraces/kineto")
 
@@ -76,10 +74,6 @@ def _mine(s: StepRow) -> dict[str, float]:
     return {k: v / 1e3 for k, v in out.items()}
 
 
-def _close(mine: float, hta: float) -> bool:
-    return abs(mine - hta) <= max(TOLERANCE * abs(hta), 1e-3)  # 1 ns for zeros
-
-
 def _compare(mine: dict[str, float], hta: dict[str, float], where: str) -> None:
     for key in FIGURES:
         assert _close(mine[key], hta[key]), f"{where} {key}: tcreport {mine[key]} HTA {hta[key]}"
@@ -87,11 +81,6 @@ def _compare(mine: dict[str, float], hta: dict[str, float], where: str) -> None:
     if _close(sum(split), hta["idle"]):  # one busy stream at a time: HTA's split is the GPU's
         for key, value in zip(SPLIT, split, strict=True):
             assert _close(mine[key], value), f"{where} {key}: tcreport {mine[key]} HTA {value}"
-
-
-def _hta(ranks: dict[str, dict[str, float]], key: str) -> dict[str, float]:
-    """HTA's figures for a key, without Kineto's cuda_sync events where the trace has them."""
-    return ranks.get(f"{key}_without_cuda_sync", ranks[key])
 
 
 @pytest.mark.parametrize("path", KINETO, ids=lambda p: f"{p.parent.name}/{p.name}")

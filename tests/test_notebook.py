@@ -165,7 +165,7 @@ def test_read_dataset_gives_the_batch_tables(tmp_path: Path) -> None:
     res = runner.invoke(app, ["batch", str(ROOT / "sample_traces"), "-o", str(out)])
     assert res.exit_code == 0, res.output
     tables = tcreport.read_dataset(out)
-    assert sorted(tables) == ["findings", "kernels", "ops", "runs"]
+    assert sorted(tables) == ["findings", "kernels", "ops", "runs", "steps"]  # steps: issue 23
     runs = tables["runs"]
     assert len(runs) == 2 and {"gpu", "month", "gpu_model", "tc_share"} <= set(runs.columns)
     assert all(isinstance(t, pd.ArrowDtype) for t in runs.dtypes)

@@ -58,6 +58,9 @@ class DeviceModel:
     matrix_unit: str | None = None  # overrides the architecture's (GTX 16: Turing, no TCs)
     tflops: tuple[tuple[str, float], ...] = ()
     memory_gbs: float | None = None
+    #: NVLink bandwidth as the vendor prints it (GB/s, both directions), and the document
+    nvlink_gbs: float | None = None
+    nvlink_source: str | None = None
 
     @property
     def has_matrix_units(self) -> bool:
@@ -96,6 +99,8 @@ def _model(raw: dict[str, Any], archs: dict[str, Architecture]) -> DeviceModel:
         matrix_unit=raw.get("matrix_unit"),
         tflops=tuple((k, float(raw[k])) for k in PEAK_KEYS if k in raw),
         memory_gbs=float(raw["memory_gbs"]) if "memory_gbs" in raw else None,
+        nvlink_gbs=float(raw["nvlink_gbs"]) if "nvlink_gbs" in raw else None,
+        nvlink_source=raw.get("nvlink_source"),
     )
 
 

@@ -83,6 +83,16 @@ class StepRow:
     between: IdleCause | None = None
 
     @property
+    def compute_ns(self) -> int:
+        """All compute of the step on this GPU: matrix-unit, other and unknown-verdict kernels."""
+        return self.tc_compute_ns + self.other_compute_ns + self.unknown_compute_ns
+
+    @property
+    def step_ns(self) -> int:
+        """The GPU step time: the window where there is a next step, else the span."""
+        return self.window_ns if self.window_ns is not None else self.span_ns
+
+    @property
     def parts(self) -> tuple[int, ...]:
         return (
             self.tc_compute_ns,

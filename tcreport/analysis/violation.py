@@ -25,6 +25,10 @@ class Invariant(StrEnum):
     ITERATION_GPUS = "iteration-gpus-sum-to-row"  # an iteration's per-GPU stacks add up
     STEP_PARTS = "step-parts-sum-to-span"
     WINDOWS = "iteration-windows-ordered-disjoint"  # per GPU
+    # a distributed job's own (tcreport.analysis.job_invariants)
+    JOB_CELL_PARTS = "job-cell-parts-sum-to-span"  # and the step time is no shorter than the span
+    JOB_OWN_TIME = "job-own-time-outside-collectives"  # compute beside none + copies + idle
+    JOB_WAIT = "job-wait-from-least"  # no wait negative, the least of an iteration zero
 
 
 @dataclass(frozen=True)

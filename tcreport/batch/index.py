@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tcreport import __version__
 from tcreport._fs import write_text_atomic
@@ -55,6 +56,8 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
         "verdict_tone",
         "matrix_unit",
     ]
+    if "rank" in runs.column_names:  # a job's per-rank rows: the index lists the job once
+        runs = runs.filter(pc.is_null(runs.column("rank")))
     data = runs.select(cols).sort_by([("date", "descending"), ("source", "ascending")])
     return tuple(_row(r) for r in data.to_pylist())  # one row per run: small
 

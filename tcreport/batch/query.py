@@ -139,7 +139,7 @@ def _check_reading(duckdb: Any, sql: str) -> None:
         if kind not in _READING:
             raise QueryError(
                 f"query refused: {kind} statements are not allowed; "
-                "tcreport query only reads the views runs, ops, kernels, findings"
+                "tcreport query only reads the views runs, ops, kernels, findings, steps"
             )
 
 

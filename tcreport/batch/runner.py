@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 from tcreport import _fs, ingest
 from tcreport._fs import write_text_atomic
 from tcreport.batch import index as batch_index
+from tcreport.batch import jobs as batch_jobs
 from tcreport.batch import lock, pool
 from tcreport.batch.naming import partition_value, report_name, taken_names
 from tcreport.batch.work import TABLES, Outcome, Task, failed_like, is_legacy_out, retryable
@@ -86,6 +87,8 @@ class Found:
     path: Path
     format: str | None
     error: str | None
+    members: tuple[Path, ...] = ()  # a distributed job's rank traces (path: their folder)
+    source: str | None = None  # a job's name, relative to the batch folder
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
         except OSError as exc:
             found.append(Found(path, None, f"cannot read: {exc.strerror or exc}"))
             return
+        start = len(found)
         for child in children:
             if child.name.startswith("."):
                 continue
@@ -152,6 +156,7 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
                 visit_file(child)
             elif child.is_symlink() and not child.exists():
                 found.append(Found(child, None, f"dangling symbolic link to {os.readlink(child)}"))
+        found[start:] = batch_jobs.regroup(root, path, found[start:], Found)
 
     if not root.exists():
         raise InputError("no such file or directory", root)
@@ -292,9 +297,10 @@ def _tasks(
     for f in found:
         source = _source(root, f.path)
         digest = ""
+        source = f.source or source
         if f.error is None or not f.error.startswith(UNREADABLE):
             try:
-                digest = content_hash(f.path)
+                digest = batch_jobs.members_hash(f.members) if f.members else content_hash(f.path)
             except OSError as exc:
                 f = Found(f.path, None, f"cannot read: {exc.strerror or exc}")
         if not digest:
@@ -317,6 +323,7 @@ def _tasks(
                 format=f.format,
                 error=f.error,
                 report_name=report_name(source or f.path.name, rid, taken),
+                members=tuple(str(m.resolve()) for m in f.members),
             )
         )
     return tasks, skipped

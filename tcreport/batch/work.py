@@ -20,12 +20,16 @@ from pathlib import Path
 import pyarrow as pa
 
 from tcreport import __version__, ingest, report
+from tcreport.batch import rows
+from tcreport.batch.rows import STEPS
 from tcreport.errors import MissingExtraError, TcreportError
 from tcreport.report import Report
 
 RUNS = pa.schema(
     [
         ("run_id", pa.string()),
+        # A distributed job is one run: its own row (rank null) and one row per rank present
+        ("rank", pa.int32()),
         ("status", pa.string()),  # "ok" | "error" | "retry" (failed for a reason outside the trace)
         ("error", pa.string()),
         ("source", pa.string()),  # path relative to the batch folder
@@ -67,11 +71,14 @@ RUNS = pa.schema(
         ("verdict", pa.string()),
         ("verdict_tone", pa.string()),
         ("matrix_unit", pa.string()),
+        ("ranks", pa.int32()),  # a job's ranks present (null: not a job)
+        ("world_size", pa.int32()),  # a job's world size, where its traces record it
     ]
 )
 OPS = pa.schema(
     [
         ("run_id", pa.string()),
+        ("rank", pa.int32()),  # a job's rank (null for a single trace)
         ("name", pa.string()),
         ("type", pa.string()),
         ("dtype", pa.string()),
@@ -86,6 +93,7 @@ OPS = pa.schema(
 KERNELS = pa.schema(
     [
         ("run_id", pa.string()),
+        ("rank", pa.int32()),  # a job's rank (null for a single trace)
         ("name", pa.string()),
         ("calls", pa.int64()),
         ("gpu_ns", pa.int64()),
@@ -114,6 +122,7 @@ TABLES: dict[str, pa.Schema] = {
     "ops": OPS,
     "kernels": KERNELS,
     "findings": FINDINGS,
+    "steps": STEPS,
 }
 #: Columns added to a table after datasets were written without them: a run archived before
 #: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
@@ -126,8 +135,13 @@ ADDED_LATER: dict[str, frozenset[str]] = {
             "verdict",
             "verdict_tone",
             "matrix_unit",
+            "rank",
+            "ranks",
+            "world_size",
         }
-    )
+    ),
+    "ops": frozenset({"rank"}),
+    "kernels": frozenset({"rank"}),
 }
 
 
@@ -176,6 +190,7 @@ class Task:
     format: str | None  # detected by the coordinator; None when detection failed
     error: str | None = None  # detection error: the worker only records it
     report_name: str | None = None  # reports/<name>.html, after the trace (run_id when None)
+    members: tuple[str, ...] = ()  # a distributed job's rank traces (path: their folder)
 
 
 @dataclass(frozen=True)
@@ -299,6 +314,8 @@ def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
     # jinja2 only where a report is rendered, not for the dataset's schemas (TABLES)
     from tcreport.render.html import render as render_html
 
+    if task.members:  # a distributed job: one run, a row per rank (batch.job_work)
+        return _process_job(task, started, when)
     run = ingest.load(Path(task.path))
     date, date_source = _date(run.meta.started_at, run.meta.started_at_source, when[0])
     when[0] = date
@@ -308,20 +325,31 @@ def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
     gpu = ", ".join(names) if names else None
     seconds = time.perf_counter() - started
     tables = {
-        "runs": _runs_table(task, view, date, date_source, gpu, seconds),
+        "runs": _runs_table(task, view, date, date_source, seconds),
         **_detail_tables(task.run_id, view),
     }
     return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
 
 
+def _process_job(task: Task, started: float, when: list[datetime]) -> Outcome:
+    """A distributed job's run: its rows and its job page (:mod:`tcreport.batch.job_work`)."""
+    from tcreport.batch import job_work
+
+    done = job_work.process_job(task, TABLES, when[0])
+    when[0] = done.date
+    seconds = time.perf_counter() - started
+    done.tables["runs"] = done.tables["runs"].set_column(
+        RUNS.get_field_index("seconds"), "seconds", pa.array([seconds] * done.rows, pa.float64())
+    )
+    return Outcome(
+        task.run_id, task.source, True, None, done.gpu, done.date, done.tables, done.html, seconds
+    )
+
+
 def _runs_table(
-    task: Task, view: Report, date: datetime, date_source: str, gpu: str | None, seconds: float
+    task: Task, view: Report, date: datetime, date_source: str, seconds: float
 ) -> pa.Table:
     """The run's one row in ``runs``: what it is, its headline figures and its top finding."""
-    a = view.analysis
-    miss, total = a.verdict.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
-    top = view.findings[0] if view.findings else None
-    first = view.fix_first
     return _rows(
         RUNS,
         _run_row(
@@ -329,86 +357,19 @@ def _runs_table(
             date,
             date_source,
             status="ok",
-            format=a.meta.format.value,
-            gpu_model=gpu,
-            gpu_count=len(a.meta.gpus) or None,
-            framework=a.meta.framework,
-            profiler=a.meta.profiler,
-            profiler_version=a.meta.profiler_version,
-            iterations_aggregated=a.iterations.info.aggregated,
-            wall_ns=a.time.wall_ns,
-            gpu_kernel_ns=total,
-            tc_kernel_ns=a.time.tc_kernel_ns,
-            memory_ns=a.time.memory_ns,
-            tc_share=a.verdict.tc_share,
-            classified_share=a.verdict.classified_share,
-            eligible_op_count=a.verdict.eligible_op_count,
-            using_op_count=a.verdict.using_op_count,
-            eligible_not_using_op_count=a.verdict.eligible_not_using_op_count,
-            eligible_gpu_ns=a.verdict.eligible_gpu_ns,
-            eligible_not_using_gpu_ns=miss,
-            eligible_not_tc_share=a.verdict.eligible_not_tc_share,
-            finding_count=len(view.findings),
-            top_finding_id=top.id if top else None,
-            top_finding_title=top.title if top else None,
-            fix_first_id=first.id if first else None,
-            fix_first_title=first.title if first else None,
+            **rows.run_figures(view),
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
-            verdict="".join(a.verdict.sentence),
-            verdict_tone=a.verdict.tone.value,
-            matrix_unit=a.verdict.words.unit,
         ),
     )
 
 
 def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
-    """``ops``, ``kernels`` and ``findings`` rows: one per distinct op / kernel name (already
-    aggregated by the analysis), not per launch, and one per finding."""
+    """``ops``, ``kernels``, ``findings`` and ``steps`` rows (:mod:`tcreport.batch.rows`)."""
     a = view.analysis
-    rid = [run_id]
-    ops = _rows(
-        OPS,
-        {
-            "run_id": rid * len(a.breakdown.ops),
-            "name": [o.name for o in a.breakdown.ops],
-            "type": [o.type for o in a.breakdown.ops],
-            "dtype": [o.dtype for o in a.breakdown.ops],
-            "calls": [o.calls for o in a.breakdown.ops],
-            "gpu_ns": [o.gpu_ns for o in a.breakdown.ops],
-            "cpu_ns": [o.cpu_ns for o in a.breakdown.ops],
-            "share": [o.share for o in a.breakdown.ops],
-            "tc_eligible": [o.tc_eligible for o in a.breakdown.ops],
-            "uses_tc": [o.uses_tc for o in a.breakdown.ops],
-        },
-    )
-    kernels = _rows(
-        KERNELS,
-        {
-            "run_id": rid * len(a.breakdown.kernels),
-            "name": [k.name for k in a.breakdown.kernels],
-            "calls": [k.calls for k in a.breakdown.kernels],
-            "gpu_ns": [k.gpu_ns for k in a.breakdown.kernels],
-            "share": [k.share for k in a.breakdown.kernels],
-            "uses_tc": [k.uses_tc for k in a.breakdown.kernels],
-            "tc_rule": [k.tc_rule for k in a.breakdown.kernels],
-            "profiler_uses_tc": [k.profiler_uses_tc for k in a.breakdown.kernels],
-        },
-    )
-    fs = view.findings
-    findings = _rows(
-        FINDINGS,
-        {
-            "run_id": rid * len(fs),
-            "rank": list(range(1, len(fs) + 1)),
-            "id": [f.id for f in fs],
-            "severity": [f.severity.value for f in fs],
-            "title": [f.title for f in fs],
-            "detail": [f.detail for f in fs],
-            "fix": [f.fix for f in fs],
-            "estimated_saving_ns": [f.estimated_saving_ns for f in fs],
-            "saving_share": [f.saving_share for f in fs],
-            "source": [f.source for f in fs],
-        },
-    )
-    return {"ops": ops, "kernels": kernels, "findings": findings}
+    return {
+        "ops": _rows(OPS, rows.op_columns(run_id, a)),
+        "kernels": _rows(KERNELS, rows.kernel_columns(run_id, a)),
+        "findings": _rows(FINDINGS, rows.finding_columns(run_id, view.findings)),
+        "steps": rows.step_rows(run_id, a),
+    }

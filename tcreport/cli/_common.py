@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 
 from tcreport import api
-from tcreport.errors import OptionError, TcreportError
+from tcreport.errors import OptionError, TcreportError, UsageError
 from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
-    from tcreport.api import Report, Slice
+    from tcreport.api import Job, JobReport, Report, Slice
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -61,6 +61,16 @@ FollowLink = Annotated[
     typer.Option(
         "--follow-link",
         help="When -o is a symbolic link, write the file it points to (default: refuse).",
+    ),
+]
+Rank = Annotated[
+    int | None,
+    typer.Option(
+        "--rank",
+        min=0,
+        metavar="N",
+        help="For a folder of a distributed job's traces: the rank shown in full, with its "
+        "timeline (default: the straggler).",
     ),
 ]
 ReplaceReadOnly = Annotated[
@@ -214,4 +224,36 @@ def load_and_analyze(
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
         return api.analyze(
             run, slc, source_path=str(path), timestamp=stamp, with_timeline=with_timeline
+        )
+
+
+def find_job(path: Path, rank: int | None = None, counters: Path | None = None) -> Job | None:
+    """The distributed job ``path`` holds, else None (then ``--rank`` is refused: it has no
+    meaning for one trace; ``--counters`` is refused for a job: it is one trace's)."""
+    with status(f"Looking at {path}"):
+        job = api.find_job(path)
+    if job is None and rank is not None:
+        raise UsageError(f"--rank is for a folder of a distributed job's traces; {path} is not one")
+    if job is not None and counters is not None:
+        raise UsageError("--counters takes one trace's Nsight Compute CSV, not a job's")
+    return job
+
+
+def analyze_job(
+    job: Job,
+    path: Path,
+    slc: Slice,
+    *,
+    timestamp: bool = False,
+    rank: int | None = None,
+    with_timeline: bool = False,
+) -> JobReport:
+    """Analyse the part ``slc`` selects of every rank of ``job`` (one at a time), with a spinner
+    on stderr."""
+    from datetime import UTC, datetime
+
+    with phase("analyse", f"Analysing {job.present} ranks of {path}"):
+        stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
+        return api.analyze_job(
+            job, slc, source_path=str(path), rank=rank, timestamp=stamp, with_timeline=with_timeline
         )

@@ -163,7 +163,7 @@ def query(
     sql: Annotated[
         str,
         typer.Argument(
-            help="SQL over the views runs, ops, kernels, findings.",
+            help="SQL over the views runs, ops, kernels, findings, steps.",
             metavar="SQL",
             show_default=False,
         ),

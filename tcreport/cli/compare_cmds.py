@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,8 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
+    analyze_job,
+    find_job,
     guard_output,
     is_stdout,
     load_and_analyze,
@@ -29,6 +31,9 @@ from tcreport.cli._common import (
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 from tcreport.fmt import visible as plain
+
+if TYPE_CHECKING:
+    from tcreport.api import CheckResult, Job, JobReport, Slice
 
 
 class DiffFormat(StrEnum):
@@ -88,6 +93,9 @@ def diff(
             output, [base, head], follow_link=follow_link, replace_read_only=replace_read_only
         )
         slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        if find_job(base) is not None or find_job(head) is not None:
+            text = _diff_jobs(base, head, fmt, slc, force)
+            return write_text_output(output if output is not None else Path("-"), text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
         b = load_and_analyze(base, slc, output=output)
         h = load_and_analyze(head, slc, output=output)
         d = api.diff(b, h, force=force)
@@ -100,6 +108,30 @@ def diff(
             follow_link=follow_link,
             replace_read_only=replace_read_only,
         )
+
+
+def _diff_jobs(
+    base: Path,
+    head: Path,
+    fmt: DiffFormat,
+    slc: Slice,
+    force: bool,
+) -> str:
+    """Two distributed jobs: the job's figures and ranks, then the same rank diffed in full
+    (head's straggler, or its first rank)."""
+    bjob, hjob = find_job(base), find_job(head)
+    if bjob is None or hjob is None:
+        one = base if bjob is None else head
+        raise UsageError(
+            f"{one} is one trace and the other a distributed job: diff compares like with like"
+        )
+    h = analyze_job(hjob, head, slc)
+    same = h.detail_rank if h.detail_rank in {r.rank for r in bjob.ranks} else None
+    b = analyze_job(bjob, base, slc, rank=same)
+    d = api.diff_jobs(b, h, force=force)
+    if d.forced:
+        say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
+    return api.render_job_diff(d, fmt.value)
 
 
 @app.command()
@@ -159,21 +191,41 @@ def check(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
         slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        gates = {
+            "min_tc_share": min_tc_share,
+            "max_eligible_not_tc_share": max_eligible_not_tc_share,
+            "max_regression": max_regression,
+        }
+        job = find_job(path)
+        if job is not None:
+            jr, bjr = _job_and_baseline(job, path, baseline, slc)
+            return _print_check(api.check_job(jr, bjr, **gates, force=force))
         view = load_and_analyze(path, slc)
         base = load_and_analyze(baseline, slc) if baseline else None
-        result = api.check(
-            view,
-            base,
-            min_tc_share=min_tc_share,
-            max_eligible_not_tc_share=max_eligible_not_tc_share,
-            max_regression=max_regression,
-            force=force,
-        )
-        forced = " (forced comparison)" if result.forced else ""
-        if result.passed:
-            passed = plural(len(result.results), "gate")
-            typer.echo(f"tcreport check: OK: {passed} passed{forced}")
-            return
-        for r in result.failures:
-            typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
-        raise typer.Exit(1)
+        _print_check(api.check(view, base, **gates, force=force))
+
+
+def _print_check(result: CheckResult) -> None:
+    forced = " (forced comparison)" if result.forced else ""
+    if result.passed:
+        passed = plural(len(result.results), "gate")
+        typer.echo(f"tcreport check: OK: {passed} passed{forced}")
+        return
+    for r in result.failures:
+        typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
+    raise typer.Exit(1)
+
+
+def _job_and_baseline(
+    job: Job, path: Path, baseline: Path | None, slc: Slice
+) -> tuple[JobReport, JobReport | None]:
+    """A job analysed for the gates, and its baseline, which must be a job too (showing the
+    same rank in full where it has it)."""
+    jr = analyze_job(job, path, slc)
+    if baseline is None:
+        return jr, None
+    bjob = find_job(baseline)
+    if bjob is None:
+        raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
+    same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
+    return jr, analyze_job(bjob, baseline, slc, rank=same)

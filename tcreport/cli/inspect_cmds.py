@@ -16,7 +16,10 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     OutputFile,
+    Rank,
     ReplaceReadOnly,
+    analyze_job,
+    find_job,
     guard_output,
     load_and_analyze,
     phase,
@@ -44,7 +47,8 @@ TracePath = Annotated[
     typer.Argument(
         help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
         "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, a folder holding "
-        "one of these, or a 'tcreport ingest' folder.",
+        "one of these or the per-rank traces of one distributed job, or a 'tcreport ingest' "
+        "folder.",
         metavar="PATH",
         show_default=False,
     ),
@@ -77,6 +81,7 @@ def report(
             help="Iteration the HTML timeline shows (default: the median aggregated one).",
         ),
     ] = None,
+    rank: Rank = None,
 ) -> None:
     """Write one self-contained HTML report (or Markdown for a PR comment).
 
@@ -89,17 +94,22 @@ def report(
         guard_output(
             target, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
         )
-        view = load_and_analyze(
-            path,
-            slice_of(key_node, iter_start, iter_stop, allow_empty, timeline_iter),
-            timestamp=timestamp,
-            counters=counters,
-            with_timeline=not markdown,
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty, timeline_iter)
+        job = find_job(path, rank, counters)
+        jr = None
+        if job is not None:  # a distributed job: its page, with the rank shown in full
+            jr = analyze_job(job, path, slc, timestamp=timestamp, rank=rank, with_timeline=not markdown)  # fmt: skip
+        view = jr.detail if jr is not None else load_and_analyze(
+            path, slc, timestamp=timestamp, counters=counters, with_timeline=not markdown,
             output=output,
-        )
+        )  # fmt: skip
         ignored = view.analysis.steps.timeline_ignored
         if ignored is not None:  # the analysis drew another iteration: say so
             say(f"tcreport: warning: {ignored.spelt(FLAGS)}")
+        if jr is not None:
+            with phase("render", "Rendering"):
+                text = api.render_job_markdown(jr) if markdown else api.render_job_html(jr)
+            return write_text_output(target, text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
         with phase("render", "Rendering"):
             text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
@@ -138,9 +148,14 @@ def summary(
         guard_output(
             output, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
         )
-        view = load_and_analyze(
-            path, slice_of(key_node, iter_start, iter_stop, allow_empty), counters=counters
-        )
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        job = find_job(path, None, counters)
+        if job is not None:
+            jr = analyze_job(job, path, slc)
+            if not json_out:
+                return api.print_job_summary(jr)
+            return write_text_output(output if output is not None else Path("-"), api.render_job_json(jr), follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
+        view = load_and_analyze(path, slc, counters=counters)
         if json_out:
             write_text_output(
                 output if output is not None else Path("-"),

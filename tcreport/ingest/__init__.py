@@ -20,6 +20,7 @@ from tcreport.ingest.nsys import rep as nsys_rep
 from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
+    from tcreport.ingest.job import Job
     from tcreport.model import Run
 
 
@@ -122,6 +123,16 @@ def _traces_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
     return found
 
 
+def _ingest_folders_in(directory: Path) -> list[tuple[SourceFormat, Path]]:
+    """``tcreport ingest`` folders directly inside ``directory`` (each may be a job's rank)."""
+    fmt = SourceFormat.TCREPORT_PARQUET
+    try:
+        children = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror}", directory) from exc
+    return [(fmt, c) for c in children if c.is_dir() and reader(fmt).sniff(c)]
+
+
 def _traces_below(directory: Path) -> list[tuple[SourceFormat, Path]]:
     """The traces one level down: each subfolder that is a trace itself (a DLProf result folder,
     an ingest folder, a TF profile run), else the trace files directly inside it."""
@@ -186,11 +197,53 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if len(found) == 1:
             return found[0]
         if found:
-            _choose_one(path, found, "")
+            _refuse_several(path, found, "")
         below = _traces_below(path)
+        if below and all(f is SourceFormat.TCREPORT_PARQUET for f, _ in below):
+            _refuse_several(path, below, " in its subfolders")  # ranks ingested one by one
         if below:
             _choose_one(path, below, " in its subfolders")
     _unsupported(path)
+
+
+def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
+    """A folder of several traces: name them, and the jobs among them (ingest.job)."""
+    from tcreport.ingest import job
+
+    jobs, rest = job.group(path, found)
+    if len(jobs) == 1 and not rest:
+        raise UnsupportedFormatError(
+            f"holds the ranks of one distributed job ({jobs[0].describe()}): read it as a job "
+            "(`tcreport report`, `summary`, `check`, `diff` and `tcreport.open` do; "
+            "`tcreport.api.find_job`), not as one trace",
+            path,
+        )
+    if not jobs:
+        _choose_one(path, found, where)
+    others = [(f, p) for f, p in found if p in set(rest)]
+    raise UnsupportedFormatError(
+        f"holds {len(jobs)} distributed job{'s' if len(jobs) > 1 else ''} and "
+        f"{len(others)} other trace{'s' if len(others) != 1 else ''}: "
+        f"{job.describe_contents(jobs, others)}; give a folder holding one job, or one trace "
+        "(`tcreport batch` reads many)",
+        path,
+    )
+
+
+def find_job(path: Path) -> Job | None:
+    """The distributed job ``path`` holds when it is a folder of the ranks of one job and nothing
+    else (:mod:`tcreport.ingest.job`); None for anything else, which :func:`load` reads or
+    refuses as before."""
+    from tcreport.ingest import job
+
+    _check_readable(path)
+    if not path.is_dir() or _sniff(path, _DIRECTORY_FORMATS) is not None:
+        return None
+    found = _traces_in(path) + _ingest_folders_in(path)
+    if len(found) < 2:
+        return None
+    jobs, rest = job.group(path, found)
+    return jobs[0] if len(jobs) == 1 and not rest else None
 
 
 def detect(path: Path) -> SourceFormat:

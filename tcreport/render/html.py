@@ -20,8 +20,9 @@ from collections.abc import Callable
 import jinja2
 
 from tcreport import fmt
+from tcreport.job_report import JobReport
 from tcreport.render import html_parts as parts
-from tcreport.render import page, roofline_html, summary_json, timeline_html
+from tcreport.render import job_html, page, roofline_html, summary_json, timeline_html
 from tcreport.render.html_parts import (
     CHART_W,
     MAX_ROWS,
@@ -67,10 +68,12 @@ def _json_for_script(data: object) -> str:
     )
 
 
-def render(view: Report) -> str:
+def render(view: Report, job: JobReport | None = None) -> str:
+    """The report of ``view``; with ``job``, the page of that distributed job, ``view`` being the
+    rank it shows in full (:mod:`tcreport.render.job_html`)."""
     env = environment()
     script = page.asset("report.js")
-    style = page.asset("report.css")
+    style = page.asset("report.css") + (job_html.EXTRA_CSS if job is not None else "")
     a = view.analysis
     csp = page.csp(style, script)
     keep = evidence_targets(view)
@@ -141,4 +144,5 @@ def render(view: Report) -> str:
         step_parts=timeline_html.step_parts(w),
         tl_w=timeline_html.TL_W,
         roofline=roofline_html.section(a),
+        job=job_html.view(job) if job is not None else None,
     )

@@ -14,12 +14,15 @@ from rich.text import Text
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.fmt import middle
+from tcreport.job_report import JobReport
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
 
 TOP = 10
 #: Widest the op type column of a host table gets: the op name and the figures need the room.
 HOST_TYPE_W = 20
+#: Ranks of a job listed before "and N more" (the JSON has every one).
+MAX_JOB_RANKS = 32
 #: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
 MIN_NAME = 16
 
@@ -272,3 +275,62 @@ def _headline(view: Report) -> Table:
         f"({_cell(a.iterations.how or 'as reported')})",
     )
     return head
+
+
+def render_job(jr: JobReport, console: Console | None = None) -> None:
+    """A distributed job: its verdict with the spread, the straggler and the job's findings, the
+    per-rank table (:data:`MAX_JOB_RANKS` of them), then the rank shown in full."""
+    out = console or Console(highlight=False)
+    sec = jr.section
+    i = sec.identity
+    backend = f", {i.backend}" if i.backend else ""
+    out.print(
+        plain(f"{jr.source_path}  (distributed job: {i.presence}{backend}; by {i.detected_by})"),
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(plain(sec.verdict.text), markup=False, soft_wrap=True)
+    if sec.straggler is not None:
+        out.print(plain(f"Straggler: {sec.straggler.text}"), markup=False, soft_wrap=True)
+    for f in jr.findings:
+        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
+        out.print(
+            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"), markup=False, soft_wrap=True
+        )
+        if f.fix:
+            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+    rows = [
+        [
+            str(r.rank),
+            fmt.pct(r.tc_share),
+            fmt.ns(r.step_ns),
+            fmt.ns(r.compute_ns),
+            fmt.ns(r.communication_ns),
+            fmt.ns(r.idle_ns),
+            fmt.ns(r.own_ns),
+            fmt.ns(r.wait_ns),
+            f"{r.straggler_in}/{r.iterations}",
+        ]
+        for r in sec.ranks[:MAX_JOB_RANKS]
+    ]
+    heads = [
+        "rank",
+        "TC share",
+        "step",
+        "compute",
+        "collectives",
+        "idle",
+        "outside coll.",
+        "wait",
+        "straggler",
+    ]
+    rows_table(heads, rows, out)
+    if len(sec.ranks) > MAX_JOB_RANKS:
+        out.print(
+            f"  and {len(sec.ranks) - MAX_JOB_RANKS} more ranks (summary --json has them all)"
+        )
+    out.print(plain(f"Collective bandwidth: {sec.bandwidth.note}"), markup=False, soft_wrap=True)
+    for note in (*(f"check failed: {v}" for v in sec.violations), *sec.notes):
+        out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
+    out.print(plain(f"Rank {jr.detail_rank} ({jr.detail_why}) in full:"), markup=False)
+    render(jr.detail, out)

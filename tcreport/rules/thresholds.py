@@ -127,6 +127,21 @@ TINY_COPIES_PER_STEP = 10
 #: to drain): the rest of the gap is the host's own work, which the fix does not remove. A floor.
 STALL_RECOVERABLE = 0.5
 
+# --- distributed jobs (DJ001) ---------------------------------------------------------------------
+
+#: The ranks' median collective wait (time in collectives beyond the least any rank spent, per
+#: iteration) at this share of the job's step time is load imbalance worth fixing: the fast ranks
+#: idle in NCCL for the slow one every step. A few per cent is launch skew and kernel jitter
+#: between GPUs that no rebalancing removes.
+COLLECTIVE_WAIT_SHARE = 0.05
+
+#: ... and at this share it is high severity: a quarter of every step lost to one slow rank.
+COLLECTIVE_WAIT_HIGH_SHARE = 0.25
+
+#: Share of the collective wait assumed recoverable by evening out the work: the straggler's extra
+#: time rarely all goes (some ranks do more by design: the first pipeline stage, rank 0's logging),
+#: so half, a floor stated in the finding.
+COLLECTIVE_WAIT_RECOVERABLE = 0.5
 # --- Model audit (``tcreport profile``'s in-process facts) -----------------------------------------
 
 #: Layer sizes the model audit wants as multiples of this under float16/bfloat16: cuBLAS and cuDNN

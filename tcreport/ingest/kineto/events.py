@@ -57,7 +57,7 @@ MODULE_PREFIX = "nn.Module: "
 
 #: The ``args`` each category needs; nothing else of ``args`` is read (``Call stack`` strings, the
 #: bulk of a 2021 trace, are never even decoded by the msgspec parser).
-CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE, CONCRETE, TENSOR, GPU_TIME = (
+CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE, CONCRETE, TENSOR, GPU_TIME, COLL = (
     "corr",
     "eid",
     "device",
@@ -70,10 +70,14 @@ CORR, EID, DEVICE, STREAM, GRID, BLOCK, BYTES, DIMS, DTYPE, CONCRETE, TENSOR, GP
     "concrete",
     "tensor",  # RANGE: the tensor-pipe counters' verdict (True/False/None)
     "gpu_time",  # RANGE: gpu__time_duration.sum, ns
+    "coll",  # KERNEL: an NCCL kernel's message (Collective name, In/Out msg nelems, dtype, ...)
 )
+#: The columns :data:`COLL` fills: PyTorch's NCCL kernel args ``Collective name``, ``In msg
+#: nelems``, ``Out msg nelems``, ``dtype``, ``Group size``, ``Process Group Name``.
+COLL_COLUMNS = ("coll_name", "in_nelems", "out_nelems", "coll_dtype", "group_size", "pg_name")
 _GPU_ARGS = (CORR, EID, DEVICE, STREAM)
 ARGS: tuple[tuple[str, ...], ...] = (
-    (*_GPU_ARGS, GRID, BLOCK),  # KERNEL
+    (*_GPU_ARGS, GRID, BLOCK, COLL),  # KERNEL
     (CORR, EID),  # RUNTIME
     (*_GPU_ARGS, BYTES),  # MEMCPY
     (*_GPU_ARGS, BYTES),  # MEMSET
@@ -125,6 +129,21 @@ class Rows:
     concrete: list[str | None] = field(default_factory=list)
     tensor: list[bool | None] = field(default_factory=list)
     gpu_time: list[Any] = field(default_factory=list)
+    #: KERNEL: the raw values of :data:`COLL_COLUMNS`, one list per column
+    coll: tuple[list[Any], ...] = field(default_factory=tuple)
+
+
+def _collective_columns(values: tuple[list[Any], ...], n: int) -> dict[str, pa.Array]:
+    """The NCCL message of each kernel (nulls for the others): names as text, counts as int."""
+    name, n_in, n_out, dtype, group, pg = values if values else ([None] * n,) * 6
+    return {
+        "coll_name": col.str_column(name),
+        "in_nelems": col.int_column(n_in, lo=0),
+        "out_nelems": col.int_column(n_out, lo=0),
+        "coll_dtype": col.str_column(dtype),
+        "group_size": col.int_column(group, lo=1, hi=2**31 - 1),
+        "pg_name": col.str_column([None if v is None else str(v) for v in pg]),
+    }
 
 
 def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
@@ -168,6 +187,8 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[TENSOR] = pa.array(r.tensor, pa.bool_())
     if GPU_TIME in need:
         cols[GPU_TIME] = col.int_column(r.gpu_time, lo=0, hi=MAX_INTERVAL_NS - 1)
+    if COLL in need:
+        cols.update(_collective_columns(r.coll, len(r.name)))
     table = pa.table(cols)
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),
@@ -222,6 +243,7 @@ class Header:
     torch_version: Any = None  # metadata.system.torch_env_info.torch_version
     #: ``(id, name, computeMajor, computeMinor, numSms)`` of each object in ``deviceProperties``
     devices: tuple[tuple[Any, Any, Any, Any, Any], ...] = ()
+    distributed: Any = None  # ``distributedInfo``: the job rank (ingest.common.distributed)
 
 
 @dataclass(frozen=True)

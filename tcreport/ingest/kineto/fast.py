@@ -68,6 +68,12 @@ class _Args(
         "dims": "Input Dims",
         "types": "Input type",
         "concrete": "Concrete Inputs",
+        "coll_name": "Collective name",
+        "in_nelems": "In msg nelems",
+        "out_nelems": "Out msg nelems",
+        "coll_dtype": "dtype",
+        "group_size": "Group size",
+        "pg_name": "Process Group Name",
     },
 ):
     correlation: Any = None
@@ -81,6 +87,12 @@ class _Args(
     dims: msgspec.Raw = _NO_RAW
     types: msgspec.Raw = _NO_RAW
     concrete: msgspec.Raw = _NO_RAW
+    coll_name: Any = None
+    in_nelems: Any = None
+    out_nelems: Any = None
+    coll_dtype: Any = None
+    group_size: Any = None
+    pg_name: Any = None
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -125,6 +137,7 @@ class _Doc(msgspec.Struct, gc=False):
     cuda_runtime_version: Any = msgspec.UNSET
     baseTimeNanoseconds: Any = msgspec.UNSET
     metadata: _Metadata | _Other | msgspec.UnsetType = msgspec.UNSET
+    distributedInfo: dict[str, Any] | _Other | msgspec.UnsetType = msgspec.UNSET
     deviceProperties: list[_Device | _Other] | dict[str, Any] | _Scalar | msgspec.UnsetType = (
         msgspec.UNSET
     )
@@ -321,6 +334,7 @@ class _Reader:
             cuda_runtime_version=pick("cuda_runtime_version"),
             base_time_ns=pick("baseTimeNanoseconds"),
             torch_version=env.torch_version if type(env) is _TorchEnv else None,
+            distributed=pick("distributedInfo"),
             devices=tuple(
                 (p.id, p.name, p.computeMajor, p.computeMinor, p.numSms)
                 for p in (props if type(props) is list else ())
@@ -387,6 +401,8 @@ class _Reader:
             r.dtype = _texts([a.types for a in args], self._types, col.first_float_type)
         if ev.CONCRETE in need:
             r.concrete = _texts([a.concrete for a in args], self._concrete, col.dims_json)
+        if ev.COLL in need:
+            r.coll = tuple([getattr(a, c) for a in args] for c in ev.COLL_COLUMNS)
         return r
 
 

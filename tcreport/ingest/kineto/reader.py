@@ -42,9 +42,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.ingest.common import capture, started
+from tcreport.ingest.common.distributed import distributed_from
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
+from tcreport.ingest.kineto.collectives import collective_table
 from tcreport.model import Granularity, IterationInfo, IterationMethod, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
@@ -135,6 +137,7 @@ class _Builder:
             ops=ops_table,
             iterations=self._iterations(),
             ranges=ranges,
+            collectives=collective_table(self.k.table, kernels),
         )
 
     def _iterations(self) -> pa.Table | None:
@@ -366,6 +369,7 @@ class _Builder:
             started_at=started_at,
             started_at_source=started_source,
             device_events_unread=unread,
+            distributed=distributed_from(self.header.distributed),
         )
 
     def _started(self) -> tuple[str | None, str | None]:

@@ -29,6 +29,15 @@ _CHUNK = 1 << 16
 _READ = 1 << 24
 
 JsonObj = dict[str, Any]
+#: The args keys of :data:`events.COLL_COLUMNS`, in that order.
+_COLL_KEYS = (
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "dtype",
+    "Group size",
+    "Process Group Name",
+)
 
 
 @contextlib.contextmanager
@@ -185,6 +194,8 @@ def _rows(kind: int, events: list[JsonObj]) -> ev.Rows:
         r.tensor = [col.range_tensor_verdict(a) for a in args]
     if ev.GPU_TIME in need:
         r.gpu_time = [a.get(counters.DURATION) for a in args]
+    if ev.COLL in need:
+        r.coll = tuple([a.get(key) for a in args] for key in _COLL_KEYS)
     return r
 
 
@@ -204,4 +215,5 @@ def header(doc: JsonObj) -> ev.Header:
         base_time_ns=doc.get("baseTimeNanoseconds"),
         torch_version=node,
         devices=devices,
+        distributed=doc.get("distributedInfo"),
     )

@@ -30,6 +30,7 @@ _TABLES = (
     schema.TableKind.OPS,
     schema.TableKind.ITERATIONS,
     schema.TableKind.RANGES,
+    schema.TableKind.COLLECTIVES,
 )
 _OWN_NAMES = (MANIFEST, *(f"{k.value}.parquet" for k in _TABLES))
 

@@ -1,0 +1,343 @@
+"""The job section: the ranks of one distributed job side by side, every figure and word decided here.
+
+Per rank it keeps the Tensor Core share and the step breakdown of each iteration; across ranks it
+finds what no single trace shows:
+
+* **the straggler** of each iteration: the rank with the most time outside collectives
+  (:attr:`RankStep.own_ns`: compute, copies and idle). Collective time is not the rank's own:
+  a collective ends when the last rank arrives, so the fast ranks spend *more* time in it;
+* **collective wait**: each rank's collective time beyond the least any rank spent in that
+  iteration's collectives. The rank that arrives last waits least; what the others spend beyond
+  it is the price of the imbalance, and it is what making the straggler as fast as the others
+  would give back;
+* what the straggler spent its extra time on: the parts of its step (compute, copies, idle)
+  and the kernels and ops whose GPU time exceeds the other ranks' median the most.
+
+The job's verdict is the whole job's: Tensor Core time over kernel time summed over the ranks
+present (time-weighted), with the spread of the per-rank shares beside it. Nothing is
+extrapolated to ranks that are not present: "2 of 128 ranks" stays two.
+
+How iterations are matched across ranks and each rank's cell made: :mod:`.job_cells`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tcreport import fmt
+from tcreport.analysis.collectives import Bandwidth, bandwidth
+from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
+from tcreport.analysis.job_cells import cells as cells_of
+from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
+from tcreport.analysis.violation import Violation
+from tcreport.kernel_names import short_name
+
+#: Excess rows kept per kind (kernels, ops) for the straggler.
+TOP_EXCESS = 5
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    label: str
+    detected_by: str
+    world_size: int | None
+    backend: str | None
+    ranks: tuple[int, ...]  # present, sorted
+
+    @property
+    def presence(self) -> str:
+        """``2 of 128 ranks present``: never more than what was read."""
+        of = f" of {self.world_size}" if self.world_size is not None else ""
+        return f"{len(self.ranks)}{of} ranks present"
+
+
+@dataclass(frozen=True)
+class Spread:
+    low: float
+    median: float
+    high: float
+    low_rank: int
+    high_rank: int
+
+
+@dataclass(frozen=True)
+class JobVerdict:
+    tc_share: float | None  # Tensor Core time / kernel time, summed over the ranks present
+    tc_kernel_ns: int | None
+    gpu_kernel_ns: int | None
+    spread: Spread | None  # of the per-rank shares; None with fewer than two known
+    text: str  # the verdict line
+    #: eligible GPU time not on the matrix units, summed over the ranks, and its share of the
+    #: kernel time (the CI gate's figure, as for one run)
+    eligible_not_using_gpu_ns: int | None = None
+    eligible_not_tc_share: float | None = None
+
+
+@dataclass(frozen=True)
+class RankRow:
+    rank: int
+    file: str
+    gpu: str | None
+    tc_share: float | None
+    gpu_kernel_ns: int | None
+    iterations: int  # compared iterations it ran
+    step_ns: float | None  # means per compared iteration
+    compute_ns: float | None
+    communication_ns: float | None  # union of collectives, hidden or not
+    memory_ns: float | None
+    idle_ns: float | None
+    own_ns: float | None
+    wait_ns: float | None
+    straggler_in: int  # iterations it was the straggler in
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Excess:
+    name: str
+    kind: str  # "part" | "kernel" | "op"
+    excess_ns: float  # per iteration, beyond the other ranks' median
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: int
+    named_in: int  # iterations it was the straggler in
+    of: int  # iterations compared
+    excess_ns: float  # own time beyond the others' median, per compared iteration
+    wait_caused_ns: float  # the other ranks' median collective wait, per compared iteration
+    parts: tuple[Excess, ...]
+    kernels: tuple[Excess, ...]
+    ops: tuple[Excess, ...]
+    host_cause: str | None  # the host range behind most of its idle, where recorded
+    text: str  # one line: who, how much, on what
+
+
+@dataclass(frozen=True)
+class JobSection:
+    identity: JobIdentity
+    verdict: JobVerdict
+    ranks: tuple[RankRow, ...]
+    iterations: tuple[IterationRow, ...]
+    cells: tuple[Cell, ...]
+    straggler: Straggler | None
+    bandwidth: Bandwidth
+    matching: str  # how iterations were matched across ranks
+    step_ns: float | None  # the job's step time per compared iteration (slowest rank), mean
+    wait_ns: float | None  # the ranks' median collective wait per compared iteration, mean
+    matrix_unit: str = "Tensor Cores"
+    notes: tuple[str, ...] = ()
+    #: figures that break what must always hold (analysis.job_invariants); every output names them
+    violations: tuple[Violation, ...] = ()
+
+
+def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
+    known = [r for r in ranks if r.gpu_kernel_ns and r.tc_kernel_ns is not None]
+    tc = sum(r.tc_kernel_ns or 0 for r in known)
+    total = sum(r.gpu_kernel_ns or 0 for r in known)
+    share = tc / total if total else None
+    shares = sorted((r.tc_share, r.rank) for r in ranks if r.tc_share is not None)
+    spread = (
+        Spread(
+            shares[0][0],
+            median([s for s, _ in shares]),
+            shares[-1][0],
+            shares[0][1],
+            shares[-1][1],
+        )
+        if len(shares) >= 2
+        else None
+    )
+    unit = ranks[0].matrix_unit if ranks else "Tensor Cores"
+    n = len(known)
+    if share is None:
+        text = f"{unit} use unknown: no rank's trace holds kernel times."
+    else:
+        text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across the {n} rank{'s' if n != 1 else ''} read (time-weighted)"
+        if spread is None:
+            text += "."
+        elif fmt.pct(spread.low) == fmt.pct(spread.high):
+            text += "; the same on every rank."
+        else:
+            text += (
+                f"; per rank {fmt.pct(spread.low)} (rank {spread.low_rank}) to "
+                f"{fmt.pct(spread.high)} (rank {spread.high_rank})."
+            )
+    misses = [r.eligible_not_using_gpu_ns for r in known if r.eligible_not_using_gpu_ns is not None]
+    miss = sum(misses) if misses else None
+    return JobVerdict(
+        share,
+        tc if known else None,
+        total if known else None,
+        spread,
+        text,
+        miss,
+        miss / total if miss is not None and total else None,
+    )
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _rank_rows(ranks: Sequence[RankFigures], cells: list[Cell]) -> tuple[RankRow, ...]:
+    out = []
+    for r in ranks:  # one per rank
+        mine = [c for c in cells if c.rank == r.rank]
+        s = [c.step for c in mine]
+        out.append(
+            RankRow(
+                rank=r.rank,
+                file=r.file,
+                gpu=r.gpu_name,
+                tc_share=r.tc_share,
+                gpu_kernel_ns=r.gpu_kernel_ns,
+                iterations=len(mine),
+                step_ns=_mean([x.step_ns for x in s]),
+                compute_ns=_mean([x.compute_ns for x in s]),
+                communication_ns=_mean([x.communication_total_ns for x in s]),
+                memory_ns=_mean([x.memory_ns for x in s]),
+                idle_ns=_mean([x.idle_ns for x in s]),
+                own_ns=_mean([x.own_ns for x in s]),
+                wait_ns=_mean([c.wait_ns for c in mine]),
+                straggler_in=sum(1 for c in mine if c.straggler),
+                findings=r.finding_ids,
+            )
+        )
+    return tuple(out)
+
+
+def _excess(
+    mine: Sequence[NameTime], others: Sequence[Sequence[NameTime]], per: int, kind: str
+) -> tuple[Excess, ...]:
+    """Names whose GPU time per iteration beats the other ranks' median the most."""
+    theirs = [{n.name: n.gpu_ns for n in o} for o in others]
+    out = []
+    for n in mine:  # one per distinct name on the straggler
+        typical = median([t.get(n.name, 0) for t in theirs])
+        if n.gpu_ns > typical:
+            out.append(Excess(n.name, kind, (n.gpu_ns - typical) / per))
+    out.sort(key=lambda e: (-e.excess_ns, e.name))
+    return tuple(out[:TOP_EXCESS])
+
+
+#: The parts of a rank's time outside collectives (they sum to :attr:`RankStep.own_ns`).
+OWN_PARTS = ("compute outside collectives", "memory copies/sets", "idle")
+
+
+def _own_part(s: RankStep, part: str) -> int:
+    if part == OWN_PARTS[0]:
+        return s.compute_ns - s.compute_in_collectives_ns
+    return s.memory_ns if part == OWN_PARTS[1] else s.idle_ns
+
+
+def _part_excess(part: str, mine: list[Cell], theirs: list[Cell], n: int) -> Excess:
+    """The straggler's time in ``part`` beyond the other ranks' median, per iteration."""
+    by_iter = [
+        _own_part(c.step, part)
+        - median([_own_part(o.step, part) for o in theirs if o.iteration == c.iteration])
+        for c in mine
+    ]
+    return Excess(part, "part", sum(by_iter) / n)
+
+
+def _straggler(
+    ranks: Sequence[RankFigures], cells: list[Cell], rows: list[IterationRow]
+) -> Straggler | None:
+    named = [r.straggler for r in rows if r.straggler is not None]
+    if not named:
+        return None
+    excess = {r.rank: sum(x.excess_ns for x in rows if x.straggler == r.rank) for r in ranks}
+    slow = max(set(named), key=lambda r: (named.count(r), excess[r], -r))
+    n = len(rows)
+    mine = [c for c in cells if c.rank == slow]
+    theirs = [c for c in cells if c.rank != slow]
+    parts = [_part_excess(part, mine, theirs, n) for part in OWN_PARTS]
+    parts.sort(key=lambda e: -e.excess_ns)
+    figures = {r.rank: r for r in ranks}
+    others = [figures[r] for r in figures if r != slow]
+    per = max(1, figures[slow].iterations_aggregated or n)
+    kernels = _excess(figures[slow].kernels, [o.kernels for o in others], per, "kernel")
+    ops = _excess(figures[slow].ops, [o.ops for o in others], per, "op")
+    own_excess = (
+        _mean(
+            [
+                c.step.own_ns
+                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
+                for c in mine
+            ]
+        )
+        or 0.0
+    )
+    causes = [c.step.host_cause for c in mine if c.step.host_cause]
+    cause = max(set(causes), key=causes.count) if causes else None
+    wait = _mean([float(r.median_wait_ns) for r in rows if r.straggler == slow]) or 0.0
+    return Straggler(
+        rank=slow,
+        named_in=named.count(slow),
+        of=n,
+        excess_ns=own_excess,
+        wait_caused_ns=wait,
+        parts=tuple(parts),
+        kernels=kernels,
+        ops=ops,
+        host_cause=cause,
+        text=_straggler_text(slow, named.count(slow), n, own_excess, parts, kernels, cause),
+    )
+
+
+def _straggler_text(
+    rank: int,
+    named: int,
+    n: int,
+    excess: float,
+    parts: list[Excess],
+    kernels: tuple[Excess, ...],
+    cause: str | None,
+) -> str:
+    first = next((p for p in parts if p.excess_ns > 0), None)
+    text = (
+        f"rank {rank} is the straggler in {named} of {n} iteration{'s' if n != 1 else ''}: "
+        f"{fmt.ns(excess)} more per iteration outside collectives than the other ranks' median"
+    )
+    if first is not None:
+        text += f", most of it {first.name} (+{fmt.ns(first.excess_ns)})"
+        if first.name == "idle" and cause:
+            text += f", the host in {cause}"
+        elif first.name.startswith("compute") and kernels:
+            text += f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
+    return text + "."
+
+
+def section(identity: JobIdentity, ranks: Sequence[RankFigures]) -> JobSection:
+    """The job section of the ranks present (sorted by rank)."""
+    ranks = sorted(ranks, key=lambda r: r.rank)
+    order, keyed, how = aligned(ranks)
+    cells, rows = cells_of(order, keyed)
+    straggler = _straggler(ranks, cells, rows) if len(ranks) > 1 else None
+    names = [r.gpu_name for r in ranks if r.gpu_name]
+    notes = []
+    multi = [r.rank for r in ranks if r.devices > 1]
+    if multi:
+        notes.append(
+            f"ranks {', '.join(map(str, multi))} ran on several GPUs: their figures are of the busiest"
+        )
+    if not cells:
+        notes.append(
+            "no per-launch GPU timestamps, or no iteration every rank ran: no per-iteration figures"
+        )
+    return JobSection(
+        identity=identity,
+        verdict=verdict(ranks),
+        ranks=_rank_rows(ranks, cells),
+        iterations=tuple(rows),
+        cells=tuple(cells),
+        straggler=straggler,
+        bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names),
+        matching=how,
+        step_ns=_mean([float(r.step_ns) for r in rows]),
+        wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(ranks) > 1 else None,
+        matrix_unit=ranks[0].matrix_unit if ranks else "Tensor Cores",
+        notes=tuple(notes),
+    )

@@ -1,0 +1,217 @@
+"""One rank of a distributed job, reduced to the figures the job analysis compares across ranks.
+
+A job of 64 ranks cannot keep 64 analysed runs in memory (each holds its ops, kernels and step
+rows; the traces themselves are far larger). So each rank is analysed on its own, exactly as a
+single trace is (:func:`tcreport.analysis.result.compute`), and only what the job section needs is
+kept: its Tensor Core figures, one :class:`RankStep` per iteration, GPU time per kernel and per op
+name (to say what a slow rank spent its extra time on) and its collective calls with their sizes.
+These are small, picklable values: a rank can be analysed in another process or on a Dask worker.
+
+A rank's iterations are those of its busiest GPU (the one with the most compute in its steps): a
+PyTorch rank drives one GPU, and a trace that touched another (a stray copy) must not split it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tcreport.analysis import activity, collectives
+from tcreport.analysis.derived import step_idle_ns
+from tcreport.analysis.result import Analysis
+from tcreport.analysis.steps import StepRow
+from tcreport.analysis.violation import Violation
+from tcreport.model import Distributed, IterationMethod, Run
+
+#: The methods that cut a run at its ``ProfilerStep#N`` ranges (whose numbers label the steps)
+_STEP_METHODS = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
+
+
+@dataclass(frozen=True)
+class RankStep:
+    """One iteration of one rank, on its busiest GPU; times in ns.
+
+    ``span_ns`` is first to last GPU activity (HTA's span); it splits into compute, exposed
+    communication, exposed memory and idle. ``communication_total_ns`` is the union of the
+    collectives, hidden or not; ``compute_in_collectives_ns`` the compute that ran beside them.
+    """
+
+    iteration: int  # the rank's own iteration number (0 = its first)
+    label: str | None  # "ProfilerStep#551" where the trace numbers its steps
+    aggregated: bool
+    span_ns: int
+    window_ns: int | None  # to the next step's first activity (None for the last)
+    compute_ns: int
+    tc_compute_ns: int
+    communication_ns: int  # exposed: no compute beside it
+    communication_total_ns: int
+    compute_in_collectives_ns: int
+    memory_ns: int  # exposed
+    memory_total_ns: int
+    idle_ns: int
+    host_cause: str | None  # the host range covering most of its host-bound idle time
+
+    @property
+    def step_ns(self) -> int:
+        """The GPU step time: the window where there is a next step, else the span."""
+        return self.window_ns if self.window_ns is not None else self.span_ns
+
+    @property
+    def own_ns(self) -> int:
+        """Time outside collectives: what the rank itself spent (compute, copies, idle) before
+        the others could go on. The straggler is the rank with the most."""
+        return self.span_ns - self.communication_total_ns
+
+
+@dataclass(frozen=True)
+class NameTime:
+    name: str
+    gpu_ns: int
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """What the job analysis keeps of one rank."""
+
+    rank: int
+    file: str
+    distributed: Distributed | None
+    gpu_name: str | None
+    device_id: int | None
+    devices: int  # GPUs the rank's steps ran on (1 for a PyTorch rank)
+    matrix_unit: str  # "Tensor Cores", "AMD Matrix Cores"
+    tc_kernel_ns: int | None
+    gpu_kernel_ns: int | None
+    unknown_kernel_ns: int | None
+    eligible_gpu_ns: int | None
+    eligible_not_using_gpu_ns: int | None
+    tc_share: float | None
+    iterations_aggregated: int | None
+    steps: tuple[RankStep, ...]
+    kernels: tuple[NameTime, ...]  # compute kernels (no collectives), aggregated iterations
+    ops: tuple[NameTime, ...]  # ops with GPU time, aggregated iterations
+    calls: pa.Table | None  # collective calls with their sizes (analysis.collectives.calls)
+    finding_ids: tuple[str, ...] = ()  # the rank's own findings, in their order
+    #: the rank's analysis' broken invariants (analysis.invariants): the job lists them
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def aggregated_steps(self) -> tuple[RankStep, ...]:
+        return tuple(s for s in self.steps if s.aggregated)
+
+
+def _labels(run: Run, a: Analysis, count: int) -> list[str | None]:
+    """``ProfilerStep#N`` of each iteration, where the analysis split the run by those steps and
+    counted as many as the trace has (iteration k is the k-th step in time)."""
+    it = run.iterations
+    if it is None or a.iterations.info.method not in _STEP_METHODS or it.num_rows != count:
+        return [None] * count
+    ordered = it.sort_by([("start_ns", "ascending")]).column("iteration").to_pylist()
+    return [f"ProfilerStep#{n}" for n in ordered]
+
+
+def _busiest(steps: tuple[StepRow, ...]) -> int | None:
+    compute: dict[int | None, int] = {}
+    for s in steps:  # one per (iteration, GPU): small
+        compute[s.device_id] = compute.get(s.device_id, 0) + s.tc_compute_ns + s.other_compute_ns
+    return max(compute, key=lambda d: (compute[d], -(d or 0))) if compute else None
+
+
+def _step(s: StepRow, label: str | None, aggregated: bool) -> RankStep:
+    top = s.host_causes[0].name if s.host_causes else None
+    return RankStep(
+        iteration=s.iteration,
+        label=label,
+        aggregated=aggregated,
+        span_ns=s.span_ns,
+        window_ns=s.window_ns,
+        compute_ns=s.compute_ns,
+        tc_compute_ns=s.tc_compute_ns,
+        communication_ns=s.communication_ns,
+        communication_total_ns=s.communication_total_ns,
+        compute_in_collectives_ns=s.communication_overlap_ns,
+        memory_ns=s.memory_ns,
+        memory_total_ns=s.memory_total_ns,
+        idle_ns=step_idle_ns(s),
+        host_cause=top,
+    )
+
+
+def _kernel_times(a: Analysis) -> tuple[NameTime, ...]:
+    kernels = a.breakdown.kernels
+    names = [k.name for k in kernels]
+    coll = activity.is_collective(pa.array(names, pa.string())) if names else np.zeros(0, bool)
+    return tuple(
+        NameTime(k.name, k.gpu_ns)
+        for k, c in zip(kernels, coll.tolist(), strict=True)  # one per kernel name
+        if not c and k.gpu_ns > 0
+    )
+
+
+def _op_times(a: Analysis) -> tuple[NameTime, ...]:
+    totals: dict[str, int] = {}
+    for o in a.breakdown.ops:  # one per op row of the analysis: its per-name figures
+        if o.gpu_ns:
+            totals[o.name] = totals.get(o.name, 0) + o.gpu_ns
+    return tuple(NameTime(n, t) for n, t in totals.items())
+
+
+def rank_figures(
+    rank: int, file: str, a: Analysis, run: Run, finding_ids: tuple[str, ...] = ()
+) -> RankFigures:
+    """The job's figures of one analysed rank (``run``: the run the analysis was made from)."""
+    rows = a.steps.rows
+    device = _busiest(rows)
+    mine = tuple(s for s in rows if s.device_id == device)
+    aggregated = {r.iteration for r in a.iterations.rows if r.aggregated}
+    count = len(a.iterations.rows)
+    labels = _labels(run, a, count) if count else []
+    whole = a.iterations.whole_run
+    steps = tuple(
+        _step(s, labels[s.iteration] if s.iteration < len(labels) else None,
+              whole or s.iteration in aggregated)
+        for s in mine
+    )  # fmt: skip
+    gpus = {g.device_id: g.name for g in a.meta.gpus}
+    t = a.time
+    return RankFigures(
+        rank=rank,
+        file=file,
+        distributed=a.meta.distributed,
+        gpu_name=gpus.get(device) if device is not None else next(iter(gpus.values()), None),
+        device_id=device,
+        devices=len({s.device_id for s in rows}),
+        matrix_unit=a.verdict.words.unit,
+        tc_kernel_ns=t.tc_kernel_ns,
+        gpu_kernel_ns=t.gpu_kernel_ns,
+        unknown_kernel_ns=t.unknown_kernel_ns,
+        eligible_gpu_ns=a.verdict.eligible_gpu_ns,
+        eligible_not_using_gpu_ns=a.verdict.eligible_not_using_gpu_ns,
+        tc_share=a.verdict.tc_share,
+        iterations_aggregated=a.iterations.info.aggregated,
+        steps=steps,
+        kernels=_kernel_times(a),
+        ops=_op_times(a),
+        calls=collectives.calls(_in_range(run.collectives, run, a)),
+        finding_ids=finding_ids,
+        violations=a.violations,
+    )
+
+
+def _in_range(coll: pa.Table | None, run: Run, a: Analysis) -> pa.Table | None:
+    """The collective calls inside the aggregated iterations (all of them for a whole run)."""
+    if coll is None or not a.iterations.sliced or run.iterations is None:
+        return coll
+    info = a.iterations.info
+    it = run.iterations.sort_by([("start_ns", "ascending")])
+    lo = info.start or 0
+    hi = info.stop if info.stop is not None else it.num_rows - 1
+    if lo >= it.num_rows:
+        return coll.slice(0, 0)
+    first = it["start_ns"][lo].as_py()
+    last = it["end_ns"][min(hi, it.num_rows - 1)].as_py()
+    start = coll["start_ns"]
+    return coll.filter(pc.and_(pc.greater_equal(start, first), pc.less_equal(start, last)))

@@ -1,0 +1,167 @@
+"""The analysed distributed job: its job section, its findings and one rank in full.
+
+What renderers, gates and batch read for a job, as :class:`tcreport.report.Report` is for one
+trace. Built by :func:`build`, which reads the ranks one at a time (or through ``mapper``: a
+process pool or a Dask cluster), keeps only each rank's :class:`RankFigures` and drops its tables
+before the next is read, so a job of N ranks needs about the memory of its largest rank plus the
+per-rank figures. The rank shown in full (with its timeline in the HTML report) is the straggler
+unless one is asked for; it is analysed once more at the end, the price of not keeping N analyses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tcreport import __version__
+from tcreport.analysis import job_invariants
+from tcreport.analysis.job import JobIdentity, JobSection, section
+from tcreport.analysis.job_ranks import RankFigures, rank_figures
+from tcreport.analysis.slicing import WHOLE, Slice
+from tcreport.errors import UsageError
+from tcreport.ingest.job import Job
+from tcreport.report import Report
+from tcreport.rules.base import Finding
+
+#: ``map(fn, specs)``-like: how the ranks are analysed (the built-in map: one after the other).
+Mapper = Callable[
+    [Callable[["RankSpec"], "RankResult"], Sequence["RankSpec"]], Iterable["RankResult"]
+]
+
+
+@dataclass(frozen=True)
+class RankSpec:
+    """What analysing one rank needs: small and picklable, for a worker process or a cluster."""
+
+    path: str
+    rank: int
+    slc: Slice = WHOLE  # the part of every rank analysed (its timeline_iter: the detail's only)
+    #: called with the rank's Report while its tables are alive (batch: per-rank dataset rows);
+    #: a module-level function, so that it pickles
+    extra: Callable[[int, Report], Any] | None = None
+    keep_report: bool = False  # hand the Report back (the serial path only: never pickled)
+
+
+@dataclass(frozen=True)
+class RankResult:
+    figures: RankFigures
+    extra: Any = None
+    report: Report | None = None  # kept only where asked (the serial path's last candidate)
+
+
+def analyse_rank(spec: RankSpec) -> RankResult:
+    """Read and analyse one rank; keep its figures (and ``spec.extra``'s result)."""
+    from tcreport import ingest, report
+
+    run = ingest.load(Path(spec.path))
+    view = report.build(run, spec.slc, source_path=spec.path)
+    figures = rank_figures(
+        spec.rank,
+        Path(spec.path).name,
+        view.analysis,
+        run,
+        tuple(dict.fromkeys(f.id for f in view.findings)),
+    )
+    extra = spec.extra(spec.rank, view) if spec.extra is not None else None
+    return RankResult(figures, extra, view if spec.keep_report else None)
+
+
+def _serial(
+    fn: Callable[[RankSpec], RankResult], specs: Sequence[RankSpec]
+) -> Iterable[RankResult]:
+    """One rank at a time; each result keeps its Report only until the next one arrives."""
+    for spec in specs:
+        yield fn(spec)
+
+
+@dataclass(frozen=True)
+class JobReport:
+    section: JobSection
+    findings: tuple[Finding, ...]  # the job's own (rules.job_rules), ranked by saving
+    detail: Report  # the rank shown in full
+    detail_rank: int
+    detail_why: str  # "the straggler", "asked for (--rank)", "the only rank", "the first rank"
+    source_path: str
+    rank_files: tuple[tuple[int, str], ...]  # (rank, path as given) of every rank read
+    extras: tuple[Any, ...] = ()  # spec.extra results, one per rank, in rank order
+    tool_version: str = __version__
+    generated_at: str | None = None
+
+    @property
+    def title(self) -> str:
+        return self.source_path
+
+
+def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str]:
+    if asked is not None:
+        if asked not in sec.identity.ranks:
+            job.rank_path(asked)  # raises the one-line error naming the ranks present
+        return asked, "asked for"
+    if sec.straggler is not None:
+        return sec.straggler.rank, "the straggler"
+    first = sec.identity.ranks[0]
+    return first, "the only rank" if len(sec.identity.ranks) == 1 else "the first rank"
+
+
+def build(
+    job: Job,
+    slc: Slice = WHOLE,
+    *,
+    source_path: str | None = None,
+    rank: int | None = None,
+    with_timeline: bool = False,
+    timestamp: str | None = None,
+    mapper: Mapper | None = None,
+    extra: Callable[[int, Report], Any] | None = None,
+) -> JobReport:
+    """Analyse the part ``slc`` selects of every rank of ``job``, then the job; ``rank`` picks
+    the rank shown in full. A slice that selects nothing on a rank is refused naming that rank's
+    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``."""
+    from tcreport import report
+    from tcreport.rules import job_rules
+
+    if rank is not None and rank not in {r.rank for r in job.ranks}:
+        job.rank_path(rank)
+    keep = mapper is None and not with_timeline and rank is None
+    specs = [RankSpec(str(r.path), r.rank, slc, extra, keep) for r in job.ranks]
+    figures: list[RankFigures] = []
+    extras: list[Any] = []
+    kept: tuple[int, Report] | None = None
+    most = -1
+    for result in (mapper or _serial)(analyse_rank, specs):
+        figures.append(result.figures)
+        extras.append((result.figures.rank, result.extra))
+        own = sum(s.own_ns for s in result.figures.aggregated_steps)
+        if result.report is not None and own > most:  # the likeliest straggler so far
+            kept, most = (result.figures.rank, result.report), own
+        del result
+    if not figures:
+        raise UsageError("no rank could be read", job.folder)
+    identity = JobIdentity(
+        job.label, job.detected_by, job.world_size, job.backend, tuple(r.rank for r in job.ranks)
+    )
+    source = source_path if source_path is not None else str(job.folder)
+    sec = job_invariants.enforce(section(identity, figures), figures, source)
+    chosen, why = _detail_rank(sec, rank, job)
+    detail = kept[1] if kept is not None and kept[0] == chosen else None
+    kept = None
+    if detail is None:
+        from tcreport import ingest
+
+        path = job.rank_path(chosen)
+        detail = report.build(
+            ingest.load(path), slc, source_path=str(path), with_timeline=with_timeline
+        )
+    return JobReport(
+        section=sec,
+        findings=job_rules.evaluate(sec),
+        detail=detail,
+        detail_rank=chosen,
+        detail_why=why,
+        source_path=source,
+        rank_files=tuple((r.rank, str(r.path)) for r in job.ranks),
+        extras=tuple(x for _, x in sorted(extras, key=lambda p: p[0])),
+        generated_at=timestamp,
+    )

@@ -1,0 +1,63 @@
+"""``diff`` and ``check`` of distributed jobs: the job's own figures, rank by rank, with the noise
+rule of the diff; synthetic jobs (a rank that sleeps 20 ms before its backward, then not)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from job_synthetic import write_job
+from typer.testing import CliRunner
+
+from tcreport.cli.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("synthetic-jobs")
+    write_job(root / "before", 4, slow=(2,))
+    write_job(root / "after", 4)
+    return root / "before", root / "after"
+
+
+def test_diff_of_two_jobs_gives_the_job_figures_and_the_ranks(jobs: tuple[Path, Path]) -> None:
+    before, after = jobs
+    result = runner.invoke(app, ["diff", str(before), str(after), "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "tcreport.job-diff/1"
+    figures = {f["key"]: f for f in doc["job"]["figures"]}
+    assert figures["step_ns"]["delta"] == pytest.approx(-20e6, rel=0.01)
+    assert figures["wait_ns"]["verdict"] == "improved" and figures["wait_ns"]["head"] == 0
+    slow = next(r for r in doc["job"]["ranks"] if r["rank"] == 2)
+    assert slow["base_own_ns"] - slow["head_own_ns"] == pytest.approx(20e6, rel=0.01)
+    assert doc["detail"]["schema"] == "tcreport.diff/1"
+    md = runner.invoke(app, ["diff", str(before), str(after)])
+    assert md.exit_code == 0 and "| Collective wait (median rank) | 20.0 ms | 0 ns |" in md.stdout
+
+
+def test_diff_refuses_a_job_against_one_trace(jobs: tuple[Path, Path]) -> None:
+    before, after = jobs
+    one = next(after.glob("*rank-0*"))
+    result = runner.invoke(app, ["diff", str(before), str(one)])
+    assert result.exit_code == 2 and "compares like with like" in result.stderr
+
+
+def test_check_gates_the_job_figures(jobs: tuple[Path, Path]) -> None:
+    before, after = jobs
+    ok = runner.invoke(app, ["check", str(after), "--min-tc-share", "0.8"])
+    assert ok.exit_code == 0 and "OK: 1 gate passed" in ok.stdout
+    low = runner.invoke(app, ["check", str(before), "--min-tc-share", "0.8"])
+    assert low.exit_code == 1
+    assert "job TC share 60.0 % < minimum 80.0 %; lowest rank 0 at 54.5 %" in low.stdout
+    worse = runner.invoke(app, ["check", str(before), "--baseline", str(after)])
+    assert (
+        worse.exit_code == 1
+        and "FAIL max-regression: job step time 35.1 ms -> 55.1 ms" in worse.stdout
+    )
+    one = next(after.glob("*rank-0*"))
+    mixed = runner.invoke(app, ["check", str(before), "--baseline", str(one)])
+    assert mixed.exit_code == 2 and "must be a job too" in mixed.stderr
