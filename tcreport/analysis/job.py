@@ -30,6 +30,8 @@ from tcreport.analysis.collectives import Bandwidth, bandwidth
 from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
 from tcreport.analysis.job_cells import cells as cells_of
 from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
+from tcreport.analysis.sections.headline import Tone
+from tcreport.analysis.sections.verdict import share_tone
 from tcreport.analysis.violation import Violation
 from tcreport.kernel_names import short_name
 
@@ -72,6 +74,12 @@ class JobVerdict:
     #: kernel time (the CI gate's figure, as for one run)
     eligible_not_using_gpu_ns: int | None = None
     eligible_not_tc_share: float | None = None
+    unit: str = "Tensor Cores"  # the ranks' word for their matrix units
+
+    @property
+    def tone(self) -> Tone:
+        """Good or bad news by the single run's thresholds (the verdict section's)."""
+        return share_tone(self.tc_share)
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,7 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
         text,
         miss,
         miss / total if miss is not None and total else None,
+        unit,
     )
 
 

@@ -119,6 +119,9 @@ def _runs(
         # the job page's "Fix first" line: the one of the rank it shows in full
         "fix_first_id": first.id if first else None,
         "fix_first_title": first.title if first else None,
+        "verdict": sec.verdict.text,
+        "verdict_tone": sec.verdict.tone.value,
+        "matrix_unit": sec.verdict.unit,
     }
     miss, kt = job_row["eligible_not_using_gpu_ns"], job_row["gpu_kernel_ns"]
     job_row["eligible_not_tc_share"] = (

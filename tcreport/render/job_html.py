@@ -75,7 +75,7 @@ class JobView:
     backend: str | None
     detected_by: str
     verdict: str
-    good: bool | None
+    tone: str  # the verdict's tone as the analysis judged it (JobVerdict.tone)
     matching: str
     cells: tuple[HeatCell, ...]
     heat_h: float
@@ -173,14 +173,13 @@ def view(jr: JobReport) -> JobView:
         excess += [(e.name, e) for e in s.parts]
         excess += [(short_name(e.name), e) for e in s.kernels]
         excess += [(e.name, e) for e in s.ops]
-    share = sec.verdict.tc_share
     return JobView(
         title=jr.source_path,
         presence=sec.identity.presence,
         backend=sec.identity.backend,
         detected_by=sec.identity.detected_by,
         verdict=sec.verdict.text,
-        good=None if share is None else share >= 0.5,
+        tone=sec.verdict.tone.value,
         matching=sec.matching,
         cells=cells,
         heat_h=height,
