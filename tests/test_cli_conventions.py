@@ -121,3 +121,16 @@ def test_shell_completion_is_offered_and_help_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert "HEAVY []" in out
+
+
+@pytest.mark.parametrize(("name", "starts"), [("d.html", "<!DOCTYPE html>"), ("d.json", "{")])
+def test_diff_format_follows_the_output_suffix(tmp_path: Path, name: str, starts: str) -> None:
+    """`diff A B -o diff.html` writes HTML: Markdown inside an .html file is nobody's wish."""
+    trace = next(KINETO.glob("*.json.gz"))
+    out = tmp_path / name
+    res = runner.invoke(app, ["diff", str(trace), str(trace), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text(encoding="utf-8").lstrip().startswith(starts)
+    md = tmp_path / "d.md"
+    assert runner.invoke(app, ["diff", str(trace), str(trace), "-o", str(md)]).exit_code == 0
+    assert md.read_text(encoding="utf-8").lstrip().startswith("#")

@@ -65,9 +65,15 @@ def diff(
     base: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="BASE", show_default=False)],
     head: Annotated[Path, typer.Argument(help=_INPUT_HELP, metavar="HEAD", show_default=False)],
     fmt: Annotated[
-        DiffFormat,
-        typer.Option("--format", "-f", metavar="[markdown|json|html]", help="Output format."),
-    ] = DiffFormat.MARKDOWN,
+        DiffFormat | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="[markdown|json|html]",
+            help="Output format [default: from the -o suffix (.html, .json), else markdown].",
+            show_default=False,
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -87,6 +93,7 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
+        fmt = fmt or _format_of(output)
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
         guard_output(
@@ -229,3 +236,11 @@ def _job_and_baseline(
         raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
     same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
     return jr, analyze_job(bjob, baseline, slc, rank=same)
+
+
+def _format_of(output: Path | None) -> DiffFormat:
+    """The format a file name asks for: `-o diff.html` is HTML, not Markdown in an .html file."""
+    suffix = output.suffix.lower() if output is not None and not is_stdout(output) else ""
+    return {".html": DiffFormat.HTML, ".htm": DiffFormat.HTML, ".json": DiffFormat.JSON}.get(
+        suffix, DiffFormat.MARKDOWN
+    )
