@@ -92,7 +92,7 @@ def _amp(flavour: str, cc: float | None) -> str:
     bf16 = cc is not None and cc >= 8.0
     return _AMP[flavour].format(
         dt="torch.bfloat16" if bf16 else "torch.float16",
-        scaler="" if bf16 else " with a torch.cuda.amp.GradScaler",
+        scaler="" if bf16 else " with a torch.amp.GradScaler('cuda')",
         policy="bfloat16" if bf16 else "float16",
     )
 

@@ -72,7 +72,7 @@ def amp_text(fl: Flavour, cc: float | None, nvidia: bool) -> str:
     dt = "bfloat16" if bf16 else "float16"
     torch = (
         f"wrap the forward pass and loss in torch.autocast(device_type='cuda', dtype=torch.{dt})"
-        + ("" if bf16 else " and scale the loss with torch.cuda.amp.GradScaler")
+        + ("" if bf16 else " and scale the loss with torch.amp.GradScaler('cuda')")
     )
     tf = f"set tf.keras.mixed_precision.set_global_policy('mixed_{dt}')" + (
         "" if bf16 else " (Keras' fit() then applies dynamic loss scaling)"

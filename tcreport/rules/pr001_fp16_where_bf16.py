@@ -36,7 +36,7 @@ def check(analysis: Analysis) -> list[Finding]:
         return []  # no scaler seen, or PR003 reports it
     fix = {
         c.Flavour.TORCH: "Use torch.autocast(device_type='cuda', dtype=torch.bfloat16) and drop "
-        "the torch.cuda.amp.GradScaler (scaler.scale/step/update).",
+        "the torch.amp.GradScaler('cuda') (scaler.scale/step/update).",
         c.Flavour.TF: "Use tf.keras.mixed_precision.set_global_policy('mixed_bfloat16'); Keras "
         "then applies no LossScaleOptimizer.",
         c.Flavour.ANY: "Train in bfloat16 instead of float16 and remove the loss scaler.",
