@@ -97,7 +97,8 @@ def _device_codes(device: np.ndarray, width: int) -> np.ndarray:
     its rank among the distinct keys when the offsets would not fit."""
     low, high = int(device.min()), int(device.max())
     if (high - low + 1) * width >= 2**62:
-        return np.unique(device, return_inverse=True)[1].reshape(-1)
+        ranks: np.ndarray = np.unique(device, return_inverse=True)[1].reshape(-1)
+        return ranks
     codes = np.subtract(device, low, dtype=np.int64)
     return codes.astype(np.int32) if high - low < 2**31 else codes
 
