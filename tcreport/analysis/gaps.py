@@ -99,7 +99,7 @@ def _device_codes(device: np.ndarray, width: int) -> np.ndarray:
     if (high - low + 1) * width >= 2**62:
         ranks: np.ndarray = np.unique(device, return_inverse=True)[1].reshape(-1)
         return ranks
-    codes = np.subtract(device, low, dtype=np.int64)
+    codes: np.ndarray = np.subtract(device, low, dtype=np.int64)
     return codes.astype(np.int32) if high - low < 2**31 else codes
 
 
