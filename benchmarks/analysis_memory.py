@@ -76,6 +76,22 @@ STEPS = [
     ("tcreport.analysis.derived", "iteration_rows"),
     ("tcreport.analysis.communication", "communication"),
     ("tcreport.analysis.counters", "disagreements"),
+    # the sections' builders (tcreport.analysis.sections), each labelled by its section
+    *(
+        (f"tcreport.analysis.sections.{section}", "build")
+        for section in (
+            "time",
+            "breakdown",
+            "host",
+            "verdict",
+            "precision",
+            "signals",
+            "iterations",
+            "steps",
+            "communication",
+        )
+    ),
+    ("tcreport.analysis.invariants", "enforce"),
 ]
 
 #: Functions inside the costly steps, wrapped with ``--detail`` (patched where they are looked
@@ -168,12 +184,21 @@ class Recorder:
         if original is None:
             return False
 
+        # every section's builder is a ``build``: named by its section
+        label = f"{module.rsplit('.', 1)[1]}.{name}" if name == "build" else name
+
         @functools.wraps(original)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             if self.trim is not None and self.depth == 0:
                 self.trim()
             call = Call(
-                name, self.depth, self.run, time.perf_counter(), 0.0, time.process_time(), rss_mib()
+                label,
+                self.depth,
+                self.run,
+                time.perf_counter(),
+                0.0,
+                time.process_time(),
+                rss_mib(),
             )
             self.calls.append(call)
             self.depth += 1

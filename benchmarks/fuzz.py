@@ -7,12 +7,14 @@ summary JSON in this process. Counted per family:
 * ``rejected``: a one-line TcreportError (the right answer for a damaged file);
 * ``tracebacks``: anything else escaping (a bug), with each distinct signature and its first seed;
 * ``known13``: tracebacks that issue 13 fixes (NVTX ``_op_row`` IndexError, NULL names in CV002);
-* ``invariant``: a case ``fuzzing.INVARIANT_CHECKS`` found an analysis invariant broken in (the
-  hook for the analysis-model issue's checker; with no check registered this stays 0);
+* ``invariant``: an accepted input whose figures break an invariant (tcreport.analysis.invariants,
+  run strictly here as in the tests, and any check in ``fuzzing.INVARIANT_CHECKS``);
 * ``hangs``: a case still running after ``--hang`` seconds (SIGALRM);
 * ``negative``: a summary with a negative time or share (issue 13's inverted intervals);
 * ``peak_rss_mb``: this process's peak resident memory when the family ends (``ru_maxrss``; run
   one family per process, ``--family``, to attribute it).
+
+An ``invariant`` case is a bug like a traceback: the run exits 1 when any case is one.
 
 Families: ``nsys``, ``kineto``, ``dlprof-csv``, ``dlprof-json``, ``dlprof-sqlite`` (the Viewer
 database), ``ncu``, ``xplane`` and ``ingest`` (``tcreport ingest`` folders: manifest and Parquet
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import random
 import resource
 import signal
@@ -43,6 +46,7 @@ from types import FrameType
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import fuzzing  # noqa: E402
+import known_violations  # noqa: E402
 
 
 class Hang(BaseException):
@@ -113,6 +117,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=500, help="progress line every N cases")
     ap.add_argument("--json", type=Path, help="also write the counts here")
     args = ap.parse_args()
+    os.environ.update(known_violations.environ())  # a broken invariant is a bug, as in the tests
     with tempfile.TemporaryDirectory(prefix="tcreport-fuzz-src-") as scratch:
         fams = fuzzing.families(Path(scratch))
         names = args.family or sorted(fams)
@@ -136,6 +141,8 @@ def main() -> None:
             f"{r['known13']:>17}{r['hangs']:>7}{r['negative']:>10}{r['rejected']:>10}{r['ok']:>8}"
             f"{r['peak_rss_mb']:>13}"
         )
+    if any(r["invariant"] for r in results):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

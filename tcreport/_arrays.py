@@ -6,6 +6,8 @@ nulls comes back as a read-only view of Arrow's buffer, with no copy.
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,3 +67,19 @@ def exact_sums(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
             total = np.concatenate([total, np.zeros(part.size - total.size, np.int64)])
         total[: part.size] += part
     return total
+
+
+_T = TypeVar("_T")
+
+
+class Handoff(Generic[_T]):
+    """A big value handed to a callee that must hold its only reference, so the callee can free
+    it midway (a few hundred MiB of arrays on a big export): the caller wraps it and drops its
+    own name for it; the callee :meth:`take`s it, once. An argument passed plainly stays alive
+    in the caller's frame until the call returns."""
+
+    def __init__(self, value: _T) -> None:
+        self._held = [value]
+
+    def take(self) -> _T:
+        return self._held.pop()

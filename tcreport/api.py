@@ -7,6 +7,10 @@
 
 Output files are written atomically (:func:`write_text_atomic`: temporary name, then rename) so a
 failure never leaves a half-written report behind.
+
+The imports inside the functions below defer pyarrow, jinja2, pandas, DuckDB and the readers to
+the first call that needs them: ``tcreport --help`` and ``import tcreport`` import this module
+and must stay light (tests/test_cli.py).
 """
 
 from __future__ import annotations
@@ -14,25 +18,46 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
+from tcreport.analysis.slicing import Slice
+from tcreport.errors import OptionError, UsageError
+from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     import pandas as pd
+    import pyarrow as pa
 
-    from tcreport.model import Run, SourceFormat
+    from tcreport.batch.runner import BatchResult
+    from tcreport.batch.work import Outcome as Outcome  # the batch's per-run callback argument
+    from tcreport.compare.gates import CheckResult
+    from tcreport.compare.model import Diff
+    from tcreport.model import Run as Run
     from tcreport.notebook import AnalysedRun
-    from tcreport.report import Report
+    from tcreport.report import Report as Report
 
 __all__ = [
+    "Slice",
     "analyze",
     "attach_counters",
+    "batch",
+    "check",
     "check_ingest_output",
+    "diff",
+    "guard_output",
+    "guard_sidecars",
     "ingest",
     "load",
     "open",
+    "print_rows",
+    "print_summary",
+    "query",
+    "query_csv",
+    "query_json",
     "read_dataset",
+    "render_diff",
     "render_html",
     "render_json",
     "render_markdown",
@@ -51,8 +76,6 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
     """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``)."""
     from tcreport import ingest
     from tcreport.analysis import counters
-    from tcreport.errors import UsageError
-    from tcreport.model import SourceFormat
 
     p = Path(ncu_path)
     fmt = ingest.detect(p)
@@ -65,26 +88,24 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
 
 def analyze(
     run: Run,
+    slc: Slice | None = None,
     *,
     source_path: str | None = None,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
     timestamp: str | None = None,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
 ) -> Report:
-    """Classify, slice iterations, compute figures and findings; returns the renderers' view."""
+    """Classify, slice iterations, compute figures and findings; returns the renderers' view.
+
+    ``slc`` (:class:`Slice`) says which part of the run to analyse (default: all of it, split
+    wherever iteration markers are found); one that would select nothing is refused with an
+    :class:`~tcreport.errors.OptionError` unless ``slc.allow_empty``."""
     from tcreport import report
 
     return report.build(
         run,
+        slc if slc is not None else Slice(),
         source_path=source_path,
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=iter_stop,
         timestamp=timestamp,
-        timeline_iter=timeline_iter,
         with_timeline=with_timeline,
     )
 
@@ -99,41 +120,17 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     allow_empty: bool = False,
 ) -> AnalysedRun:
     """Read and analyse one trace for a notebook: DataFrames, the summary dict, inline HTML
-    (``docs/python-api.md``); the options are those of ``tcreport report``."""
-    from tcreport.errors import UsageError
+    (``docs/python-api.md``); the options are those of ``tcreport report`` (a :class:`Slice`)."""
     from tcreport.notebook import AnalysedRun
 
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"iter_stop {iter_stop} is before iter_start {iter_start}")
+    slc = Slice(key_node, iter_start, iter_stop, allow_empty)  # refused before the long read
     path = Path(path)  # "dir/" and "dir" name the same source, as on the command line
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
-    view = analyze(  # with the timeline: .to_html() gives the same report as `tcreport report`
-        run,
-        source_path=str(path),
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=iter_stop,
-        with_timeline=True,
-    )
-    if not allow_empty:
-        refuse_ineffective_options(view, path, key_node, iter_start)
-    return AnalysedRun(report=view, run=run, key_node=key_node)
-
-
-def refuse_ineffective_options(
-    view: Report, path: str | Path, key_node: str | None, iter_start: int | None
-) -> None:
-    """Raise the one-line :class:`UsageError` when ``key_node``/``iter_start`` would silently
-    do nothing (an unknown key node aggregates the whole run); shared by the CLI and :func:`open`
-    so both refuse the same way. ``allow_empty`` callers skip it."""
-    from tcreport.analysis.key_nodes import ineffective_options
-    from tcreport.errors import UsageError
-
-    problem = ineffective_options(view.analysis.selection, key_node, iter_start)
-    if problem is not None:
-        raise UsageError(f"{path}: {problem}")
+    # with the timeline: .to_html() gives the same report as `tcreport report`
+    view = analyze(run, slc, source_path=str(path), with_timeline=True)
+    return AnalysedRun(report=view, run=run, slice=slc)
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:
@@ -178,49 +175,47 @@ def ingest(
     return parquet.write(run, Path(out_dir), force=force, on_kept=on_kept)
 
 
-def check_ingest_output(out_dir: str | Path, *, force: bool = False) -> None:
+def check_ingest_output(
+    out_dir: str | Path, *, force: bool = False, inputs: Iterable[Path | None] = ()
+) -> None:
     """Refuse an ``ingest`` target before any parsing: one tcreport did not write, or without
-    ``force`` one that exists (``ingest`` re-checks when it writes)."""
+    ``force`` one that exists (``ingest`` re-checks when it writes), or one that is or holds one
+    of the command's ``inputs``."""
     from tcreport.ingest.parquet import reader as parquet
 
     parquet.check_target(Path(out_dir), force=force)
+    _fs.refuse_inputs(Path(out_dir), inputs)
 
 
 def export_perfetto(
     run: Run,
     out_path: str | Path | IO[bytes],
+    slc: Slice | None = None,
     *,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
-    allow_empty: bool = False,
     source: str | Path = "",
     follow_link: bool = False,
     replace_read_only: bool = False,
 ) -> tuple[Path, int]:
     """Write the analysed run as Chrome/Perfetto trace JSON (every kernel with its verdict and
     rule); returns the file and the number of kernel events. A binary stream (stdout for
-    ``-o -``) is written as is, and the returned path is then ``-``. A key node that never
-    occurs (or an ``iter_start`` past the end) is refused as by ``report``, unless
-    ``allow_empty``; ``source`` names the input in that message. A symbolic link or read-only
-    file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as for every
-    output."""
+    ``-o -``) is written as is, and the returned path is then ``-``. A slice that selects nothing
+    is refused as by ``report``; ``source`` names the input in that message. A symbolic link or
+    read-only file at ``out_path`` is refused unless ``follow_link`` / ``replace_read_only``, as
+    for every output."""
     from tcreport.analysis import result
-    from tcreport.analysis.key_nodes import ineffective_options
-    from tcreport.errors import UsageError
+    from tcreport.analysis.sections import verdict
     from tcreport.render import perfetto
 
-    classified, selection = result.classified_selection(
-        run, key_node=key_node, iter_start=iter_start, iter_stop=iter_stop
-    )
-    problem = None if allow_empty else ineffective_options(selection, key_node, iter_start)
-    if problem is not None:
-        raise UsageError(f"{source or run.meta.path}: {problem}")
+    try:
+        classified = result.classified_run(run, slc if slc is not None else Slice())
+    except OptionError as exc:
+        raise exc.at(source or run.meta.path) from None
+    unit = verdict.words_for(result.run_vendor(run)).unit_one  # the report's word for it
     count = 0
 
     def writer(fh: IO[bytes]) -> None:
         nonlocal count
-        count = perfetto.write(classified, fh)
+        count = perfetto.write(classified, fh, unit)
 
     if not isinstance(out_path, str | Path):
         writer(out_path)
@@ -229,3 +224,135 @@ def export_perfetto(
         Path(out_path), writer, follow_link=follow_link, replace_read_only=replace_read_only
     )
     return target, count
+
+
+# -- outputs: one guard for every command ------------------------------------------------------
+
+
+def guard_output(
+    output: Path,
+    inputs: Iterable[Path | None],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+    folder_made_later: bool = False,
+) -> None:
+    """Refuse, before any reading, an output that would destroy an input of the command (itself,
+    a file in an input folder, a folder holding an input) or that is not a plain file to replace
+    (a link or read-only file unless allowed, a FIFO, a device, a folder). With
+    ``folder_made_later`` (``profile`` creates its output folder), a missing folder is fine."""
+    _fs.refuse_inputs(output, inputs)
+    if not folder_made_later or output.parent.is_dir():
+        _fs.check_file_target(output, follow_link=follow_link, replace_read_only=replace_read_only)
+
+
+def guard_sidecars(output: Path, source: Path, run: Run) -> None:
+    """Refuse an output that is a file the reader of ``source`` read beside it (a sidecar such
+    as the xplane reader's ``tcreport-capture.json``), once the read says which those are."""
+    _fs.refuse_read(output, source, run.meta.files)
+
+
+# -- comparing runs ----------------------------------------------------------------------------
+
+
+def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
+    """What changed from ``base`` to ``head``; refuses runs that are not comparable unless
+    ``force`` (:class:`tcreport.compare.model.NotComparableError`)."""
+    from tcreport.compare import diff as compare
+
+    return compare.diff(base, head, force=force)
+
+
+def render_diff(d: Diff, fmt: str) -> str:
+    """The diff as ``"markdown"`` (one PR comment), ``"json"`` (``tcreport.diff/1``) or ``"html"``."""
+    from tcreport.render import diff_html, diff_json, diff_markdown
+
+    render: Callable[[Diff, str], str] = {
+        "html": diff_html.render,
+        "json": diff_json.render,
+        "markdown": diff_markdown.render,
+    }[fmt]
+    return render(d, __version__)
+
+
+def check(
+    view: Report,
+    baseline: Report | None = None,
+    *,
+    min_tc_share: float | None = None,
+    max_eligible_not_tc_share: float | None = None,
+    max_regression: float | None = None,
+    force: bool = False,
+) -> CheckResult:
+    """The CI gates that are switched on (not ``None``), each passed or failed in one line."""
+    from tcreport.compare import gates
+
+    g = gates.Gates(min_tc_share, max_eligible_not_tc_share, max_regression)
+    return gates.check(view, g, baseline, force=force)
+
+
+# -- the terminal ------------------------------------------------------------------------------
+
+
+def print_summary(view: Report) -> None:
+    """The verdict and the top rows as tables on the terminal (``tcreport summary``)."""
+    from tcreport.render import terminal
+
+    terminal.render(view)
+
+
+def print_rows(columns: list[str], rows: list[list[str]]) -> None:
+    """A table of text a person reads (a query result), controls shown, never sent."""
+    from tcreport.render import terminal
+
+    terminal.rows_table(columns, rows)
+
+
+# -- many runs ---------------------------------------------------------------------------------
+
+
+def batch(
+    root: Path,
+    out: Path,
+    *,
+    jobs: int = 1,
+    force: bool = False,
+    executor: str = "process",
+    scheduler: str | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> BatchResult:
+    """Every trace under ``root`` into the dataset, reports and index under ``out``
+    (``tcreport batch``); ``executor`` is ``"process"`` or ``"dask"``. Nothing to archive raises
+    :class:`~tcreport.errors.EmptyInputError`."""
+    from tcreport.batch import runner
+
+    return runner.run_batch(
+        root,
+        out,
+        jobs=jobs,
+        force=force,
+        executor=runner.Executor(executor),
+        scheduler=scheduler,
+        on_start=on_start,
+        on_done=on_done,
+    )
+
+
+def query(out: Path, sql: str, *, timeout: float | None = None) -> pa.Table:
+    """``sql`` over a batch dataset's views, sandboxed (``tcreport query``)."""
+    from tcreport.batch import query as q
+
+    return q.run(out, sql, timeout=timeout)
+
+
+def query_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:
+    from tcreport.batch import query as q
+
+    return q.to_csv(table, escape=escape)
+
+
+def query_json(table: pa.Table) -> str:
+    from tcreport.batch import query as q
+
+    return q.to_json(table)

@@ -6,6 +6,8 @@ raises them with a message that names the file and the reason, never a traceback
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -30,6 +32,10 @@ class UnsupportedFormatError(InputError):
     """No reader recognises the content."""
 
 
+class EmptyInputError(InputError):
+    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
+
+
 class MissingExtraError(InputError):
     """Reading this input needs an optional extra that is not installed (``tf`` for xplane).
 
@@ -52,6 +58,51 @@ class UsageError(TcreportError):
     """Options that contradict each other or the input."""
 
     exit_code = 2
+
+
+#: The options that shape an analysis (:class:`tcreport.analysis.slicing.Slice`), as the Python
+#: API spells them. Messages about them name them through :class:`OptionText`, so the CLI can
+#: say ``--iter-start`` where the API says ``iter_start``.
+OPTIONS = ("key_node", "iter_start", "iter_stop", "allow_empty", "timeline_iter")
+API_WORDS: Mapping[str, str] = {name: name for name in OPTIONS}
+
+
+@dataclass(frozen=True)
+class OptionText:
+    """A sentence about options, spelt for its reader: ``template`` names each option as
+    ``{iter_start}`` and each value as ``{name}`` from ``values``. Values are substituted once, as
+    data, so a key node called ``{iter_start}`` stays what it is."""
+
+    template: str
+    values: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def of(cls, template: str, **values: object) -> OptionText:
+        return cls(template, tuple(values.items()))
+
+    def spelt(self, words: Mapping[str, str] = API_WORDS) -> str:
+        """The sentence with each option spelt as ``words`` says (the API's names by default)."""
+        return self.template.format_map({**words, **dict(self.values)})
+
+    def __str__(self) -> str:
+        return self.spelt()
+
+
+class OptionError(UsageError):
+    """An analysis option that cannot apply to this run (or to itself: ``iter_stop`` before
+    ``iter_start``). The message names options in the API's words; :meth:`spelt` gives it in
+    another's (the CLI's flags)."""
+
+    def __init__(self, text: OptionText, path: str | Path | None = None) -> None:
+        self.text = text
+        super().__init__(text.spelt(), path)
+
+    def spelt(self, words: Mapping[str, str]) -> str:
+        return self.text.spelt(words)
+
+    def at(self, path: str | Path) -> OptionError:
+        """The same error, naming the input it is about."""
+        return OptionError(self.text, path)
 
 
 class OutputError(TcreportError):

@@ -75,18 +75,56 @@ def gpu_vendor(name: str | None) -> str | None:
     return None
 
 
+class IterationMethod(StrEnum):
+    """How a run's iteration boundaries were found: by the profiler (the first four, set by
+    readers) or by tcreport's own slicing (:func:`tcreport.analysis.iterations.select`). The
+    values are the words the report shows, for the methods whose words need no name."""
+
+    DLPROF = "dlprof"  # DLProf split and aggregated at profile time
+    TF_WINDOW = "TF profiler window"  # the TF capture profiled only the steps it kept
+    TF_CAPTURE = "TF profiler capture (steps unknown)"
+    PROFILER_STEP = "ProfilerStep"  # the Kineto reader's count of ProfilerStep#N ranges
+    PROFILER_STEP_RANGES = "ProfilerStep#N ranges"
+    KEY_NODE = "key node"  # the user's key node (IterationInfo.key_node)
+    REPEATING_RANGE = "repeating range"  # a repeating outermost range (IterationInfo.key_node)
+    WHOLE_RUN = "whole run"
+
+    @property
+    def sliced_by_profiler(self) -> bool:
+        """The profiler already aggregated only the kept iterations: nothing to re-slice."""
+        return self in (IterationMethod.DLPROF, IterationMethod.TF_WINDOW)
+
+    @classmethod
+    def parse(cls, text: str | None) -> tuple[IterationMethod | None, str | None]:
+        """(method, TF step source) from the free text older versions stored
+        (``key node 'x'``, ``TF profiler window over <source>``): an ``ingest`` folder written
+        before the enum still reads. Unknown text is kept as nothing rather than guessed."""
+        if text is None:
+            return None, None
+        for m in cls:
+            if text == m.value:
+                return m, None
+        if text.startswith("TF profiler window over "):
+            return cls.TF_WINDOW, text.removeprefix("TF profiler window over ")
+        for m in (cls.KEY_NODE, cls.REPEATING_RANGE):
+            if text.startswith(m.value + " "):
+                return m, None
+        return None, None
+
+
 @dataclass(frozen=True)
 class IterationInfo:
     """How the run was split into iterations and which were aggregated (DLProf's key-node idea)."""
 
-    key_node: str | None = None
+    key_node: str | None = None  # the key node, or the repeating range that split the run
     total: int | None = None
     start: int | None = None
     stop: int | None = None
     aggregated: int | None = None
     mean_ns: float | None = None
     std_ns: float | None = None
-    method: str | None = None  # how the boundaries were found ("dlprof", "key node X", "whole run")
+    method: IterationMethod | None = None
+    step_source: str | None = None  # what the TF profiler window counted steps by
 
 
 @dataclass(frozen=True)
@@ -288,7 +326,7 @@ class RunMeta:
             cudnn_version=raw.get("cudnn_version"),
             driver_version=raw.get("driver_version"),
             gpus=tuple(Gpu(**g) for g in raw.get("gpus", ())),
-            iterations=IterationInfo(**raw.get("iterations", {})),
+            iterations=_iteration_info(raw.get("iterations", {})),
             reported=ReportedFigures(**raw.get("reported", {})),
             source_findings=tuple(SourceFinding(**f) for f in raw.get("source_findings", ())),
             kernel_granularity=Granularity(raw.get("kernel_granularity", "none")),
@@ -301,6 +339,16 @@ class RunMeta:
             device_events_unread=int(raw.get("device_events_unread", 0)),
             audit=ModelAudit.from_dict(raw.get("audit")),
         )
+
+
+def _iteration_info(raw: dict[str, Any]) -> IterationInfo:
+    """An :class:`IterationInfo` as :meth:`RunMeta.to_json` wrote it, or as a version before
+    :class:`IterationMethod` did (the method as free text)."""
+    method, source = IterationMethod.parse(raw.get("method"))
+    fields = {**raw, "method": method}
+    if source is not None and raw.get("step_source") is None:
+        fields["step_source"] = source
+    return IterationInfo(**fields)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,16 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow as pa
 
+from tcreport import fmt
+from tcreport._fs import write_text_atomic
+from tcreport.analysis import result
 from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
+from tcreport.analysis.slicing import WHOLE, Slice
+from tcreport.batch.work import TABLES
 from tcreport.errors import InputError
+from tcreport.render import notebook_html, summary_json
 from tcreport.rules.base import Finding
 
 if TYPE_CHECKING:
@@ -36,10 +42,6 @@ if TYPE_CHECKING:
 #: Arrow type for a dataclass field's annotation (``from __future__ import annotations`` makes
 #: them strings). Enums are written as their text value.
 _ARROW_TYPES = (("bool", pa.bool_()), ("int", pa.int64()), ("float", pa.float64()))
-
-
-#: Fields a renderer sets for itself (a colour slot), not data.
-_RENDER_ONLY = frozenset({"css"})
 
 
 def _arrow_type(annotation: str) -> pa.DataType:
@@ -53,11 +55,7 @@ def _arrow_type(annotation: str) -> pa.DataType:
 def _frame(rows: tuple[Any, ...], cls: type[Any], extra: dict[str, pa.Array] | None = None) -> Any:
     """A DataFrame of dataclass rows, one typed Arrow column per field (the rows are the report's
     aggregates, one per op/kernel/iteration/finding: small, so one pass over them is fine)."""
-    fields = [
-        f
-        for f in dataclasses.fields(cls)
-        if not str(f.type).startswith("tuple") and f.name not in _RENDER_ONLY
-    ]
+    fields = [f for f in dataclasses.fields(cls) if not str(f.type).startswith("tuple")]
     columns: dict[str, pa.Array] = {}
     for f in fields:
         typ = _arrow_type(str(f.type))
@@ -82,31 +80,33 @@ class AnalysedRun:
     ``kernels``, ``ops``, ``op_types``, ``iterations`` and ``findings`` are DataFrames of the rows
     the report shows (all of them, not only the top ones); ``launches`` is the canonical kernel
     table itself, one row per launch (or per kernel where the profiler aggregated) of the whole run
-    (its ``iteration`` column says which), with each kernel's Tensor Core verdict. Times are
+    (its ``iteration`` column says which), with each kernel's matrix-unit verdict. Times are
     integer nanoseconds, shares fractions in [0, 1].
     """
 
     report: Report
     run: Run
-    key_node: str | None = None  # the iteration boundaries ``launches`` is numbered by
+    slice: Slice = WHOLE  # the cut the report was made with; ``launches`` is numbered by it
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.kernels, KernelRow)
+        return _frame(self.report.analysis.breakdown.kernels, KernelRow)
 
     @cached_property
     def ops(self) -> pd.DataFrame:
-        rows = self.report.analysis.ops
+        rows = self.report.analysis.breakdown.ops
         missed = pa.array([r.has_misses for r in rows], pa.bool_())
         return _frame(rows, OpRow, {"missed_tc": missed})
 
     @cached_property
     def op_types(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.op_types, OpTypeRow).rename(columns={"name": "type"})
+        return _frame(self.report.analysis.breakdown.op_types, OpTypeRow).rename(
+            columns={"name": "type"}
+        )
 
     @cached_property
     def iterations(self) -> pd.DataFrame:
-        return _frame(self.report.analysis.iterations, IterationRow)
+        return _frame(self.report.analysis.iterations.rows, IterationRow)
 
     @cached_property
     def findings(self) -> pd.DataFrame:
@@ -118,27 +118,22 @@ class AnalysedRun:
 
     @cached_property
     def launches(self) -> pd.DataFrame:
-        from tcreport.analysis import result
-
         if self.run.kernels is None:
             raise InputError("this input has no kernel rows", self.report.source_path)
         # every iteration, numbered as .iterations numbers them (the reader's own numbers, e.g.
         # ProfilerStep#5, are not the analysis's)
-        classified = result.classified_run(self.run, key_node=self.key_node)
+        classified = result.classified_run(self.run, self.slice.every_iteration())
         assert classified.kernels is not None
         return to_pandas(classified.kernels)
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document (schema ``tcreport.summary/1``) as a dict."""
-        from tcreport.render import summary_json
-
         parsed: dict[str, Any] = json.loads(summary_json.render(self.report))
         return parsed
 
     def to_html(self, path: str | Path | None = None) -> str:
         """The full self-contained HTML report; written atomically to ``path`` when given."""
-        from tcreport._fs import write_text_atomic
-        from tcreport.render import html as html_render
+        from tcreport.render import html as html_render  # jinja2: on the first report only
 
         html = html_render.render(self.report)
         if path is not None:
@@ -146,16 +141,13 @@ class AnalysedRun:
         return html
 
     def _repr_html_(self) -> str:
-        from tcreport.render import notebook_html
-
         return notebook_html.render(self.report)
 
     def __repr__(self) -> str:
-        a = self.report.analysis
-        share = a.tc.kernel_time_share
-        verdict = "n/a" if share is None else f"{share * 100:.1f} %"
+        v = self.report.analysis.verdict
         return (
-            f"<tcreport run {self.report.source_path!r}: Tensor Core share {verdict}, "
+            f"<tcreport run {self.report.source_path!r}: {v.words.unit_one} share "
+            f"{fmt.pct(v.tc_share)}, "
             f"{len(self.report.findings)} finding{'' if len(self.report.findings) == 1 else 's'}>"
         )
 
@@ -164,8 +156,6 @@ def read_dataset(out: Path) -> dict[str, pd.DataFrame]:
     """Every table of a ``tcreport batch`` dataset, with its ``gpu`` and ``month`` partition
     columns, read by pyarrow (no DuckDB needed): ``{"runs": ..., "ops": ..., ...}``."""
     import pyarrow.dataset as ds
-
-    from tcreport.batch.work import TABLES
 
     root = out / "dataset"
     if not (root / "runs").is_dir():

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tcreport import __version__
+from tcreport import __version__, rules
+from tcreport.analysis import result
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.slicing import WHOLE, Slice
+from tcreport.errors import OptionError
 from tcreport.model import Run
 from tcreport.rules.base import Finding
 
@@ -33,32 +36,24 @@ class Report:
 
 def build(
     run: Run,
+    slc: Slice = WHOLE,
     *,
     source_path: str | None = None,
-    key_node: str | None = None,
-    iter_start: int | None = None,
-    iter_stop: int | None = None,
     timestamp: str | None = None,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
 ) -> Report:
-    """Classify, slice iterations, compute figures and findings: the one way a Report is made."""
-    from tcreport import rules
-    from tcreport.analysis import result
-
-    analysis = result.compute(
-        run,
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=iter_stop,
-        timeline_iter=timeline_iter,
-        with_timeline=with_timeline,
-    )
+    """Classify, slice iterations, compute figures and findings: the one way a Report is made.
+    A slice that selects nothing is refused naming ``source_path`` (:class:`OptionError`)."""
+    source = source_path if source_path is not None else run.meta.path
+    try:
+        analysis = result.compute(run, slc, with_timeline=with_timeline)
+    except OptionError as exc:
+        raise exc.at(source) from None
     findings = rules.evaluate(analysis)
     return Report(
         analysis=analysis,
         findings=findings,
-        source_path=source_path if source_path is not None else run.meta.path,
+        source_path=source,
         generated_at=timestamp,
         fix_first=rules.fix_first(findings),
     )

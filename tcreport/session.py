@@ -75,12 +75,13 @@ class ProfileRun:
         self._recorder = None
         self.trace = result.trace_path
         run = api.load(result.trace_path)
-        view = api.analyze(run, source_path=str(result.trace_path), with_timeline=True)
+        whole = api.Slice()  # the recorder kept only the asked steps: the trace is the slice
+        view = api.analyze(run, whole, source_path=str(result.trace_path), with_timeline=True)
         self.report = api.write_text_atomic(self.output_dir / "report.html", api.render_html(view))
         self.summary = api.write_text_atomic(
             self.output_dir / "summary.json", api.render_json(view)
         )
-        self.analysed = AnalysedRun(report=view, run=run, key_node=None)
+        self.analysed = AnalysedRun(report=view, run=run, slice=whole)
 
 
 @contextmanager

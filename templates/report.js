@@ -84,7 +84,7 @@
 
 // The step-time timeline: zoom (wheel, buttons, + / - keys) and pan (drag, arrow keys) by moving
 // the SVG viewBox over coordinates the report precomputed, and a hover card naming the kernel,
-// its duration, its Tensor Core verdict and rule (or a gap's cause). Without scripts the timeline
+// its duration, its matrix-unit verdict and rule (or a gap's cause). Without scripts the timeline
 // is still drawn in full, only static.
 (function () {
   "use strict";
@@ -92,6 +92,7 @@
   var root = document.getElementById("tl");
   if (!svg || !root) { return; }
   var names = JSON.parse(svg.getAttribute("data-names") || "[]");
+  var unit = svg.getAttribute("data-unit"); // what the run calls its matrix unit
   var tip = root.querySelector(".tl-tip");
   var tools = root.querySelector(".tl-tools");
   var range = root.querySelector(".tl-range");
@@ -169,10 +170,10 @@
     if (m > 1) {
       return m + " events merged into this pixel (" + dur(parseFloat(t.getAttribute("data-t"))) +
         " of work) " + at0 + "; the longest:\n" + (n || "?") + "\n" + kind.replace(" · ", "") +
-        (v ? (kind ? ", " : "") + "Tensor Core: " + v + (r ? " (rule: " + r + ")" : "") : "");
+        (v ? (kind ? ", " : "") + unit + ": " + v + (r ? " (rule: " + r + ")" : "") : "");
     }
     return (n || "?") + "\n" + kind + d + " " + at0 +
-      (v ? "\nTensor Core: " + v + (r ? " (rule: " + r + ")" : "") : "");
+      (v ? "\n" + unit + ": " + v + (r ? " (rule: " + r + ")" : "") : "");
   }
   svg.addEventListener("mousemove", function (e) {
     if (drag) {

@@ -470,6 +470,7 @@ def negatives(doc: Any, path: str = "") -> list[str]:
 
 def verdict(path: Path) -> Verdict:
     from tcreport import api
+    from tcreport.analysis.invariants import InvariantError
     from tcreport.errors import TcreportError
 
     try:
@@ -478,6 +479,8 @@ def verdict(path: Path) -> Verdict:
         broken = tuple(b for check in INVARIANT_CHECKS for b in check(view, summary))
     except TcreportError:
         return Verdict("rejected")
+    except InvariantError as exc:  # an accepted input whose figures do not add up: a bug
+        return Verdict("invariant", "; ".join(str(v) for v in exc.violations)[:300])
     except Exception as exc:  # the harness's job: classify whatever escaped
         sig = _signature(exc)
         return Verdict("known" if _is_known(exc, sig) else "traceback", sig)

@@ -9,7 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from tcreport import schema
-from tcreport.model import Gpu, Granularity, IterationInfo, Run, RunMeta, SourceFormat, gpu_vendor
+from tcreport.model import (
+    Gpu,
+    Granularity,
+    IterationInfo,
+    IterationMethod,
+    Run,
+    RunMeta,
+    SourceFormat,
+    gpu_vendor,
+)
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 #: A PR-comment injection (issue 14): a lone CR ends a line in CommonMark, so this would make a
@@ -24,7 +33,9 @@ def run_meta(**fields: Any) -> RunMeta:
     base: dict[str, Any] = {
         "format": SourceFormat.NSYS_SQLITE,
         "path": "synthetic",
-        "iterations": IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        "iterations": IterationInfo(
+            total=1, start=0, stop=0, aggregated=1, method=IterationMethod.WHOLE_RUN
+        ),
         "kernel_granularity": Granularity.LAUNCH,
         "op_granularity": Granularity.LAUNCH,
     }
@@ -147,7 +158,9 @@ def synthetic_vendor_run(gpu_name: str, kernel_names: list[str], op_type: str = 
         path="synthetic.json",
         framework="PyTorch 2.5.0",
         gpus=(Gpu(device_id=0, name=gpu_name, vendor=gpu_vendor(gpu_name)),),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        iterations=IterationInfo(
+            total=1, start=0, stop=0, aggregated=1, method=IterationMethod.WHOLE_RUN
+        ),
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH,
     )

@@ -69,7 +69,9 @@ def test_real_mi250_matrix_core_time_and_no_tensor_core_words() -> None:
         pytest.skip("real trace not available")
     view = api.analyze(api.load(MI250))
     a = view.analysis
-    assert a.vendor is Vendor.AMD and a.time.tc_kernel_ns == 30_240  # 30.24 µs on Matrix Cores
+    assert (
+        a.verdict.vendor is Vendor.AMD and a.time.tc_kernel_ns == 30_240
+    )  # 30.24 µs on Matrix Cores
     for text in _outputs(view):
         assert "Tensor Core" not in text
         assert "NVIDIA" not in text and "nsys" not in text
@@ -94,7 +96,7 @@ def test_synthetic_rocm_device_missing_from_device_properties_keeps_the_listed_m
     )  # fmt: skip
     assert any("device 2" in n and "lists 0" in n for n in run.meta.notes)
     view = api.analyze(run)
-    assert view.analysis.vendor is Vendor.AMD
+    assert view.analysis.verdict.vendor is Vendor.AMD
     assert all("unknown GPU" not in text for text in _outputs(view))
 
 
@@ -127,10 +129,10 @@ def test_synthetic_mtia_trace_names_the_accelerator_and_gives_no_verdict(tmp_pat
     assert [(g.device_id, g.name, g.vendor) for g in run.meta.gpus] == [(0, "ARTEMIS", "meta")]
     view = api.analyze(run)
     a = view.analysis
-    assert a.vendor is Vendor.META and not a.cpu_only
+    assert a.verdict.vendor is Vendor.META and not a.host.cpu_only
     assert a.time.gpu_kernel_ns == 100_000 and a.time.tc_kernel_ns == 0
-    assert all(k.uses_tc is None for k in a.kernels)  # unknown, never "no"
-    assert {o.name: o.gpu_ns for o in a.ops if o.gpu_ns} == {
+    assert all(k.uses_tc is None for k in a.breakdown.kernels)  # unknown, never "no"
+    assert {o.name: o.gpu_ns for o in a.breakdown.ops if o.gpu_ns} == {
         "aten::addmm": 80_000,
         "aten::relu": 20_000,
     }
@@ -152,7 +154,7 @@ def test_synthetic_accelerator_events_alone_are_not_a_cpu_only_run(tmp_path: Pat
     assert run.meta.device_events_unread == 1
     assert any("mtia_insight 1" in n for n in run.meta.notes)
     view = api.analyze(run)
-    assert not view.analysis.cpu_only
+    assert not view.analysis.host.cpu_only
     assert all("CPU-only" not in text for text in _outputs(view))
 
 
@@ -198,15 +200,18 @@ def test_synthetic_cupti_range_profiler_trace_reads_each_range_as_a_kernel(
     assert ("not measured" in notes) is not with_time
     view = api.analyze(run)
     a = view.analysis
-    assert not a.cpu_only and a.vendor is Vendor.NVIDIA
-    rows = {r.name: r for r in a.kernels}
+    assert not a.host.cpu_only and a.verdict.vendor is Vendor.NVIDIA
+    rows = {r.name: r for r in a.breakdown.kernels}
     assert rows["triton_tem_fused_mm_0"].uses_tc is True
     assert rows["triton_poi_fused_add_1"].uses_tc is False
-    assert {r.tc_rule for r in a.kernels} == {tc_kernels.COUNTER_RULE}
-    assert a.tc.classified_kernel_time_share == 1.0
+    assert {r.tc_rule for r in a.breakdown.kernels} == {tc_kernels.COUNTER_RULE}
+    assert a.verdict.classified_share == 1.0
     if with_time:  # gpu__time_duration.sum: the replayed kernels' own durations
         assert (a.time.gpu_kernel_ns, a.time.tc_kernel_ns) == (40_000, 30_000)
-        assert {o.name: o.gpu_ns for o in a.ops} == {"aten::mm": 30_000, "aten::add": 10_000}
+        assert {o.name: o.gpu_ns for o in a.breakdown.ops} == {
+            "aten::mm": 30_000,
+            "aten::add": 10_000,
+        }
     for text in _outputs(view):
         assert "CPU-only" not in text
 
@@ -250,10 +255,12 @@ def test_synthetic_cuda_graph_replays_belong_to_what_replayed_them(tmp_path: Pat
     run = kineto.read(_write(tmp_path, [dev], events))
     assert any("replayed from CUDA graphs" in n for n in run.meta.notes)
     view = api.analyze(run)
-    ops = {o.name: o for o in view.analysis.ops}
+    ops = {o.name: o for o in view.analysis.breakdown.ops}
     assert ops["execute_model"].type == "CUDA graph replay"
     assert ops["execute_model"].gpu_ns == 50_000
     assert ops["cudaGraphLaunch"].gpu_ns == 40_000  # no range encloses it: the launch owns it
     assert ops["aten::mm"].gpu_ns == 20_000
-    assert view.analysis.tc.unattributed_kernel_ns == 0
-    assert sum(o.gpu_ns or 0 for o in view.analysis.ops) == view.analysis.time.gpu_kernel_ns
+    assert view.analysis.breakdown.unattributed_kernel_ns == 0
+    assert (
+        sum(o.gpu_ns or 0 for o in view.analysis.breakdown.ops) == view.analysis.time.gpu_kernel_ns
+    )

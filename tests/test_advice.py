@@ -20,6 +20,7 @@ from tcreport import api, fmt
 from tcreport.analysis import host_time
 from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
+from tcreport.errors import OptionError
 from tcreport.model import Run, SourceFormat
 from tcreport.render import terminal
 from tcreport.report import Report
@@ -146,7 +147,7 @@ H100 = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 def test_h100_sample_reports_nccl_and_fix_first_is_actionable() -> None:
     view = api.analyze(api.load(H100))
-    comm = view.analysis.communication
+    comm = view.analysis.communication.collectives
     assert comm is not None and comm.names == ("ncclDevKernel_SendRecv",)
     assert comm.kernel_ns == 33_742_101 and round(comm.kernel_share or 0, 3) == 0.069
     assert round(comm.max_device_share or 0, 3) == 0.094  # GPU 1
@@ -190,8 +191,8 @@ def test_small_communication_is_no_finding_synthetic() -> None:
         ]
     )
     view = api.analyze(run)
-    assert view.analysis.communication is not None
-    assert view.analysis.communication.kernel_ns == 2 * US
+    assert view.analysis.communication.collectives is not None
+    assert view.analysis.communication.collectives.kernel_ns == 2 * US
     assert "CM001" not in [f.id for f in view.findings]
 
 
@@ -201,7 +202,7 @@ def test_small_communication_is_no_finding_synthetic() -> None:
 def test_h100_and_a100_samples_suggest_no_per_layer_op_as_key_node() -> None:
     for path, bad in ((H100, {"aten::linear", "aten::to", "aten::mul"}), (A100, set())):
         view = api.analyze(api.load(path))
-        sel = view.analysis.selection
+        sel = view.analysis.iterations
         assert sel.candidates == ()  # nothing in these traces repeats once per step
         (it001,) = [f for f in view.findings if f.id == "IT001"]
         assert "none is suggested" in it001.detail
@@ -241,10 +242,10 @@ def test_step_markers_are_suggested_with_their_confidence_synthetic() -> None:
             (cand,) = key_nodes.validated_candidates(run)
         else:
             view = api.analyze(run)
-            cand = view.analysis.key_node_suggestions[0]
+            cand = view.analysis.iterations.suggestions[0]
             (it001,) = [f for f in view.findings if f.id == "IT001"]
             assert f"--key-node {marker!r}" in (it001.fix or "")
-            assert "aten::linear" not in view.analysis.selection.candidates
+            assert "aten::linear" not in view.analysis.iterations.candidates
         assert cand.name == marker and cand.occurrences == 6
         assert cand.confidence in ("high", "medium") and (cand.period_cv or 0) < 0.05
 
@@ -259,7 +260,7 @@ def test_iter_start_past_a_one_iteration_trace_is_exit_2() -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "--iter-start 5 is past the last iteration" in lines[0]
-    assert "the run has 1 (0 to 0" in lines[0]
+    assert "the run has 1 (0 to 0" in lines[0] and "(--allow-empty to aggregate anyway)" in lines[0]
     ok = runner.invoke(app, ["summary", str(A100), "--iter-start", "5", "--allow-empty"])
     assert ok.exit_code == 0
 
@@ -275,11 +276,13 @@ def test_unknown_key_node_is_exit_2_with_the_candidates() -> None:
 
 
 def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
-    from tcreport.analysis import key_nodes
-
-    view = api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), key_node="nope")
-    msg = key_nodes.ineffective_options(view.analysis.selection, "nope", None)
-    assert msg is not None and "'Optimizer.step#SGD.step'" in msg
+    with pytest.raises(OptionError) as raised:
+        api.analyze(_steps_with_noise("Optimizer.step#SGD.step", "op"), api.Slice(key_node="nope"))
+    msg = str(raised.value)
+    assert (
+        raised.value.reason.startswith("key_node 'nope' never occurs")
+        and "'Optimizer.step#SGD.step'" in msg
+    )
 
 
 # --- CPU-only runs -----------------------------------------------------------------------------------
@@ -398,9 +401,12 @@ def test_three_and_four_iterations_of_the_same_model_compare() -> None:
     if not V100.exists():
         pytest.skip("real trace not available")
     run = api.load(V100)
-    three = api.analyze(run, iter_start=1, iter_stop=3)
-    four = api.analyze(run, iter_start=2, iter_stop=5)
-    assert (three.analysis.selection.info.aggregated, four.analysis.selection.info.aggregated) == (
+    three = api.analyze(run, api.Slice(iter_start=1, iter_stop=3))
+    four = api.analyze(run, api.Slice(iter_start=2, iter_stop=5))
+    assert (
+        three.analysis.iterations.info.aggregated,
+        four.analysis.iterations.info.aggregated,
+    ) == (
         3,
         4,
     )
@@ -426,13 +432,17 @@ def test_guard_reasons_synthetic() -> None:
 
     # **meta: RunMeta fields of several types, forwarded to dataclasses.replace (which checks them)
     def variant(kernels: tuple[KernelRow, ...] | None = None, **meta: Any) -> Report:
-        ks = a.kernels if kernels is None else kernels
+        ks = a.breakdown.kernels if kernels is None else kernels
         return dataclasses.replace(
             base,
-            analysis=dataclasses.replace(a, kernels=ks, meta=dataclasses.replace(a.meta, **meta)),
+            analysis=dataclasses.replace(
+                a,
+                breakdown=dataclasses.replace(a.breakdown, kernels=ks),
+                meta=dataclasses.replace(a.meta, **meta),
+            ),
         )
 
-    unmarked = tuple(dataclasses.replace(k, name="gemm_kernel") for k in a.kernels)
+    unmarked = tuple(dataclasses.replace(k, name="gemm_kernel") for k in a.breakdown.kernels)
 
     two = (Gpu(0, "NVIDIA A100-SXM4-80GB", "8.0"), Gpu(1, "NVIDIA A100-SXM4-80GB", "8.0"))
     cases = {
@@ -499,7 +509,10 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
         gpus=(),
     )
     view = api.analyze(run)
-    assert view.analysis.cpu_only and {r.name for r in view.analysis.host_ops} == {HOSTILE, markup}
+    assert view.analysis.host.cpu_only and {r.name for r in view.analysis.host.ops} == {
+        HOSTILE,
+        markup,
+    }
     html = api.render_html(view)
     assert HOSTILE not in html and "&lt;/script&gt;&lt;img" in html
     assert "<img" not in api.render_markdown(view)

@@ -37,3 +37,12 @@ def test_sum_slice_slices_rows_only_while_the_sums_are_few() -> None:
     assert _arrays.sum_slice(10_000_000, 8) == _arrays._SUM_SLICE
     assert _arrays.sum_slice(10_000_000, 5_000_000) == 10_000_000
     assert _arrays.sum_slice(0, 5_000_000) == 1  # range() needs a positive step
+
+
+def test_a_handoff_gives_its_value_once() -> None:
+    """The callee holds the only reference after take(): a second take() is a bug, not a copy."""
+    value = [1, 2, 3]
+    box = _arrays.Handoff(value)
+    assert box.take() is value
+    with pytest.raises(IndexError):
+        box.take()

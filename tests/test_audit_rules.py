@@ -130,7 +130,7 @@ def test_pr002_fires_on_a_float16_softmax_op_of_a_cpu_trace() -> None:
         dict(op_row("mm", "MatMul", "float16", 0), cpu_ns=500 * US, start=60 * US),
     ]
     run = _cpu_run(None, ops)
-    assert api.analyze(run).analysis.cpu_only
+    assert api.analyze(run).analysis.host.cpu_only
     f = _one(run, "PR002")
     assert f.evidence[0].key == "/model/sm/Softmax"
     float32 = [dict(o, dtype="float32") for o in ops]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from trace_paths import REALTRACES, real_or_bundled
+from trace_paths import REALTRACES, have_tf_reader, real_or_bundled
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
@@ -32,12 +33,19 @@ REAL_RUNS = {
 HOSTILE_NAME = "<img src=x onerror=alert(1)>.json.gz"
 
 
+def _real_runs() -> set[str]:
+    """The runs the archive holds here: a TensorFlow profile only with the [tf] extra."""
+    return REAL_RUNS if have_tf_reader() else REAL_RUNS - {"tf_profiler"}
+
+
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not REALTRACES.exists():
         pytest.skip("real traces not available")
     root = tmp_path_factory.mktemp("archive") / "in"
     shutil.copytree(REALTRACES, root)
+    if not have_tf_reader():  # without the [tf] extra a TensorFlow profile cannot be read
+        shutil.rmtree(root / "tf_profiler")
     (root / "broken.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00\xff" * 300)
     return root
 
@@ -59,9 +67,9 @@ def _runs(out: Path) -> list[dict[str, object]]:
 def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str, int]) -> None:
     out, stderr, code = first_run
     runs = {r["source"]: r for r in _runs(out)}
-    assert set(runs) == REAL_RUNS | {"broken.sqlite"}
+    assert set(runs) == _real_runs() | {"broken.sqlite"}
     index = (out / "index.html").read_text(encoding="utf-8")
-    for source in REAL_RUNS:
+    for source in _real_runs():
         r = runs[source]
         assert r["status"] == "ok", r
         # reports are named after the trace (its file or folder name), not the content hash
@@ -74,6 +82,35 @@ def test_every_real_trace_is_in_the_dataset_and_index(first_run: tuple[Path, str
     assert dlprof["gpu_kernel_ns"] == 589147 and dlprof["format"] == "dlprof-csv"
     assert dlprof["gpu_model"] == "NVIDIA GeForce RTX 2070 SUPER"
     assert "Content-Security-Policy" in index and '<svg class="trend"' in index
+
+
+@pytest.mark.realtraces
+def test_index_shows_the_finding_each_report_says_to_fix_first(
+    first_run: tuple[Path, str, int],
+) -> None:
+    """The index's column is the report's "Fix first" line (rules.fix_first), not the first finding
+    by rank: on the MI250 trace and the Windows export the two differ (the first ranked finding is
+    a measurement note or a low-severity one, and the report says no finding is worth fixing
+    first), which the index used to contradict."""
+    out, _, _ = first_run
+    index = (out / "index.html").read_text(encoding="utf-8")
+    differ = 0
+    for r in _runs(out):
+        if r["status"] != "ok":
+            continue
+        row = re.search(rf'<tr id="run-{r["run_id"]}">.*?</tr>', index, re.DOTALL)
+        assert row is not None
+        report = (out / str(r["report"])).read_text(encoding="utf-8")
+        line = re.search(r'<p class="fix-first" id="fix-first">(.*?)</p>', report)
+        assert line is not None
+        if r["fix_first_id"] is None:
+            assert "no actionable finding" in line.group(1)
+            assert '<td></td><td><a href="reports/' in row.group(0)
+        else:
+            assert f">{r['fix_first_title']}</a>" in line.group(1)
+            assert f"<td>{r['fix_first_id']}: {r['fix_first_title']}</td>" in row.group(0)
+        differ += r["fix_first_id"] != r["top_finding_id"]
+    assert differ >= 2  # the MI250 trace and the Windows export, at least
 
 
 @pytest.mark.realtraces
@@ -111,7 +148,7 @@ def test_second_run_retries_only_the_failed_run(
     before = {p: p.stat().st_mtime_ns for p in files}
     result = batch.run_batch(archive, out, jobs=2)
     assert result.processed == 1
-    assert result.skipped == len(REAL_RUNS)
+    assert result.skipped == len(_real_runs())
     assert [s for s, _ in result.failed] == ["broken.sqlite"]  # still listed, still failing
     assert {p: p.stat().st_mtime_ns for p in files} == before
 

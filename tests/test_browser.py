@@ -25,7 +25,7 @@ from synthetic import HOSTILE, hostile_run, run_meta
 from trace_paths import real_or_bundled
 
 from tcreport import api, schema
-from tcreport.model import Gpu, Granularity, IterationInfo, Run
+from tcreport.model import Gpu, Granularity, IterationInfo, IterationMethod, Run
 
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -368,7 +368,9 @@ def _hostile_variant(name: str) -> Run:
         framework=name,
         cuda_version=name,
         gpus=(Gpu(device_id=0, name=name, compute_capability="7.0"),),
-        iterations=IterationInfo(total=2, start=0, stop=1, aggregated=2, method=name),
+        iterations=IterationInfo(
+            total=2, start=0, stop=1, aggregated=2, key_node=name, method=IterationMethod.KEY_NODE
+        ),
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH,
         files=(name,),

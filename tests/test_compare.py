@@ -132,13 +132,11 @@ def test_ops_with_different_names_are_matched_by_type() -> None:
 def _with_iterations(view: Report, kernel_ns: list[int]) -> Report:
     rows = tuple(IterationRow(i, 1_000_000, 0, ns, 0, 3, True) for i, ns in enumerate(kernel_ns))
     a = view.analysis
-    sel = dataclasses.replace(
-        a.selection, info=dataclasses.replace(a.selection.info, aggregated=len(rows))
+    its = dataclasses.replace(
+        a.iterations, rows=rows, info=dataclasses.replace(a.iterations.info, aggregated=len(rows))
     )
     time = dataclasses.replace(a.time, gpu_kernel_ns=sum(kernel_ns))
-    return dataclasses.replace(
-        view, analysis=dataclasses.replace(a, iterations=rows, selection=sel, time=time)
-    )
+    return dataclasses.replace(view, analysis=dataclasses.replace(a, iterations=its, time=time))
 
 
 def test_change_within_iteration_spread_is_noise() -> None:
@@ -217,9 +215,10 @@ def test_markdown_fits_one_github_comment_with_many_hostile_rows() -> None:
 def test_html_and_json_renderers_are_safe_and_complete() -> None:
     base = synthetic_view("fp32")
     a = base.analysis
-    ops = (dataclasses.replace(a.ops[0], name=HOSTILE), *a.ops[1:])
+    ops = (dataclasses.replace(a.breakdown.ops[0], name=HOSTILE), *a.breakdown.ops[1:])
     head = dataclasses.replace(synthetic_view("bf16"), source_path=HOSTILE)
-    base = dataclasses.replace(base, analysis=dataclasses.replace(a, ops=ops))
+    rows = dataclasses.replace(a.breakdown, ops=ops)
+    base = dataclasses.replace(base, analysis=dataclasses.replace(a, breakdown=rows))
     d = compare.diff(base, head)
     html = diff_html.render(d, "0.1.0")
     assert HOSTILE not in html and "&lt;/script&gt;" in html
@@ -241,7 +240,13 @@ def test_one_run_read_from_two_formats_shows_no_change(dlprof_cnn: Path) -> None
     head = api.analyze(api.load(dlprof_cnn / "nsys_profile.sqlite"), source_path="nsys")
     d = compare.diff(base, head)
     assert not d.forced
-    for key in ("gpu_kernel_ns", "tc_kernel_ns", "tc_share", "eligible_not_tc_ns", "memory_ns"):
+    for key in (
+        "gpu_kernel_ns",
+        "tc_kernel_ns",
+        "tc_share",
+        "eligible_not_using_gpu_ns",
+        "memory_ns",
+    ):
         assert d.figure(key).verdict is Change.UNCHANGED, key
     eligible = [r for r in d.ops if r.eligible]
     assert len(eligible) >= 5  # 2 conv2d + 3 linear, by name or by type

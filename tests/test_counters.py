@@ -274,14 +274,14 @@ def test_counters_on_the_real_v100_trace(tmp_path: Path) -> None:
         pytest.skip(f"real trace not available: {V100}")
     run = counters.merge(api.load(V100), api.load(_ncu_for_v100(tmp_path)))
     a = api.analyze(run).analysis
-    assert a.counter_disagreements == (
+    assert a.verdict.counter_disagreements == (
         counters.CounterDisagreement(
             "volta_sgemm_64x64_nt", False, "sgemm", True, launches=102, gpu_ns=21_084_000
         ),
     )
-    rows = {k.name: k for k in a.kernels}
+    rows = {k.name: k for k in a.breakdown.kernels}
     assert rows["volta_sgemm_64x64_nt"].tc_rule == tk.COUNTER_RULE
-    dgrad = [k for k in a.kernels if "dgrad_engine" in k.name]
+    dgrad = [k for k in a.breakdown.kernels if "dgrad_engine" in k.name]
     assert dgrad and all(k.tc_rule == tk.COUNTER_RULE and k.uses_tc is False for k in dgrad)
     assert "3 of" in run.meta.notes[-1]
 

@@ -141,7 +141,7 @@ def test_synthetic_b200_moe_and_vllm_runs_are_covered() -> None:
     view = api.analyze(synthetic_vendor_run("NVIDIA B200", sorted(INFERENCE)))
     k = _classified(synthetic_vendor_run("NVIDIA B200", sorted(INFERENCE)))
     assert _coverage(k) == 1.0, _unclassified(k)
-    assert view.analysis.tc.classified_kernel_time_share == 1.0
+    assert view.analysis.verdict.classified_share == 1.0
 
 
 def _triton_run(op_type: str, dtype: str, gpu: str = "NVIDIA H100 80GB HBM3") -> Run:

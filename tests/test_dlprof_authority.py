@@ -37,16 +37,16 @@ def test_synthetic_dlprof_0x_detailed_report_profiler_decides() -> None:
     using = [r for r in eligible if r["Using TC"] == "yes"]
     no_time = [r for r in eligible if r["Total GPU Time (ns)"] == "0"]
     assert len(no_time) == 3
-    assert a.tc.eligible_op_count == len(eligible) == 8
-    assert a.tc.using_op_count == len(using) == 3
-    assert a.tc.eligible_not_using_op_count == len(eligible) - len(using)
-    assert a.tc.eligible_gpu_ns == sum(int(r["Total GPU Time (ns)"]) for r in eligible)
-    by_name = {o.name: o for o in a.ops}
+    assert a.verdict.eligible_op_count == len(eligible) == 8
+    assert a.verdict.using_op_count == len(using) == 3
+    assert a.verdict.eligible_not_using_op_count == len(eligible) - len(using)
+    assert a.verdict.eligible_gpu_ns == sum(int(r["Total GPU Time (ns)"]) for r in eligible)
+    by_name = {o.name: o for o in a.breakdown.ops}
     for r in rows:
         o = by_name[r["Op Name"]]
         assert o.tc_eligible == (r["TC Eligible"] == "yes"), r["Op Name"]
         assert o.uses_tc == (r["Using TC"] == "yes"), r["Op Name"]
-    ea = a.op_eligibility_agreement
+    ea = a.verdict.op_eligibility_agreement
     assert ea is not None and ea.compared == 10 and ea.agreeing == 4
     assert {d.name for d in ea.disagreements} == {
         "_XlaRun", "_XlaCompile", "PartitionedCall", "_HostRecv"
@@ -64,9 +64,9 @@ def test_synthetic_dlprof_0x_detailed_only_report_gives_op_level_figures() -> No
     rows = _profiler_rows()
     total = sum(int(r["Total GPU Time (ns)"]) for r in rows)
     using = sum(int(r["Total GPU Time (ns)"]) for r in rows if r["Using TC"] == "yes")
-    assert a.time.gpu_kernel_ns is None and a.tc.kernel_time_share is None
-    assert a.tc.op_level_gpu_ns == total == 67_500_000
-    assert a.tc.op_level_tc_share == pytest.approx(using / total)
+    assert a.time.gpu_kernel_ns is None and a.verdict.tc_share is None
+    assert a.verdict.op_level_gpu_ns == total == 67_500_000
+    assert a.verdict.op_level_tc_share == pytest.approx(using / total)
     summary = json.loads(api.render_json(view))["tensor_core"]
     assert (summary["op_level_gpu_ns"], summary["op_level_share"]) == (total, using / total)
     assert "(op-level)" in html.render(view)
@@ -85,7 +85,7 @@ def test_synthetic_dlprof_0x_detailed_only_report_gives_op_level_figures() -> No
 def test_dlprof_v18_agreement_is_counted(dlprof_cnn: Path, what: str) -> None:
     path = dlprof_cnn if what == "folder" else dlprof_cnn / what
     a = api.analyze(api.load(path)).analysis
-    assert a.tc.eligible_op_count == 5 and a.tc.using_op_count == 0
-    ea, ua = a.op_eligibility_agreement, a.op_tc_agreement
+    assert a.verdict.eligible_op_count == 5 and a.verdict.using_op_count == 0
+    ea, ua = a.verdict.op_eligibility_agreement, a.verdict.op_tc_agreement
     assert ea is not None and ea.compared > 0 and ea.rate == 1.0
     assert ua is not None and ua.compared > 0 and ua.rate == 1.0

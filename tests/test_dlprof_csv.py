@@ -17,7 +17,7 @@ from trace_paths import DLPROF_CNN
 from tcreport.errors import InputError
 from tcreport.ingest import detect
 from tcreport.ingest.dlprof import csv_reader as dlprof_csv
-from tcreport.model import Granularity, Run, SourceFormat
+from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -106,7 +106,7 @@ def test_meta_of_real_run(cnn: Run) -> None:
     ]
     it = m.iterations
     assert (it.total, it.start, it.stop, it.aggregated, it.key_node) == (1, 0, 0, 1, None)
-    assert (it.mean_ns, it.std_ns, it.method) == (2840562182.0, 0.0, "dlprof")
+    assert (it.mean_ns, it.std_ns, it.method) == (2840562182.0, 0.0, IterationMethod.DLPROF)
     assert m.files == REPORTS
     assert m.kernel_granularity is Granularity.LAUNCH
     assert m.op_granularity is Granularity.AGGREGATE

@@ -23,7 +23,14 @@ from profiles import budget
 from tcreport.errors import InputError
 from tcreport.ingest import detect
 from tcreport.ingest.dlprof import viewer_db as dlprof_sqlite
-from tcreport.model import Granularity, ReportedFigures, Run, RunMeta, SourceFormat
+from tcreport.model import (
+    Granularity,
+    IterationMethod,
+    ReportedFigures,
+    Run,
+    RunMeta,
+    SourceFormat,
+)
 from tcreport.schema import MemoryKind, TableKind, validate
 
 pytestmark = pytest.mark.realtraces
@@ -143,7 +150,7 @@ def test_iteration_info(run: Run) -> None:
     assert (it.total, it.aggregated, it.start, it.stop) == (1, 1, 0, 0)
     assert it.mean_ns == 2840562182.0 and it.std_ns == 0.0
     assert it.key_node is None  # "key op  not found": DLProf stored an empty key node
-    assert it.method == "dlprof"
+    assert it.method is IterationMethod.DLPROF
     assert run.iterations is not None
     assert run.iterations.to_pylist() == [{"iteration": 0, "start_ns": 0, "end_ns": 2840562182}]
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from synthetic import HOSTILE, hostile_run
+from trace_paths import REALTRACES, need
 from typer.testing import CliRunner
 
 from tcreport import api, schema
@@ -34,6 +35,7 @@ from tcreport.render import perfetto
 
 ROOT = Path(__file__).resolve().parent.parent
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+MI250 = "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 METADATA = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
 
 
@@ -91,6 +93,20 @@ def test_h100x2_export_keeps_every_kernel_verdict(tmp_path: Path) -> None:
     nccl = [e for e in kernels if e["name"].startswith("ncclDevKernel")]
     assert nccl and all(e["args"]["category"] == "collective" for e in nccl)
     assert any(e["args"]["tensor_core"] == "yes" and e["cname"] == "good" for e in kernels)
+    assert any(e["args"]["category"] == "Tensor Core compute" for e in kernels)
+
+
+def test_an_amd_export_names_its_kernels_category_in_amds_words(tmp_path: Path) -> None:
+    """The kernels that ran on the matrix units are 'AMD Matrix Core compute' on the MI250 ROCm
+    trace (the verdict section's word), never 'Tensor Core compute'."""
+    trace = need(REALTRACES / "kineto" / "mi250-rocm-minitoy" / MI250)
+    out = tmp_path / "trace.json"
+    res = CliRunner().invoke(app, ["export", str(trace), "--perfetto", str(out)])
+    assert res.exit_code == 0, res.output
+    kernels = _check_chrome_format(json.loads(out.read_text(encoding="utf-8")))
+    categories = {e["args"]["category"] for e in kernels}
+    assert "AMD Matrix Core compute" in categories and "Tensor Core compute" not in categories
+    assert "Tensor Core" not in out.read_text(encoding="utf-8")
 
 
 def _trace_processor_bin(tmp_path: Path) -> str:

@@ -52,8 +52,8 @@ def test_mutated_inputs_never_raise_anything_but_tcreport_errors(
         case.mkdir()
         v = fuzzing.verdict(fam.mutate(rng, fuzzing.pick_source(rng, fam), case))
         kinds[v.kind] = kinds.get(v.kind, 0) + 1
-        if v.kind == "traceback":
-            bugs.append(f"case {i}: {v.signature}")
+        if v.kind in ("traceback", "invariant"):
+            bugs.append(f"case {i}: {v.kind}: {v.signature}")
     assert bugs == []
     assert kinds.get("ok", 0) + kinds.get("rejected", 0) + kinds.get("known", 0) == CASES[family]
     if family not in ("ncu", "xplane"):  # small CSVs and protobuf bytes: most mutations break them

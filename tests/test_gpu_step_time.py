@@ -39,7 +39,7 @@ def test_synthetic_steady_gpu_under_swinging_host_steps_is_no_variance(tmp_path:
     ]
     for name, gpu in cases:
         report = _run(tmp_path, gpu, name)
-        rows = report.analysis.iterations
+        rows = report.analysis.iterations.rows
         assert [r.duration_ns // 1_000_000 for r in rows] == [35, 72, 95, 95, 185]
         assert [r.gpu_step_ns for r in rows][:4] == [round(g * 1e6) for g in gpu[:4]]
         assert rows[-1].gpu_step_ns is None  # the last step's window has no end

@@ -64,5 +64,5 @@ def test_synthetic_cpu_only_host_time_is_the_union_per_thread(tmp_path: Path, sp
     path = tmp_path / "cpu_only.pt.trace.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     a = result.compute(api.load(path))
-    assert a.host_time is not None
-    assert a.host_time.ns == _union_by_hand(ops)
+    assert a.host.total is not None
+    assert a.host.total.ns == _union_by_hand(ops)

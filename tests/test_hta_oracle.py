@@ -101,13 +101,13 @@ def test_step_breakdown_equals_hta_per_rank_and_iteration(path: Path) -> None:
     a = api.analyze(run).analysis
     numbers = _step_numbers(run)
     iters = {k: v for k, v in ranks.items() if re.fullmatch(r"rank\d+_iter\d+", k)}
-    assert len({s.device_id for s in a.steps}) == 1  # one rank, one GPU per trace
+    assert len({s.device_id for s in a.steps.rows}) == 1  # one rank, one GPU per trace
     if iters:
         # HTA drops the last step (the profiler stops inside it): tcreport has one more
         assert len(iters) == len(numbers) - 1 or len(numbers) == 1
         for key in iters:
             n = int(key.rsplit("iter", 1)[1])
-            (row,) = [s for s in a.steps if s.iteration == numbers.index(n)]
+            (row,) = [s for s in a.steps.rows if s.iteration == numbers.index(n)]
             _compare(_mine(row), _hta(ranks, key), f"{path.name} step #{n}")
         return
     # No step HTA could assign (no ProfilerStep, or GPU events on stream 0): the whole run

@@ -77,7 +77,7 @@ def test_h100x2_iteration_idle_in_html_is_the_json_steps_per_gpu() -> None:
         assert sum(s[p] for p in PARTS) == s["span_ns"]  # the parts-sum invariant, in the JSON
         assert row["idle"] == s["idle_launch_ns"] + s["idle_host_ns"]
         assert row["GPU span"] == s["span_ns"] <= row["duration"]
-    (it,) = view.analysis.iterations
+    (it,) = view.analysis.iterations.rows
     assert not it.idle_estimated and it.idle_ns == sum(r["idle"] for r in rows)
 
 
@@ -91,7 +91,7 @@ def test_v100_iteration_idle_everywhere_is_the_step_breakdown() -> None:
     chart = html_parts.iter_chart(a, set())
     assert chart is not None
     titles = [b.title for b in chart.bars]
-    for row, r, title in zip(rows, a.iterations, titles, strict=True):
+    for row, r, title in zip(rows, a.iterations.rows, titles, strict=True):
         (s,) = [v for k, v in steps.items() if k[0] == r.iteration]
         idle = s["idle_launch_ns"] + s["idle_host_ns"]
         assert row["idle"] == r.idle_ns == idle and row["GPU span"] == s["span_ns"]
@@ -112,17 +112,17 @@ def test_iteration_chart_axis_holds_every_bar_idle_included() -> None:
     its launches); the axis takes the whole stack, idle included, so no bar leaves the chart,
     multi-GPU stacks (mean per GPU) too. (The V100 trace's spans outlasted their iterations only
     while its memsets were put in the step after the one that launched them.)"""
-    views = (_view(V100), api.analyze(api.load(H100X2), key_node="FlashAttnFunc"))
+    views = (_view(V100), api.analyze(api.load(H100X2), api.Slice(key_node="FlashAttnFunc")))
     for view in views:
         a = view.analysis
         chart = html_parts.iter_chart(a, set())
-        assert chart is not None and len(chart.bars) == len(a.iterations) > 1
-        gpus = max(r.per_gpu_divisor for r in a.iterations)
-        longest = max(r.stacked.total_ns / gpus for r in a.iterations)
+        assert chart is not None and len(chart.bars) == len(a.iterations.rows) > 1
+        gpus = max(r.per_gpu_divisor for r in a.iterations.rows)
+        longest = max(r.stacked.total_ns / gpus for r in a.iterations.rows)
         if view is views[1]:  # the case the axis missed
-            assert longest > max(r.duration_ns for r in a.iterations)
+            assert longest > max(r.duration_ns for r in a.iterations.rows)
         assert min(y for b in chart.bars for _, y, _ in b.segments) >= 8.0  # the plot's top (y0)
-        for r in a.iterations:
+        for r in a.iterations.rows:
             assert len(r.gpus) == (2 if gpus > 1 else 0)
             for g in r.gpus:
                 assert g.step is not None and g.idle_ns == derived.step_idle_ns(g.step)
@@ -131,7 +131,7 @@ def test_iteration_chart_axis_holds_every_bar_idle_included() -> None:
 def test_every_timed_iteration_stack_sums_to_its_span_on_real_traces() -> None:
     for path in (H100X2, V100, BERT, MI250):
         a = _view(path).analysis
-        for r in a.iterations:
+        for r in a.iterations.rows:
             if r.idle_estimated:  # MI250 iteration 1 launched nothing: no span to measure
                 assert not r.steps and r.kernel_count == 0
                 continue
@@ -144,10 +144,10 @@ def test_bert_gp002_reads_the_step_breakdowns_launch_bound_idle() -> None:
     view = _view(BERT)
     a = view.analysis
     (f,) = [f for f in view.findings if f.id == "GP002"]
-    idle = derived.aggregated_idle(a.steps, a.selection.info)
+    idle = derived.aggregated_idle(a.steps.rows, a.iterations.info)
     assert idle is not None
-    assert idle.launch_ns == sum(s.idle_launch_ns for s in a.steps) == 2_503_351
-    assert idle.span_ns == sum(s.span_ns for s in a.steps)
+    assert idle.launch_ns == sum(s.idle_launch_ns for s in a.steps.rows) == 2_503_351
+    assert idle.span_ns == sum(s.span_ns for s in a.steps.rows)
     share = fmt.pct_text(idle.launch_share)
     assert f.title.endswith(f"the GPU idles {share} between them")
     assert f"idle for {fmt.ns(idle.launch_ns)} of the {fmt.ns(idle.span_ns)} GPU span" in f.detail
@@ -183,8 +183,8 @@ def _untimed_iterations_run_synthetic() -> Run:
 def test_without_timestamps_idle_is_the_labelled_estimate_synthetic() -> None:
     view = api.analyze(_untimed_iterations_run_synthetic())
     a = view.analysis
-    assert not a.steps
-    assert [(r.idle_ns, r.idle_estimated, r.span_ns) for r in a.iterations] == [
+    assert not a.steps.rows
+    assert [(r.idle_ns, r.idle_estimated, r.span_ns) for r in a.iterations.rows] == [
         (400_000, True, None),
         (300_000, True, None),
     ]
@@ -200,10 +200,10 @@ def test_without_timestamps_idle_is_the_labelled_estimate_synthetic() -> None:
 def test_per_iteration_card_and_savings_come_from_the_analysis() -> None:
     view = _view(V100)
     a = view.analysis
-    n = a.selection.info.aggregated
+    n = a.iterations.info.aggregated
     assert n == 6
-    miss = a.tc.eligible_not_using_gpu_ns
-    assert miss and a.eligible_not_using_per_iteration_ns == miss / n
+    miss = a.verdict.eligible_not_using_gpu_ns
+    assert miss and a.verdict.eligible_not_using_per_iteration_ns == miss / n
     (card,) = [c for c in html_parts.cards(a) if c.label == "eligible GPU time not on Tensor Cores"]
     assert card.value == fmt.ns(miss / n) + " / iteration"
     for fv in html_parts.findings(view, {k: {} for k in EvidenceKind}):
@@ -235,9 +235,9 @@ def _nested_cpu_trace_synthetic(path: Path) -> Path:
 def test_cpu_only_host_time_counts_nested_ops_once_synthetic(tmp_path: Path) -> None:
     view = api.analyze(api.load(_nested_cpu_trace_synthetic(tmp_path)))
     a = view.analysis
-    assert a.cpu_only and a.host_time is not None
-    assert sum(r.cpu_ns for r in a.host_ops) == 260_000
-    assert (a.host_time.ns, a.host_time.method) == (120_000, host_time.UNION)
+    assert a.host.cpu_only and a.host.total is not None
+    assert sum(r.cpu_ns for r in a.host.ops) == 260_000
+    assert (a.host.total.ns, a.host.total.method) == (120_000, host_time.UNION)
     shown = fmt.ns(120_000)
     data = json.loads(api.render_json(view))
     assert (data["host"]["total_ns"], data["host"]["total_method"]) == (120_000, host_time.UNION)

@@ -17,6 +17,7 @@ from trace_paths import REALTRACES, need
 from tcreport import api, schema
 from tcreport.analysis import activity, iteration_timeline, result, timeline_blocks
 from tcreport.analysis.activity import Cat
+from tcreport.analysis.slicing import Slice
 
 ROOT = Path(__file__).resolve().parent.parent
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
@@ -24,7 +25,7 @@ H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
     a = result.compute(api.load(H100X2), with_timeline=True)
-    tl = a.iteration_timeline
+    tl = a.steps.timeline
     assert tl is not None and tl.iteration == 0 and tl.chosen == "median"
     assert [lane.label for lane in tl.lanes if lane.kind == "gpu"] == [
         "GPU 0 · stream 7",
@@ -36,7 +37,7 @@ def test_h100x2_timeline_lanes_merges_and_gaps() -> None:
     assert tl.merged_events == sum(b.merged for b in gpu_blocks if b.merged > 1)
     assert all(0 <= b.start_ns <= tl.span_ns for b in tl.blocks)
     gaps = [b for b in tl.blocks if b.cat == activity.IDLE]
-    step_host_idle = sum(r.idle_host_ns for r in a.steps)
+    step_host_idle = sum(r.idle_host_ns for r in a.steps.rows)
     assert sum(b.work_ns for b in gaps) == step_host_idle  # one iteration = the whole breakdown
     assert any(tl.names[b.rule] == "host range" for b in gaps)
 
@@ -45,16 +46,16 @@ def test_resnet50_median_and_requested_iteration() -> None:
     path = need(REALTRACES / "kineto" / "v100-legacy-resnet50")
     run = api.load(next(path.glob("*.json.gz")))
     a = result.compute(run, with_timeline=True)
-    durations = {r.iteration: r.duration_ns for r in a.iterations}
+    durations = {r.iteration: r.duration_ns for r in a.iterations.rows}
     ordered = sorted(durations, key=lambda i: (durations[i], i))
-    assert a.iteration_timeline is not None
-    assert a.iteration_timeline.iteration == ordered[(len(ordered) - 1) // 2]
-    b = result.compute(run, timeline_iter=1, with_timeline=True)
-    assert b.iteration_timeline is not None
-    assert (b.iteration_timeline.iteration, b.iteration_timeline.chosen) == (1, "requested")
+    assert a.steps.timeline is not None
+    assert a.steps.timeline.iteration == ordered[(len(ordered) - 1) // 2]
+    b = result.compute(run, Slice(timeline_iter=1), with_timeline=True)
+    assert b.steps.timeline is not None
+    assert (b.steps.timeline.iteration, b.steps.timeline.chosen) == (1, "requested")
     # host-bound gaps inside a steady iteration show with their cause (the data loader runs
     # between iterations, outside every iteration's span: tests/test_steps.py)
-    tl = b.iteration_timeline
+    tl = b.steps.timeline
     assert any(b.cat == activity.IDLE and tl.names[b.rule] == "host range" for b in tl.blocks)
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from synthetic import run_meta
 
 from tcreport import api, schema
-from tcreport.analysis import iterations
-from tcreport.errors import UsageError
-from tcreport.model import Granularity, Run
+from tcreport.analysis import iterations, slicing
+from tcreport.errors import OptionError, UsageError
+from tcreport.model import Granularity, IterationInfo, IterationMethod, Run, RunMeta
 
 STEP = 1_000_000  # 1 ms per synthetic iteration
 
@@ -47,22 +48,22 @@ def synthetic_steps_run(n: int = 5, range_name: str = "train_step", warmup_facto
 
 def test_key_node_splits_and_iter_range_selects_exactly() -> None:
     run = synthetic_steps_run()
-    view = api.analyze(run, key_node="train_step", iter_start=1, iter_stop=3)
-    it = view.analysis.selection.info
+    view = api.analyze(run, api.Slice(key_node="train_step", iter_start=1, iter_stop=3))
+    it = view.analysis.iterations.info
     assert (it.total, it.start, it.stop, it.aggregated) == (5, 1, 3, 3)
     assert view.analysis.time.gpu_kernel_ns == 3 * 100_000  # warm-up iteration 0 excluded
     assert it.mean_ns == STEP
     assert view.analysis.time.wall_ns == 3 * STEP
-    assert len(view.analysis.iterations) == 5
-    assert [r.aggregated for r in view.analysis.iterations] == [False, True, True, True, False]
-    assert view.analysis.iterations[0].non_tc_ns == 1_000_000
+    assert len(view.analysis.iterations.rows) == 5
+    assert [r.aggregated for r in view.analysis.iterations.rows] == [False, True, True, True, False]
+    assert view.analysis.iterations.rows[0].non_tc_ns == 1_000_000
 
 
 def test_repeating_outer_range_is_detected_without_key_node() -> None:
     view = api.analyze(synthetic_steps_run())
-    it = view.analysis.selection.info
+    it = view.analysis.iterations.info
     assert it.total == 5 and it.key_node == "train_step"
-    assert "repeating range" in (it.method or "")
+    assert it.method is IterationMethod.REPEATING_RANGE
     assert not [f for f in view.findings if f.id == "IT001"]
 
 
@@ -77,16 +78,18 @@ def test_profiler_step_ranges_are_used() -> None:
             {"name": names, "start_ns": [0] * 4, "end_ns": [0] * 4}, schema.TableKind.RANGES
         ).column("name"),
     )
-    view = api.analyze(run.replace(ranges=ranges), iter_start=2)
-    it = view.analysis.selection.info
-    assert it.method == "ProfilerStep#N ranges"
+    view = api.analyze(run.replace(ranges=ranges), api.Slice(iter_start=2))
+    it = view.analysis.iterations.info
+    assert it.method is IterationMethod.PROFILER_STEP_RANGES
     assert (it.total, it.start, it.stop) == (4, 2, 3)
     assert view.analysis.time.gpu_kernel_ns == 2 * 100_000
 
 
 def test_unknown_key_node_reports_whole_run_with_candidates() -> None:
-    view = api.analyze(synthetic_steps_run(), key_node="optimizer.step")
-    assert view.analysis.selection.key_node_found is False
+    view = api.analyze(
+        synthetic_steps_run(), api.Slice(key_node="optimizer.step", allow_empty=True)
+    )
+    assert view.analysis.iterations.key_node_found is False
     assert view.analysis.time.gpu_kernel_ns == 14 * 100_000  # everything aggregated
     it001 = [f for f in view.findings if f.id == "IT001"]
     assert it001 and "optimizer.step" in it001[0].title
@@ -94,8 +97,11 @@ def test_unknown_key_node_reports_whole_run_with_candidates() -> None:
 
 
 def test_iter_start_past_the_end_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="past the last iteration"):
-        api.analyze(synthetic_steps_run(), key_node="train_step", iter_start=9)
+    with pytest.raises(
+        UsageError,
+        match="^synthetic: iter_start 9 is past the last iteration: the run has 5 \\(0 to 4, key node ",
+    ):
+        api.analyze(synthetic_steps_run(), api.Slice(key_node="train_step", iter_start=9))
 
 
 def test_candidates_rank_frequent_names() -> None:
@@ -107,15 +113,47 @@ def test_key_node_on_the_real_two_rank_export(nsys_h100: Path) -> None:
     the aggregated figures are exactly the kept iterations' rows."""
     run = api.load(nsys_h100)
     whole = api.analyze(run)
-    view = api.analyze(run, key_node="FlashAttnFunc", iter_start=2, iter_stop=5)
-    it = view.analysis.selection.info
+    view = api.analyze(run, api.Slice(key_node="FlashAttnFunc", iter_start=2, iter_stop=5))
+    it = view.analysis.iterations.info
     assert (it.total, it.start, it.stop, it.aggregated) == (30, 2, 5, 4)
-    kept = [r for r in view.analysis.iterations if r.aggregated]
+    kept = [r for r in view.analysis.iterations.rows if r.aggregated]
     assert [r.iteration for r in kept] == [2, 3, 4, 5]
     assert sum(r.tc_ns + r.non_tc_ns for r in kept) == view.analysis.time.gpu_kernel_ns
     assert sum(r.tc_ns for r in kept) == view.analysis.time.tc_kernel_ns
     assert whole.analysis.time.gpu_kernel_ns is not None
     assert 0 < view.analysis.time.gpu_kernel_ns < whole.analysis.time.gpu_kernel_ns
-    missing = api.analyze(run, key_node="no_such_range")
+    missing = api.analyze(run, api.Slice(key_node="no_such_range", allow_empty=True))
     assert missing.analysis.time.gpu_kernel_ns == whole.analysis.time.gpu_kernel_ns
     assert any(f.id == "IT001" and "no_such_range" in f.title for f in missing.findings)
+
+
+def test_slice_is_checked_once_where_it_is_made_in_api_words() -> None:
+    with pytest.raises(OptionError, match="^iter_stop 2 is before iter_start 5$") as raised:
+        api.Slice(iter_start=5, iter_stop=2)
+    assert raised.value.spelt({"iter_start": "--iter-start", "iter_stop": "--iter-stop"}) == (
+        "--iter-stop 2 is before --iter-start 5"
+    )
+    with pytest.raises(OptionError, match="^timeline_iter -1 is negative"):
+        api.Slice(timeline_iter=-1)
+    # a value is data: a key node spelt like an option placeholder stays itself
+    text = slicing.ineffective(api.Slice(key_node="{iter_start}"), IterationInfo(), False, ())
+    assert text is not None and text.spelt().startswith("key_node '{iter_start}' never occurs")
+
+
+def test_iteration_method_of_an_older_ingest_folder_still_reads() -> None:
+    """Before the enum, the method was free text in the ingest folder's metadata."""
+    for text, method, source in (
+        ("whole run", IterationMethod.WHOLE_RUN, None),
+        ("key node 'train_step'", IterationMethod.KEY_NODE, None),
+        ("repeating range 'step'", IterationMethod.REPEATING_RANGE, None),
+        ("TF profiler window over steps", IterationMethod.TF_WINDOW, "steps"),
+        ("something else", None, None),
+    ):
+        meta = RunMeta.from_json(
+            json.dumps({"format": "kineto-json", "path": "x", "iterations": {"method": text}})
+        )
+        assert (meta.iterations.method, meta.iterations.step_source) == (method, source)
+        if method is not None:
+            again = RunMeta.from_json(meta.to_json()).iterations
+            assert (again.method, again.step_source) == (method, source)
+            assert slicing.method_text(again) == slicing.method_text(meta.iterations)

@@ -15,6 +15,8 @@ from trace_paths import real_or_bundled
 
 from tcreport import api
 from tcreport.analysis import iterations, key_nodes
+from tcreport.analysis.slicing import Slice
+from tcreport.model import IterationMethod
 
 MS = 1_000_000
 
@@ -38,19 +40,19 @@ def all_train_step(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_nesting_ranges_are_not_iterations_and_the_report_says_why(all_train_step: Path) -> None:
     a = api.analyze(api.load(all_train_step)).analysis
-    info = a.selection.info
+    info = a.iterations.info
     assert (info.method, info.total, info.key_node) == ("whole run", 1, None)
     (note,) = [n for n in a.meta.notes if "train_step" in n]
     assert "6,718 of its 8,557 occurrences nest inside or overlap another" in note
     assert "whole run is aggregated as one iteration" in note
-    assert "train_step" not in a.selection.candidates
-    assert all(c.name != "train_step" for c in a.key_node_suggestions)
-    assert a.time.gpu_kernel_ns == sum(k.gpu_ns for k in a.kernels)  # no kernel time lost
+    assert "train_step" not in a.iterations.candidates
+    assert all(c.name != "train_step" for c in a.iterations.suggestions)
+    assert a.time.gpu_kernel_ns == sum(k.gpu_ns for k in a.breakdown.kernels)  # no kernel time lost
 
 
 def test_a_nesting_key_node_cuts_at_its_outermost_ranges(all_train_step: Path) -> None:
-    a = api.analyze(api.load(all_train_step), key_node="train_step").analysis
-    assert a.selection.info.total == 8_557 - 6_718
+    a = api.analyze(api.load(all_train_step), api.Slice(key_node="train_step")).analysis
+    assert a.iterations.info.total == 8_557 - 6_718
     assert any("iterations are cut at the outermost ones only" in n for n in a.meta.notes)
 
 
@@ -81,7 +83,12 @@ def test_synthetic_repeating_range_that_nests_is_passed_over_for_one_that_does_n
         ],
         ranges=ranges,
     )
-    _, sel = iterations.select(run, None, None, None)
-    assert (sel.info.method, sel.info.total) == ("repeating range 'train_step'", 4)
+    _, sel = iterations.select(run, Slice())
+    info = sel.info
+    assert (info.method, info.key_node, info.total) == (
+        IterationMethod.REPEATING_RANGE,
+        "train_step",
+        4,
+    )
     found = key_nodes.validated_candidates(run)
     assert "step" not in {c.name for c in found}

@@ -27,7 +27,7 @@ from trace_paths import real_or_bundled
 from tcreport.errors import InputError
 from tcreport.ingest import detect
 from tcreport.ingest.kineto import reader as kineto_json
-from tcreport.model import Granularity, Run, SourceFormat
+from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +162,7 @@ def test_h100_modern_trace() -> None:
     run = _read(H100)
     assert run.meta.framework == "PyTorch 2.6.0+cu124"
     assert run.meta.cuda_version == "12.4"
-    assert run.meta.iterations.method == "ProfilerStep"
+    assert run.meta.iterations.method is IterationMethod.PROFILER_STEP
     assert (run.meta.iterations.total, run.meta.iterations.start, run.meta.iterations.stop) == (
         1,
         6,
@@ -204,7 +204,7 @@ def test_h100_token_in_metadata_never_reaches_the_run() -> None:
 def test_a100_external_ids_that_are_correlations_fall_back_to_nesting() -> None:
     run = _read(A100)
     assert any("time nesting" in n for n in run.meta.notes)
-    assert run.iterations is None and run.meta.iterations.method == "whole run"
+    assert run.iterations is None and run.meta.iterations.method is IterationMethod.WHOLE_RUN
     assert run.ranges is not None and run.ranges.num_rows == 8
     assert run.kernels is not None and run.ops is not None
     names = dict(zip(run.ops["op_id"].to_pylist(), run.ops["name"].to_pylist(), strict=True))

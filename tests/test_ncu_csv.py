@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import budget
-from trace_paths import DLPROF_CNN, ROOT, real_or_bundled
+from trace_paths import DLPROF_CNN, ROOT, need, real_or_bundled
 
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels as tk
@@ -63,10 +63,15 @@ def test_not_sniffed_for_other_inputs(tmp_path: Path) -> None:
     assert not ncu_csv.sniff(nsys_stats)
     assert not ncu_csv.sniff(tmp_path)
     assert not ncu_csv.sniff(tmp_path / "absent.csv")
-    dlprof = DLPROF_CNN / "dlprof_kernel.csv"
-    if dlprof.exists():
-        assert not ncu_csv.sniff(dlprof)
-        assert detect(dlprof) is SourceFormat.DLPROF_CSV
+
+
+@pytest.mark.realtraces
+def test_a_real_dlprof_kernel_report_is_not_taken_for_ncu(tmp_path: Path) -> None:
+    """A DLProf kernel CSV is a CSV of kernels too: neither sniffed nor read as ncu output."""
+    dlprof = need(DLPROF_CNN) / "dlprof_kernel.csv"
+    assert not ncu_csv.sniff(dlprof)
+    assert detect(dlprof) is SourceFormat.DLPROF_CSV
+    _bad(tmp_path, dlprof.read_bytes(), "is this `ncu --csv` output")
 
 
 # --- raw page -------------------------------------------------------------------------------------
@@ -268,9 +273,6 @@ def test_other_tools_csv_and_ncu_messages_only(tmp_path: Path) -> None:
         b"==PROF== Connected to process 1\n==ERROR== The application returned an error code (1).\n"
     )
     _bad(tmp_path, msgs, "only ncu messages")
-    dlprof = DLPROF_CNN / "dlprof_kernel.csv"
-    if dlprof.exists():
-        _bad(tmp_path, dlprof.read_bytes(), "is this `ncu --csv` output")
 
 
 def test_not_utf8_and_binary(tmp_path: Path) -> None:
@@ -313,25 +315,25 @@ def test_api_analyze_on_an_ncu_only_run() -> None:
     run = api.load(RAW)
     view = api.analyze(run)
     a = view.analysis
-    rows = {k.name: k for k in a.kernels}
+    rows = {k.name: k for k in a.breakdown.kernels}
     assert rows["volta_sgemm_128x64_nn"].uses_tc is True
     assert rows["volta_sgemm_128x64_nn"].tc_rule == tk.COUNTER_RULE
     assert rows["hmma_fprop_kernel"].uses_tc is False
-    assert a.tc.classified_kernel_time_share == pytest.approx(1.0)
-    assert {(d.name, d.name_verdict, d.counter_verdict) for d in a.counter_disagreements} == {
+    assert a.verdict.classified_share == pytest.approx(1.0)
+    assert {
+        (d.name, d.name_verdict, d.counter_verdict) for d in a.verdict.counter_disagreements
+    } == {
         ("volta_sgemm_128x64_nn", False, True),
         ("hmma_fprop_kernel", True, False),
     }
-    assert a.timeline is None  # no timestamps in ncu output
+    assert a.time.timeline is None  # no timestamps in ncu output
     assert "Nsight Compute" in api.render_markdown(view)
     for text in (api.render_json(view), api.render_html(view)):
         assert "volta_sgemm_128x64_nn" in text
 
 
 def test_real_kineto_trace_is_not_taken_for_ncu() -> None:
-    trace = real_or_bundled("kineto/a100-tf32-alexnet")
-    if not trace.exists():
-        pytest.skip("real traces not available")
+    trace = need(real_or_bundled("kineto/a100-tf32-alexnet"))
     for p in trace.iterdir():
         assert not ncu_csv.sniff(p)
 

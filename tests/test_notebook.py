@@ -20,6 +20,7 @@ from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
 from tcreport.cli import app
+from tcreport.cli._common import FLAGS
 from tcreport.rules.base import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,9 +139,15 @@ def test_iteration_options_reach_the_analysis() -> None:
 def test_open_refuses_an_unknown_key_node_like_the_cli() -> None:
     cli = runner.invoke(app, ["summary", str(KINETO), "--key-node", "nosuch"])
     assert cli.exit_code == 2
-    with pytest.raises(tcreport.errors.UsageError) as raised:
+    with pytest.raises(tcreport.errors.OptionError) as raised:
         tcreport.open(KINETO, key_node="nosuch")
-    assert f"tcreport: error: {raised.value}" == cli.stderr.strip()
+    # the same sentence, each naming the option as its user spells it
+    assert str(raised.value).endswith(": key_node 'nosuch' never occurs in this trace, so nothing "
+                                      "would be sliced; key nodes that repeat once per iteration "
+                                      "here: none found (allow_empty to aggregate the whole run "
+                                      "anyway)")  # fmt: skip
+    spelt = raised.value.spelt(FLAGS)
+    assert f"tcreport: error: {raised.value.path}: {spelt}" == cli.stderr.strip()
     assert "\n" not in str(raised.value)
     assert tcreport.open(KINETO, key_node="nosuch", allow_empty=True).summary()["iterations"]
 

@@ -30,7 +30,7 @@ def _copy(src: Path, tmp_path: Path, name: str) -> Path:
 
 def _per_device(path: Path) -> dict[int | None, tuple[int, int]]:
     a = api.analyze(api.load(path))
-    return {d.device_id: (d.launches, d.gpu_kernel_ns) for d in a.analysis.devices}
+    return {d.device_id: (d.launches, d.gpu_kernel_ns) for d in a.analysis.breakdown.devices}
 
 
 def test_synthetic_2021_gpu_table_is_read(dlprof_cnn: Path, tmp_path: Path) -> None:

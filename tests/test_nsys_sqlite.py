@@ -19,7 +19,7 @@ from tcreport.ingest.nsys import db as _nsys_db
 from tcreport.ingest.nsys import nvtx_nesting as _nvtx_nesting
 from tcreport.ingest.nsys import nvtx_scan as _nvtx_scan
 from tcreport.ingest.nsys import reader as nsys_sqlite
-from tcreport.model import Granularity, Run, SourceFormat
+from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 
 pytestmark = pytest.mark.realtraces
@@ -77,7 +77,7 @@ def test_cnn_metadata(cnn_export: Path) -> None:
         "7.5",
         40,
     )
-    assert meta.iterations.total == 1 and meta.iterations.method == "whole run"
+    assert meta.iterations.total == 1 and meta.iterations.method is IterationMethod.WHOLE_RUN
 
 
 def test_cnn_tensor_core_eligible_ops_match_dlprof(cnn_export: Path) -> None:

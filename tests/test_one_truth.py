@@ -36,7 +36,7 @@ def _report(path: Path) -> Report:
 
 def test_a100_counts_agree_between_headline_and_finding() -> None:
     r = _report(A100)
-    tc = r.analysis.tc
+    tc = r.analysis.verdict
     assert (tc.eligible_op_count, tc.using_op_count, tc.partly_using_op_count) == (2, 1, 1)
     # the two misses are split by cause: addmm's float32 GEMM (TF32 off for matmuls, TC001) and
     # cudnn_convolution's CUDA-core calls while its other calls ran TF32 (TC004); together they
@@ -54,19 +54,19 @@ def test_a100_counts_agree_between_headline_and_finding() -> None:
 def test_a100_wall_time_is_the_range_gp001_uses() -> None:
     r = _report(A100)
     wall = r.analysis.time.wall_ns
-    assert wall is not None and r.analysis.busy is not None
-    assert r.analysis.busy.range_ns == wall
+    assert wall is not None and r.analysis.time.busy is not None
+    assert r.analysis.time.busy.range_ns == wall
     gp001 = next(f for f in r.findings if f.id == "GP001")
     assert f"of the {fmt.ns(wall)} aggregated range" in gp001.detail
 
 
 def test_a100_op_tc_time_is_its_tc_kernels() -> None:
     a = _report(A100).analysis
-    conv = next(o for o in a.ops if o.name == "aten::cudnn_convolution")
+    conv = next(o for o in a.breakdown.ops if o.name == "aten::cudnn_convolution")
     assert conv.tc_ns == 1_814_000 == a.time.tc_kernel_ns
-    conv_type = next(g for g in a.op_types if g.name == "cudnn_convolution")
+    conv_type = next(g for g in a.breakdown.op_types if g.name == "cudnn_convolution")
     assert conv_type.tc_ns == conv.tc_ns
-    assert sum(g.tc_ns for g in a.op_types) <= (a.time.tc_kernel_ns or 0)
+    assert sum(g.tc_ns for g in a.breakdown.op_types) <= (a.time.tc_kernel_ns or 0)
 
 
 def test_a100_diff_shows_the_reports_verdict() -> None:
@@ -81,7 +81,7 @@ def test_a100_diff_shows_the_reports_verdict() -> None:
 
 def test_v100_gpu_busy_card_equals_gp001() -> None:
     r = _report(V100)
-    b = r.analysis.busy
+    b = r.analysis.time.busy
     assert b is not None and b.share is not None
     page = html.render(r)
     assert f"{fmt.pct(b.share)}</" in page  # the card
@@ -92,7 +92,7 @@ def test_v100_gpu_busy_card_equals_gp001() -> None:
 def test_h100_iterations_are_per_gpu_and_no_empty_shape_columns() -> None:
     r = _report(H100)
     a = r.analysis
-    (row,) = a.iterations
+    (row,) = a.iterations.rows
     assert len(row.gpus) == 2
     for g in row.gpus:
         # idle is the step breakdown's (measured, not duration minus kernel time), so each GPU's
@@ -103,17 +103,17 @@ def test_h100_iterations_are_per_gpu_and_no_empty_shape_columns() -> None:
         assert g.tc_ns + g.non_tc_ns + g.memory_ns + g.idle_ns == g.step.span_ns
         assert g.idle_ns > 0
     assert sum(g.tc_ns for g in row.gpus) == row.tc_ns
-    assert not a.ops_have_shapes and not a.ops_have_dtype
+    assert not a.breakdown.ops_have_shapes and not a.precision.ops_have_dtype
     page = html.render(r)
     assert "The input records no data types or shapes for its ops" in page
-    assert sum(1 for o in a.ops if o.scope) > 0
+    assert sum(1 for o in a.breakdown.ops if o.scope) > 0
 
 
 def test_single_profiler_step_fills_wall_time() -> None:
     r = _report(BERT)
     a = r.analysis
-    assert a.selection.info.total == 1 and a.selection.info.mean_ns is not None
-    assert a.time.wall_ns == round(a.selection.info.mean_ns)
+    assert a.iterations.info.total == 1 and a.iterations.info.mean_ns is not None
+    assert a.time.wall_ns == round(a.iterations.info.mean_ns)
     for f in r.findings:
         assert "no iteration split" not in f.detail
 

@@ -19,7 +19,7 @@ US = 1_000
 
 def test_h100x2_nccl_on_the_compute_stream_with_no_overlap() -> None:
     view = api.analyze(api.load(H100X2))
-    cm = view.analysis.comm_overlap
+    cm = view.analysis.communication.overlap
     assert cm is not None
     assert [d.device_id for d in cm.devices] == [0, 1]
     assert cm.overlap_ns == 0
@@ -32,7 +32,7 @@ def test_h100x2_nccl_on_the_compute_stream_with_no_overlap() -> None:
     ]
     assert all(s.launches == 31 for s in cm.streams)
     # the per-iteration breakdown agrees: the one step's collective time is the same union
-    assert sum(r.communication_total_ns for r in view.analysis.steps) == cm.collective_ns
+    assert sum(r.communication_total_ns for r in view.analysis.steps.rows) == cm.collective_ns
     (f,) = [f for f in view.findings if f.id == "CM002"]
     assert "compute stream" in f.title
     assert f.estimated_saving_ns == int(cm.exposed_ns / 2 * 0.5)
@@ -74,5 +74,5 @@ def test_no_collectives_no_communication_figures() -> None:
             / "benchmark_result_2869224_1695835535_trace.json.gz"
         )
     )
-    assert a.comm_overlap is None
+    assert a.communication.overlap is None
     assert cm002_comm_overlap.check(a) == []

@@ -63,9 +63,9 @@ def _view(ops: pa.Table) -> Report:
 
 def test_synthetic_partly_missed_op_counts_its_missed_calls() -> None:
     view = _view(_conv_ops([True, True, False], [CONV_OK, CONV_OK, CONV], [5_000, 5_000, 3_000]))
-    (op,) = view.analysis.ops
+    (op,) = view.analysis.breakdown.ops
     assert (op.uses_tc, op.missed_tc, op.partly_missed, op.missed_ns) == (True, False, True, 3_000)
-    tc = view.analysis.tc
+    tc = view.analysis.verdict
     assert (tc.eligible_op_count, tc.using_op_count, tc.eligible_not_using_op_count) == (1, 1, 1)
     assert (tc.eligible_gpu_ns, tc.eligible_not_using_gpu_ns) == (13_000, 3_000)
 
@@ -74,7 +74,7 @@ def test_synthetic_partly_missed_conv_gets_the_padding_not_tf32_off() -> None:
     """TF32 is evidently on (other float32 calls used Tensor Cores), so the C = 3 call missed for
     its shape: the why-not says pad C, and TC003 reports the missed calls' time only."""
     view = _view(_conv_ops([True, False], [CONV_OK, CONV], [5_000, 3_000]))
-    (w,) = view.analysis.why_not
+    (w,) = view.analysis.verdict.why_not
     assert w.reason == Reason.UNALIGNED
     assert w.padding is not None and "3 → 4" in w.padding
     (f,) = [f for f in view.findings if f.id == "TC003"]
@@ -83,7 +83,7 @@ def test_synthetic_partly_missed_conv_gets_the_padding_not_tf32_off() -> None:
 
 
 def test_synthetic_float32_run_without_any_tensor_core_call_is_still_tf32_off() -> None:
-    (w,) = _view(_conv_ops([False], [CONV_OK], [3_000])).analysis.why_not
+    (w,) = _view(_conv_ops([False], [CONV_OK], [3_000])).analysis.verdict.why_not
     assert w.reason == Reason.FP32_TF32_OFF
 
 
@@ -130,12 +130,12 @@ def test_alexnet_first_convolution_calls_count_as_missed() -> None:
     assert missed == 3_280_000
 
     a = api.analyze(run).analysis
-    by_name = {o.name: o for o in a.ops}
+    by_name = {o.name: o for o in a.breakdown.ops}
     conv, addmm = by_name["aten::cudnn_convolution"], by_name["aten::addmm"]
     assert conv.partly_missed and conv.missed_ns == missed
     assert addmm.missed_tc and addmm.missed_ns == addmm.gpu_ns
-    assert a.tc.eligible_not_using_gpu_ns == missed + (addmm.gpu_ns or 0)
-    assert a.tc.eligible_not_using_op_count == 2
+    assert a.verdict.eligible_not_using_gpu_ns == missed + (addmm.gpu_ns or 0)
+    assert a.verdict.eligible_not_using_op_count == 2
 
 
 def test_alexnet_verdict_line_says_some_calls_only() -> None:

@@ -168,8 +168,8 @@ def test_precision_mix_sums_to_one_and_names_dtypes() -> None:
 
     view = api.analyze(hostile_run(), source_path="x")
     rows, segments = html_mod.precision(view.analysis)
-    assert [r.name for r in rows] == ["float32"]
-    assert sum(r.share or 0 for r in rows) == pytest.approx(1.0)
+    assert [r.group.name for r in rows] == ["float32"]
+    assert sum(r.group.share or 0 for r in rows) == pytest.approx(1.0)
     assert segments and sum(s.width for s in segments) == pytest.approx(html_mod.CHART_W)
 
 
@@ -240,7 +240,7 @@ def test_html_stays_under_2_mb_for_millions_of_launches() -> None:
     from tcreport.render import html_parts as html_mod
 
     view = api.analyze(_huge_run(), source_path="huge.sqlite", with_timeline=True)
-    assert len(view.analysis.kernels) == 200_000
+    assert len(view.analysis.breakdown.kernels) == 200_000
     html = api.render_html(view)
     size = len(html.encode("utf-8"))
     assert size <= 2 * 1024 * 1024, f"{size} bytes"

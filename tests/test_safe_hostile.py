@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from cli_checks import fails_cleanly
-from trace_paths import REALTRACES, SAMPLES, need
+from trace_paths import NO_TF, REALTRACES, SAMPLES, have_tf_reader, need
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch on the app
@@ -121,6 +121,8 @@ def test_synthetic_unmarked_legacy_batch_out_is_still_accepted(work: Path) -> No
 
 def test_synthetic_output_onto_the_xplane_sidecar_is_refused(tmp_path: Path) -> None:
     """The xplane reader reads ``tcreport-capture.json`` beside the profile: never written over."""
+    if not have_tf_reader():
+        pytest.skip(NO_TF)
     shutil.copy(need(XPLANE), tmp_path / "w.xplane.pb")
     sidecar = tmp_path / "tcreport-capture.json"
     sidecar.write_text('{"notes": ["synthetic sidecar"], "tensorflow": "2.15"}\n')

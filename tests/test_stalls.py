@@ -43,8 +43,8 @@ def _item_and_pageable(path: Path, steps: int = 5) -> Path:
 def test_synthetic_item_sync_and_pageable_copies_are_named_with_their_idle(tmp_path: Path) -> None:
     report = api.analyze(api.load(_item_and_pageable(tmp_path / "stalls_synthetic.json.gz")))
     a = report.analysis
-    assert len(a.steps) == 5
-    for r in a.steps:
+    assert len(a.steps.rows) == 5
+    for r in a.steps.rows:
         by_kind = {s.kind: s for s in r.stalls}
         pageable = by_kind[StallKind.PAGEABLE]
         assert (pageable.op, pageable.copies, pageable.bytes) == ("aten::copy_", 1, 4 << 20)
@@ -68,7 +68,7 @@ def test_synthetic_idle_split_by_queue_state(tmp_path: Path) -> None:
     """HTA's vocabulary: the matmul was launched (480 µs) after the copy ended on the GPU
     (180 µs): host wait; nothing else idles inside a step's span."""
     a = api.analyze(api.load(_item_and_pageable(tmp_path / "split_synthetic.json.gz"))).analysis
-    for r in a.steps:
+    for r in a.steps.rows:
         assert r.idle_queue == ((490 - 180) * US, 0, 0)
         assert sum(r.idle_queue) == r.idle_launch_ns + r.idle_host_ns
 

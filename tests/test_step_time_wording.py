@@ -42,12 +42,12 @@ def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
     (the table's *duration*) and says that the parts after it are the mean of the 2 GPUs, whose
     GPU span is the step breakdown's; the dashed line is the mean iteration time of the card."""
     view = api.analyze(
-        api.load(NSYS_H100), key_node="aten::stack", iter_start=2, with_timeline=True
+        api.load(NSYS_H100), api.Slice(key_node="aten::stack", iter_start=2), with_timeline=True
     )
     page = api.render_html(view)
     a = view.analysis
-    row = next(r for r in a.iterations if r.iteration == 2)
-    spans = [s.span_ns for s in a.steps if s.iteration == 2]
+    row = next(r for r in a.iterations.rows if r.iteration == 2)
+    spans = [s.span_ns for s in a.steps.rows if s.iteration == 2]
     assert len(spans) == 2
     titles = [html.unescape(t) for t in re.findall(r"<title>(iteration 2: [^<]*)</title>", page)]
     assert len(titles) == 1
@@ -55,7 +55,7 @@ def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
         f"iteration 2: {fmt.ns(row.duration_ns)} wall-clock; mean of 2 GPUs: Tensor Core kernels "
     )
     assert f"in a GPU span of {fmt.ns(sum(spans) / 2)}" in titles[0]
-    mean = a.selection.info.mean_ns
+    mean = a.iterations.info.mean_ns
     assert mean is not None
     assert f"dashed line: mean iteration time of the aggregated ones ({fmt.ns(mean)})" in page
     assert "the median aggregated iteration" in _timeline_title(page)
@@ -87,7 +87,7 @@ def test_cm002_title_says_its_per_gpu_figure_is_a_mean() -> None:
     """The sample's GPUs expose 10.0 and 23.8 ms of collectives: the title's one figure is their
     mean, which the Fix first line and the batch dataset's top_finding_title repeat."""
     view = api.analyze(api.load(NSYS_H100))
-    cm = view.analysis.comm_overlap
+    cm = view.analysis.communication.overlap
     assert cm is not None and len(cm.devices) == 2
     exposed = [d.collective_ns - d.overlap_ns for d in cm.devices]
     assert exposed[0] != exposed[1]

@@ -23,7 +23,7 @@ KINETO = sorted((REALTRACES / "kineto").glob("*/*.json.gz")) if REALTRACES.exist
 
 
 def _steps(path: Path) -> tuple[StepRow, ...]:
-    return api.analyze(api.load(path)).analysis.steps
+    return api.analyze(api.load(path)).analysis.steps.rows
 
 
 def _disjoint(rows: tuple[StepRow, ...]) -> None:
@@ -111,7 +111,7 @@ def test_synthetic_unlaunched_events_are_left_out_and_said(tmp_path: Path) -> No
     t.launch("cudaLaunchKernel", 20, "kernel", KERNEL, 60, 40)
     t.launch("cudaLaunchKernel", 120, "kernel", KERNEL, 130, 40)
     a = api.analyze(api.load(t.write(tmp_path / "queued_synthetic.json.gz"))).analysis
-    assert [r.span_ns for r in a.steps] == [40 * US, 40 * US]
+    assert [r.span_ns for r in a.steps.rows] == [40 * US, 40 * US]
     assert a.time.gpu_kernel_ns == 80 * US  # the aggregated iterations' kernels only
     assert any(
         n.startswith("1 GPU events (50.0 µs of GPU time) have no launch") for n in a.meta.notes
@@ -126,20 +126,20 @@ def test_step_invariants_on_real_kineto_traces(path: Path) -> None:
     idle split adds up to the idle; eligible GPU time never exceeds kernel time."""
     run = api.load(path)
     a = api.analyze(run).analysis
-    _disjoint(a.steps)
+    _disjoint(a.steps.rows)
     act = activity.collect(run.kernels, run.memory)
     assert act is not None
-    for dev in {r.device_id for r in a.steps}:
-        mine = [r for r in a.steps if r.device_id == dev]
+    for dev in {r.device_id for r in a.steps.rows}:
+        mine = [r for r in a.steps.rows if r.device_id == dev]
         active = max(r.start_ns + r.span_ns for r in mine) - min(r.start_ns for r in mine)
         assert sum(r.span_ns for r in mine) <= active
         on = act.device == (dev if dev is not None else -1)
         assert active <= int(act.end[on].max() - act.start[on].min())
-    for r in a.steps:
+    for r in a.steps.rows:
         assert sum(r.parts) == r.span_ns
         assert r.idle_queue is not None and sum(r.idle_queue) == r.idle_launch_ns + r.idle_host_ns
         assert 0 <= r.memory_total_ns <= r.span_ns and r.communication_total_ns <= r.span_ns
-    tc, t = a.tc, a.time
+    tc, t = a.verdict, a.time
     assert tc.eligible_gpu_ns is not None and t.gpu_kernel_ns is not None
     assert tc.eligible_gpu_ns <= t.gpu_kernel_ns
     assert np.all(act.start <= act.end)

@@ -36,9 +36,9 @@ def test_h100x2_parts_sum_to_each_gpus_span() -> None:
     run = api.load(H100X2)
     a = result.compute(run)
     sliced = result.classified_run(run)
-    assert [(r.iteration, r.device_id) for r in a.steps] == [(0, 0), (0, 1)]
+    assert [(r.iteration, r.device_id) for r in a.steps.rows] == [(0, 0), (0, 1)]
     assert sliced.kernels is not None and sliced.memory is not None
-    for r in a.steps:
+    for r in a.steps.rows:
         assert all(p >= 0 for p in r.parts)
         assert sum(r.parts) == r.span_ns
         assert r.span_ns == _span_of([sliced.kernels, sliced.memory], r.device_id or 0)
@@ -46,8 +46,8 @@ def test_h100x2_parts_sum_to_each_gpus_span() -> None:
         assert r.tc_compute_ns > 0.4 * r.span_ns
         assert r.communication_total_ns > 0
     # FSDP's NCCL kernels share the compute stream here, so nothing hides them
-    assert all(r.communication_overlap_ns == 0 for r in a.steps)
-    assert all(r.communication_ns == r.communication_total_ns for r in a.steps)
+    assert all(r.communication_overlap_ns == 0 for r in a.steps.rows)
+    assert all(r.communication_ns == r.communication_total_ns for r in a.steps.rows)
 
 
 def test_h100x2_summary_json_carries_the_breakdown() -> None:
@@ -71,18 +71,18 @@ def test_h100x2_summary_json_carries_the_breakdown() -> None:
 def test_resnet50_host_bound_idle_is_named_data_loading() -> None:
     path = need(REALTRACES / "kineto" / "v100-legacy-resnet50")
     a = result.compute(api.load(next(path.glob("*.json.gz"))))
-    assert len(a.steps) == 6
-    for r in a.steps:
+    assert len(a.steps.rows) == 6
+    for r in a.steps.rows:
         assert sum(r.parts) == r.span_ns
     # The GPU waits for the single-process DataLoader between steps: after each step's last
     # GPU event, before the next step's first (the step's window, not its span; HTA measures the
     # span). Inside the spans host-bound idle is under 10 ms a step (it was 65-80 ms while the
     # memsets were put in the step after the one that launched them).
-    for r in a.steps[:-1]:
+    for r in a.steps.rows[:-1]:
         assert r.between is not None and r.window_ns is not None
         assert r.between.idle_ns == r.window_ns - r.span_ns > 40 * MS
         assert r.idle_host_ns < 10 * MS
-    loader = [r for r in a.steps if r.between is not None and r.between.kind == "data loading"]
+    loader = [r for r in a.steps.rows if r.between is not None and r.between.kind == "data loading"]
     assert len(loader) >= 3
     for r in loader:
         assert r.between is not None and r.between.name is not None

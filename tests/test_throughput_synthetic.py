@@ -18,8 +18,10 @@ import pytest
 from synthetic import US, kernel_row, op_row, synthetic_rows_run
 
 from tcreport import api
-from tcreport.analysis import flops, result, throughput
+from tcreport.analysis import flops, throughput
 from tcreport.analysis.throughput import Throughput
+from tcreport.render import html
+from tcreport.report import Report
 
 BF16 = "c10::BFloat16"
 TC_CONV = "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_synthetic"
@@ -41,6 +43,12 @@ class Call:
 
 
 def _trace(tmp_path: Path, calls: list[Call], gpu: str = "NVIDIA H100 80GB HBM3") -> Throughput:
+    t = _report(tmp_path, calls, gpu).analysis.throughput
+    assert t is not None
+    return t
+
+
+def _report(tmp_path: Path, calls: list[Call], gpu: str) -> Report:
     events: list[dict[str, Any]] = []
     t = 100.0
     for i, c in enumerate(calls):
@@ -73,9 +81,7 @@ def _trace(tmp_path: Path, calls: list[Call], gpu: str = "NVIDIA H100 80GB HBM3"
     }  # fmt: skip
     path = tmp_path / "throughput_synthetic.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    a = result.compute(api.load(path))
-    assert a.throughput is not None
-    return a.throughput
+    return api.analyze(api.load(path))
 
 
 def _launch(
@@ -282,9 +288,15 @@ def test_roofline_words_are_the_runs_matrix_units(tmp_path: Path) -> None:
     """On an AMD GPU the legend says "AMD Matrix Cores" (the device table gives the MI300X's
     5.3 TB/s, so its roofline is drawn); a GPU without a bandwidth in the table gets a note, not a
     chart."""
-    t = _trace(tmp_path, [CUDNN], gpu="AMD Instinct MI300X")
-    assert t.roofline is not None and t.roofline.matrix_unit == "AMD Matrix Cores"
+    view = _report(tmp_path, [CUDNN], gpu="AMD Instinct MI300X")
+    t = view.analysis.throughput
+    assert t is not None and t.roofline is not None
+    assert t.roofline.matrix_unit == view.analysis.verdict.words.unit == "AMD Matrix Cores"
     assert t.roofline.memory_gbs == 5300.0 and len(t.roofline.points) == 1
+    # the chart's legend and column head in the run's words, none of them NVIDIA's
+    chart = html.render(view).split('<section id="roofline"', 1)[1].split("</section>", 1)[0]
+    assert t.roofline.use_words(t.roofline.points[0].matrix_units) in chart
+    assert '<th scope="col">AMD Matrix Cores</th>' in chart and "Tensor Core" not in chart
     t = _trace(tmp_path, [CUDNN], gpu="NVIDIA A100-PG509-200")  # A100, memory not named
     assert t.roofline is not None and t.roofline.gpu_model == "A100"
     assert t.roofline.points == () and "bandwidth" in (t.roofline.note or "")

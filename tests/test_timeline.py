@@ -80,6 +80,6 @@ def test_data_loader_cover_is_an_interval_union() -> None:
 
 def test_dlprof_cnn_timeline_matches_dlprof_kernel_total(dlprof_cnn: Path) -> None:
     a = api.analyze(api.load(dlprof_cnn)).analysis
-    assert a.timeline is not None
-    assert a.timeline.launches == 59  # CUPTI kernel launches of this run
-    assert a.timeline.busy_ns <= 589_147  # the union never exceeds DLProf's summed kernel time
+    assert a.time.timeline is not None
+    assert a.time.timeline.launches == 59  # CUPTI kernel launches of this run
+    assert a.time.timeline.busy_ns <= 589_147  # the union never exceeds DLProf's summed kernel time

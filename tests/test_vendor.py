@@ -33,8 +33,8 @@ def mi250() -> Report:
 
 def test_real_mi250_is_amd_with_no_nvidia_claim(mi250: Report) -> None:
     a = mi250.analysis
-    assert a.vendor is Vendor.AMD
-    assert a.matrix_unit == "AMD Matrix Cores"
+    assert a.verdict.vendor is Vendor.AMD
+    assert a.verdict.words.unit == "AMD Matrix Cores"
     assert {g.vendor for g in a.meta.gpus} == {"amd"}
     # computeMajor 9 is a HIP architecture, not "compute capability 9.0"
     assert all(g.compute_capability is None for g in a.meta.gpus)
@@ -48,11 +48,11 @@ def test_real_mi250_is_amd_with_no_nvidia_claim(mi250: Report) -> None:
 
 def test_real_mi250_tensile_mfma_gemms_are_matrix_core_time(mi250: Report) -> None:
     a = mi250.analysis
-    cijk = [k for k in a.kernels if k.name.startswith("Cijk_")]
+    cijk = [k for k in a.breakdown.kernels if k.name.startswith("Cijk_")]
     assert len(cijk) == 2 and all("_MI16x16x1_" in k.name for k in cijk)
     assert all(k.uses_tc is True and k.tc_rule == "tensile-mfma" for k in cijk)
     assert sum(k.gpu_ns for k in cijk) == a.time.tc_kernel_ns == 30_240
-    assert a.tc.classified_kernel_time_share == 1.0
+    assert a.verdict.classified_share == 1.0
     assert not [f for f in mi250.findings if f.id in ("TC001", "TC003", "TC004")]
 
 
@@ -114,8 +114,8 @@ def test_synthetic_mi300_run_counts_matrix_core_time_and_unknowns_are_not_misses
     ]
     view = api.analyze(synthetic_vendor_run("AMD Instinct MI300X", names))
     a = view.analysis
-    assert a.vendor is Vendor.AMD and a.time.tc_kernel_ns == 10_000
-    assert not [o for o in a.ops if o.missed_tc]
+    assert a.verdict.vendor is Vendor.AMD and a.time.tc_kernel_ns == 10_000
+    assert not [o for o in a.breakdown.ops if o.missed_tc]
     assert not [f for f in view.findings if f.id == "TC004"]
 
 
@@ -125,9 +125,9 @@ def test_synthetic_other_vendor_is_unknown_never_no(gpu: str) -> None:
     view = api.analyze(synthetic_vendor_run(gpu, names))
     a = view.analysis
     if gpu_vendor(gpu) == "intel":
-        assert a.vendor is Vendor.INTEL
-        assert all(k.uses_tc is None for k in a.kernels)
-    assert a.tc.eligible_not_using_op_count == 0
+        assert a.verdict.vendor is Vendor.INTEL
+        assert all(k.uses_tc is None for k in a.breakdown.kernels)
+    assert a.verdict.eligible_not_using_op_count == 0
     assert not [f for f in view.findings if f.id in ("TC001", "TC003", "TC004")]
 
 

@@ -96,7 +96,7 @@ def test_synthetic_rocm_jax_xspace_is_amd_without_compute_capability(tmp_path: P
         assert device_table.describe(g).architecture == "CDNA 3"
     view = api.analyze(run)
     a = view.analysis
-    assert a.vendor is Vendor.AMD
+    assert a.verdict.vendor is Vendor.AMD
     assert a.time.tc_kernel_ns == 2 * 30_000  # the MFMA GEMM on both devices, ns
     for text in (api.render_json(view), api.render_markdown(view)):
         assert "9.4" not in text and "sm 9" not in text and "cc 9" not in text
@@ -122,4 +122,4 @@ def test_synthetic_tpu_plane_is_not_a_cpu_only_profile(tmp_path: Path) -> None:
     assert "CPU-only" not in notes
     assert "1 TPU plane" in notes and "no matrix-unit verdict" in notes
     assert run.meta.device_events_unread == 1
-    assert not api.analyze(run).analysis.cpu_only
+    assert not api.analyze(run).analysis.host.cpu_only

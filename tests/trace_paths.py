@@ -6,6 +6,8 @@ Test modules import these names from here (``from trace_paths import REALTRACES`
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from pathlib import Path
 
@@ -41,6 +43,26 @@ DLPROF_CNN = REALTRACES / "dlprof" / "v1.8-pytorch-cnn"
 NSYS_H100_REAL = REALTRACES / "nsys" / "h100x2-bf16-fastvideo" / "mfu_2gpu_after.sqlite"
 NSYS_H100 = real_or_bundled("nsys/h100x2-bf16-fastvideo/mfu_2gpu_after.sqlite")
 NSYS_WIN2022 = REALTRACES / "nsys" / "v2022.1-windows-synthetic" / "con_kernel.sqlite"
+
+
+#: Why a case that reads a TensorFlow profile skips: its reader needs the [tf] extra.
+NO_TF = "needs the [tf] extra (xprof) to read TensorFlow profiles"
+
+
+@functools.cache
+def have_tf_reader() -> bool:
+    """Whether the xplane reader can run here (``pip install -e '.[tf]'``): without it a real
+    TensorFlow trace is an input tcreport refuses, and the cases reading one skip."""
+    try:
+        importlib.import_module("xprof")
+    except ImportError:
+        return False
+    return True
+
+
+def reads_tf(path: Path) -> bool:
+    """Whether reading ``path`` (a file or a folder of traces) needs the TensorFlow reader."""
+    return path.suffix == ".pb" or "tf_profiler" in path.parts or path.name == "tf_profiler"
 
 
 def need(path: Path) -> Path:

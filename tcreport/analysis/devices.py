@@ -1,7 +1,8 @@
 """Per-GPU figures: on multi-GPU runs an idle or fp32-only rank hides inside the total.
 
 The rows sum to the run's totals (kernel, Tensor Core and memory time, launches); where the input
-has memory time but no per-row device (a DLProf summary), it is the one GPU's.
+has memory time but no per-row device (a DLProf summary), it is the one GPU's, or, where kernels
+ran on several, a row of no known GPU's.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ def device_rows(run: Run) -> list[DeviceRow]:
             mt.group_by("device_id", use_threads=False).aggregate([("dur", "sum")]).to_pylist()
         ):
             mem[r["device_id"]] = int(r["dur_sum"])
-    elif run.memory is None and run.meta.reported.memory_ns is not None and g.num_rows == 1:
-        # no memory rows, only the profiler's total (a DLProf CSV folder): one GPU had it all
-        mem[g.column("device_id")[0].as_py()] = run.meta.reported.memory_ns
+    elif run.memory is None and run.meta.reported.memory_ns is not None:
+        # no memory rows, only the profiler's total (a DLProf CSV folder): one GPU had it all;
+        # with several, no GPU is known to have had it (a row of its own, so the rows still sum)
+        one = g.column("device_id")[0].as_py() if g.num_rows == 1 else None
+        mem[one] = run.meta.reported.memory_ns
     names = {gpu.device_id: gpu.name for gpu in run.meta.gpus}
     found = {r["device_id"]: r for r in g.to_pylist()}
     # a GPU that only copied (device 1 of the TF multi-worker capture) is a row too, so the

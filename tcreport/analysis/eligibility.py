@@ -196,8 +196,9 @@ def count_once(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
     ``aten::linear`` beside the ``aten::addmm`` inside it. Then every total over ops counts it
     twice, and eligible GPU time outgrows the kernel time. So where op times add up to more than
     the kernel time and kernels link to ops, each op keeps at most the time of the kernels linked
-    to it (the leaf that launched them); an op no kernel links to keeps none. Inputs whose op
-    times add up are left exactly as read.
+    to it (the leaf that launched them); an op no kernel links to keeps none; rows that share an
+    op id share its kernels' time, in row order (a repeated row keeps only what is left). Inputs
+    whose op times add up are left exactly as read.
     """
     gpu = ops.column("gpu_ns")
     if (
@@ -215,9 +216,23 @@ def count_once(ops: pa.Table, kernels: pa.Table | None) -> pa.Table:
     ok = j.other >= 0
     linked = exact_sums(j.other[ok], dur[ok], j.size)
     own = np.where(j.ops >= 0, linked[np.maximum(j.ops, 0)], 0)
-    once = pc.min_element_wise(gpu, pa.array(own), skip_nulls=False)
+    kept = pa.array(_shared(j.ops, own, np.maximum(_int64(gpu), 0)))
+    once = pc.if_else(pc.is_valid(gpu), kept, pa.scalar(None, pa.int64()))
     i = ops.schema.get_field_index("gpu_ns")
     return ops.set_column(i, ops.schema.field(i), _chunked_int(once))
+
+
+def _shared(code: np.ndarray, own: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    """Per op row, at most its op id's kernel time ``own`` less what earlier rows with the same id
+    kept (each row's own time ``gpu`` at most): one op id's kernels counted once over its rows."""
+    order = np.lexsort((np.arange(code.size), code))  # by op id, rows in order within one
+    c, g = code[order], gpu[order]
+    before = np.cumsum(g) - g  # the time of every earlier row in this order
+    first = np.r_[True, c[1:] != c[:-1]] if c.size else np.zeros(0, bool)
+    earlier = before - np.maximum.accumulate(np.where(first, before, 0))  # ... of this op id
+    kept = np.empty_like(g)
+    kept[order] = np.clip(own[order] - earlier, 0, g)
+    return kept
 
 
 def _int64(col: pa.ChunkedArray) -> np.ndarray:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes
-from tcreport.model import Run
+from tcreport.model import IterationInfo, Run
 
 
 @dataclass(frozen=True)
@@ -26,31 +26,6 @@ class TimeFigures:
     kernel_launches: int | None
     unique_kernels: int | None
     unknown_kernel_ns: int | None = None  # kernel time with no Tensor Core verdict
-
-
-@dataclass(frozen=True)
-class TcFigures:
-    kernel_time_share: float | None
-    classified_kernel_time_share: float | None
-    eligible_op_count: int | None
-    using_op_count: int | None
-    eligible_not_using_op_count: int | None
-    eligible_gpu_ns: int | None
-    eligible_not_using_gpu_ns: int | None
-    #: of the using ops, those that missed Tensor Cores in some calls (so they are counted in
-    #: both ``using_op_count`` and ``eligible_not_using_op_count``)
-    partly_using_op_count: int | None = None
-    #: eligible GPU time not on Tensor Cores as a share of GPU kernel time (the CI gate's figure)
-    eligible_not_using_share: float | None = None
-    #: kernel time no op claims (launched outside every op range): ``None`` without ops or
-    #: kernel time; the ops' own kernel time plus this is the kernel time
-    unattributed_kernel_ns: int | None = None
-    #: Op-level figures, only where kernel-level ones are missing (a DLProf 0.x detailed report
-    #: has per-op GPU time but no kernel table): the ops' GPU time summed, and the share of it in
-    #: ops that used Tensor Cores (an op's whole time counts, its non-TC kernels included, so it
-    #: is an upper bound of the kernel-level share). Always shown labelled "op-level".
-    op_level_gpu_ns: int | None = None
-    op_level_tc_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +123,8 @@ def _share(part: int | None, whole: int | None) -> float | None:
     return min(1.0, max(0.0, part / whole))
 
 
-def time_figures(run: Run) -> TimeFigures:
+def time_figures(run: Run, info: IterationInfo) -> TimeFigures:
+    """The headline times of ``run``, sliced to the iterations ``info`` says were aggregated."""
     rep = run.meta.reported
     k = run.kernels
     gpu: int | None
@@ -172,7 +148,7 @@ def time_figures(run: Run) -> TimeFigures:
         unknown = None
     memory = _sum(run.memory.column("duration_ns")) if run.memory is not None else rep.memory_ns
     return TimeFigures(
-        wall_ns=wall_ns(run),
+        wall_ns=wall_ns(run, info),
         gpu_kernel_ns=gpu,
         tc_kernel_ns=tc,
         memory_ns=memory,
@@ -182,11 +158,11 @@ def time_figures(run: Run) -> TimeFigures:
     )
 
 
-def wall_ns(run: Run) -> int | None:
-    """The aggregated range: the iterations kept (one is enough: a single ``ProfilerStep#N`` is
-    a range too), else what the profiler reported, else first to last kernel or copy (a trace
-    with no step marker is its GPU activity, the range the busy share is taken over)."""
-    it = run.meta.iterations
+def wall_ns(run: Run, it: IterationInfo) -> int | None:
+    """The aggregated range: the iterations ``it`` kept (one is enough: a single
+    ``ProfilerStep#N`` is a range too), else what the profiler reported, else first to last
+    kernel or copy (a trace with no step marker is its GPU activity, the range the busy share is
+    taken over)."""
     if (
         run.iterations is not None
         and run.iterations.num_rows
@@ -262,7 +238,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
             "tc": _op_tc_ns(ops, run.kernels),
             "shapes": ops.column("input_shapes"),
             "calls": ops.column("calls"),
-            "gpu_ns": _op_gpu_ns(ops),
+            "gpu_ns": _op_gpu_ns(ops, run.kernels),
             "cpu_ns": ops.column("cpu_ns"),
             "elig": pc.fill_null(ops.column("tc_eligible"), False),
             "uses": pc.fill_null(ops.column("uses_tc"), False),
@@ -311,11 +287,17 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     return rows
 
 
-def _op_gpu_ns(ops: pa.Table) -> pa.ChunkedArray:
+def _op_gpu_ns(ops: pa.Table, kernels: pa.Table | None) -> pa.ChunkedArray:
     """The ops' kernel time; where the input gives none at all but the profiler's own per-op GPU
-    time (a DLProf 0.x detailed report alone), that time: it is what the profiler reported."""
+    time and no kernel table (a DLProf 0.x detailed report alone), that time: it is what the
+    profiler reported. Beside a kernel table it is not kernel time (DLProf's op-type totals count
+    an op's copies too), so op time would outgrow the kernel time it is a part of."""
     gpu = ops.column("gpu_ns")
-    if gpu.null_count == ops.num_rows and ops.column("gpu_total_ns").null_count < ops.num_rows:
+    if (
+        gpu.null_count == ops.num_rows
+        and ops.column("gpu_total_ns").null_count < ops.num_rows
+        and (kernels is None or kernels.num_rows == 0)
+    ):
         return ops.column("gpu_total_ns")
     return gpu
 
@@ -387,59 +369,3 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
         )
         for r, tc_rule in zip(g.to_pylist(), rule_ids, strict=True)
     ]
-
-
-def tc_figures(
-    run: Run, time: TimeFigures, ops: list[OpRow], classified_share: float | None
-) -> TcFigures:
-    rep = run.meta.reported
-    op_level = _op_level(time, ops)
-    if run.ops is not None:
-        eligible = [o for o in ops if o.counts_as_eligible]
-        using = [o for o in eligible if o.uses_tc]
-        missing = [o for o in eligible if o.has_misses]  # an op partly on TC is in both lists
-        elig_n: int | None = len(eligible)
-        using_n: int | None = len(using)
-        missing_n: int | None = len(missing)
-        elig_ns: int | None = sum(o.gpu_ns or 0 for o in eligible)
-        missing_ns: int | None = sum(o.missed_ns for o in missing)
-        partly_n: int | None = sum(1 for o in eligible if o.partly_missed)
-    else:
-        elig_n, using_n, missing_n = (
-            rep.eligible_op_count,
-            rep.using_op_count,
-            rep.eligible_not_using_op_count,
-        )
-        missing_ns = rep.eligible_not_using_gpu_ns
-        partly_n = None
-        elig_ns = (
-            None
-            if missing_ns is None or rep.using_gpu_ns is None
-            else missing_ns + rep.using_gpu_ns
-        )
-    return TcFigures(
-        kernel_time_share=_share(time.tc_kernel_ns, time.gpu_kernel_ns),
-        classified_kernel_time_share=classified_share,
-        eligible_op_count=elig_n,
-        using_op_count=using_n,
-        eligible_not_using_op_count=missing_n,
-        eligible_gpu_ns=elig_ns,
-        eligible_not_using_gpu_ns=missing_ns,
-        partly_using_op_count=partly_n,
-        eligible_not_using_share=_share(missing_ns, time.gpu_kernel_ns),
-        unattributed_kernel_ns=(
-            max(0, time.gpu_kernel_ns - sum(o.gpu_ns or 0 for o in ops))
-            if run.ops is not None and time.gpu_kernel_ns is not None
-            else None
-        ),
-        op_level_gpu_ns=op_level[0],
-        op_level_tc_share=op_level[1],
-    )
-
-
-def _op_level(time: TimeFigures, ops: list[OpRow]) -> tuple[int | None, float | None]:
-    """Op GPU time and its share in ops using Tensor Cores, when there is no kernel time."""
-    if time.gpu_kernel_ns is not None or not any(o.gpu_ns for o in ops):
-        return None, None
-    total = sum(o.gpu_ns or 0 for o in ops)
-    return total, _share(sum(o.gpu_ns or 0 for o in ops if o.uses_tc), total)

@@ -3,7 +3,7 @@ table and chart, so the op-type table and the kernels section cannot disagree on
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tcreport.analysis.figures import OpRow, _share
@@ -21,7 +21,6 @@ class OpGroup:
     share: float | None
     tc_ns: int  # OpRow.tc_ns summed
     miss_ns: int  # OpRow.missed_ns summed
-    css: str = ""  # a colour slot, set by the renderer that draws it
 
     @property
     def type(self) -> str:
@@ -32,7 +31,7 @@ OpTypeRow = OpGroup  # the op-type table is the grouping by type
 
 
 def group_ops(
-    ops: list[OpRow] | tuple[OpRow, ...], key: Callable[[OpRow], str | None], total: int | None
+    ops: Sequence[OpRow], key: Callable[[OpRow], str | None], total: int | None
 ) -> list[OpGroup]:
     """Ops summed per key, by GPU time descending, then name; a missing key is "(unknown)"."""
     acc: dict[str, list[int]] = {}

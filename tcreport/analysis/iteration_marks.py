@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes
-from tcreport.model import Run
+from tcreport.model import IterationMethod, Run
 
 
 def _occurrences(run: Run, name: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -218,7 +218,7 @@ def candidate_key_nodes(run: Run, limit: int = 5) -> tuple[str, ...]:
     return tuple(name for name, _ in ranked[:limit])
 
 
-_Bounds = tuple[np.ndarray, np.ndarray, str]
+_Bounds = tuple[np.ndarray, np.ndarray, IterationMethod]
 
 
 def boundaries(
@@ -238,15 +238,15 @@ def boundaries(
                 "or overlap another; iterations are cut at the outermost ones only"
             )
             occ = _outermost(occ)
-        return (occ[0], occ[1], f"key node {key_node!r}"), key_node, True, note
+        return (occ[0], occ[1], IterationMethod.KEY_NODE), key_node, True, note
     steps = _profiler_steps(run)
     if steps is not None:
-        return (steps[1], steps[2], "ProfilerStep#N ranges"), None, True, None
+        return (steps[1], steps[2], IterationMethod.PROFILER_STEP_RANGES), None, True, None
     outer, why = _repeating_outer_range(run)
     if outer is not None:
         occ = _occurrences(run, outer)
         assert occ is not None
-        return (occ[0], occ[1], f"repeating range {outer!r}"), outer, True, why
+        return (occ[0], occ[1], IterationMethod.REPEATING_RANGE), outer, True, why
     if why is not None:
         why += "; the whole run is aggregated as one iteration"
     return None, None, True, why

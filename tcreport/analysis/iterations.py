@@ -29,13 +29,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import fmt, schema
+from tcreport.analysis.eligibility import count_once
 from tcreport.analysis.iteration_marks import MIN_ITERATION_COVERAGE as MIN_ITERATION_COVERAGE
 from tcreport.analysis.iteration_marks import _occurrences as _occurrences
 from tcreport.analysis.iteration_marks import boundaries
 from tcreport.analysis.iteration_marks import candidate_key_nodes as candidate_key_nodes
 from tcreport.analysis.iteration_marks import nested as nested
-from tcreport.errors import UsageError
-from tcreport.model import IterationInfo, Run, RunMeta
+from tcreport.analysis.slicing import Slice, past_last
+from tcreport.errors import OptionError
+from tcreport.model import IterationInfo, IterationMethod, Run, RunMeta
 
 
 @dataclass(frozen=True)
@@ -130,29 +132,26 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
     return table.filter(keep)
 
 
-def _bounded(start: int | None, stop: int | None, total: int) -> tuple[int, int]:
+def _bounded(
+    start: int | None, stop: int | None, total: int, info: IterationInfo
+) -> tuple[int, int]:
     lo = 0 if start is None else start
     if lo > total - 1:
-        raise UsageError(
-            f"--iter-start {lo} is past the last iteration; the run has {total} (0 to {total - 1})"
-        )
+        raise OptionError(past_last(lo, total, info))
     hi = total - 1 if stop is None else min(total - 1, stop)
     return lo, max(lo, hi)
 
 
-def select(
-    run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None
-) -> tuple[Run, Selection]:
-    """Split ``run`` into iterations and keep only ``[iter_start, iter_stop]``.
+def select(run: Run, slc: Slice) -> tuple[Run, Selection]:
+    """Split ``run`` into iterations and keep only ``[slc.iter_start, slc.iter_stop]``.
 
     Inputs without timestamps (DLProf's aggregated reports) were sliced by DLProf itself; they
     pass through with the profiler's own iteration figures.
     """
+    key_node, iter_start, iter_stop = slc.key_node, slc.iter_start, slc.iter_stop
     reported = run.meta.iterations
     # DLProf aggregated at profile time; the TF capture profiled only the kept steps.
-    profiler_sliced = reported.method == "dlprof" or (reported.method or "").startswith(
-        "TF profiler window"
-    )
+    profiler_sliced = reported.method is not None and reported.method.sliced_by_profiler
     if not _has_times(run) or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
@@ -169,7 +168,7 @@ def select(
             aggregated=1,
             mean_ns=run.meta.iterations.mean_ns,
             std_ns=run.meta.iterations.std_ns,
-            method="whole run",
+            method=IterationMethod.WHOLE_RUN,
         )
         return run.replace(meta=_with_iterations(run, info)), _no_split(
             run, info, found and key_node is None
@@ -187,7 +186,7 @@ def _has_times(run: Run) -> bool:
 
 def _split(
     run: Run,
-    bounds: tuple[np.ndarray, np.ndarray, str],
+    bounds: tuple[np.ndarray, np.ndarray, IterationMethod],
     key_node: str | None,
     found: bool,
     iter_start: int | None,
@@ -200,7 +199,7 @@ def _split(
     bounds_end = np.empty_like(starts)
     bounds_end[:-1] = starts[1:]
     bounds_end[-1] = max(int(ends[-1]), last or int(ends[-1]))
-    lo, hi = _bounded(iter_start, iter_stop, total)
+    lo, hi = _bounded(iter_start, iter_stop, total, IterationInfo(key_node=key_node, method=method))
     durations = (bounds_end - starts)[lo : hi + 1]
     info = IterationInfo(
         key_node=key_node,
@@ -223,11 +222,16 @@ def _split(
     meta = _with_iterations(run, info)
     if (note := unlaunched_note(run)) is not None:
         meta = dataclasses.replace(meta, notes=(*meta.notes, note))
+    kernels = _filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi)
+    ops = _filter(_assign(run.ops, starts, "start_ns"), lo, hi)
     out = run.replace(
         meta=meta,
-        kernels=_filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi),
+        kernels=kernels,
         memory=_filter(_assign(run.memory, starts, _launch_time(run.memory)), lo, hi),
-        ops=_filter(_assign(run.ops, starts, "start_ns"), lo, hi),
+        # An op is in the iteration its host start is in, a kernel in its launch's: a kernel with
+        # no launch record is in none, though its op may be. The op keeps only the time of the
+        # kernels kept with it, or op time outgrows the kernel time it is part of.
+        ops=count_once(ops, kernels) if ops is not None else None,
         iterations=iterations,
     )
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
@@ -247,7 +251,7 @@ def _keep_reported(
     lo = 0 if lo is None else lo
     hi = (info.total - 1 if info.total else lo) if hi is None else hi
     if info.total is not None:
-        _bounded(lo, hi, info.total)
+        _bounded(lo, hi, info.total, info)
     narrowed = dataclasses.replace(
         info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None
     )

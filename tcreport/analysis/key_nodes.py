@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 
 from tcreport.analysis import _codes
 from tcreport.analysis.iteration_marks import _span, nested
-from tcreport.analysis.iterations import Selection
 from tcreport.model import Run
 
 #: Names that mean "one training step" in the frameworks and in user code.
@@ -174,31 +173,3 @@ def validated_candidates(run: Run, limit: int = 3) -> tuple[KeyNodeCandidate, ..
     order = {Confidence.HIGH: 0, Confidence.MEDIUM: 1, Confidence.LOW: 2}
     found.sort(key=lambda c: (order[c.confidence], -c.occurrences, c.name))
     return tuple(found[:limit])
-
-
-def ineffective_options(
-    selection: Selection, key_node: str | None, iter_start: int | None
-) -> str | None:
-    """Why the iteration options the user gave do nothing, in one line, or ``None``.
-
-    An unknown ``--key-node`` silently aggregates the whole run, and an ``--iter-start`` past the
-    last iteration of a run that could not be split silently aggregates its only one: both look
-    like a successful slice. The message lists what would work (the iterations, the names).
-    """
-    info = selection.info
-    names = ", ".join(repr(c) for c in selection.candidates) or "none found"
-    if key_node is not None and not selection.key_node_found:
-        return (
-            f"--key-node {key_node!r} never occurs in this trace, so nothing would be sliced; "
-            f"key nodes that repeat once per iteration here: {names} (--allow-empty to aggregate "
-            "the whole run anyway)"
-        )
-    total = info.total or 1
-    if iter_start is not None and iter_start > total - 1:
-        how = info.method or "as reported"
-        return (
-            f"--iter-start {iter_start} is past the last iteration: the run has {total} "
-            f"(0 to {total - 1}, {how}); key nodes that could split it: {names} "
-            "(--allow-empty to aggregate anyway)"
-        )
-    return None

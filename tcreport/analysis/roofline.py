@@ -4,8 +4,9 @@ placed by arithmetic intensity and achieved rate under the GPU's two roofs.
 TraceLens prints the same figures as a table; a chart shows at a glance which ops sit far under
 their roof and whether the roof that binds them is compute or memory, and, coloured by whether
 their kernels ran on the matrix units, which slow ops are slow because they missed them. The
-chart's words come from here: the matrix units' name is the run's (``Analysis.matrix_unit``,
-"Tensor Cores" or "AMD Matrix Cores"), the roofs are the peaks table's with its sources.
+chart's words come from here: the matrix units' name is the run's (the verdict section's
+``words.unit``, "Tensor Cores" or "AMD Matrix Cores"), and so is how the legend says a group used
+them; the roofs are the peaks table's with its sources.
 
 Only groups with FLOPs, bytes and GPU time are drawn; the heavy ones without are named in
 ``left_out``, and a run whose GPU has no bandwidth in the peaks table gets a note, not a chart.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tcreport.analysis.op_throughput import OpThroughput, ridge
+from tcreport.analysis.op_throughput import MatrixUse, OpThroughput, ridge
 from tcreport.analysis.peaks import GpuPeaks
 
 #: Heavy (op, shapes) groups drawn, by GPU time: beyond this the chart is a cloud of dots.
@@ -49,6 +50,16 @@ class Roofline:
     @property
     def drawn_gpu_ns(self) -> int:
         return sum(p.gpu_ns for p in self.points)
+
+    def use_words(self, use: MatrixUse) -> str:
+        """How the legend says a group used the matrix units, in this run's words."""
+        unit = self.matrix_unit
+        return {
+            MatrixUse.YES: f"ran on {unit}",
+            MatrixUse.NO: f"not on {unit}",
+            MatrixUse.MIXED: f"some calls on {unit}",
+            MatrixUse.UNKNOWN: f"{unit} use unknown",
+        }[use]
 
 
 def _drawable(o: OpThroughput) -> bool:

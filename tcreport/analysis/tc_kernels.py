@@ -326,6 +326,10 @@ class Agreement:
     def rate(self) -> float | None:
         return self.agreeing / self.compared if self.compared else None
 
+    @property
+    def disagreeing(self) -> int:
+        return self.compared - self.agreeing
+
 
 def tc_agreement(kernels: pa.Table) -> Agreement:
     """Kernel-level agreement of ``uses_tc`` with ``profiler_uses_tc``, disagreements by name."""
@@ -383,11 +387,6 @@ def classified_share(kernels: pa.Table) -> float | None:
     """Share of kernel time whose verdict is known (ours or the profiler's); ``None`` without
     kernel time. A low share means the TC share is a lower bound, and the report says so."""
     return _time_share(kernels, pc.is_valid(kernels.column("uses_tc")))
-
-
-def tc_share(kernels: pa.Table) -> float | None:
-    """Share of kernel time spent in kernels judged to use Tensor Cores."""
-    return _time_share(kernels, kernels.column("uses_tc"))
 
 
 # --- documentation ------------------------------------------------------------------------------

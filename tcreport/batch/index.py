@@ -31,8 +31,8 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
         "tc_share",
         "eligible_not_tc_share",
         "eligible_not_using_gpu_ns",
-        "top_finding_id",
-        "top_finding_title",
+        "fix_first_id",
+        "fix_first_title",
         "report",
     ]
     data = runs.select(cols).sort_by([("date", "descending"), ("source", "ascending")])
@@ -41,7 +41,7 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
 
 def _row(r: dict[str, Any]) -> IndexRow:
     date = r["date"]
-    top = f"{r['top_finding_id']}: {r['top_finding_title']}" if r["top_finding_id"] else None
+    first = f"{r['fix_first_id']}: {r['fix_first_title']}" if r["fix_first_id"] else None
     return IndexRow(
         run_id=r["run_id"],
         ok=r["status"] == "ok",
@@ -54,7 +54,7 @@ def _row(r: dict[str, Any]) -> IndexRow:
         tc_share=r["tc_share"],
         miss_share=r["eligible_not_tc_share"],
         miss_ns=r["eligible_not_using_gpu_ns"],
-        top_finding=top,
+        fix_first=first,
         report=r["report"],
         date_from_mtime=(r["date_source"] or "").startswith("file mtime"),
     )

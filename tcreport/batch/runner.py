@@ -46,12 +46,13 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import _fs
+from tcreport import _fs, ingest
 from tcreport._fs import write_text_atomic
+from tcreport.batch import index as batch_index
 from tcreport.batch import lock, pool
 from tcreport.batch.naming import partition_value, report_name, taken_names
 from tcreport.batch.work import TABLES, Outcome, Task, failed_like, is_legacy_out, retryable
-from tcreport.errors import InputError, OutputError, TcreportError, UsageError
+from tcreport.errors import EmptyInputError, InputError, OutputError, TcreportError, UsageError
 
 #: Files whose name says "trace" are listed as failed runs when detection rejects them; any other
 #: file that no reader recognises (READMEs, scripts) is not a run and is skipped silently.
@@ -73,10 +74,6 @@ HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
 OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
-
-
-class EmptyInputError(InputError):
-    """``batch`` found nothing to archive: a warning and a non-zero exit, not an empty index."""
 
 
 class Executor(StrEnum):
@@ -103,8 +100,6 @@ class BatchResult:
 
 def discover(root: Path, exclude: Path | None = None) -> list[Found]:
     """Every run under ``root``: a detected directory is one run and is not descended into."""
-    from tcreport import ingest
-
     seen: set[Path] = set()
     found: list[Found] = []
 
@@ -204,6 +199,7 @@ def existing_runs(out: Path) -> pa.Table:
     if not files:
         return TABLES["runs"].empty_table()
     try:
+        # the table's schema, so a column added since an older batch (work.ADDED_LATER) is null
         dataset = ds.dataset(files, schema=TABLES["runs"], format="parquet")
         return dataset.to_table(columns=TABLES["runs"].names)
     except (OSError, pa.ArrowException) as exc:
@@ -338,8 +334,6 @@ def run_batch(
     on_done: Callable[[Outcome], None] | None = None,
 ) -> BatchResult:
     """Process every run under ``root`` into ``out``; never stops on a bad trace."""
-    from tcreport.batch import index as batch_index
-
     started = time.perf_counter()
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {jobs}")
@@ -410,7 +404,7 @@ def _process(
     rest = [t for t in tasks if t.error is None or not t.error.startswith(UNREADABLE)]
     outcomes: Iterable[Outcome]
     if executor is Executor.DASK:
-        from tcreport.batch import dask_executor as batch_dask
+        from tcreport.batch import dask_executor as batch_dask  # dask: the [cluster] extra
 
         outcomes = batch_dask.run(rest, str(scheduler))
     else:

@@ -54,8 +54,11 @@ RUNS = pa.schema(
         ("eligible_not_using_gpu_ns", pa.int64()),
         ("eligible_not_tc_share", pa.float64()),
         ("finding_count", pa.int64()),
-        ("top_finding_id", pa.string()),
+        ("top_finding_id", pa.string()),  # the first finding as ranked (findings.rank 1)
         ("top_finding_title", pa.string()),
+        # the finding the report says to fix first (rules.fix_first; null when none qualifies)
+        ("fix_first_id", pa.string()),
+        ("fix_first_title", pa.string()),
         ("report", pa.string()),  # relative link to the run's HTML report
         ("seconds", pa.float64()),
     ]
@@ -106,10 +109,11 @@ TABLES: dict[str, pa.Schema] = {
     "kernels": KERNELS,
     "findings": FINDINGS,
 }
-
-
-#: Columns added after OUT folders got their marker: an unmarked, older OUT never has them.
-ADDED_SINCE_MARKER = frozenset({"missing_extra"})
+#: Columns added to a table after datasets were written without them: a run archived before
+#: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
+ADDED_LATER: dict[str, frozenset[str]] = {
+    "runs": frozenset({"fix_first_id", "fix_first_title", "missing_extra"})
+}
 
 
 def is_legacy_out(out: Path) -> bool:
@@ -139,8 +143,8 @@ def is_legacy_out(out: Path) -> bool:
             and path.is_file()
         )
         try:
-            need = set(TABLES[parts[0]].names) - ADDED_SINCE_MARKER
-            if not ok or not need <= set(pq.read_schema(path).names):
+            needed = set(TABLES[parts[0]].names) - ADDED_LATER.get(parts[0], frozenset())
+            if not ok or not needed <= set(pq.read_schema(path).names):
                 return False
         except (OSError, pa.ArrowException):
             return False
@@ -277,6 +281,7 @@ def process(task: Task) -> Outcome:
 def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
     """The work itself, every step of it inside :func:`process`'s failure handling: building
     the dataset rows can fail too (an int64 column given a value past it)."""
+    # jinja2 only where a report is rendered, not for the dataset's schemas (TABLES)
     from tcreport.render.html import render as render_html
 
     run = ingest.load(Path(task.path))
@@ -299,8 +304,9 @@ def _runs_table(
 ) -> pa.Table:
     """The run's one row in ``runs``: what it is, its headline figures and its top finding."""
     a = view.analysis
-    miss, total = a.tc.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
+    miss, total = a.verdict.eligible_not_using_gpu_ns, a.time.gpu_kernel_ns
     top = view.findings[0] if view.findings else None
+    first = view.fix_first
     return _rows(
         RUNS,
         _run_row(
@@ -314,22 +320,24 @@ def _runs_table(
             framework=a.meta.framework,
             profiler=a.meta.profiler,
             profiler_version=a.meta.profiler_version,
-            iterations_aggregated=a.selection.info.aggregated,
+            iterations_aggregated=a.iterations.info.aggregated,
             wall_ns=a.time.wall_ns,
             gpu_kernel_ns=total,
             tc_kernel_ns=a.time.tc_kernel_ns,
             memory_ns=a.time.memory_ns,
-            tc_share=a.tc.kernel_time_share,
-            classified_share=a.tc.classified_kernel_time_share,
-            eligible_op_count=a.tc.eligible_op_count,
-            using_op_count=a.tc.using_op_count,
-            eligible_not_using_op_count=a.tc.eligible_not_using_op_count,
-            eligible_gpu_ns=a.tc.eligible_gpu_ns,
+            tc_share=a.verdict.tc_share,
+            classified_share=a.verdict.classified_share,
+            eligible_op_count=a.verdict.eligible_op_count,
+            using_op_count=a.verdict.using_op_count,
+            eligible_not_using_op_count=a.verdict.eligible_not_using_op_count,
+            eligible_gpu_ns=a.verdict.eligible_gpu_ns,
             eligible_not_using_gpu_ns=miss,
-            eligible_not_tc_share=a.tc.eligible_not_using_share,
+            eligible_not_tc_share=a.verdict.eligible_not_tc_share,
             finding_count=len(view.findings),
             top_finding_id=top.id if top else None,
             top_finding_title=top.title if top else None,
+            fix_first_id=first.id if first else None,
+            fix_first_title=first.title if first else None,
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),
@@ -344,29 +352,29 @@ def _detail_tables(run_id: str, view: Report) -> dict[str, pa.Table]:
     ops = _rows(
         OPS,
         {
-            "run_id": rid * len(a.ops),
-            "name": [o.name for o in a.ops],
-            "type": [o.type for o in a.ops],
-            "dtype": [o.dtype for o in a.ops],
-            "calls": [o.calls for o in a.ops],
-            "gpu_ns": [o.gpu_ns for o in a.ops],
-            "cpu_ns": [o.cpu_ns for o in a.ops],
-            "share": [o.share for o in a.ops],
-            "tc_eligible": [o.tc_eligible for o in a.ops],
-            "uses_tc": [o.uses_tc for o in a.ops],
+            "run_id": rid * len(a.breakdown.ops),
+            "name": [o.name for o in a.breakdown.ops],
+            "type": [o.type for o in a.breakdown.ops],
+            "dtype": [o.dtype for o in a.breakdown.ops],
+            "calls": [o.calls for o in a.breakdown.ops],
+            "gpu_ns": [o.gpu_ns for o in a.breakdown.ops],
+            "cpu_ns": [o.cpu_ns for o in a.breakdown.ops],
+            "share": [o.share for o in a.breakdown.ops],
+            "tc_eligible": [o.tc_eligible for o in a.breakdown.ops],
+            "uses_tc": [o.uses_tc for o in a.breakdown.ops],
         },
     )
     kernels = _rows(
         KERNELS,
         {
-            "run_id": rid * len(a.kernels),
-            "name": [k.name for k in a.kernels],
-            "calls": [k.calls for k in a.kernels],
-            "gpu_ns": [k.gpu_ns for k in a.kernels],
-            "share": [k.share for k in a.kernels],
-            "uses_tc": [k.uses_tc for k in a.kernels],
-            "tc_rule": [k.tc_rule for k in a.kernels],
-            "profiler_uses_tc": [k.profiler_uses_tc for k in a.kernels],
+            "run_id": rid * len(a.breakdown.kernels),
+            "name": [k.name for k in a.breakdown.kernels],
+            "calls": [k.calls for k in a.breakdown.kernels],
+            "gpu_ns": [k.gpu_ns for k in a.breakdown.kernels],
+            "share": [k.share for k in a.breakdown.kernels],
+            "uses_tc": [k.uses_tc for k in a.breakdown.kernels],
+            "tc_rule": [k.tc_rule for k in a.breakdown.kernels],
+            "profiler_uses_tc": [k.profiler_uses_tc for k in a.breakdown.kernels],
         },
     )
     fs = view.findings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from tcreport.errors import TcreportError, UsageError
-from tcreport.render.escape import terminal as plain
+from tcreport import api
+from tcreport.errors import OptionError, TcreportError
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
-    from tcreport.report import Report
+    from tcreport.api import Report, Slice
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -71,6 +72,28 @@ ReplaceReadOnly = Annotated[
 ]
 
 
+#: The analysis options as this CLI spells them: an :class:`~tcreport.errors.OptionError` from the
+#: API (``iter_start 5 is past ...``) is shown with the flag the user typed (``--iter-start 5``).
+FLAGS = {
+    "key_node": "--key-node",
+    "iter_start": "--iter-start",
+    "iter_stop": "--iter-stop",
+    "allow_empty": "--allow-empty",
+    "timeline_iter": "--timeline-iter",
+}
+
+
+def slice_of(
+    key_node: str | None = None,
+    iter_start: int | None = None,
+    iter_stop: int | None = None,
+    allow_empty: bool = False,
+    timeline_iter: int | None = None,
+) -> Slice:
+    """The command's iteration options as the one value the API takes (validated there)."""
+    return api.Slice(key_node, iter_start, iter_stop, allow_empty, timeline_iter)
+
+
 def one_line(text: str) -> str:
     """``text`` on one line: each line break (CR, LF, CRLF) and the blanks around it become one
     space. Error reasons and warnings alike, so a name holding a line break reads the same in
@@ -97,8 +120,6 @@ def write_text_output(
     output: Path, text: str, *, follow_link: bool = False, replace_read_only: bool = False
 ) -> None:
     """``text`` to ``output`` (atomically, then a 'wrote' line on stderr), or to stdout for ``-``."""
-    from tcreport import api
-
     if is_stdout(output):
         typer.echo(text, nl=False)
         return
@@ -106,6 +127,21 @@ def write_text_output(
         output, text, follow_link=follow_link, replace_read_only=replace_read_only
     )
     say(f"tcreport: wrote {target}")
+
+
+def guard_output(
+    target: Path | None,
+    inputs: Iterable[Path | None],
+    *,
+    follow_link: bool = False,
+    replace_read_only: bool = False,
+) -> None:
+    """Refuse ``-o`` before any reading when it would destroy an input or is no plain file
+    (:func:`tcreport.api.guard_output`, the one guard of every command); standard output and no
+    ``-o`` need none."""
+    if target is None or is_stdout(target):
+        return
+    api.guard_output(target, inputs, follow_link=follow_link, replace_read_only=replace_read_only)
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -119,7 +155,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except TcreportError as exc:
-        reason = one_line(exc.reason)
+        reason = one_line(exc.spelt(FLAGS) if isinstance(exc, OptionError) else exc.reason)
         say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
@@ -154,46 +190,28 @@ def phase(name: str, message: str) -> Iterator[None]:
 
 def load_and_analyze(
     path: Path,
-    key_node: str | None,
-    iter_start: int | None,
-    iter_stop: int | None,
+    slc: Slice,
+    *,
     timestamp: bool = False,
     counters: Path | None = None,
-    allow_empty: bool = False,
-    timeline_iter: int | None = None,
     with_timeline: bool = False,
     output: Path | None = None,
 ) -> Report:
-    """Read ``path`` (plus ncu counters if given) and analyse it, with spinners on stderr.
+    """Read ``path`` (plus ncu counters if given) and analyse the part ``slc`` selects, with
+    spinners on stderr.
 
     ``output``, the file the command will write, is refused if the reader read it (a sidecar).
     """
     from datetime import UTC, datetime
 
-    from tcreport import api
-
-    if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-        raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
     with phase("read", f"Reading {path}"):
         run = api.load(path)
         if output is not None:
-            from tcreport import _fs
-
-            _fs.refuse_read(output, path, run.meta.files)
+            api.guard_sidecars(output, path, run)
         if counters is not None:
             run = api.attach_counters(run, counters)
     with phase("analyse", "Analysing"):
         stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") if timestamp else None
-        view = api.analyze(
-            run,
-            source_path=str(path),
-            key_node=key_node,
-            iter_start=iter_start,
-            iter_stop=iter_stop,
-            timestamp=stamp,
-            timeline_iter=timeline_iter,
-            with_timeline=with_timeline,
+        return api.analyze(
+            run, slc, source_path=str(path), timestamp=stamp, with_timeline=with_timeline
         )
-    if not allow_empty:
-        api.refuse_ineffective_options(view, path, key_node, iter_start)
-    return view

@@ -16,8 +16,9 @@ import typer
 import typer.core
 from typer.core import TyperGroup
 
+from tcreport import __version__
 from tcreport._no_pandas import refuse_pandas
-from tcreport.render.escape import terminal as plain
+from tcreport.fmt import visible as plain
 
 # Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
 _click: Any = getattr(typer.core, "_click", None) or importlib.import_module("click")
@@ -106,8 +107,6 @@ _plain_argument_help()
 
 def _version(value: bool) -> None:
     if value:
-        from tcreport import __version__
-
         typer.echo(f"tcreport {__version__}")
         raise typer.Exit()
 

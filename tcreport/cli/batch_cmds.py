@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import err_console, plural, say, user_errors
 from tcreport.cli.app import app
-from tcreport.render.escape import terminal as plain
+from tcreport.errors import EmptyInputError
+from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from tcreport.batch.work import Outcome
+    from tcreport.api import Outcome
 
 
 class ExecutorName(StrEnum):
@@ -67,8 +69,6 @@ def batch(
 ) -> None:
     """Every trace under DIR -> Parquet dataset, one report per run and an index."""
     with user_errors():
-        from tcreport.batch import runner as batch_mod
-
         progress = _progress()
         handle: list[TaskID] = []
 
@@ -82,12 +82,12 @@ def batch(
             _advance(progress, handle[0], o, failures[0])
 
         with progress, _empty_is_a_warning():
-            result = batch_mod.run_batch(
+            result = api.batch(
                 directory,
                 output,
                 jobs=jobs,
                 force=force,
-                executor=batch_mod.Executor(executor.value),
+                executor=executor.value,
                 scheduler=scheduler,
                 on_start=start,
                 on_done=done,
@@ -107,8 +107,6 @@ def batch(
 def _empty_is_a_warning() -> Iterator[None]:
     """Nothing to archive is not a broken input: say so as a warning, and still exit non-zero so
     a script that pointed batch at the wrong folder notices."""
-    from tcreport.batch.runner import EmptyInputError
-
     try:
         yield
     except EmptyInputError as exc:
@@ -183,21 +181,17 @@ def query(
 ) -> None:
     """Ask the batch dataset a question in SQL (DuckDB, offline); Ctrl-C stops it."""
     with user_errors():
-        from tcreport.batch import query as query_mod
-
-        table = query_mod.run(output, sql, timeout=timeout)
+        table = api.query(output, sql, timeout=timeout)
         if fmt is QueryFormat.CSV:
             # Piped: the values exactly (click's echo would strip ANSI codes out of them); on a
             # terminal: never a raw control code.
-            _write(query_mod.to_csv(table, escape=plain if sys.stdout.isatty() else None))
+            _write(api.query_csv(table, escape=plain if sys.stdout.isatty() else None))
         elif fmt is QueryFormat.JSON:
-            _write(query_mod.to_json(table))
+            _write(api.query_json(table))
         else:
-            from tcreport.render import terminal
-
             names = table.column_names
             rows = [  # a query result a person reads: small
                 ["" if v is None else str(v) for v in row.values()] for row in table.to_pylist()
             ]
-            terminal.rows_table(names, rows)
+            api.print_rows(names, rows)
             err_console.print(plural(table.num_rows, "row"), markup=False)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
     AllowEmpty,
     FollowLink,
@@ -15,17 +16,19 @@ from tcreport.cli._common import (
     IterStop,
     KeyNode,
     ReplaceReadOnly,
+    guard_output,
     is_stdout,
     load_and_analyze,
     one_line,
     plural,
     say,
+    slice_of,
     user_errors,
     write_text_output,
 )
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
-from tcreport.render.escape import terminal as plain
+from tcreport.fmt import visible as plain
 
 
 class DiffFormat(StrEnum):
@@ -79,39 +82,18 @@ def diff(
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
-        from tcreport import __version__
-        from tcreport.compare import diff as compare
-
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
-        if output is not None and not is_stdout(output):
-            from tcreport import _fs
-
-            _fs.refuse_inputs(output, [base, head])
-            _fs.check_file_target(
-                output, follow_link=follow_link, replace_read_only=replace_read_only
-            )
-        b = load_and_analyze(
-            base, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
+        guard_output(
+            output, [base, head], follow_link=follow_link, replace_read_only=replace_read_only
         )
-        h = load_and_analyze(
-            head, key_node, iter_start, iter_stop, allow_empty=allow_empty, output=output
-        )
-        d = compare.diff(b, h, force=force)
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        b = load_and_analyze(base, slc, output=output)
+        h = load_and_analyze(head, slc, output=output)
+        d = api.diff(b, h, force=force)
         if d.forced:
             say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
-        if fmt is DiffFormat.HTML:
-            from tcreport.render import diff_html
-
-            text = diff_html.render(d, __version__)
-        elif fmt is DiffFormat.JSON:
-            from tcreport.render import diff_json
-
-            text = diff_json.render(d, __version__)
-        else:
-            from tcreport.render import diff_markdown
-
-            text = diff_markdown.render(d, __version__)
+        text = api.render_diff(d, fmt.value)
         write_text_output(
             output if output is not None else Path("-"),
             text,
@@ -168,24 +150,25 @@ def check(
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
-        from tcreport.compare import gates
-
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")
         if baseline is not None and max_regression is None:
             max_regression = 0.0
-        g = gates.Gates(min_tc_share, max_eligible_not_tc_share, max_regression)
-        if g == gates.Gates():
+        if min_tc_share is None and max_eligible_not_tc_share is None and max_regression is None:
             raise UsageError(
                 "no gate given (--min-tc-share, --max-eligible-not-tc-share, --baseline)"
             )
-        view = load_and_analyze(path, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-        base = (
-            load_and_analyze(baseline, key_node, iter_start, iter_stop, allow_empty=allow_empty)
-            if baseline
-            else None
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
+        view = load_and_analyze(path, slc)
+        base = load_and_analyze(baseline, slc) if baseline else None
+        result = api.check(
+            view,
+            base,
+            min_tc_share=min_tc_share,
+            max_eligible_not_tc_share=max_eligible_not_tc_share,
+            max_regression=max_regression,
+            force=force,
         )
-        result = gates.check(view, g, base, force=force)
         forced = " (forced comparison)" if result.forced else ""
         if result.passed:
             passed = plural(len(result.results), "gate")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
     AllowEmpty,
     FollowLink,
@@ -15,8 +16,10 @@ from tcreport.cli._common import (
     KeyNode,
     OutputFile,
     ReplaceReadOnly,
+    guard_output,
     is_stdout,
     say,
+    slice_of,
     status,
     user_errors,
 )
@@ -55,20 +58,14 @@ def export(
 ) -> None:
     """Export the analysed trace for a timeline viewer, Tensor Core verdicts included."""
     with user_errors():
-        from tcreport import api
-
         if perfetto is not None and output is not None and perfetto != output:
             raise UsageError(f"two targets: --perfetto {perfetto} and -o {output}; give one")
         target = perfetto if perfetto is not None else output
         if target is None:
             raise UsageError("say what to export: --perfetto OUT.json (or -o OUT.json)")
-        if not is_stdout(target):  # refused before a long read, as report and summary do
-            from tcreport import _fs
-
-            _fs.refuse_inputs(target, [path])
-            _fs.check_file_target(
-                target, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        # refused before a long read, as report and summary do
+        guard_output(target, [path], follow_link=follow_link, replace_read_only=replace_read_only)
+        slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
         with status(f"Reading {path}"):
             run = api.load(path)
         stdout = typer.get_binary_stream("stdout") if is_stdout(target) else None
@@ -76,10 +73,7 @@ def export(
             written, kernels = api.export_perfetto(
                 run,
                 target if stdout is None else stdout,
-                key_node=key_node,
-                iter_start=iter_start,
-                iter_stop=iter_stop,
-                allow_empty=allow_empty,
+                slc,
                 source=path,
                 follow_link=follow_link,
                 replace_read_only=replace_read_only,

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
+from tcreport import api
 from tcreport.cli._common import (
+    FLAGS,
     AllowEmpty,
     FollowLink,
     IterStart,
@@ -15,10 +17,11 @@ from tcreport.cli._common import (
     KeyNode,
     OutputFile,
     ReplaceReadOnly,
-    is_stdout,
+    guard_output,
     load_and_analyze,
     phase,
     say,
+    slice_of,
     status,
     user_errors,
     write_text_output,
@@ -80,40 +83,23 @@ def report(
     Without -o it goes to tcreport.html (tcreport.md with --markdown).
     """
     with user_errors():
-        from tcreport import _fs, api
-
         target = (
             output if output is not None else Path("tcreport.md" if markdown else "tcreport.html")
         )
-        if not is_stdout(target):
-            _fs.refuse_inputs(target, [path, counters])
-            _fs.check_file_target(
-                target, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        guard_output(
+            target, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
+        )
         view = load_and_analyze(
             path,
-            key_node,
-            iter_start,
-            iter_stop,
-            timestamp,
-            counters,
-            allow_empty=allow_empty,
-            timeline_iter=timeline_iter,
+            slice_of(key_node, iter_start, iter_stop, allow_empty, timeline_iter),
+            timestamp=timestamp,
+            counters=counters,
             with_timeline=not markdown,
             output=output,
         )
-        tl = view.analysis.iteration_timeline
-        if timeline_iter is not None and tl is not None and tl.chosen != "requested":
-            whole = tl.chosen == "whole run" or view.analysis.selection.info.method == "whole run"
-            say(  # the analysis fell back to its default: say so rather than draw another one
-                f"tcreport: warning: --timeline-iter {timeline_iter} ignored: "
-                + (
-                    "the run has no iteration markers; the timeline shows the whole run"
-                    if whole
-                    else f"no iteration {timeline_iter} with GPU activity; the timeline shows "
-                    f"iteration {tl.iteration}, the median aggregated one"
-                )
-            )
+        ignored = view.analysis.steps.timeline_ignored
+        if ignored is not None:  # the analysis drew another iteration: say so
+            say(f"tcreport: warning: {ignored.spelt(FLAGS)}")
         with phase("render", "Rendering"):
             text = api.render_markdown(view) if markdown else api.render_html(view)
         write_text_output(
@@ -147,17 +133,13 @@ def summary(
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
-        from tcreport import _fs, api
-
         if output is not None and not json_out:
             raise UsageError("--output writes the JSON summary; add --json")
-        if output is not None and not is_stdout(output):
-            _fs.refuse_inputs(output, [path, counters])
-            _fs.check_file_target(
-                output, follow_link=follow_link, replace_read_only=replace_read_only
-            )
+        guard_output(
+            output, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
+        )
         view = load_and_analyze(
-            path, key_node, iter_start, iter_stop, counters=counters, allow_empty=allow_empty
+            path, slice_of(key_node, iter_start, iter_stop, allow_empty), counters=counters
         )
         if json_out:
             write_text_output(
@@ -167,9 +149,7 @@ def summary(
                 replace_read_only=replace_read_only,
             )
         else:
-            from tcreport.render import terminal
-
-            terminal.render(view)
+            api.print_summary(view)
 
 
 @app.command()
@@ -192,10 +172,7 @@ def ingest(
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
-        from tcreport import _fs, api
-
-        api.check_ingest_output(output, force=force)
-        _fs.refuse_inputs(output, [path, counters])
+        api.check_ingest_output(output, force=force, inputs=[path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)
             if counters is not None:

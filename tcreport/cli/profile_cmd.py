@@ -16,7 +16,8 @@ from typing import Annotated
 
 import typer
 
-from tcreport.cli._common import IterStart, IterStop, KeyNode, user_errors
+from tcreport import api
+from tcreport.cli._common import IterStart, IterStop, KeyNode, slice_of, user_errors
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
@@ -39,12 +40,8 @@ def default_output_dir(script: Path) -> Path:
 def _check_outputs(out: Path, script: Path) -> None:
     """Refuse now, not after the training run, a report.html/summary.json that is the script,
     a symbolic link or a read-only file."""
-    from tcreport import _fs
-
     for name in ("report.html", "summary.json"):
-        _fs.refuse_inputs(out / name, [script])
-        if out.is_dir():
-            _fs.check_file_target(out / name)
+        api.guard_output(out / name, [script], folder_made_later=True)
 
 
 Script = Annotated[
@@ -127,8 +124,8 @@ def profile(
     with user_errors(), quiet.framework_logs(verbose):
         from tcreport.capture import Backend, ProfileRequest
 
-        if iter_start is not None and iter_stop is not None and iter_stop < iter_start:
-            raise UsageError(f"--iter-stop {iter_stop} is before --iter-start {iter_start}")
+        # checked before the script runs (iter_stop before iter_start, a negative one)
+        slc = slice_of(key_node, iter_start, iter_stop)
         if (delay is not None or duration is not None) and backend not in (
             BackendName.AUTO,
             BackendName.DLPROF,
@@ -151,4 +148,4 @@ def profile(
         )
         from tcreport.cli import profile_flow
 
-        profile_flow.capture_and_report(request)
+        profile_flow.capture_and_report(request, slc)

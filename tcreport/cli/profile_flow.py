@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tcreport.cli._common import say, status
-from tcreport.errors import UsageError
+from tcreport.cli._common import FLAGS, phase, say
+from tcreport.errors import OptionError, UsageError
 
 if TYPE_CHECKING:
+    from tcreport.api import Report, Run, Slice
     from tcreport.capture import CaptureResult, ProfileRequest
-    from tcreport.model import Run
-    from tcreport.report import Report
 
 
 def with_notes(run: Run, result: CaptureResult) -> Run:
@@ -55,35 +54,31 @@ def with_notes(run: Run, result: CaptureResult) -> Run:
     return run.replace(meta=dataclasses.replace(run.meta, notes=tuple(notes)))
 
 
-def _analyse(run: Run, result: CaptureResult, request: ProfileRequest) -> tuple[Report, str]:
+def _analyse(run: Run, result: CaptureResult, slc: Slice) -> tuple[Report, str]:
     """The report, and the problem with the iteration options ("" when none): a key node or
-    ``--iter-start`` that does nothing gives a whole-run report and the reason."""
+    ``--iter-start`` that does nothing gives a whole-run report and the reason (the analysis
+    refuses such a slice; the flow reports the whole run instead and says why)."""
     from tcreport import api
 
-    sliced = result.sliced_by_profiler
-    key_node = None if sliced else request.key_node
-    iter_start = None if sliced else request.iter_start
-    view = api.analyze(
-        run,
-        source_path=str(result.trace_path),
-        key_node=key_node,
-        iter_start=iter_start,
-        iter_stop=None if sliced else request.iter_stop,
-        with_timeline=True,
-    )
+    source = str(result.trace_path)
+    # the profiler kept only the asked iterations: nothing left to slice
+    asked = api.Slice(allow_empty=True) if result.sliced_by_profiler else slc
     try:
-        api.refuse_ineffective_options(view, result.trace_path, key_node, iter_start)
-    except UsageError as exc:
-        whole = api.analyze(run, source_path=str(result.trace_path), with_timeline=True)
-        return whole, exc.reason
+        view = api.analyze(run, asked, source_path=source, with_timeline=True)
+    except OptionError as exc:
+        whole = api.analyze(
+            run, api.Slice(allow_empty=True), source_path=source, with_timeline=True
+        )
+        return whole, f"{result.trace_path}: {exc.spelt(FLAGS)}"
     if result.key_node_missing is not None:
         names = ", ".join(result.key_node_candidates) or "none"
         return view, (f"--key-node {result.key_node_missing!r} never ran; names that did: {names}")
     return view, ""
 
 
-def capture_and_report(request: ProfileRequest) -> None:
-    """Run the script under the profiler, then read, analyse and write beside the raw profile."""
+def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
+    """Run the script under the profiler, then read, analyse (the part ``slc`` selects, unless
+    the profiler already kept only those iterations) and write beside the raw profile."""
     from tcreport import api
     from tcreport.capture import Backend, capture, plan
 
@@ -100,10 +95,10 @@ def capture_and_report(request: ProfileRequest) -> None:
         say(f"tcreport: backend {backend.value}: {why}")
     result = capture(dataclasses.replace(request, backend=Backend(backend.value)))
     out = request.out_dir
-    with status(f"Reading {result.trace_path}"):
+    with phase("read", f"Reading {result.trace_path}"):
         run = with_notes(api.load(result.trace_path), result)
-    with status("Analysing"):
-        view, problem = _analyse(run, result, request)
+    with phase("analyse", "Analysing"):
+        view, problem = _analyse(run, result, slc)
     html = api.write_text_atomic(out / "report.html", api.render_html(view))
     api.write_text_atomic(out / "summary.json", api.render_json(view))
     say(

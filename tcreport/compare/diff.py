@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tcreport.analysis.gpu_arch import generation_from_kernels
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -40,6 +41,8 @@ from tcreport.compare.model import (
     Unit,
 )
 from tcreport.compare.noise import Spread, judge, pooled, spread
+from tcreport.fmt import ns as dur
+from tcreport.rules._common import Flavour, flavour
 
 if TYPE_CHECKING:
     from tcreport.analysis.result import Analysis
@@ -66,29 +69,13 @@ def _version(framework: str) -> str | None:
     return parts[1] if len(parts) > 1 else None
 
 
-def precision_mode(a: Analysis) -> str | None:
-    """The run's compute precision from its ops' dtypes ("bf16 mixed", "fp16 mixed", "fp32"),
-    ``None`` when no op records one."""
-    from tcreport.analysis.shapes import normalise_dtype
-
-    dtypes = {normalise_dtype(o.dtype) for o in a.ops if o.dtype}
-    for half in ("bf16", "fp16", "fp8"):
-        if half in dtypes:
-            return f"{half} mixed"
-    return "fp32" if "fp32" in dtypes else None
-
-
 def inferred_gpu(a: Analysis) -> str | None:
     """The GPU generation the kernel names were built for, when the trace names no GPU model."""
-    from tcreport.analysis.gpu_arch import generation_from_kernels
-
-    return generation_from_kernels(k.name for k in a.kernels)
+    return generation_from_kernels(k.name for k in a.breakdown.kernels)
 
 
 def inferred_framework(a: Analysis) -> str | None:
     """The framework family from op names (``aten::`` is PyTorch) when the run does not say."""
-    from tcreport.rules._common import Flavour, flavour
-
     return {Flavour.TORCH: "pytorch", Flavour.TF: "tensorflow"}.get(flavour(a))
 
 
@@ -96,7 +83,7 @@ def inferred_identity(base: Analysis, head: Analysis) -> tuple[str, ...]:
     """Notes naming each side's GPU or framework that was inferred, not recorded."""
     notes: list[str] = []
     for side, a in (("base", base), ("head", head)):
-        if not a.cpu_only and gpu_model(a) is None and (g := inferred_gpu(a)):
+        if not a.host.cpu_only and gpu_model(a) is None and (g := inferred_gpu(a)):
             notes.append(f"{side} GPU not recorded: {g} inferred from kernel names")
         if not a.meta.framework and (f := inferred_framework(a)):
             notes.append(f"{side} framework not recorded: {f} inferred from op names")
@@ -107,7 +94,7 @@ def _unknown(base: Analysis, head: Analysis, both_cpu: bool) -> str | None:
     """One reason "cannot verify comparability: base and head GPU unknown, ..." or ``None``."""
     missing: dict[str, list[str]] = {"GPU": [], "framework": []}
     for side, a in (("base", base), ("head", head)):
-        if not both_cpu and not a.cpu_only and gpu_model(a) is None and not inferred_gpu(a):
+        if not both_cpu and not a.host.cpu_only and gpu_model(a) is None and not inferred_gpu(a):
             missing["GPU"].append(side)
         if not a.meta.framework and not inferred_framework(a):
             missing["framework"].append(side)
@@ -127,7 +114,7 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     different iteration counts are comparable.
     """
     reasons: list[str] = []
-    both_cpu = base.cpu_only and head.cpu_only
+    both_cpu = base.host.cpu_only and head.host.cpu_only
     if unknown := _unknown(base, head, both_cpu):
         reasons.append(unknown)
     if not both_cpu and (gpu_model(base) is None or gpu_model(head) is None):
@@ -141,7 +128,7 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
         )
         if fb_ and fh_ and fb_ != fh_:
             reasons.append(f"different framework ({fb_} vs {fh_}, inferred from op names)")
-    if base.cpu_only != head.cpu_only:
+    if base.host.cpu_only != head.host.cpu_only:
         reasons.append("one run has GPU kernels and the other is CPU-only")
     gb, gh = gpu_model(base), gpu_model(head)
     if gb and gh and gb != gh:
@@ -159,8 +146,6 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
 
 def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) -> str:
     """One line that says whether head is better, worse or mixed, by how much, per iteration."""
-    from tcreport.fmt import ns as dur
-
     moved = [f for f in figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
     better = [f for f in moved if f.verdict is Change.IMPROVED]
     worse = [f for f in moved if f.verdict is Change.REGRESSED]
@@ -180,7 +165,7 @@ def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) ->
     text = word + (" beyond noise" if word == "no change" else "")
     if lead:
         text += ": " + "; ".join(how(f) for f in lead[:3])
-    pb, ph = precision_mode(base), precision_mode(head)
+    pb, ph = base.precision.mode, head.precision.mode
     if pb and ph and pb != ph:
         text += f" (precision changed: {pb} → {ph})"
     return text
@@ -192,7 +177,7 @@ def verdict_line(figures: tuple[Figure, ...], base: Analysis, head: Analysis) ->
 def _per_iter(value: int | float | None, a: Analysis) -> float | None:
     if value is None:
         return None
-    return float(value) / max(1, a.selection.info.aggregated or 1)
+    return float(value) / max(1, a.iterations.info.aggregated or 1)
 
 
 def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
@@ -219,33 +204,33 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
         specs.append((key, label, Unit.NS, better, b, h, time_threshold(b, own)))
 
     ns("gpu_kernel_ns", "GPU kernel time", Better.LOWER, lambda a: a.time.gpu_kernel_ns)
-    ns("tc_kernel_ns", "Tensor Core kernel time", Better.NEITHER, lambda a: a.time.tc_kernel_ns)
+    w = base.verdict.words  # comparable runs ran on one vendor's GPUs
+    ns("tc_kernel_ns", f"{w.unit_one} kernel time", Better.NEITHER, lambda a: a.time.tc_kernel_ns)
     share_thr = NOISE_SIGMAS * share_std if share_std is not None else NOISE_FLOOR
     specs.append(
         (
             "tc_share",
-            "Tensor Core share",
+            f"{w.unit_one} share",
             Unit.SHARE,
             Better.HIGHER,
-            base.tc.kernel_time_share,
-            head.tc.kernel_time_share,
+            base.verdict.tc_share,
+            head.verdict.tc_share,
             share_thr,
         )
     )
     ns(
-        "eligible_not_tc_ns",
-        "Eligible GPU time not on TC",
+        "eligible_not_using_gpu_ns",
+        f"Eligible GPU time not on {w.short}",
         Better.LOWER,
-        lambda a: a.tc.eligible_not_using_gpu_ns,
+        lambda a: a.verdict.eligible_not_using_gpu_ns,
     )
     ns("memory_ns", "Memory (memcpy + memset)", Better.LOWER, lambda a: a.time.memory_ns)
     ns("wall_ns", "Wall time", Better.LOWER, lambda a: a.time.wall_ns)
-    for key, label, attr in (
-        ("eligible_ops", "TC-eligible ops", "eligible_op_count"),
-        ("eligible_not_tc_ops", "Eligible ops not on TC", "eligible_not_using_op_count"),
+    for key, label, better in (
+        ("eligible_op_count", f"{w.eligible} ops", Better.NEITHER),
+        ("eligible_not_using_op_count", f"Eligible ops not on {w.short}", Better.LOWER),
     ):
-        b, h = getattr(base.tc, attr), getattr(head.tc, attr)
-        better = Better.LOWER if key == "eligible_not_tc_ops" else Better.NEITHER
+        b, h = getattr(base.verdict, key), getattr(head.verdict, key)
         specs.append((key, label, Unit.COUNT, better, b, h, None))
     out: list[Figure] = []
     for key, label, unit, better, b, h, thr in specs:
@@ -266,7 +251,7 @@ def _side(v: Report, s: Spread) -> Side:
         format=a.meta.format.value,
         gpu=gpu_model(a),
         framework=a.meta.framework,
-        aggregated=a.selection.info.aggregated,
+        aggregated=a.iterations.info.aggregated,
         spread=s.source,
     )
 
@@ -297,7 +282,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         fb, fh = own_b, own_h
     notes.extend(inferred_identity(ba, ha))
     for side, a in (("base", ba), ("head", ha)):
-        if not a.has_kernels:
+        if not a.breakdown.has_kernels:
             notes.append(f"{side} has no kernel rows; kernels not compared")
     added, resolved, persisting = rows.findings(fb, fh)
     clock = rows.op_clock(ba, ha)
@@ -309,6 +294,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     )
     figures = _figures(ba, ha)
     return Diff(
+        words=ba.verdict.words,
         verdict=verdict_line(figures, ba, ha),
         base=_side(base, sb),
         head=_side(head, sh),

@@ -50,41 +50,41 @@ class CheckResult:
         return tuple(r for r in self.results if not r.passed)
 
 
-def eligible_not_tc_share(view: Report) -> float | None:
-    """Eligible-but-not-TC GPU time as a fraction of all GPU kernel time (the analysis' own)."""
-    return view.analysis.tc.eligible_not_using_share
-
-
 def _min_share(view: Report, limit: float) -> GateResult:
-    share = view.analysis.tc.kernel_time_share
+    v = view.analysis.verdict
+    share, short = v.tc_share, v.words.short
     if share is None:
-        return GateResult("min-tc-share", False, "TC share unknown: the input has no kernel times")
+        return GateResult(
+            "min-tc-share", False, f"{short} share unknown: the input has no kernel times"
+        )
     ok = share >= limit
     rel = ">=" if ok else "<"
     return GateResult(
-        "min-tc-share", ok, f"TC share {fmt.pct(share)} {rel} minimum {fmt.pct(limit)}"
+        "min-tc-share", ok, f"{short} share {fmt.pct(share)} {rel} minimum {fmt.pct(limit)}"
     )
 
 
 def _max_miss(view: Report, limit: float) -> GateResult:
-    share = eligible_not_tc_share(view)
+    v = view.analysis.verdict
+    share, short = v.eligible_not_tc_share, v.words.short
     if share is None:
         return GateResult(
             "max-eligible-not-tc-share",
             False,
-            "eligible-not-TC share unknown: the input has no op or kernel times",
+            f"eligible-not-{short} share unknown: the input has no op or kernel times",
         )
     ok = share <= limit
     rel = "<=" if ok else ">"
     return GateResult(
         "max-eligible-not-tc-share",
         ok,
-        f"eligible GPU time not on TC {fmt.pct(share)} of kernel time {rel} maximum {fmt.pct(limit)}",
+        f"eligible GPU time not on {short} {fmt.pct(share)} of kernel time {rel} maximum {fmt.pct(limit)}",
     )
 
 
 def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
     out: list[GateResult] = []
+    short = d.words.short
     t = d.figure("gpu_kernel_ns")
     if t.base is None or t.head is None or t.rel is None:
         out.append(
@@ -103,7 +103,7 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
         )
     s = d.figure("tc_share")
     if s.base is None or s.head is None or s.delta is None:
-        out.append(GateResult("max-regression", False, "TC share unknown on one side"))
+        out.append(GateResult("max-regression", False, f"{short} share unknown on one side"))
     else:
         bad = -s.delta > limit and s.verdict is Change.REGRESSED
         noise = " (within noise)" if s.verdict is Change.NOISE else ""
@@ -111,7 +111,7 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
             GateResult(
                 "max-regression",
                 not bad,
-                f"TC share {fmt.pct(s.base)} -> {fmt.pct(s.head)} "
+                f"{short} share {fmt.pct(s.base)} -> {fmt.pct(s.head)} "
                 f"({s.delta * 100:+.1f} points{noise}; limit -{limit * 100:.1f} points)",
             )
         )

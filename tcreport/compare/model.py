@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.errors import UsageError
 
 NOISE_FLOOR = 0.01  # relative (times) or absolute (shares) threshold when no spread is known
@@ -83,10 +84,10 @@ class RowDiff:
     delta_ns: float | None
     rel: float | None
     verdict: Change
-    base_tc: float | None  # share of the row's time on Tensor Cores (1/0 for an op or kernel)
-    head_tc: float | None
-    base_miss_ns: float | None  # eligible for TC but not using it
-    head_miss_ns: float | None
+    base_tc_share: float | None  # of the row's time on the matrix units (1/0 for a kernel)
+    head_tc_share: float | None
+    base_missed_ns: float | None  # eligible for the matrix units, not on them (OpRow.missed_ns)
+    head_missed_ns: float | None
     eligible: bool
     base_dtype: str | None = None  # an op's data type, to show a precision change
     head_dtype: str | None = None
@@ -118,6 +119,7 @@ class Diff:
     resolved: tuple[FindingChange, ...]
     persisting: tuple[FindingChange, ...]
     notes: tuple[str, ...]
+    words: UnitWords  # what the runs' matrix units are called (comparable runs share a vendor)
     op_clock: str = "GPU"  # "host" when neither run has op GPU time (a CPU-only capture)
     verdict: str = ""  # one line: better / worse / mixed / no change, by how much, per iteration
 

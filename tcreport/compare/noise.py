@@ -30,14 +30,14 @@ def _stats(values: list[float]) -> tuple[float, float]:
 
 
 def spread(a: Analysis) -> Spread:
-    rows = [r for r in a.iterations if r.aggregated]
+    rows = [r for r in a.iterations.rows if r.aggregated]
     if len(rows) >= 2:
         kt = [float(r.tc_ns + r.non_tc_ns) for r in rows]
         mean, std = _stats(kt)
         shares = [r.tc_ns / (r.tc_ns + r.non_tc_ns) for r in rows if r.tc_ns + r.non_tc_ns > 0]
         share_std = _stats(shares)[1] if len(shares) >= 2 else None
         return Spread(std, share_std, std / mean if mean > 0 else None, f"{len(rows)} iterations")
-    info = a.selection.info
+    info = a.iterations.info
     if (info.aggregated or 0) >= 2 and info.std_ns is not None and info.mean_ns:
         return Spread(None, None, info.std_ns / info.mean_ns, "iteration duration spread")
     return Spread(None, None, None, "none (1 % rule)")

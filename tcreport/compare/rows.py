@@ -56,10 +56,10 @@ def _row(
         delta_ns=delta,
         rel=rel,
         verdict=verdict,
-        base_tc=(b.tc_ns / b.ns if b.ns else None) if b else None,
-        head_tc=(h.tc_ns / h.ns if h.ns else None) if h else None,
-        base_miss_ns=b.miss_ns if b else None,
-        head_miss_ns=h.miss_ns if h else None,
+        base_tc_share=(b.tc_ns / b.ns if b.ns else None) if b else None,
+        head_tc_share=(h.tc_ns / h.ns if h.ns else None) if h else None,
+        base_missed_ns=b.miss_ns if b else None,
+        head_missed_ns=h.miss_ns if h else None,
         eligible=bool((b and b.eligible) or (h and h.eligible)),
         base_dtype=b.dtype if b else None,
         head_dtype=h.dtype if h else None,
@@ -70,15 +70,15 @@ def _row(
 
 def op_clock(base: Analysis, head: Analysis) -> str:
     """GPU time when either run has it; host time for CPU-only captures, which have none."""
-    if any(o.gpu_ns for o in (*base.ops, *head.ops)):
+    if any(o.gpu_ns for o in (*base.breakdown.ops, *head.breakdown.ops)):
         return "GPU"
-    return "host" if any(o.cpu_ns for o in (*base.ops, *head.ops)) else "GPU"
+    return "host" if any(o.cpu_ns for o in (*base.breakdown.ops, *head.breakdown.ops)) else "GPU"
 
 
 def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
-    n = max(1, a.selection.info.aggregated or 1)
+    n = max(1, a.iterations.info.aggregated or 1)
     out: dict[str, _Acc] = {}
-    for o in a.ops:  # one row per distinct op name: small
+    for o in a.breakdown.ops:  # one row per distinct op name: small
         t = o.gpu_ns if clock == "GPU" else o.cpu_ns
         ns = (t or 0) / n
         miss = o.missed_ns / n if clock == "GPU" else 0.0
@@ -166,7 +166,7 @@ def op_types(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, .
 
 def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
     def accs(a: Analysis) -> dict[str, _Acc]:
-        n = max(1, a.selection.info.aggregated or 1)
+        n = max(1, a.iterations.info.aggregated or 1)
         return {
             k.name: _Acc(
                 k.gpu_ns / n,
@@ -177,7 +177,7 @@ def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ..
                 True,
                 uses_tc=k.uses_tc,
             )
-            for k in a.kernels
+            for k in a.breakdown.kernels
         }
 
     kb, kh = accs(base), accs(head)

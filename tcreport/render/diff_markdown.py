@@ -47,9 +47,9 @@ def verdict(v: Change) -> str:
 def tc(r: RowDiff, side: str, kind: str) -> str:
     """An op type shows its Tensor Core share; an op or kernel the report's own yes/no."""
     if kind == "type":
-        x = r.base_tc if side == "base" else r.head_tc
+        x = r.base_tc_share if side == "base" else r.head_tc_share
         return "–" if x is None else fmt.pct(x, 0)
-    if (r.base_miss_ns if side == "base" else r.head_miss_ns) is None:
+    if (r.base_missed_ns if side == "base" else r.head_missed_ns) is None:
         return "–"  # the row is not on this side
     return fmt.yes_no(r.base_uses_tc if side == "base" else r.head_uses_tc)
 
@@ -58,7 +58,7 @@ def miss(r: RowDiff, kind: str) -> str:
     """Eligible-not-TC time: an op-level idea, so kernels show a dash."""
     if kind == "kernel":
         return "–"
-    return f"{value(r.base_miss_ns, Unit.NS)} → {value(r.head_miss_ns, Unit.NS)}"
+    return f"{value(r.base_missed_ns, Unit.NS)} → {value(r.head_missed_ns, Unit.NS)}"
 
 
 def _figure_row(f: Figure) -> str:
@@ -74,7 +74,7 @@ def _dtype(r: RowDiff) -> str:
 
 
 def _rows(
-    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, clock: str = "GPU"
+    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, short: str, clock: str = "GPU"
 ) -> list[str]:
     if not rows or cap <= 0:
         return (
@@ -89,8 +89,8 @@ def _rows(
     out = [
         f"{what} — {changed} of {len(judged)} compared changed beyond noise; top {len(shown)} by |Δ|",
         "",
-        f"| {first} | base | head | Δ | {'precision' if host else 'TC'} | "
-        f"{'–' if host else 'eligible not on TC'} | verdict |",
+        f"| {first} | base | head | Δ | {'precision' if host else short} | "
+        f"{'–' if host else 'eligible not on ' + short} | verdict |",
         "|---|---:|---:|---:|:-:|---:|---|",
     ]
     out += [
@@ -148,9 +148,10 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     if d.added or d.resolved:
         lines.append("")
     lines += [f"Matching: {esc(d.matching)}.", ""]
-    lines += _rows("**Ops**", d.ops, "op", cap, d.op_clock)
-    lines += _rows("**Op types**", d.op_types, "type", cap, d.op_clock)
-    lines += _rows("**Kernels**", d.kernels, "kernel", cap)
+    short = d.words.short
+    lines += _rows("**Ops**", d.ops, "op", cap, short, d.op_clock)
+    lines += _rows("**Op types**", d.op_types, "type", cap, short, d.op_clock)
+    lines += _rows("**Kernels**", d.kernels, "kernel", cap, short)
     lines += [f"- {esc(n)}" for n in d.notes]
     if d.notes:
         lines.append("")

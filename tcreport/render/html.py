@@ -20,7 +20,6 @@ from collections.abc import Callable
 import jinja2
 
 from tcreport import fmt
-from tcreport.analysis.derived import OUTLIER_FACTOR
 from tcreport.render import html_parts as parts
 from tcreport.render import page, roofline_html, summary_json, timeline_html
 from tcreport.render.html_parts import (
@@ -75,8 +74,8 @@ def render(view: Report) -> str:
     a = view.analysis
     csp = page.csp(style, script)
     keep = evidence_targets(view)
-    ops = capped(a.ops, lambda o: o.name, keep[EvidenceKind.OP])
-    kernels = capped(a.kernels, lambda k: k.name, keep[EvidenceKind.KERNEL])
+    ops = capped(a.breakdown.ops, lambda o: o.name, keep[EvidenceKind.OP])
+    kernels = capped(a.breakdown.kernels, lambda k: k.name, keep[EvidenceKind.KERNEL])
     op_ids = {o.name for o in ops}
     elig = eligibility(a, keep[EvidenceKind.OP], op_ids)
     iter_rows = parts.iter_rows(a, keep[EvidenceKind.ITERATION])
@@ -86,18 +85,20 @@ def render(view: Report) -> str:
         EvidenceKind.KERNEL: {k.name: anchor("kernel", k.name) for k in kernels},
         EvidenceKind.ITERATION: {str(r.row.iteration): r.id for r in iter_rows},
     }
-    types = list(a.op_types)
-    scopes = list(a.scopes)
+    types = list(a.breakdown.op_types)
+    scopes = list(a.breakdown.scopes)
     precision, precision_bar = parts.precision(a)
+    w = a.verdict.words
     t = a.time  # the kernel mix is the headline's: TC, unknown, and the rest
-    k_tc, k_unk = t.tc_kernel_ns or 0, t.unknown_kernel_ns or 0
-    k_no = max(0, (t.gpu_kernel_ns or 0) - k_tc - k_unk)
+    k_tc, k_no, k_unk = t.tc_kernel_ns or 0, t.non_tc_kernel_ns, t.unknown_kernel_ns or 0
     return env.get_template("report.html.j2").render(
         view=view,
         tool_version=view.tool_version,
         a=a,
+        w=w,
         meta=a.meta,
-        it=a.selection.info,
+        it=a.iterations.info,
+        it_how=a.iterations.how,
         csp=csp,
         script=script,
         style=style,
@@ -116,13 +117,13 @@ def render(view: Report) -> str:
         scopes_total=len(scopes),
         ops=ops,
         elig=elig,
-        elig_total=sum(1 for o in a.ops if o.tc_eligible),
-        elig_untimed=sum(1 for o in a.ops if o.tc_eligible and not o.counts_as_eligible),
+        elig_total=a.verdict.eligible_listed,
+        elig_untimed=a.verdict.eligible_untimed,
         kernels=kernels,
         kernel_mix=stack(
             [
-                ("tc", k_tc, "Tensor Core"),
-                ("other", k_no, "not Tensor Core"),
+                ("tc", k_tc, w.unit_one),
+                ("other", k_no, f"not {w.unit_one}"),
                 ("unk", k_unk, "unknown"),
             ]
         ),
@@ -132,9 +133,9 @@ def render(view: Report) -> str:
         precision=precision,
         precision_bar=precision_bar,
         max_rows=MAX_ROWS,
-        outlier_factor=f"{OUTLIER_FACTOR:g}",
+        outlier_factor=f"{a.iterations.outlier_factor:g}",
         steps=timeline_html.section(a),
-        step_parts=timeline_html.STEP_PARTS,
+        step_parts=timeline_html.step_parts(w),
         tl_w=timeline_html.TL_W,
         roofline=roofline_html.section(a),
     )

@@ -9,7 +9,6 @@ kilobytes; rows a finding points to are kept past the cap.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -18,12 +17,12 @@ from typing import TypeVar
 from urllib.parse import quote
 
 from tcreport import fmt
-from tcreport.analysis.derived import TC_SHARE_GOOD, TC_SHARE_LOW, IterationRow, mean_gpu_span
+from tcreport.analysis.derived import IterationRow, mean_gpu_span
 from tcreport.analysis.figures import OpRow
-from tcreport.analysis.groups import OpGroup, group_ops
+from tcreport.analysis.groups import OpGroup
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.sections.headline import Tone
 from tcreport.report import Report
-from tcreport.rules import thresholds
 from tcreport.rules.base import EvidenceKind, Finding
 
 MAX_ROWS = 200  # longer tables are capped; the full data is in `tcreport ingest` Parquet
@@ -168,7 +167,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             )
             for e in f.evidence[:MAX_LINKS]
         )
-        several = (view.analysis.selection.info.aggregated or 0) > 1
+        several = (view.analysis.iterations.info.aggregated or 0) > 1
         per = f.saving_per_iteration_ns if several else None  # one iteration: the saving itself
         out.append(FindingView(f, links, max(0, len(f.evidence) - MAX_LINKS), per))
     return tuple(out)
@@ -250,7 +249,7 @@ def _idle_note(rows: Sequence[IterationRow], gpus: int) -> str:
 
 
 def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
-    rows = a.iterations
+    rows = a.iterations.rows
     if len(rows) < 2:
         return None
     out = {r.iteration for r in rows if r.outlier}
@@ -294,7 +293,7 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
                 x=round(x0 + i * slot + slot * 0.1, 2),
                 width=round(max(slot * 0.8, 0.5), 2),
                 segments=tuple(segs),
-                title=f"{name}: {fmt.ns(dur)} wall-clock; {per_gpu}Tensor Core kernels "
+                title=f"{name}: {fmt.ns(dur)} wall-clock; {per_gpu}{a.verdict.words.unit_one} kernels "
                 f"{fmt.ns(tc)}, other kernels "
                 f"{fmt.ns(other)}, memory {fmt.ns(mem)}, idle {fmt.ns(idle)}"
                 + _idle_note(g, gpus)
@@ -311,7 +310,7 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
         for i in range(0, len(groups), step)
     )
     yticks = tuple(Tick(round(y1 - f * (y1 - y0), 2), fmt.ns(top * f)) for f in (0, 0.5, 1))
-    m = a.selection.info.mean_ns
+    m = a.iterations.info.mean_ns
     return IterChart(
         bars=tuple(bars),
         yticks=yticks,
@@ -324,8 +323,8 @@ def iter_chart(a: Analysis, linked: set[int]) -> IterChart | None:
 
 
 def iter_rows(a: Analysis, keep: set[str]) -> list[IterTableRow]:
-    flagged = {str(r.iteration) for r in a.iterations if r.outlier} | keep
-    rows = capped(a.iterations, lambda r: str(r.iteration), flagged)
+    flagged = {str(r.iteration) for r in a.iterations.rows if r.outlier} | keep
+    rows = capped(a.iterations.rows, lambda r: str(r.iteration), flagged)
     return [
         IterTableRow(
             row=r,
@@ -341,90 +340,42 @@ def iter_rows(a: Analysis, keep: set[str]) -> list[IterTableRow]:
     ]
 
 
+#: A card's left border per tone: only good and bad news are coloured.
+CARD_CSS = {Tone.GOOD: "good", Tone.BAD: "bad", Tone.NEUTRAL: "", Tone.UNKNOWN: ""}
+
+
 def cards(a: Analysis) -> tuple[Card, ...]:
-    it, tc, t = a.selection.info, a.tc, a.time
-    share = tc.kernel_time_share
-    cards = [
-        Card(
-            fmt.pct(share),
-            "of GPU kernel time on Tensor Cores",
-            f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}",
-            ""
-            if share is None
-            else ("good" if share >= TC_SHARE_GOOD else "bad" if share < TC_SHARE_LOW else ""),
-        )
-    ]
-    if tc.op_level_gpu_ns is not None:  # no kernel table: the profiler's op times, labelled
-        cards.append(
-            Card(
-                fmt.pct(tc.op_level_tc_share),
-                f"of op GPU time in ops using {a.matrix_unit} (op-level)",
-                f"{fmt.ns(tc.op_level_gpu_ns)} op GPU time (op-level: the input has no kernel table)",
-                "",
-            )
-        )
-    miss = tc.eligible_not_using_gpu_ns
-    per_iter = a.eligible_not_using_per_iteration_ns
-    several = (it.aggregated or 0) > 1 and per_iter is not None
-    cards.append(
-        Card(
-            "none"
-            if miss == 0
-            else fmt.ns(per_iter if several else miss) + (" / iteration" if several else ""),
-            "eligible GPU time not on Tensor Cores",
-            (
-                f"{fmt.pct(tc.eligible_not_using_share)} of kernel time; "
-                if tc.eligible_not_using_share is not None
-                else ""
-            )
-            + f"{fmt.count(tc.eligible_not_using_op_count)} of {fmt.count(tc.eligible_op_count)} eligible ops",
-            "" if miss is None else ("bad" if miss > 0 else "good"),
-        )
+    """The headline cards: each section's one-line verdict, in reading order (the op-level share
+    only where the input has no kernel table)."""
+    v = a.verdict
+    heads = (
+        v.share_card,
+        v.op_level_card,
+        v.miss_card,
+        a.time.busy_card,
+        a.iterations.card,
+        v.classified_card,
     )
-    busy = a.busy.share if a.busy is not None else None
-    if a.busy is not None and busy is not None:
-        cards.append(
-            Card(
-                fmt.pct(busy),
-                "GPU busy",
-                a.busy.source,
-                "bad" if busy < thresholds.LOW_UTILISATION else "",
-            )
-        )
-    if it.mean_ns is not None:
-        n = f"{fmt.count(it.aggregated)} iteration{'s' if it.aggregated != 1 else ''} aggregated"
-        if it.std_ns is not None and (it.aggregated or 0) > 1:
-            n = f"± {fmt.ns(it.std_ns)}; {n}"
-        cards.append(Card(fmt.ns(it.mean_ns), "mean iteration time", n, ""))
-    else:  # no iteration split: the aggregated wall time is the next best "how long"
-        cards.append(Card(fmt.ns(t.wall_ns), "wall time aggregated", it.method or "", ""))
-    cl = tc.classified_kernel_time_share
-    cards.append(
-        Card(
-            fmt.pct(cl),
-            "of kernel time with a known verdict",
-            f"{fmt.count(t.unique_kernels)} distinct kernels, {fmt.count(t.kernel_launches)} launches",
-            "" if cl is None else ("bad" if cl < thresholds.MIN_CLASSIFIED_SHARE else ""),
-        )
-    )
-    return tuple(cards)
+    return tuple(Card(h.value, h.label, h.detail, CARD_CSS[h.tone]) for h in heads if h)
 
 
-def precision(a: Analysis) -> tuple[list[OpGroup], tuple[Segment, ...]]:
-    total = sum(o.gpu_ns or 0 for o in a.ops)
-    rows = group_ops(a.ops, lambda o: o.dtype, total)
+@dataclass(frozen=True)
+class Swatch:
+    """A precision row with its colour slot in the stacked bar and legend ("" = not drawn)."""
+
+    css: str
+    group: OpGroup
+
+
+def precision(a: Analysis) -> tuple[tuple[Swatch, ...], tuple[Segment, ...]]:
+    """The precision section's rows with a colour each: up to six data types, then "other";
+    unknown types grey; a type with no GPU time is listed but not drawn."""
     palette = iter(("p0", "p1", "p2", "p3", "p4", "p5"))
-    rows = [
-        dataclasses.replace(
+    rows = tuple(
+        Swatch(
+            "" if not g.gpu_ns else "p-unk" if g.name == "(unknown)" else next(palette, "other"),
             g,
-            css=""
-            if not g.gpu_ns
-            else "p-unk"
-            if g.name == "(unknown)"
-            else next(palette, "other"),
         )
-        for g in rows
-    ]
-    if all(g.name == "(unknown)" for g in rows):
-        return [], ()  # the input records no data types: a one-colour bar would say nothing
-    return rows, stack([(g.css, g.gpu_ns, g.name) for g in rows])
+        for g in a.precision.groups
+    )
+    return rows, stack([(r.css, r.group.gpu_ns, r.group.name) for r in rows])

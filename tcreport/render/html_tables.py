@@ -26,7 +26,7 @@ class EligRow:
 def _why_by_name(a: Analysis) -> dict[str, tuple[WhyNot, ...]]:
     """Why-not rows per op name (they come per instance), distinct messages in first-seen order."""
     acc: dict[str, dict[str, WhyNot]] = {}
-    for w in a.why_not:
+    for w in a.verdict.why_not:
         acc.setdefault(w.op_name, {}).setdefault(w.message, w)
     return {k: tuple(v.values()) for k, v in acc.items()}
 
@@ -36,7 +36,7 @@ def eligibility(a: Analysis, keep: set[str], op_ids: set[str]) -> list[EligRow]:
     # Misses first, by time; wrapper ops with no GPU time of their own (aten::conv2d around
     # aten::cudnn_convolution) last, since their "no" says nothing about the kernels.
     rows = sorted(
-        (o for o in a.ops if o.tc_eligible),
+        (o for o in a.breakdown.ops if o.tc_eligible),
         key=lambda o: (not o.gpu_ns, o.uses_tc, -(o.gpu_ns or 0), o.name),
     )
     return [
@@ -53,7 +53,7 @@ def eligibility(a: Analysis, keep: set[str], op_ids: set[str]) -> list[EligRow]:
 
 def run_header(view: Report) -> tuple[tuple[str, str], ...]:
     """Whitelisted run facts for the header: nothing from the trace's environment."""
-    m, it = view.analysis.meta, view.analysis.selection.info
+    m, it = view.analysis.meta, view.analysis.iterations.info
     profiler = m.profiler or ""
     if m.profiler_version and m.profiler_version not in profiler:
         profiler = f"{profiler} {m.profiler_version}".strip()
@@ -74,17 +74,14 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
     )
     if it.key_node:
         rng += f", key node {it.key_node}"
-    elif it.method:
-        rng += f", {it.method}"
+    elif how := view.analysis.iterations.how:
+        rng += f", {how}"
     items = [
         ("Format", m.format.value),
         ("Profiler", profiler),
         ("Software", ", ".join(x for x in (m.framework, versions) if x)),
         (f"GPU{'s' if len(m.gpus) != 1 else ''}", gpus),
-        (
-            "Matrix units",
-            "" if view.analysis.matrix_unit == "Tensor Cores" else view.analysis.matrix_unit,
-        ),
+        ("Matrix units", view.analysis.verdict.words.header),
         ("Iterations", rng),
     ]
     return tuple((k, v) for k, v in items if v)

@@ -30,7 +30,7 @@ class IndexRow:
     tc_share: float | None
     miss_share: float | None  # eligible-not-TC GPU time / kernel time
     miss_ns: int | None
-    top_finding: str | None
+    fix_first: str | None  # "ID: title" of the finding the run's report says to fix first
     report: str | None  # relative link
     date_from_mtime: bool = False  # the trace records no start time: the file's mtime stands in
 

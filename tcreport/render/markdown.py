@@ -7,46 +7,27 @@ comment, start a heading, ping anyone or become a link.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tcreport import fmt
 from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
 
-if TYPE_CHECKING:
-    from tcreport.model import IterationInfo
-
 TOP = 10
-
-
-def _iterations(it: IterationInfo) -> str:
-    """``iterations 2–9 of 10`` reads naturally only for a real range; say the rest plainly."""
-    total, start, stop = it.total, it.start, it.stop
-    if not total:
-        return "whole run (no iterations found)"
-    if total == 1:
-        return "1 iteration"
-    if start is None or stop is None or (start == 0 and stop == total - 1):
-        return f"all {total} iterations"
-    if start == stop:
-        return f"iteration {start} of {total}"
-    return f"iterations {start}–{stop} of {total}"
 
 
 def _host_tables(view: Report) -> list[str]:
     a = view.analysis
     lines = []
-    if a.host_time is not None:
-        lines += [f"Host time in ops: {fmt.ns(a.host_time.ns)} ({a.host_time.method}).", ""]
+    if a.host.total is not None:
+        lines += [f"Host time in ops: {fmt.ns(a.host.total.ns)} ({a.host.total.method}).", ""]
     lines += ["| op | type | host time | share |", "|---|---|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {_esc(r.type or '')} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host_ops[:TOP]
+        for r in a.host.ops[:TOP]
     ]
     lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
-        for r in a.host_op_types[:TOP]
+        for r in a.host.op_types[:TOP]
     ]
     return [*lines, ""]
 
@@ -61,36 +42,28 @@ def _fix_first(view: Report) -> str:
 
 def render(view: Report) -> str:
     a = view.analysis
+    w = a.verdict.words
     m = a.meta
-    it = a.selection.info
     gpus = fmt.gpus(m.gpus)
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",
-        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {_iterations(it)}",
+        f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {a.iterations.phrase}",
         "",
         *(
-            ["**CPU-only run: no GPU kernels**, so no Tensor Core verdict; host time below.", ""]
-            if a.cpu_only
+            [f"**CPU-only run: no GPU kernels**, so no {w.unit_one} verdict; host time below.", ""]
+            if a.host.cpu_only
             else []
         ),
         _fix_first(view),
         "",
-        f"| {a.matrix_unit_one} share | eligible not on TC | GPU kernel time | classified |",
+        f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
-        f"| {fmt.pct(a.tc.kernel_time_share)} | {fmt.ns(a.tc.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.tc.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
-        f"| {fmt.pct(a.tc.classified_kernel_time_share)} |",
+        f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
+        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
-        *(
-            [
-                f"Op-level (the input has no kernel table): {fmt.pct(a.tc.op_level_tc_share)} of "
-                f"{fmt.ns(a.tc.op_level_gpu_ns)} op GPU time is in ops using {a.matrix_unit}.",
-                "",
-            ]
-            if a.tc.op_level_gpu_ns is not None
-            else []
-        ),
+        *([a.verdict.op_level_sentence, ""] if a.verdict.op_level_sentence is not None else []),
     ]
     if view.findings:
         lines += ["**Findings**", ""]
@@ -100,20 +73,21 @@ def render(view: Report) -> str:
             if f.fix:
                 lines.append(f"  - fix: {_esc(f.fix)}")
         lines.append("")
-    if a.cpu_only:
+    if a.host.cpu_only:
         lines += _host_tables(view)
-    elif a.ops:
+    elif a.breakdown.ops:
         lines += [
-            "| op | type | GPU time | share | eligible | uses TC |",
+            f"| op | type | GPU time | share | eligible | uses {w.short} |",
             "|---|---|---:|---:|:-:|:-:|",
         ]
-        for o in a.ops[:TOP]:
+        for o in a.breakdown.ops[:TOP]:
             lines.append(
                 f"| {_esc(o.name)} | {_esc(o.type or '')} | {fmt.ns(o.gpu_ns)} | {fmt.pct(o.share)} "
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
             )
         lines.append("")
-    if m.notes:
-        lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in m.notes), ""]
+    if m.notes or a.violations:
+        notes = (*(f"check failed: {v}" for v in a.violations), *m.notes)
+        lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in notes), ""]
     lines.append(f"<sub>tcreport {view.tool_version}</sub>")
     return "\n".join(lines) + "\n"

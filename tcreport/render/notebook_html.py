@@ -28,26 +28,21 @@ def _e(text: object) -> str:
 
 def _head(view: Report) -> list[str]:
     a = view.analysis
+    w = a.verdict.words
     m = a.meta
     gpus = fmt.gpus(m.gpus)
-    it = a.selection.info
-    if not it.total:
-        iters = "whole run"
-    elif it.total == 1:
-        iters = "1 iteration"
-    else:
-        iters = f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} iterations aggregated"
+    iters = a.iterations.phrase
     return [
         f'<div style="font-weight:bold">tcreport: {_e(view.source_path)}</div>',
         f'<div style="color:#555">{_e(m.profiler or m.format.value)} · {_e(gpus)} · '
         f"{_e(iters)}</div>",
         '<div style="margin:6px 0">',
         '<span style="font-size:1.6em;font-weight:bold">'
-        f"{_e(fmt.pct(a.tc.kernel_time_share))}</span> of GPU kernel time on Tensor Cores "
+        f"{_e(fmt.pct(a.verdict.tc_share))}</span> of GPU kernel time on {_e(w.unit)} "
         f"({_e(fmt.ns(a.time.tc_kernel_ns))} of {_e(fmt.ns(a.time.gpu_kernel_ns))}); "
-        f"eligible time not on Tensor Cores: {_e(fmt.ns(a.tc.eligible_not_using_gpu_ns))} in "
-        f"{_e(fmt.count(a.tc.eligible_not_using_op_count))} "
-        f"{'op' if a.tc.eligible_not_using_op_count == 1 else 'ops'}",
+        f"eligible time not on {_e(w.unit)}: {_e(fmt.ns(a.verdict.eligible_not_using_gpu_ns))} in "
+        f"{_e(fmt.count(a.verdict.eligible_not_using_op_count))} "
+        f"{'op' if a.verdict.eligible_not_using_op_count == 1 else 'ops'}",
         "</div>",
     ]
 
@@ -79,10 +74,19 @@ def _findings(view: Report) -> list[str]:
     return rows
 
 
+def _checks(view: Report) -> list[str]:
+    """Figures that break an invariant (analysis.invariants), named, in red."""
+    return [
+        f'<div style="color:#b3261e;font-weight:bold">check failed: {_e(v)}</div>'
+        for v in view.analysis.violations
+    ]
+
+
 def render(view: Report) -> str:
     parts = [
         '<div class="tcreport" style="font-family:system-ui,sans-serif;line-height:1.4">',
         *_head(view),
+        *_checks(view),
         *_findings(view),
         '<div style="color:#777;margin-top:4px">.to_html() gives the full report; .kernels, '
         ".ops, .op_types, .iterations and .findings the rows as DataFrames.</div>",

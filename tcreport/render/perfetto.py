@@ -1,7 +1,7 @@
 """``tcreport export --perfetto``: the analysed trace as Chrome/Perfetto JSON trace events.
 
 A user who wants to look at an old DLProf run or an nsys export in a timeline viewer gets every
-kernel with its Tensor Core verdict and the rule that decided it in ``args``, coloured by verdict
+kernel with its matrix-unit verdict and the rule that decided it in ``args``, coloured by verdict
 (``cname``), on one track per GPU stream, with copies, host ranges, op instances and iterations
 beside them. Kernels of an aggregated input (no per-launch timestamps) are laid end to end on a
 track named for what it is, so their verdicts are still there to see.
@@ -33,9 +33,8 @@ GPU_PID = 1_000_000_000  # + device id: far from real host process ids
 AGGREGATED_PID = GPU_PID - 1
 ITERATIONS_PID = GPU_PID - 2
 BATCH = 1 << 18
-_CATEGORY = np.array(
-    ["Tensor Core compute", "other compute", "compute, verdict unknown", "collective", "memory"]
-)
+#: Event categories by activity.kernel_categories' index; the first names the run's matrix unit.
+_CATEGORY = ("{unit} compute", "other compute", "compute, verdict unknown", "collective", "memory")
 _COLOUR = {"yes": "good", "no": "bad", "unknown": "grey"}
 
 Part: TypeAlias = str | pa.Array | pa.ChunkedArray
@@ -105,7 +104,9 @@ class _Batches:
             yield b, {c: t.rows(off, b.num_rows) for c, t in self.texts.items()}
 
 
-def _kernel_events(k: pa.Table, txt: dict[str, pa.Array], origin: int, lay0: int) -> pa.Array:
+def _kernel_events(
+    k: pa.Table, txt: dict[str, pa.Array], origin: int, lay0: int, unit: str
+) -> pa.Array:
     timed = np.asarray(pc.is_valid(k.column("start_ns")).to_numpy(zero_copy_only=False), bool)
     dur = np.maximum(_i64(k.column("duration_ns"), 0), 0)
     # untimed (aggregated) rows: end to end on their own track, in input order
@@ -115,7 +116,8 @@ def _kernel_events(k: pa.Table, txt: dict[str, pa.Array], origin: int, lay0: int
     pid = np.where(timed, GPU_PID + _i64(k.column("device_id"), 0), AGGREGATED_PID)
     tid = np.where(timed, _i64(k.column("stream_id"), 0), 0)
     verdict = _verdict(k.column("uses_tc"))
-    cat = pa.array(_CATEGORY[activity.kernel_categories(k)])
+    names = np.array([c.format(unit=unit) for c in _CATEGORY])
+    cat = pa.array(names[activity.kernel_categories(k)])
     colour = pc.if_else(
         pc.equal(cat, "collective"),
         "yellow",
@@ -214,10 +216,10 @@ def _metadata(run: Run) -> list[dict[str, object]]:
     return meta
 
 
-def _write_kernels(out: IO[bytes], k: pa.Table, origin: int) -> None:
+def _write_kernels(out: IO[bytes], k: pa.Table, origin: int, unit: str) -> None:
     lay = 0
     for b, txt in _Batches(k, ("name", "tc_rule", "op_id")):
-        _write_array(out, _kernel_events(b, txt, origin, lay))
+        _write_array(out, _kernel_events(b, txt, origin, lay, unit))
         timed = pc.is_valid(b.column("start_ns"))
         lay += int(pc.sum(pc.if_else(timed, 0, b.column("duration_ns"))).as_py() or 0)
 
@@ -246,9 +248,11 @@ def _write_host(out: IO[bytes], run: Run, origin: int) -> None:
         ))  # fmt: skip
 
 
-def write(run: Run, out: IO[bytes]) -> int:
+def write(run: Run, out: IO[bytes], unit: str = "Tensor Core") -> int:
     """Write ``run`` (classified: kernels carry ``uses_tc``/``tc_rule``) as trace JSON; returns
-    the number of kernel events."""
+    the number of kernel events. ``unit``: what the run calls one of its matrix units (the
+    verdict section's ``words.unit_one``: "Tensor Core", "AMD Matrix Core"), which names the
+    category of the kernels that ran on them."""
     if run.kernels is None or run.kernels.num_rows == 0:
         raise UsageError("the trace has no kernel rows to export", run.meta.path)
     origin = _origin(run)
@@ -260,7 +264,7 @@ def write(run: Run, out: IO[bytes]) -> int:
     out.write(_json(head)[:-1].encode() + b',"traceEvents":[\n')
     # a lone surrogate (only a Python string can hold one) becomes "?", as the readers do
     out.write(",\n".join(_json(m) for m in _metadata(run)).encode(errors="replace"))
-    _write_kernels(out, run.kernels, origin)
+    _write_kernels(out, run.kernels, origin, unit)
     if run.memory is not None and run.memory.num_rows:
         mem = run.memory.filter(pc.is_valid(run.memory.column("start_ns")))
         for b, txt in _Batches(mem, ("kind",)):

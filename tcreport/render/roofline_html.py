@@ -147,15 +147,8 @@ def _bytes(v: int | None) -> str:
 
 
 def _legend(r: Roofline) -> tuple[tuple[str, str], ...]:
-    unit = r.matrix_unit
-    words = {
-        MatrixUse.YES: f"ran on {unit}",
-        MatrixUse.NO: f"not on {unit}",
-        MatrixUse.MIXED: f"some calls on {unit}",
-        MatrixUse.UNKNOWN: f"{unit} use unknown",
-    }
     seen = {p.matrix_units for p in r.points}
-    return tuple(("l-" + _CSS[m], words[m]) for m in MatrixUse if m in seen)
+    return tuple(("l-" + _CSS[m], r.use_words(m)) for m in MatrixUse if m in seen)
 
 
 def _roofs(r: Roofline, x: _Axis, y: _Axis) -> tuple[RoofLine, ...]:

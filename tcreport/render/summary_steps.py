@@ -147,7 +147,7 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
 def keys(a: Analysis) -> dict[str, Any]:
     """The added keys; each is present on every summary (empty/null when the input lacks it)."""
     return {
-        "steps": [_step(r) for r in a.steps],
-        "communication_overlap": _communication(a.comm_overlap),
+        "steps": [_step(r) for r in a.steps.rows],
+        "communication_overlap": _communication(a.communication.overlap),
         "throughput": _throughput(a.throughput),
     }

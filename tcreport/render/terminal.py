@@ -80,7 +80,7 @@ def render(view: Report, console: Console | None = None) -> None:
     _lead(out, view)
     out.print(_headline(view))
 
-    if a.cpu_only:
+    if a.host.cpu_only:
         _host_tables(out, view, max(24, out.width - 56))
     _ranked_tables(a, out)
     if view.findings:
@@ -94,16 +94,16 @@ def render(view: Report, console: Console | None = None) -> None:
             )
             if f.fix:
                 out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
-    if m.notes:
+    if m.notes or a.violations:
         out.print("[bold]Notes[/bold]", markup=True)
-        for note in m.notes:
+        for note in (*(f"check failed: {v}" for v in a.violations), *m.notes):
             out.print(plain(f"  - {note}"), markup=False, soft_wrap=True)
 
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
     """The top ops (a CPU-only run shows host time instead) and kernels by GPU time."""
-    if a.ops and not a.cpu_only:
-        ops = a.ops[:TOP]
+    if a.breakdown.ops and not a.host.cpu_only:
+        ops = a.breakdown.ops[:TOP]
         # Frameworks often name an op by its type (aten::mul is of type aten::mul, a DLProf op
         # path ends in /conv2d of type conv2d): a column repeating the name takes its room.
         types = ["" if _names_type(o.name, o.type) else (o.type or "") for o in ops]
@@ -118,13 +118,13 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
             ]
             for o in ops
         ]
-        heads = ["calls", "GPU time", "share", "elig.", "TC"]
+        heads = ["calls", "GPU time", "share", "elig.", a.verdict.words.short]
         if show_type:
             cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
             heads = ["type", *heads]
         out.print(_ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out))
-    if a.kernels:
-        kernels = a.kernels[:TOP]
+    if a.breakdown.kernels:
+        kernels = a.breakdown.kernels[:TOP]
         cells = [
             [
                 str(k.calls),
@@ -135,7 +135,7 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
             ]
             for k in kernels
         ]
-        heads = ["calls", "GPU time", "share", "TC", "rule"]
+        heads = ["calls", "GPU time", "share", a.verdict.words.short, "rule"]
         names = [k.name for k in kernels]
         out.print(_ranked("Top kernels by GPU time", "kernel", names, heads, cells, out))
 
@@ -172,11 +172,11 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
 
 
 def _host_tables(out: Console, view: Report, name_w: int) -> None:
-    """A CPU-only run's view: host time by op and by op type (analysis.host_time)."""
+    """A CPU-only run's view: host time by op and by op type (analysis.host.total)."""
     a = view.analysis
     for title, rows, first in (
-        ("Top ops by host time", a.host_ops, "op"),
-        ("Op types by host time", a.host_op_types, "type"),
+        ("Top ops by host time", a.host.ops, "op"),
+        ("Op types by host time", a.host.op_types, "type"),
     ):
         if not rows:
             continue
@@ -204,10 +204,10 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
 def _lead(out: Console, view: Report) -> None:
     """The lines a reviewer reads first: a CPU-only run says so, then the one fix to make."""
     a = view.analysis
-    if a.cpu_only:
+    if a.host.cpu_only:
         out.print(
-            "CPU-only run: no GPU kernels, so no Tensor Core verdict; host time by op and op "
-            "type below.",
+            f"CPU-only run: no GPU kernels, so no {a.verdict.words.unit_one} verdict; host time "
+            "by op and op type below.",
             markup=False,
             soft_wrap=True,
         )
@@ -221,44 +221,41 @@ def _lead(out: Console, view: Report) -> None:
 
 def _headline(view: Report) -> Table:
     a = view.analysis
+    v, w, c = a.verdict, a.verdict.words, a.communication.collectives
     head = Table(show_header=False, box=None, pad_edge=False)
     head.add_column(style="bold")
     head.add_column()
-    if a.cpu_only:
-        head.add_row("Host time (ops)", fmt.ns(a.host_time.ns if a.host_time else None))
+    if a.host.cpu_only:
+        head.add_row("Host time (ops)", fmt.ns(a.host.total.ns if a.host.total else None))
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
     else:
-        head.add_row(f"{a.matrix_unit_one} share of kernel time", fmt.pct(a.tc.kernel_time_share))
-        if a.tc.op_level_gpu_ns is not None:  # no kernel table: the op-level figures, labelled
+        head.add_row(f"{w.unit_one} share of kernel time", fmt.pct(v.tc_share))
+        if v.op_level_gpu_ns is not None:  # no kernel table: the op-level figures, labelled
             head.add_row(
-                f"{a.matrix_unit_one} share of op GPU time (op-level)",
-                fmt.pct(a.tc.op_level_tc_share),
+                f"{w.unit_one} share of op GPU time (op-level)", fmt.pct(v.op_level_tc_share)
             )
-            head.add_row("Op GPU time (op-level)", fmt.ns(a.tc.op_level_gpu_ns))
-        head.add_row("Kernel time with a known verdict", fmt.pct(a.tc.classified_kernel_time_share))
+            head.add_row("Op GPU time (op-level)", fmt.ns(v.op_level_gpu_ns))
+        head.add_row("Kernel time with a known verdict", fmt.pct(v.classified_share))
         head.add_row("GPU kernel time", fmt.ns(a.time.gpu_kernel_ns))
-        head.add_row(f"{a.matrix_unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
+        head.add_row(f"{w.unit_one} kernel time", fmt.ns(a.time.tc_kernel_ns))
         head.add_row("Memory (memcpy + memset)", fmt.ns(a.time.memory_ns))
-        if a.communication is not None and a.communication.kernel_ns:
+        if c is not None and c.kernel_ns:
             head.add_row(
-                "Collective communication",
-                f"{fmt.ns(a.communication.kernel_ns)} ({fmt.pct(a.communication.kernel_share)})",
+                "Collective communication", f"{fmt.ns(c.kernel_ns)} ({fmt.pct(c.kernel_share)})"
             )
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-        head.add_row(
-            "TC-eligible ops / using TC",
-            f"{fmt.count(a.tc.eligible_op_count)} / {fmt.count(a.tc.using_op_count)}"
-            + (
-                f" ({a.tc.partly_using_op_count} in some calls only)"
-                if a.tc.partly_using_op_count
-                else ""
-            ),
+        partly = (
+            f" ({v.partly_using_op_count} in some calls only)" if v.partly_using_op_count else ""
         )
-        head.add_row("Eligible GPU time not on TC", fmt.ns(a.tc.eligible_not_using_gpu_ns))
-    it = a.selection.info
+        head.add_row(
+            f"{w.eligible} ops / using {w.short}",
+            f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}{partly}",
+        )
+        head.add_row(f"Eligible GPU time not on {w.short}", fmt.ns(v.eligible_not_using_gpu_ns))
+    it = a.iterations.info
     head.add_row(
         "Iterations",
         f"{fmt.count(it.aggregated)} of {fmt.count(it.total)} aggregated "
-        f"({_cell(it.method or 'as reported')})",
+        f"({_cell(a.iterations.how or 'as reported')})",
     )
     return head

@@ -16,6 +16,7 @@ from tcreport import fmt
 from tcreport.analysis.activity import IDLE, Cat
 from tcreport.analysis.iteration_timeline import HOST
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.analysis.timeline import LAUNCH_GAP_NS
 
 STEP_W = 1000  # user units of the step chart
@@ -32,16 +33,20 @@ NAMES_BUDGET = 160_000
 MIN_NAME = 40
 TOP_OPS = 15
 
-#: (css suffix, legend) of the step parts, in StepRow.parts order
-STEP_PARTS = (
-    ("tc", "Tensor Core compute"),
-    ("other", "other compute"),
-    ("unk", "compute, verdict unknown"),
-    ("comm", "communication (not hidden)"),
-    ("mem", "memory copies/sets"),
-    ("launch", f"idle: launch-bound (gaps < {fmt.ns(LAUNCH_GAP_NS, 0)})"),
-    ("host", "idle: host-bound"),
-)
+
+def step_parts(w: UnitWords) -> tuple[tuple[str, str], ...]:
+    """(css suffix, legend) of the step parts, in StepRow.parts order."""
+    return (
+        ("tc", f"{w.unit_one} compute"),
+        ("other", "other compute"),
+        ("unk", "compute, verdict unknown"),
+        ("comm", "communication (not hidden)"),
+        ("mem", "memory copies/sets"),
+        ("launch", f"idle: launch-bound (gaps < {fmt.ns(LAUNCH_GAP_NS, 0)})"),
+        ("host", "idle: host-bound"),
+    )
+
+
 _BLOCK_CSS = {Cat.TC: "tc", Cat.OTHER: "other", Cat.UNKNOWN: "unk", Cat.COMM: "comm",
               Cat.MEMORY: "mem", IDLE: "idle", HOST: "hostr"}  # fmt: skip
 
@@ -114,7 +119,7 @@ class StepSection:
 
 
 def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
-    rows = a.steps[:MAX_STEP_ROWS]
+    rows = a.steps.rows[:MAX_STEP_ROWS]
     if not rows:
         return (), 0, ""
     top = max(r.span_ns for r in rows) or 1
@@ -122,7 +127,7 @@ def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
     bars = []
     for i, r in enumerate(rows):
         x, segs = float(STEP_LABEL), []
-        for (css, legend), v in zip(STEP_PARTS, r.parts, strict=True):
+        for (css, legend), v in zip(step_parts(a.verdict.words), r.parts, strict=True):
             w = v * scale
             if w > 0:
                 segs.append(
@@ -149,13 +154,15 @@ def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
             )
         )
     note = (
-        f"{len(rows)} of {len(a.steps)} (iteration, GPU) rows" if len(a.steps) > len(rows) else ""
+        f"{len(rows)} of {len(a.steps.rows)} (iteration, GPU) rows"
+        if len(a.steps.rows) > len(rows)
+        else ""
     )
     return tuple(bars), 8 + len(rows) * 22, note
 
 
 def _comm(a: Analysis) -> str | None:
-    cm = a.comm_overlap
+    cm = a.communication.overlap
     if cm is None:
         return None
     on = cm.on_compute_stream
@@ -205,7 +212,7 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
 
 
 def _timeline(a: Analysis) -> TimelineView | None:
-    tl = a.iteration_timeline
+    tl = a.steps.timeline
     if tl is None:
         return None
     ys = [i * (LANE_H + LANE_GAP) for i in range(len(tl.lanes))]
@@ -226,7 +233,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
              "whole run": "the whole run (no iteration markers)"}[tl.chosen]  # fmt: skip
     # a run without iteration markers may still carry its one whole-run iteration row: it is not
     # a "median" to the reader, and there is no other iteration to ask --timeline-iter for
-    whole = tl.chosen == "whole run" or a.selection.info.method == "whole run"
+    whole = a.steps.timeline_whole_run
     title = (
         which.capitalize() if tl.chosen == "whole run" else
         "The whole run (no iteration markers)" if whole else
@@ -250,7 +257,7 @@ def _timeline(a: Analysis) -> TimelineView | None:
         blocks=blocks,
         span_ns=tl.span_ns,
         names_json=json.dumps(names, ensure_ascii=False, separators=(",", ":")),
-        other_iterations=not whole and len(a.iterations) > 1,
+        other_iterations=not whole and len(a.iterations.rows) > 1,
     )
 
 

@@ -93,9 +93,9 @@ def _bound(analysis: Analysis) -> int | None:
     """The most time any saving can be: the aggregated wall time, GPU kernel time, kernel span (the
     wall-time stand-in when the input has no wall time) or op GPU time (when it has no kernels),
     the largest."""
-    tl = analysis.timeline
+    tl = analysis.time.timeline
     span = tl.span_ns // max(1, tl.devices) if tl is not None else None
-    op_gpu = sum(o.gpu_ns or 0 for o in analysis.ops) if analysis.ops else None
+    op_gpu = sum(o.gpu_ns or 0 for o in analysis.breakdown.ops) if analysis.breakdown.ops else None
     figures = (analysis.time.wall_ns, analysis.time.gpu_kernel_ns, span, op_gpu)
     known = [v for v in figures if v is not None]
     return max(known) if known else None
@@ -107,7 +107,7 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         return f
     ns = max(0, ns) if bound is None else min(max(0, ns), max(0, bound))
     wall = analysis.time.wall_ns
-    per = derived.per_iteration(ns, analysis.selection.info)
+    per = derived.per_iteration(ns, analysis.iterations.info)
     return dataclasses.replace(
         f,
         estimated_saving_ns=ns,
@@ -127,11 +127,11 @@ CPU_TOO = frozenset({"PR002"})
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
     rules = list(REGISTRY.items())
-    if analysis.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
+    if analysis.host.cpu_only:  # no GPU kernels: no Tensor Core verdict, so no TC findings either
         rules = [
             (rid, r) for rid, r in rules if rid in CPU_TOO or not rid.startswith(GPU_ONLY_PREFIXES)
         ]
-    elif tc005_no_matrix_units.no_matrix_units(analysis):  # a Pascal GPU: TC advice is void
+    elif analysis.verdict.no_matrix_units:  # a Pascal GPU: TC advice is void
         rules = [
             (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
         ]

@@ -15,6 +15,7 @@ from tcreport.analysis import gpu_arch
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
+from tcreport.analysis.vendor import Vendor
 from tcreport.analysis.why_not import WhyNot
 from tcreport.rules import thresholds
 from tcreport.rules.base import Severity
@@ -36,7 +37,7 @@ def flavour(analysis: Analysis) -> Flavour:
         return Flavour.TORCH
     if fw and _TF.search(fw):
         return Flavour.TF
-    names = [o.name for o in analysis.ops[:200]]
+    names = [o.name for o in analysis.breakdown.ops[:200]]
     if any(n.startswith("aten::") or "autograd::" in n for n in names):
         return Flavour.TORCH
     if any(n.startswith(("tf_", "XLA", "xla")) or "/" in n and n[:1].isupper() for n in names):
@@ -47,11 +48,26 @@ def flavour(analysis: Analysis) -> Flavour:
 def compute_capability(analysis: Analysis) -> float | None:
     """The lowest known compute capability in the run; a guess from the GPU name, else from the
     kernel names' architecture marks, when absent (:func:`gpu_arch.run_compute_capability`)."""
-    return gpu_arch.run_compute_capability(analysis.meta.gpus, (k.name for k in analysis.kernels))
+    return gpu_arch.run_compute_capability(
+        analysis.meta.gpus, (k.name for k in analysis.breakdown.kernels)
+    )
 
 
-def amp_fix(fl: Flavour, cc: float | None) -> str:
-    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words."""
+def is_nvidia(analysis: Analysis) -> bool:
+    """Whether advice about NVIDIA's hardware and tools (TF32, Nsight Compute) applies: an NVIDIA
+    GPU, or one whose vendor the trace does not say (the report's words are NVIDIA's then too)."""
+    return analysis.verdict.vendor in (Vendor.NVIDIA, Vendor.UNKNOWN)
+
+
+def amp_fix(analysis: Analysis) -> str:
+    """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words,
+    for the run's framework, GPU and vendor."""
+    return amp_text(flavour(analysis), compute_capability(analysis), is_nvidia(analysis))
+
+
+def amp_text(fl: Flavour, cc: float | None, nvidia: bool) -> str:
+    """:func:`amp_fix` for a framework and compute capability known otherwise (the model audit's);
+    TF32 is NVIDIA's, so it is not offered for another vendor's GPU."""
     bf16 = cc is not None and cc >= 8.0
     dt = "bfloat16" if bf16 else "float16"
     torch = (
@@ -69,6 +85,8 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
         "enable_tensor_float_32_execution in TensorFlow)",
     }[fl]
     main = {Flavour.TORCH: torch, Flavour.TF: tf, Flavour.ANY: f"PyTorch: {torch}; Keras: {tf}"}[fl]
+    if not nvidia:
+        return f"{main}."
     if cc is None:
         return f"{main}. On Ampere or newer GPUs, {tf32} also puts float32 matmuls on Tensor Cores."
     if bf16:
@@ -78,8 +96,8 @@ def amp_fix(fl: Flavour, cc: float | None) -> str:
 
 def op_index(analysis: Analysis) -> dict[str, OpRow]:
     """Op name -> its op row, for the ops a why-not row names (rows are grouped by name)."""
-    wanted = {w.op_name for w in analysis.why_not}
-    return {o.name: o for o in analysis.ops if o.name in wanted}
+    wanted = {w.op_name for w in analysis.verdict.why_not}
+    return {o.name: o for o in analysis.breakdown.ops if o.name in wanted}
 
 
 def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNot]]:
@@ -87,11 +105,11 @@ def why_not_by_op(analysis: Analysis) -> list[tuple[OpRow, WhyNot]]:
     headline's definition), with its first explanation, in op order (largest GPU time first)."""
     index = op_index(analysis)
     first: dict[str, WhyNot] = {}
-    for w in analysis.why_not:
+    for w in analysis.verdict.why_not:
         o = index.get(w.op_name)
         if o is not None and o.has_misses and o.name not in first:
             first[o.name] = w
-    return [(o, first[o.name]) for o in analysis.ops if o.name in first]
+    return [(o, first[o.name]) for o in analysis.breakdown.ops if o.name in first]
 
 
 def tc_severity(
@@ -142,4 +160,4 @@ def is_half(dtype: str | None) -> bool:
 
 def run_uses_half(analysis: Analysis) -> bool:
     """Any op in fp16/bf16: the run has mixed precision on, at least partly."""
-    return any(is_half(o.dtype) for o in analysis.ops)
+    return any(is_half(o.dtype) for o in analysis.breakdown.ops)

@@ -11,7 +11,7 @@ from tcreport.rules import thresholds
 
 
 def aggregated(analysis: Analysis) -> list[IterationRow]:
-    return [r for r in analysis.iterations if r.aggregated and r.duration_ns > 0]
+    return [r for r in analysis.iterations.rows if r.aggregated and r.duration_ns > 0]
 
 
 def warmup_outlier(rows: list[IterationRow]) -> tuple[IterationRow, float] | None:

@@ -48,12 +48,12 @@ def summary(analysis: Analysis, kind: StallKind) -> StallSummary | None:
     """The kind's stalls over the aggregated iterations; None without a step breakdown, and for a
     run not split into iterations: its one "step" holds the set-up (``model.cuda()`` copying each
     parameter, the first batch), which is no per-step cost."""
-    info = analysis.selection.info
-    if info.method == "whole run":
+    if analysis.iterations.whole_run:
         return None
+    info = analysis.iterations.info
     lo = info.start or 0
     hi = info.stop if info.stop is not None else 1 << 31
-    steps = [s for s in analysis.steps if lo <= s.iteration <= hi]
+    steps = [s for s in analysis.steps.rows if lo <= s.iteration <= hi]
     if not steps:
         return None
     idle = gaps = copies = size = 0

@@ -19,7 +19,7 @@ _GEMM = ("Linear", "Bilinear", "Conv", "Dense", "LSTM", "GRU", "Embedding", "Mul
 
 def check(analysis: Analysis) -> list[Finding]:
     a = _audit.audit(analysis)
-    if a is None or not analysis.cpu_only or _audit.half_precision(a) is not None:
+    if a is None or not analysis.host.cpu_only or _audit.half_precision(a) is not None:
         return []
     gemm = [x for x in a.layers if x.compute_dtype == "float32" and x.kind.startswith(_GEMM)]
     if not gemm:
@@ -33,7 +33,7 @@ def check(analysis: Analysis) -> list[Finding]:
             detail=f"Every layer computes in float32 ({_audit.names(gemm)}); on a GPU, float16 "
             "or bfloat16 put these GEMMs and convolutions on the Tensor Cores at several times "
             f"the float32 rate{_audit.expected(a)}.",
-            fix=_sentence(c.amp_fix(fl, _audit.cc(a)))
+            fix=_sentence(c.amp_text(fl, _audit.cc(a), c.is_nvidia(analysis)))
             + (
                 " Keep the output layer in float32 (dtype='float32')." if fl is c.Flavour.TF else ""
             ),

@@ -41,15 +41,15 @@ def _fix(fl: c.Flavour) -> str:
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    comm = analysis.communication
+    comm = analysis.communication.collectives
     if comm is None or not comm.kernel_ns or comm.kernel_share is None:
         return []
     if cm002_comm_overlap.check(analysis):  # the timeline shows the cause: CM002 says it once
         return []
     if comm.kernel_share < thresholds.COMM_SHARE:
         return []
-    wall = comm.wall_share(analysis.time.wall_ns)
-    op = communication.collective_op(analysis.ops)
+    wall = analysis.communication.wall_share
+    op = communication.collective_op(analysis.breakdown.ops)
     names = ", ".join(fmt.tail(n, 50) for n in comm.names[:3])
     detail = (
         f"Collective kernels ({names}) take {fmt.ns(comm.kernel_ns)}, {fmt.pct_text(comm.kernel_share)} "

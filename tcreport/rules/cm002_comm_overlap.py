@@ -58,7 +58,7 @@ def _detail(cm: CommOverlap, share: float | None) -> str:
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    cm = analysis.comm_overlap
+    cm = analysis.communication.overlap
     if cm is None or cm.span_ns <= 0 or cm.collective_ns <= 0:
         return []
     share = cm.collective_ns / cm.span_ns
@@ -95,7 +95,7 @@ def check(analysis: Analysis) -> list[Finding]:
 def _collective_op(analysis: Analysis) -> str:
     """The framework op around the collectives (e.g. ``AllToAll4D``), whose time includes its
     layout copies: where in the model to look."""
-    op = communication.collective_op(analysis.ops)
+    op = communication.collective_op(analysis.breakdown.ops)
     if op is None:
         return ""
     return f" The collective op {fmt.tail(op.name, 50)} takes {fmt.pct_text(op.share)} of GPU time."

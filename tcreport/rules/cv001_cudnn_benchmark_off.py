@@ -28,7 +28,7 @@ def recorded_setting(analysis: Analysis, name: str) -> bool | None:
 def check(analysis: Analysis) -> list[Finding]:
     if recorded_setting(analysis, "cudnn_benchmark") is not False:
         return []
-    convs = [o for o in analysis.ops if any(k in (o.type or o.name) for k in _CONV)]
+    convs = [o for o in analysis.breakdown.ops if any(k in (o.type or o.name) for k in _CONV)]
     if not convs:
         return []
     fl = c.flavour(analysis)

@@ -29,7 +29,7 @@ def check(analysis: Analysis) -> list[Finding]:
     half_run = c.run_uses_half(analysis)
     slow = [
         k
-        for k in analysis.kernels
+        for k in analysis.breakdown.kernels
         if _BACKWARD.search(k.name) and k.uses_tc is False and (half_run or _HALF.search(k.name))
     ]
     ns = sum(k.gpu_ns for k in slow)

@@ -27,8 +27,8 @@ ID = "GP002"
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    tl = analysis.timeline
-    idle = derived.aggregated_idle(analysis.steps, analysis.selection.info)
+    tl = analysis.time.timeline
+    idle = derived.aggregated_idle(analysis.steps.rows, analysis.iterations.info)
     if tl is None or tl.launches < thresholds.LAUNCH_BOUND_MIN_LAUNCHES or idle is None:
         return []
     short = tl.short_launch_share or 0.0
@@ -51,7 +51,7 @@ def check(analysis: Analysis) -> list[Finding]:
         "so each launch does more work.",
     }[fl]
     saving = int(idle.launch_ns / max(1, idle.devices) * thresholds.LAUNCH_GAP_RECOVERABLE)
-    names = {k.name for k in analysis.kernels}
+    names = {k.name for k in analysis.breakdown.kernels}
     return [
         Finding(
             id=ID,

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 from tcreport.analysis.result import Analysis
+from tcreport.model import IterationMethod
 from tcreport.rules import _common as c
 from tcreport.rules.base import Finding, Severity
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    sel = analysis.selection
-    if sel.key_node_found and sel.info.method != "whole run":
+    sel = analysis.iterations
+    if sel.key_node_found and not sel.whole_run:
         return []
-    if sel.info.method in ("dlprof", None) and sel.key_node_found:
+    if sel.info.method in (IterationMethod.DLPROF, None) and sel.key_node_found:
         return []
     if not sel.key_node_found:
         title = f"Key node {sel.info.key_node!r} never occurs; the whole run was aggregated"
     else:
         title = "No iteration marker found; the whole run was aggregated"
     detail = "Warm-up, autotuning and compilation are averaged into the figures. "
-    if analysis.key_node_suggestions:
-        best = analysis.key_node_suggestions[0]
+    if analysis.iterations.suggestions:
+        best = analysis.iterations.suggestions[0]
         detail += (
             "Names that repeat with a steady period over most of the run: "
-            + "; ".join(s.describe() for s in analysis.key_node_suggestions)
+            + "; ".join(s.describe() for s in analysis.iterations.suggestions)
             + "."
         )
         fix = f"Pass --key-node {best.name!r} and --iter-start 1 (or later) to skip warm-up" + (

@@ -52,7 +52,7 @@ def check(analysis: Analysis) -> list[Finding]:
         if basis == "GPU" and host_cv is not None:
             other = f" Host-side step lengths vary by {host_cv:.0%}."
     else:
-        info = analysis.selection.info
+        info = analysis.iterations.info
         if (
             (info.aggregated or 0) < thresholds.MIN_ITERATIONS
             or not info.mean_ns

@@ -18,10 +18,10 @@ ID = "IT004"
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    if not analysis.autotuned_ops:
+    if not analysis.signals.autotuned_ops:
         return []
-    names = set(analysis.autotuned_ops)
-    ops = [o for o in analysis.ops if o.name in names]
+    names = set(analysis.signals.autotuned_ops)
+    ops = [o for o in analysis.breakdown.ops if o.name in names]
     ns = c.gpu_ns(ops)
     sh = c.share(ns, analysis.time.gpu_kernel_ns)
     return [

@@ -19,17 +19,17 @@ ID = "IT005"
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    names = analysis.compile_names
+    names = analysis.signals.compile_names
     if not names:
         return []
-    ns, wall = analysis.compile_ns, analysis.time.wall_ns
-    if wall is None and analysis.timeline is not None:  # no wall time: the kernels' span
-        wall = analysis.timeline.span_ns
+    ns, wall = analysis.signals.compile_ns, analysis.time.wall_ns
+    if wall is None and analysis.time.timeline is not None:  # no wall time: the kernels' span
+        wall = analysis.time.timeline.span_ns
     sh = c.share(ns, wall)
     if sh is not None and sh < thresholds.COMPILE_SHARE:
         return []
     xla = any("xla" in n.lower() for n in names)
-    nxt = (analysis.selection.info.start or 0) + 1
+    nxt = (analysis.iterations.info.start or 0) + 1
     if xla:
         fix = (
             f"Measure after compilation: --iter-start {nxt} (TF profiler: start the trace after "

@@ -14,7 +14,7 @@ import re
 from tcreport import fmt
 from tcreport.analysis.eligibility import is_eligible_type
 from tcreport.analysis.result import Analysis
-from tcreport.analysis.vendor import Vendor
+from tcreport.analysis.sections.verdict import UnitWords
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -28,8 +28,9 @@ _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
-def _fix(op_type: str, fl: c.Flavour, unit: str, nvidia: bool) -> str:
-    """The fix, in the words of the run's framework and its matrix unit ("Tensor Core")."""
+def _fix(op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool) -> str:
+    """The fix, in the words of the run's framework and its matrix unit ("Tensor Core"); DALI
+    (NVIDIA's) only for a GPU of NVIDIA's."""
     fuse = {
         c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
         "kernels",
@@ -39,29 +40,30 @@ def _fix(op_type: str, fl: c.Flavour, unit: str, nvidia: bool) -> str:
     if _RESIZE.search(op_type):
         return (
             "Cheaper resize: nearest instead of bilinear/bicubic where quality allows, a transposed "
-            f"convolution or pixel shuffle ({unit} eligible) instead of upsample+conv, or resize "
+            f"convolution or pixel shuffle ({w.unit_one} eligible) instead of upsample+conv, or resize "
             f"in the input pipeline on the GPU{' (DALI)' if nvidia else ''}; and {fuse}."
         )
     if _NORM.search(op_type):
         return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm) or {fuse}; in convnets channels_last helps cuDNN batch norm."
     if _CAST.search(op_type):
         return "Avoid repeated casts/copies: keep weights and activations in the compute dtype (autocast caches weight casts), drop .contiguous()/.to() inside the step."
-    return f"{fuse[0].upper()}{fuse[1:]}; this op type has no {unit} path."
+    return f"{fuse[0].upper()}{fuse[1:]}; this op type has no {w.unit_one} path."
 
 
 def check(analysis: Analysis) -> list[Finding]:
     total = analysis.time.gpu_kernel_ns
-    if not total or not analysis.ops:
+    if not total or not analysis.breakdown.ops:
         return []
     by_type: dict[str, list[str]] = {}
     gpu: dict[str, int] = {}
-    for o in analysis.ops:  # one row per distinct op name: small
+    for o in analysis.breakdown.ops:  # one row per distinct op name: small
         t = o.type or o.name
         if o.tc_eligible or o.uses_tc or is_eligible_type(t) or _COLLECTIVE.search(t):
             continue
         by_type.setdefault(t, []).append(o.name)
         gpu[t] = gpu.get(t, 0) + (o.gpu_ns or 0)
     fl = c.flavour(analysis)
+    w = analysis.verdict.words
     out: list[Finding] = []
     for t, ns in sorted(gpu.items(), key=lambda kv: (-kv[1], kv[0])):
         sh = c.share(ns, total)
@@ -73,11 +75,11 @@ def check(analysis: Analysis) -> list[Finding]:
                 severity=Severity.MEDIUM
                 if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
                 else Severity.LOW,
-                title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {analysis.matrix_unit}",
+                title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {w.unit}",
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
-                f"{fmt.ns(total)} GPU kernel time. {analysis.matrix_unit} do not speed this op "
-                "type up, so it grows in share as the GEMMs and convolutions get faster.",
-                fix=_fix(t, fl, analysis.matrix_unit_one, analysis.vendor is not Vendor.AMD),
+                f"{fmt.ns(total)} GPU kernel time. {w.unit} do not speed this op type up, so it "
+                "grows in share as the GEMMs and convolutions get faster.",
+                fix=_fix(t, fl, w, c.is_nvidia(analysis)),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
                 f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",

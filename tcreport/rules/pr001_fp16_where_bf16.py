@@ -20,14 +20,16 @@ ID = "PR001"
 
 def check(analysis: Analysis) -> list[Finding]:
     cc = c.compute_capability(analysis)
-    if cc is None or cc < 8.0 or analysis.vendor.value not in ("nvidia", "unknown"):
+    if cc is None or cc < 8.0 or analysis.verdict.vendor.value not in ("nvidia", "unknown"):
         return []
-    fp16 = [o for o in analysis.ops if normalise_dtype(o.dtype) == "fp16"]
-    if not fp16 or any(normalise_dtype(o.dtype) == "bf16" for o in analysis.ops):
+    fp16 = [o for o in analysis.breakdown.ops if normalise_dtype(o.dtype) == "fp16"]
+    if not fp16 or any(normalise_dtype(o.dtype) == "bf16" for o in analysis.breakdown.ops):
         return []
     pattern = pr003_loss_scaling_overhead.PATTERN
-    kernels = [k for k in analysis.kernels if pattern.search(k.name)]
-    ops = [o for o in analysis.ops if pattern.search(o.name) or pattern.search(o.type or "")]
+    kernels = [k for k in analysis.breakdown.kernels if pattern.search(k.name)]
+    ops = [
+        o for o in analysis.breakdown.ops if pattern.search(o.name) or pattern.search(o.type or "")
+    ]
     ns = max(sum(k.gpu_ns for k in kernels), c.gpu_ns(ops))
     sh = c.share(ns, analysis.time.gpu_kernel_ns)
     if not ns or (sh is not None and sh >= thresholds.LOSS_SCALE_SHARE):

@@ -38,7 +38,7 @@ _ATTENTION = re.compile(r"attention|flash|sdpa|attn", re.I)
 def check(analysis: Analysis) -> list[Finding]:
     ops = [
         o
-        for o in analysis.ops
+        for o in analysis.breakdown.ops
         if normalise_dtype(o.dtype) == "fp16"
         and _SENSITIVE.search(o.type or o.name)
         and not _ATTENTION.search(o.name)  # fused attention keeps its softmax in fp32 internally

@@ -29,8 +29,10 @@ def check(analysis: Analysis) -> list[Finding]:
     total = analysis.time.gpu_kernel_ns
     if not total:
         return []
-    kernels = [k for k in analysis.kernels if PATTERN.search(k.name)]
-    ops = [o for o in analysis.ops if PATTERN.search(o.name) or PATTERN.search(o.type or "")]
+    kernels = [k for k in analysis.breakdown.kernels if PATTERN.search(k.name)]
+    ops = [
+        o for o in analysis.breakdown.ops if PATTERN.search(o.name) or PATTERN.search(o.type or "")
+    ]
     k_ns = sum(k.gpu_ns for k in kernels)
     o_ns = c.gpu_ns(ops)
     ns = max(k_ns, o_ns)  # op time includes its kernels: take the larger view, never the sum

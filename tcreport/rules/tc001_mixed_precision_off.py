@@ -17,11 +17,16 @@ from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "TC001"
 REASONS = frozenset({"fp64", "fp32-no-tf32", "fp32-tf32-off"})
-ASSUMPTION = (
-    f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on Tensor Cores (the low end of "
-    "NVIDIA's 2-8x for GEMM/convolution-bound layers); GPU time saved becomes wall time only where "
-    "the GPU is the bottleneck"
-)
+
+
+def _assumption(analysis: Analysis) -> str:
+    w = analysis.verdict.words
+    nvidia = " (the low end of NVIDIA's 2-8x for GEMM/convolution-bound layers)"
+    return (
+        f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on {w.unit}"
+        + (nvidia if c.is_nvidia(analysis) else "")
+        + "; GPU time saved becomes wall time only where the GPU is the bottleneck"
+    )
 
 
 def _severity(share: float | None) -> Severity:
@@ -30,30 +35,31 @@ def _severity(share: float | None) -> Severity:
 
 def _from_counts(analysis: Analysis) -> list[Finding]:
     """No op rows: the profiler's counts, without op evidence or a dtype."""
-    count = analysis.tc.eligible_not_using_op_count or 0
+    count = analysis.verdict.eligible_not_using_op_count or 0
     if not count:
         return []
-    gpu = analysis.tc.eligible_not_using_gpu_ns
+    gpu = analysis.verdict.eligible_not_using_gpu_ns
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    w = analysis.verdict.words
     detail = (
-        f"The profiler counts {fmt.plural(count, 'Tensor Core eligible op')} not using Tensor Cores"
+        f"The profiler counts {fmt.plural(count, f'{w.unit_one} eligible op')} not using {w.unit}"
     )
     detail += f" ({fmt.pct_text(sh)} of GPU kernel time)." if sh is not None else "."
     return [
         Finding(
             id=ID,
             severity=_severity(sh),
-            title=f"{fmt.plural(count, 'Tensor Core eligible op')} did not use Tensor Cores",
+            title=f"{fmt.plural(count, f'{w.unit_one} eligible op')} did not use {w.unit}",
             detail=detail + " The input has no per-op rows, so their data types are unknown.",
-            fix=c.amp_fix(c.flavour(analysis), c.compute_capability(analysis)),
+            fix=c.amp_fix(analysis),
             estimated_saving_ns=c.tc_saving(gpu),
-            assumptions=ASSUMPTION,
+            assumptions=_assumption(analysis),
         )
     ]
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    if not analysis.ops and not analysis.why_not:
+    if not analysis.breakdown.ops and not analysis.verdict.why_not:
         return _from_counts(analysis)
     rows = [(o, w) for o, w in c.why_not_by_op(analysis) if w.reason in REASONS]
     if not rows:
@@ -62,10 +68,11 @@ def check(analysis: Analysis) -> list[Finding]:
     gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     dtypes = sorted({o.dtype for o in ops if o.dtype})
+    w = analysis.verdict.words
     pads = [f"{fmt.tail(o.name, 40)}: {w.padding}" for o, w in rows if w.padding][:5]
     detail = (
-        f"{fmt.plural(len(ops), 'Tensor Core eligible op')} ran in {', '.join(dtypes) or 'float32'} "
-        f"and did not use Tensor Cores{c.partly(ops)}; {c.whose_time(ops)} take {fmt.ns(gpu)}"
+        f"{fmt.plural(len(ops), f'{w.unit_one} eligible op')} ran in "
+        f"{', '.join(dtypes) or 'float32'} and did not use {w.unit}{c.partly(ops)}; {c.whose_time(ops)} take {fmt.ns(gpu)}"
         + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
         + "."
     )
@@ -82,9 +89,9 @@ def check(analysis: Analysis) -> list[Finding]:
     else:
         title = (
             f"Mixed precision is off: {fmt.plural(len(ops), 'eligible op')} run in "
-            f"{'/'.join(dtypes) or 'float32'} without Tensor Cores"
+            f"{'/'.join(dtypes) or 'float32'} without {w.unit}"
         )
-        fix = c.amp_fix(c.flavour(analysis), c.compute_capability(analysis))
+        fix = c.amp_fix(analysis)
     return [
         Finding(
             id=ID,
@@ -93,7 +100,7 @@ def check(analysis: Analysis) -> list[Finding]:
             detail=detail,
             fix=fix,
             estimated_saving_ns=c.tc_saving(gpu),
-            assumptions=ASSUMPTION,
+            assumptions=_assumption(analysis),
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.vendor import Vendor
+from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
@@ -25,20 +26,21 @@ _AMD_FIX = (
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    share = analysis.tc.classified_kernel_time_share
+    share = analysis.verdict.classified_share
     if share is None or share >= thresholds.MIN_CLASSIFIED_SHARE:
         return []
-    unit = analysis.matrix_unit_one
-    unknown = [k for k in analysis.kernels if k.uses_tc is None][:10]
+    w = analysis.verdict.words
+    gpu_vendor = analysis.verdict.vendor
+    unknown = [k for k in analysis.breakdown.kernels if k.uses_tc is None][:10]
     evidence = tuple(Evidence(EvidenceKind.KERNEL, k.name) for k in unknown)
-    if analysis.vendor not in (Vendor.NVIDIA, Vendor.AMD, Vendor.UNKNOWN):
+    if gpu_vendor not in (Vendor.NVIDIA, Vendor.AMD, Vendor.UNKNOWN):
         device = fmt.gpus(analysis.meta.gpus)
         return [
             Finding(
                 id="TC002",
                 severity=Severity.INFO,
                 title=f"No matrix-unit verdict for {device}",
-                detail=f"tcreport has no kernel rules for this accelerator ({analysis.vendor.value}), "
+                detail=f"tcreport has no kernel rules for this accelerator ({gpu_vendor.value}), "
                 "so no kernel's use of its matrix units can be judged; kernel time is reported "
                 "as measured.",
                 evidence=evidence,
@@ -48,11 +50,11 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id="TC002",
             severity=Severity.INFO,
-            title=f"Only {share:.1%} of kernel time has a known {unit} verdict",
+            title=f"Only {share:.1%} of kernel time has a known {w.unit_one} verdict",
             detail="Kernels whose names no rule recognises (Triton, custom "
-            f"{'HIP' if analysis.vendor is Vendor.AMD else 'CUDA'}) count as unknown; the {unit} "
-            "share is a lower bound.",
-            fix=_AMD_FIX if analysis.vendor is Vendor.AMD else _NVIDIA_FIX,
+            f"{'HIP' if gpu_vendor is Vendor.AMD else 'CUDA'}) count as unknown; the "
+            f"{w.unit_one} share is a lower bound.",
+            fix=_NVIDIA_FIX if c.is_nvidia(analysis) else _AMD_FIX,
             evidence=evidence,
         )
     ]

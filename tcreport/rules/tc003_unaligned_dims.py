@@ -24,6 +24,7 @@ def check(analysis: Analysis) -> list[Finding]:
     ops = [o for o, _ in rows]
     gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
+    w = analysis.verdict.words
     pads = "; ".join(f"{fmt.tail(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
         "; …" if len(rows) > 5 else ""
     )
@@ -37,7 +38,7 @@ def check(analysis: Analysis) -> list[Finding]:
         Finding(
             id=ID,
             severity=c.tc_severity(sh),
-            title=f"{fmt.plural(len(ops), 'op')} missed Tensor Cores: dimensions not multiples of 8",
+            title=f"{fmt.plural(len(ops), 'op')} missed {w.unit}: dimensions not multiples of 8",
             detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
             + f"{c.partly(ops)} take {fmt.ns(gpu)}"
             + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
@@ -46,7 +47,7 @@ def check(analysis: Analysis) -> list[Finding]:
             "multiple of 8 for fp16/bf16 (16 for int8/fp8); pad data or weights once, not per step."
             + layout,
             estimated_saving_ns=c.tc_saving(gpu),
-            assumptions=f"padded ops run {thresholds.TC_SPEEDUP:g}x faster on Tensor Cores; the "
+            assumptions=f"padded ops run {thresholds.TC_SPEEDUP:g}x faster on {w.unit}; the "
             "extra padded work (under 1 % for large dimensions) is ignored",
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )

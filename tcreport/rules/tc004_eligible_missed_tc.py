@@ -27,7 +27,7 @@ def check(analysis: Analysis) -> list[Finding]:
     rows = [(o, w) for o, w in explained if w.reason not in _OTHER_RULES]
     names = {o.name for o, _ in explained}
     # eligible misses without a why-not row (should not happen): reported, never dropped
-    extra = [o for o in analysis.ops if o.missed_tc and o.name not in names]
+    extra = [o for o in analysis.breakdown.ops if o.missed_tc and o.name not in names]
     ops = [o for o, _ in rows] + extra
     if not ops:
         return []
@@ -35,15 +35,14 @@ def check(analysis: Analysis) -> list[Finding]:
     gpu = c.missed_ns(ops)
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     fix = "; ".join(dict.fromkeys(w.fix for _, w in rows[:3])) or _UNKNOWN_FIX
-    detail = (
-        f"{fmt.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores{c.partly(ops)} "
-        f"(why: {', '.join(reasons)})"
-    )
+    unit = analysis.verdict.words
+    eligible = fmt.plural(len(ops), f"{unit.unit_one} eligible op")
+    detail = f"{eligible} did not use {unit.unit}{c.partly(ops)} (why: {', '.join(reasons)})"
     if sh is not None:
         detail += f"; {c.whose_time(ops)} take {fmt.pct_text(sh)} of GPU kernel time"
     if rows:
         detail += f". {rows[0][1].message}"
-    title = f"{fmt.plural(len(ops), 'Tensor Core eligible op')} did not use Tensor Cores"
+    title = f"{eligible} did not use {unit.unit}"
     if reasons == ["outside-autocast"]:  # the cause is known: name it in the title
         where = (
             "outside the mixed-precision policy"
@@ -61,7 +60,7 @@ def check(analysis: Analysis) -> list[Finding]:
             detail=detail + ".",
             fix=fix[:1].upper() + fix[1:] + ".",
             estimated_saving_ns=c.tc_saving(gpu),
-            assumptions=f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on Tensor Cores; "
+            assumptions=f"these ops' GPU time shrinks {thresholds.TC_SPEEDUP:g}x on {unit.unit}; "
             "GPU time saved becomes wall time only where the GPU is the bottleneck",
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )

@@ -4,25 +4,22 @@ A GeForce GTX 1060 (Pascal, compute capability 6.1) or a GTX 1660 (Turing TU116)
 Cores: a Tensor Core share of 0 there says nothing about the model's precision, and advice to turn
 on mixed precision "to use the Tensor Cores" would be wrong. The device table
 (:mod:`tcreport.analysis.device_table`) knows which devices have none; when every GPU of the run is
-identified and none has matrix units, this finding says so, and the rules that presume matrix
-units (:data:`PRESUME_MATRIX_UNITS`) do not run.
+identified and none has matrix units (the verdict section's ``no_matrix_units``), this finding
+says so in the verdict section's words, and the rules that presume matrix units
+(:data:`PRESUME_MATRIX_UNITS`) do not run.
 """
 
 from __future__ import annotations
 
-from tcreport.analysis import device_table, gpu_arch
+from tcreport.analysis import device_table
 from tcreport.analysis.result import Analysis
+from tcreport.rules import _common as c
 from tcreport.rules.base import Finding, Severity
 
 ID = "TC005"
 #: Rules whose advice only makes sense on a GPU with matrix units (mixed precision *for Tensor
 #: Cores*, Tensor Core shape alignment, bf16 over fp16, heavy ops "with no Tensor Core path").
 PRESUME_MATRIX_UNITS = frozenset({"TC001", "TC003", "TC004", "PR001", "OP001"})
-
-
-def no_matrix_units(analysis: Analysis) -> bool:
-    """Every GPU of the run is identified and none has matrix units."""
-    return gpu_arch.has_matrix_units(analysis.meta.gpus) is False
 
 
 def _device(analysis: Analysis) -> str:
@@ -39,20 +36,34 @@ def _device(analysis: Analysis) -> str:
 
 
 def check(analysis: Analysis) -> list[Finding]:
-    if not no_matrix_units(analysis):
+    if not analysis.verdict.no_matrix_units:
         return []
     device = _device(analysis)
+    w = analysis.verdict.words
+    if c.is_nvidia(analysis):
+        detail = (
+            "No kernel of this run could use Tensor Cores: the GPU has none (NVIDIA GPUs have them "
+            "from Volta, compute capability 7.0, on, except the GeForce GTX 16 series). A Tensor "
+            "Core share of 0 here is the hardware's, not the model's precision; op eligibility is "
+            "shown for reference only."
+        )
+        fix = (
+            "To use Tensor Cores, run on a GPU that has them (Volta or newer, not a GTX 16). On "
+            "this GPU, float16 still halves memory traffic, but matrix work stays on the CUDA cores."
+        )
+    else:  # another vendor's device the table knows without matrix units: no NVIDIA words
+        detail = (
+            f"No kernel of this run could use {w.unit}: the GPU has none. {w.a_unit_one[:1].upper()}"
+            f"{w.a_unit_one[1:]} share of 0 here is the hardware's, not the model's precision; op "
+            "eligibility is shown for reference only."
+        )
+        fix = f"To use {w.unit}, run on a GPU that has them."
     return [
         Finding(
             id=ID,
             severity=Severity.INFO,
-            title=f"{device} has no Tensor Cores",
-            detail="No kernel of this run could use Tensor Cores: the GPU has none (NVIDIA GPUs "
-            "have them from Volta, compute capability 7.0, on, except the GeForce GTX 16 series). "
-            "A Tensor Core share of 0 here is the hardware's, not the model's precision; op "
-            "eligibility is shown for reference only.",
-            fix="To use Tensor Cores, run on a GPU that has them (Volta or newer, not a GTX 16). "
-            "On this GPU, float16 still halves memory traffic, but matrix work stays on the CUDA "
-            "cores.",
+            title=f"{device} has no {w.unit}",
+            detail=detail,
+            fix=fix,
         )
     ]

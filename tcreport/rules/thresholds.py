@@ -69,10 +69,10 @@ LOW_UTILISATION = 0.5
 #: not saturated, make the input pipeline a bottleneck worth naming.
 DATA_LOADER_SHARE = 0.10
 
-#: Kernels shorter than this are launch-overhead dominated (reason in analysis.timeline).
+#: Kernels shorter than this are launch-overhead dominated (reason in analysis.time.timeline).
 SHORT_KERNEL_NS = timeline.SHORT_KERNEL_NS
 
-#: Idle gaps shorter than this count as CPU launch gaps (reason in analysis.timeline).
+#: Idle gaps shorter than this count as CPU launch gaps (reason in analysis.time.timeline).
 LAUNCH_GAP_NS = timeline.LAUNCH_GAP_NS
 
 #: Launch-bound needs most launches short ...

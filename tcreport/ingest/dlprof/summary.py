@@ -13,6 +13,7 @@ from tcreport.ingest.dlprof.sections import ReportKind, Section, Table, norm, to
 from tcreport.model import (
     Gpu,
     IterationInfo,
+    IterationMethod,
     ReportedFigures,
     SourceFinding,
 )
@@ -109,7 +110,7 @@ def iteration_info(s: Summary) -> IterationInfo:
         std_ns=s.duration(
             "Iteration Time Standard Deviation", "Iteration Time Standard Deviation (ns)"
         ),
-        method="dlprof",
+        method=IterationMethod.DLPROF,
     )
 
 

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from tcreport.errors import InputError
-from tcreport.model import Gpu, IterationInfo, ReportedFigures, RunSettings, SourceFinding
+from tcreport.model import (
+    Gpu,
+    IterationInfo,
+    IterationMethod,
+    ReportedFigures,
+    RunSettings,
+    SourceFinding,
+)
 
 
 class ViewerMeta:
@@ -113,7 +120,7 @@ class ViewerMeta:
             aggregated=_int(ms[6]),
             mean_ns=self._duration(ms[3], "model_summary mean iteration time"),
             std_ns=self._duration(ms[4], "model_summary iteration time deviation"),
-            method="dlprof",
+            method=IterationMethod.DLPROF,
         )
 
     def _duration(self, v: object, what: str) -> float | None:

@@ -45,7 +45,7 @@ from tcreport.ingest.common import capture, started
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import devices, graphs, links, ranges, stdlib
 from tcreport.ingest.kineto import events as ev
-from tcreport.model import Granularity, IterationInfo, Run, RunMeta, SourceFormat
+from tcreport.model import Granularity, IterationInfo, IterationMethod, Run, RunMeta, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, conform
 
 try:
@@ -329,10 +329,10 @@ class _Builder:
                 start=min(nums),
                 stop=max(nums),
                 aggregated=len(nums),
-                method="ProfilerStep",
+                method=IterationMethod.PROFILER_STEP,
             )
         else:
-            its = IterationInfo(total=1, method="whole run")
+            its = IterationInfo(total=1, method=IterationMethod.WHOLE_RUN)
         if self.legacy:
             self.notes.append("2021 legacy event categories (Operator/Runtime/Kernel)")
         if self.dropped:

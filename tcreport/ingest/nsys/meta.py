@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Protocol
 
 from tcreport.ingest.common import started
-from tcreport.model import Gpu, Granularity, IterationInfo, ReportedFigures, RunMeta, SourceFormat
+from tcreport.model import (
+    Gpu,
+    Granularity,
+    IterationInfo,
+    IterationMethod,
+    ReportedFigures,
+    RunMeta,
+    SourceFormat,
+)
 
 _META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
 
@@ -113,7 +121,9 @@ def run_meta(
         cudnn_version=info.get("cudnnVersion") or None,
         driver_version=driver,
         gpus=_gpus(db, devices),
-        iterations=IterationInfo(total=1, start=0, stop=0, aggregated=1, method="whole run"),
+        iterations=IterationInfo(
+            total=1, start=0, stop=0, aggregated=1, method=IterationMethod.WHOLE_RUN
+        ),
         reported=ReportedFigures(wall_ns=wall_ns),
         kernel_granularity=Granularity.LAUNCH,
         op_granularity=Granularity.LAUNCH if has_ops else Granularity.NONE,

@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import Handoff
 from tcreport._arrays import int64s as _np
 from tcreport.ingest.common.memory import release_free_memory
 from tcreport.ingest.nsys.nvtx_nesting import (
@@ -144,11 +145,11 @@ def outline(nvtx: Ranges) -> Outline:
     )  # fmt: skip
 
 
-def attribute(handed: list[Outline | None], kernels: Launches, memory: Launches) -> Attribution:
+def attribute(outline: Handoff[Outline | None], kernels: Launches, memory: Launches) -> Attribution:
     """Op of every kernel and memory row (through the thread and time of its launching call), the
-    op rows themselves, and the non-op ranges. The outline is taken out of ``handed`` so that
-    its arrays, a few hundred MiB on a big export, go as soon as they are used."""
-    nvtx = handed.pop()
+    op rows themselves, and the non-op ranges. The outline is handed off (:class:`Handoff`) so
+    that its arrays, a few hundred MiB on a big export, go as soon as they are used."""
+    nvtx = outline.take()
     if nvtx is None:
         return Attribution(_no_op(len(kernels.time)), _no_op(len(memory.time)), None, None)
     k_row = _op_row(kernels, nvtx.threads, *nvtx.top)

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import Handoff
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
@@ -32,7 +33,7 @@ from tcreport.ingest.nsys.checks import dropped_note, named, no_ops_note, timed,
 from tcreport.ingest.nsys.db import NsysDb, Scan, int64, string
 from tcreport.ingest.nsys.nvtx import Outline, attribute, outline
 from tcreport.ingest.nsys.nvtx_scan import merge_ranges, nvtx_scans
-from tcreport.ingest.nsys.tables import Launches, dict_column, pid_of
+from tcreport.ingest.nsys.tables import Launches, dict_column, physical_devices, pid_of
 from tcreport.model import Run
 from tcreport.schema import MemoryKind, TableKind, conform
 
@@ -128,16 +129,16 @@ def _read(db: NsysDb) -> Run:
         memory, m_bad = timed(memory, "end")
         memory = _memory(memory)
         to_gpu = _nsys_meta.device_map(db)
-        kernels, k_moved = _physical_devices(kernels, to_gpu)
-        memory, m_moved = _physical_devices(memory, to_gpu)
+        kernels, k_moved = physical_devices(kernels, to_gpu)
+        memory, m_moved = physical_devices(memory, to_gpu)
         k_launch, m_launch = _launches(runtime, kernels, memory)
         del runtime
         kernels = kernels.append_column("launch_ns", [k_launch.time_or_null()])
         memory = memory.append_column("launch_ns", [m_launch.time_or_null()])
-        handed = [nvtx.result()]
+        ranges_outline = Handoff(nvtx.result())
         del nvtx  # a Future keeps its result: attribute() must hold the only reference
         release_free_memory()  # what the two threads freed, before attribution peaks
-        att = attribute(handed, k_launch, m_launch)
+        att = attribute(ranges_outline, k_launch, m_launch)
     del k_launch, m_launch
     release_free_memory()
 
@@ -399,27 +400,6 @@ def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array)
         if name in raw.column_names:
             out[name] = raw[name]
     return pa.table(out)
-
-
-def _physical_devices(table: pa.Table, to_gpu: dict[tuple[int, int], int]) -> tuple[pa.Table, bool]:
-    """``device_id`` as the GPU's id where the export maps (pid, CUDA ordinal) to one; whether
-    any row changed. Rows of a pair the export does not list keep their ordinal."""
-    if not to_gpu or table.num_rows == 0:
-        return table, False
-    pairs = np.array(sorted(to_gpu), dtype=np.int64).reshape(-1, 2)
-    gpu = np.array([to_gpu[(int(p), int(c))] for p, c in pairs], dtype=np.int64)
-    keys = (pairs[:, 0] << 32) | (pairs[:, 1] & 0xFFFFFFFF)
-    dev = _np(table["device_id"])
-    row_keys = (_np(table["process_id"]) << 32) | (dev & 0xFFFFFFFF)
-    at = np.minimum(np.searchsorted(keys, row_keys), len(keys) - 1)
-    hit = (keys[at] == row_keys) & (dev >= 0)
-    new = np.where(hit, gpu[at], dev)
-    if not (new != dev).any():
-        return table, False
-    valid = pc.is_valid(table["device_id"])
-    col = pa.array(new.astype(np.int32), mask=~np.asarray(valid.to_numpy(zero_copy_only=False)))
-    i = table.schema.get_field_index("device_id")
-    return table.set_column(i, pa.field("device_id", pa.int32()), col), True
 
 
 def _memory(raw: pa.Table) -> pa.Table:

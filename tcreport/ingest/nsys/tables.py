@@ -3,6 +3,7 @@
 Millions of ops share a few hundred types, scopes and dtypes: every string column here is made
 from codes into a short list of distinct strings, giving the same dictionary columns as encoding
 the strings would (distinct values, in order of first appearance) without one string per row.
+The activity rows' launches (:class:`Launches`) and physical device ids are set here too.
 """
 
 from __future__ import annotations
@@ -210,3 +211,24 @@ def ranges_table(
             "depth": depth_col,
         }
     )
+
+
+def physical_devices(table: pa.Table, to_gpu: dict[tuple[int, int], int]) -> tuple[pa.Table, bool]:
+    """``device_id`` as the GPU's id where the export maps (pid, CUDA ordinal) to one; whether
+    any row changed. Rows of a pair the export does not list keep their ordinal."""
+    if not to_gpu or table.num_rows == 0:
+        return table, False
+    pairs = np.array(sorted(to_gpu), dtype=np.int64).reshape(-1, 2)
+    gpu = np.array([to_gpu[(int(p), int(c))] for p, c in pairs], dtype=np.int64)
+    keys = (pairs[:, 0] << 32) | (pairs[:, 1] & 0xFFFFFFFF)
+    dev = _np(table["device_id"])
+    row_keys = (_np(table["process_id"]) << 32) | (dev & 0xFFFFFFFF)
+    at = np.minimum(np.searchsorted(keys, row_keys), len(keys) - 1)
+    hit = (keys[at] == row_keys) & (dev >= 0)
+    new = np.where(hit, gpu[at], dev)
+    if not (new != dev).any():
+        return table, False
+    valid = pc.is_valid(table["device_id"])
+    col = pa.array(new.astype(np.int32), mask=~np.asarray(valid.to_numpy(zero_copy_only=False)))
+    i = table.schema.get_field_index("device_id")
+    return table.set_column(i, pa.field("device_id", pa.int32()), col), True

@@ -25,7 +25,15 @@ from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
 from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
-from tcreport.model import Granularity, IterationInfo, ReportedFigures, Run, RunMeta, SourceFormat
+from tcreport.model import (
+    Granularity,
+    IterationInfo,
+    IterationMethod,
+    ReportedFigures,
+    Run,
+    RunMeta,
+    SourceFormat,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -212,7 +220,7 @@ def _kernels(facts: SpaceFacts, tables: ToolTables) -> pa.Table | None:
 def _iterations(side: dict[str, Any]) -> IterationInfo:
     window = side.get("window")
     if not (isinstance(window, list) and len(window) == 2):
-        return IterationInfo(method="TF profiler capture (steps unknown)")
+        return IterationInfo(method=IterationMethod.TF_CAPTURE)
     step_ns = [int(x) for x in side.get("step_ns", []) if isinstance(x, int | float)]
     return IterationInfo(
         key_node=side.get("key_node"),
@@ -222,7 +230,8 @@ def _iterations(side: dict[str, Any]) -> IterationInfo:
         aggregated=int(window[1]) - int(window[0]) + 1,
         mean_ns=statistics.fmean(step_ns) if step_ns else None,
         std_ns=statistics.pstdev(step_ns) if step_ns else None,
-        method=f"TF profiler window over {side.get('step_source')}",
+        method=IterationMethod.TF_WINDOW,
+        step_source=str(side.get("step_source")),
     )
 
 

@@ -1,0 +1,28 @@
+"""The communication section: collective (NCCL/RCCL) kernel time, how much of it compute hides,
+and on which streams it ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tcreport.analysis import communication
+from tcreport.analysis.communication import Communication as Collectives
+from tcreport.analysis.overlap import CommOverlap
+from tcreport.model import Run
+
+
+@dataclass(frozen=True)
+class Communication:
+    #: collective kernel time and its share of kernel time; ``None`` without kernel rows
+    collectives: Collectives | None
+    #: collective time per GPU as a share of the aggregated wall time (the step)
+    wall_share: float | None
+    #: collective time, its overlap with compute and its streams; ``None`` without any
+    overlap: CommOverlap | None
+
+
+def build(run: Run, overlap: CommOverlap | None, wall_ns: int | None) -> Communication:
+    c = communication.communication(run.kernels, overlap)
+    return Communication(
+        collectives=c, wall_share=c.wall_share(wall_ns) if c is not None else None, overlap=overlap
+    )

@@ -1,0 +1,107 @@
+"""The iterations section: how the run was cut into iterations, which were aggregated, and each
+iteration's GPU time.
+
+It owns the words for how iterations were found (:func:`~tcreport.analysis.slicing.method_text`),
+what counts as an outlier (:data:`derived.OUTLIER_FACTOR`) and the card that says how long an
+iteration takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tcreport import fmt
+from tcreport.analysis import derived, slicing
+from tcreport.analysis.derived import IterationRow
+from tcreport.analysis.iterations import Selection
+from tcreport.analysis.key_nodes import KeyNodeCandidate
+from tcreport.analysis.sections.headline import Headline, Tone
+from tcreport.model import IterationInfo, IterationMethod
+
+
+@dataclass(frozen=True)
+class Iterations:
+    info: IterationInfo  # the split and the aggregated range
+    key_node_found: bool  # False when the given key node never occurs
+    candidates: tuple[str, ...]  # names an error may offer as key nodes
+    sliced: bool  # rows were filtered to the aggregated range
+    #: key nodes that could split a run that was not split, with their evidence
+    suggestions: tuple[KeyNodeCandidate, ...]
+    #: every iteration, warm-up included, with its step breakdown where there is one
+    rows: tuple[IterationRow, ...]
+    card: Headline  # the mean iteration time, or the aggregated wall time without iterations
+    #: an iteration this many times slower (or faster) than the median is an outlier
+    outlier_factor: float = derived.OUTLIER_FACTOR
+
+    @property
+    def how(self) -> str | None:
+        """How the iterations were found, in the report's words (``key node 'train_step'``)."""
+        return slicing.method_text(self.info)
+
+    @property
+    def phrase(self) -> str:
+        """Which iterations were aggregated, as a heading says it: ``iterations 2–9 of 10`` for a
+        real range, the rest plainly (``all 10 iterations``, ``whole run (no iterations found)``)."""
+        total, start, stop = self.info.total, self.info.start, self.info.stop
+        if not total:
+            return "whole run (no iterations found)"
+        if total == 1:
+            return "1 iteration"
+        if start is None or stop is None or (start == 0 and stop == total - 1):
+            return f"all {total} iterations"
+        if start == stop:
+            return f"iteration {start} of {total}"
+        return f"iterations {start}–{stop} of {total}"
+
+    @property
+    def whole_run(self) -> bool:
+        """No iteration marker cut the run: it is aggregated as one."""
+        return self.info.method is IterationMethod.WHOLE_RUN
+
+    @property
+    def marked(self) -> bool:
+        """A marker cut the run, even into one iteration (a single ``ProfilerStep#N``)."""
+        steps = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
+        return self.info.key_node is not None or self.info.method in steps
+
+    @property
+    def several_aggregated(self) -> bool:
+        return (self.info.aggregated or 0) > 1
+
+    @property
+    def outliers(self) -> tuple[int, ...]:
+        return tuple(r.iteration for r in self.rows if r.outlier)
+
+    @property
+    def warmup(self) -> tuple[int, ...]:
+        """Iterations not aggregated."""
+        return tuple(r.iteration for r in self.rows if not r.aggregated)
+
+
+def _card(info: IterationInfo, wall_ns: int | None) -> Headline:
+    if info.mean_ns is None:  # no iteration split: the aggregated wall time is the next "how long"
+        return Headline(
+            fmt.ns(wall_ns), "wall time aggregated", slicing.method_text(info) or "", Tone.NEUTRAL
+        )
+    n = info.aggregated
+    detail = f"{fmt.count(n)} iteration{'s' if n != 1 else ''} aggregated"
+    if info.std_ns is not None and (n or 0) > 1:
+        detail = f"± {fmt.ns(info.std_ns)}; {detail}"
+    return Headline(fmt.ns(info.mean_ns), "mean iteration time", detail, Tone.NEUTRAL)
+
+
+def build(
+    selection: Selection,
+    suggestions: tuple[KeyNodeCandidate, ...],
+    rows: tuple[IterationRow, ...],
+    wall_ns: int | None,
+) -> Iterations:
+    return Iterations(
+        info=selection.info,
+        key_node_found=selection.key_node_found,
+        candidates=selection.candidates,
+        sliced=selection.sliced,
+        suggestions=suggestions,
+        rows=rows,
+        card=_card(selection.info, wall_ns),
+    )
