@@ -32,6 +32,7 @@ from tcreport._arrays import exact_sums
 #: already-queued event shorter than this is launch overhead ("kernel wait").
 KERNEL_WAIT_NS = 30_000
 _CHUNK = 1 << 18
+_SPLIT_SLICE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -53,13 +54,20 @@ def find(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> Gaps:
     empty = np.empty(0, np.int64)
     if n == 0:
         return Gaps(empty, empty, empty, empty)
-    _, dev = np.unique(device, return_inverse=True)
     t0 = int(start.min())
     width = int(max(end.max(), start.max())) - t0 + 1
-    key = dev.astype(np.int64) * width + (start - t0)
+    dev = _device_codes(device, width)
+    key = dev.astype(np.int64)  # built in place: one array of intervals, not three
+    key *= width
+    key += start
+    key -= t0
     order = np.argsort(key, kind="stable")  # stable: ties in input order, deterministic
     del key
-    parts: list[tuple[np.ndarray, ...]] = []
+    # At most one gap per interval, written in place: the pages past the last gap are never
+    # touched, so never resident; rows as int32 where they fit (a gap per launch on a long run)
+    rows = np.int32 if n < 2**31 else np.int64
+    out = Gaps(np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, rows), np.empty(n, rows))
+    found = 0
     carry, carry_at = np.int64(-1), -1
     for a in range(0, n, _CHUNK):
         o = order[a : a + _CHUNK]
@@ -73,14 +81,26 @@ def find(start: np.ndarray, end: np.ndarray, device: np.ndarray) -> Gaps:
         prev_at = np.r_[carry_at, reach_at[:-1]]
         gap = (prev_at >= 0) & (ps > prev) & (ps // width == prev // width)
         at = np.flatnonzero(gap)
-        if at.size:
-            opened = prev[at] - (prev[at] // width) * width + t0
-            parts.append((opened, ps[at] - prev[at], order[prev_at[at]], o[at]))
+        k = found + at.size
+        out.start[found:k] = prev[at] - (prev[at] // width) * width + t0
+        out.length[found:k] = ps[at] - prev[at]
+        out.before[found:k] = order[prev_at[at]]
+        out.after[found:k] = o[at]
+        found = k
         carry, carry_at = reach[-1], int(reach_at[-1])
-    if not parts:
-        return Gaps(empty, empty, empty, empty)
-    s, ln, b, f = (np.concatenate(x) for x in zip(*parts, strict=True))
-    return Gaps(s, ln, b, f)
+    return Gaps(out.start[:found], out.length[:found], out.before[:found], out.after[:found])
+
+
+def _device_codes(device: np.ndarray, width: int) -> np.ndarray:
+    """Each interval's GPU as a code in the order of the keys, to pack with a time of ``width``:
+    its offset from the lowest key (a subtraction, where ``np.unique`` sorts every interval), or
+    its rank among the distinct keys when the offsets would not fit."""
+    low, high = int(device.min()), int(device.max())
+    if (high - low + 1) * width >= 2**62:
+        ranks: np.ndarray = np.unique(device, return_inverse=True)[1].reshape(-1)
+        return ranks
+    codes: np.ndarray = np.subtract(device, low, dtype=np.int64)
+    return codes.astype(np.int32) if high - low < 2**31 else codes
 
 
 @dataclass(frozen=True)
@@ -96,17 +116,21 @@ def queue_split(
     gaps: Gaps, group: np.ndarray, launch: np.ndarray, ngroups: int
 ) -> QueueSplit | None:
     """HTA's split of the gaps inside each group's span (both neighbours in the group), from the
-    host launch time of the event that closed each gap; ``None`` when no event has one."""
+    host launch time of the event that closed each gap; ``None`` when no event has one. A million
+    gaps at a time: a run can have a gap per launch, and the sums of exact slice sums are the
+    same sums."""
     if not (launch >= 0).any():
         return None
-    g = group[gaps.before]
-    inside = g == group[gaps.after]
-    g, length, opened = g[inside], gaps.length[inside], gaps.start[inside]
-    queued_late = launch[gaps.after[inside]] > opened  # a launch of -1 (none): never late
-    short = ~queued_late & (length < KERNEL_WAIT_NS)
-    other = ~queued_late & ~short
-    return QueueSplit(
-        exact_sums(g, np.where(queued_late, length, 0), ngroups),
-        exact_sums(g, np.where(short, length, 0), ngroups),
-        exact_sums(g, np.where(other, length, 0), ngroups),
-    )
+    sums = [np.zeros(ngroups, np.int64) for _ in range(3)]
+    for a in range(0, len(gaps), _SPLIT_SLICE):
+        part = slice(a, a + _SPLIT_SLICE)
+        before, after = gaps.before[part], gaps.after[part]
+        g = group[before]
+        inside = g == group[after]
+        g, length, opened = g[inside], gaps.length[part][inside], gaps.start[part][inside]
+        queued_late = launch[after[inside]] > opened  # a launch of -1 (none): never late
+        short = ~queued_late & (length < KERNEL_WAIT_NS)
+        other = ~queued_late & ~short
+        for total, flag in zip(sums, (queued_late, short, other), strict=True):
+            total += exact_sums(g, np.where(flag, length, 0), ngroups)
+    return QueueSplit(*sums)

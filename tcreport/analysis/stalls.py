@@ -109,16 +109,25 @@ def _launching_ops(
         return code, cpu, names
     j = _codes.joint(ops.column("op_id"), memory.column("op_id"))
     op_name = _codes.codes(ops.column("name"))
-    per_key = np.full(j.size, -1, np.int64)
-    cpu_key = np.full(j.size, -1, np.int64)
+    # The op row of each key (of several, the last, as a fancy assignment leaves it), then of
+    # each copy: per copy, not per op (millions of ops, a copy for one in five of them)
+    row_of = np.full(j.size, -1, np.int32 if ops.num_rows < 2**31 else np.int64)
+    rows = np.arange(ops.num_rows, dtype=row_of.dtype)
     ok = j.ops >= 0
-    per_key[j.ops[ok]] = np.asarray(op_name.codes, np.int64)[ok]
-    one_call = pc.fill_null(pc.equal(ops.column("calls"), 1), False)
-    op_cpu = pc.if_else(one_call, pc.fill_null(ops.column("cpu_ns"), -1), -1)
-    cpu_key[j.ops[ok]] = np.asarray(op_cpu.to_numpy(), np.int64)[ok]
-    at = np.maximum(j.other, 0)
-    linked = np.where(j.other >= 0, per_key[at], -1)
-    cpu = np.where(j.other >= 0, cpu_key[at], -1)
+    if ok.all():
+        row_of[j.ops] = rows
+    else:
+        row_of[j.ops[ok]] = rows[ok]
+    del rows, ok
+    row = np.where(j.other >= 0, row_of[np.maximum(j.other, 0)], -1)
+    del row_of
+    has = np.flatnonzero(row >= 0)
+    at = pa.array(row[has])
+    linked = np.full(memory.num_rows, -1, np.int64)
+    linked[has] = np.asarray(op_name.codes)[row[has]]
+    one_call = pc.fill_null(pc.equal(ops.column("calls").take(at), 1), False)
+    op_cpu = pc.if_else(one_call, pc.fill_null(ops.column("cpu_ns").take(at), -1), -1)
+    cpu[has] = np.asarray(op_cpu.to_numpy(), np.int64)
     code = np.where(linked >= 0, linked + len(names), code)
     return code, cpu, names + list(op_name.values.to_pylist())
 
@@ -132,19 +141,58 @@ def stalls(
     memory: pa.Table | None,
     host: tuple[pa.Table | None, pa.Table | None],
 ) -> dict[int, tuple[Stall, ...]]:
-    """Per group, its stalls (see the module docstring); ``rows``: each interval's activity row."""
-    kind = np.full(len(gaps), -1, np.int64)  # index into list(StallKind)
-    code = np.full(len(gaps), -1, np.int64)
-    length = gaps.length.copy()
+    """Per group, its stalls (see the module docstring); ``rows``: each interval's activity row.
+    The gaps are judged a million at a time: a long run has a gap per launch, and a handful of
+    them are stalls."""
     names: list[str | None] = []
-    counted: tuple[np.ndarray, ...] = ()
+    copies: _Copies | None = None
+    records: list[tuple[np.ndarray, ...]] = []
     if memory is not None and memory.num_rows and act.memory_row is not None:
         copies = _copies(memory, host[1])
         names = copies.names
-        before = act.memory_row[rows[gaps.before]]
-        after = act.memory_row[rows[gaps.after]]
+        records.append(_copy_rows(act.memory_row[rows], group, copies))
+    found = _sync_ops(act, gaps, g_dev, group, host)
+    first_sync = len(names)
+    if found is not None:
+        names = names + found[1]
+    parts = [
+        _gap_stalls(
+            act, rows, group, gaps, slice(a, a + _GAP_SLICE), copies,
+            None if found is None else (found[0][a : a + _GAP_SLICE], first_sync),
+        )
+        for a in range(0, len(gaps), _GAP_SLICE)
+    ]  # fmt: skip
+    if parts:
+        records.insert(0, tuple(np.concatenate(c) for c in zip(*parts, strict=True)))
+    return _collect(records, names) if records else {}
+
+
+#: Gaps judged at once by :func:`stalls`.
+_GAP_SLICE = 1 << 20
+
+
+def _gap_stalls(
+    act: Activity,
+    rows: np.ndarray,
+    group: np.ndarray,
+    gaps: Gaps,
+    part: slice,
+    copies: _Copies | None,
+    sync: tuple[np.ndarray, int] | None,
+) -> tuple[np.ndarray, ...]:
+    """The stall records of the gaps in ``part``: (group, kind, op, idle, 1, 0, 0) per stall."""
+    before_rows, after_rows, opened = (
+        rows[gaps.before[part]],
+        rows[gaps.after[part]],
+        gaps.start[part],
+    )
+    kind = np.full(opened.size, -1, np.int8)  # index into list(StallKind)
+    code = np.full(opened.size, -1, np.int64)
+    length = gaps.length[part].copy()
+    if copies is not None and act.memory_row is not None:
+        before, after = act.memory_row[before_rows], act.memory_row[after_rows]
         bm, am = np.maximum(before, 0), np.maximum(after, 0)
-        late = (act.launch[rows[gaps.after]] > gaps.start) if act.launch is not None else False
+        late = (act.launch[after_rows] > opened) if act.launch is not None else False
         tiny = (after >= 0) & copies.tiny[am] & late & (copies.op_cpu[am] > 0)
         for k, hit, at in (
             (_PAGEABLE, (before >= 0) & copies.pageable[bm], bm),
@@ -155,22 +203,15 @@ def stalls(
             kind[new], code[new] = k, copies.op[at[new]]
         capped = kind == _TINY
         length[capped] = np.minimum(length[capped], copies.op_cpu[am[capped]])
-        counted = _copy_rows(act.memory_row[rows], group, copies)
-    found = _sync_ops(act, gaps, g_dev[group[gaps.before]], host)
-    if found is not None:
-        by_host = (found[0] >= 0) & (kind != _PAGEABLE)  # a pageable copy's gap stays the copy's
-        kind[by_host], code[by_host] = _SYNC, found[0][by_host] + len(names)
-        length[by_host] = gaps.length[by_host]
-        names = names + found[1]
-    keep = kind >= 0
-    g = group[gaps.before][keep]
+    if sync is not None:
+        found, first = sync
+        by_host = (found >= 0) & (kind != _PAGEABLE)  # a pageable copy's gap stays the copy's
+        kind[by_host], code[by_host] = _SYNC, found[by_host] + first
+        length[by_host] = gaps.length[part][by_host]
+    keep = np.flatnonzero(kind >= 0)
+    g = group[gaps.before[part][keep]]
     ones = np.ones(g.size, np.int64)
-    records: list[tuple[np.ndarray, ...]] = [
-        (g, kind[keep], code[keep], length[keep], ones, 0 * ones, 0 * ones)
-    ]
-    if counted:
-        records.append(counted)
-    return _collect(records, names)
+    return (g, kind[keep].astype(np.int64), code[keep], length[keep], ones, 0 * ones, 0 * ones)
 
 
 _SYNC, _PAGEABLE, _TINY = range(3)  # list(StallKind) order
@@ -192,7 +233,11 @@ def _copy_rows(
 
 
 def _sync_ops(
-    act: Activity, gaps: Gaps, gap_dev: np.ndarray, host: tuple[pa.Table | None, pa.Table | None]
+    act: Activity,
+    gaps: Gaps,
+    g_dev: np.ndarray,
+    group: np.ndarray,
+    host: tuple[pa.Table | None, pa.Table | None],
 ) -> tuple[np.ndarray, list[str | None]] | None:
     """Per gap, the innermost synchronising host range/op open on the GPU's launching process when
     the GPU ran dry (a code into the returned names, -1: none)."""
@@ -204,6 +249,7 @@ def _sync_ops(
     found = host_ranges.host_intervals(tables[0], tables[1], np.sort(gaps.start))
     if found is None:
         return None
+    gap_dev = g_dev[group[gaps.before]]
     return host_ranges.codes_at(gap_dev, gaps.start, act, found), found.names
 
 

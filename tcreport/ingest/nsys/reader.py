@@ -26,6 +26,7 @@ from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.common import sqlite as _sqlite
+from tcreport.ingest.common.constant import Constants, shared
 from tcreport.ingest.common.memory import release_free_memory
 from tcreport.ingest.nsys import meta as _nsys_meta
 from tcreport.ingest.nsys.checks import dropped_note, named, no_ops_note, timed, unnamed_note
@@ -142,13 +143,9 @@ def _read(db: NsysDb) -> Run:
     release_free_memory()
 
     origin, last_end = _nsys_meta.time_span(db, (*_ACTIVITY_TABLES, SYNC_TABLE), spans)
-    zeros = np.zeros(kernels.num_rows, dtype=np.int32)
-    kernels = kernels.append_column("op_id", att.kernel_op_id).append_column("iteration", [zeros])
-    zeros = np.zeros(memory.num_rows, dtype=np.int32)
-    memory = memory.append_column("op_id", att.memory_op_id).append_column("iteration", [zeros])
+    kernels = kernels.append_column("op_id", att.kernel_op_id)
+    memory = memory.append_column("op_id", att.memory_op_id)
     ops = att.ops
-    if ops is not None:
-        ops = ops.append_column("iteration", [np.zeros(ops.num_rows, dtype=np.int32)])
     notes = (
         dropped_note(k_bad, m_bad, nvtx_bad)
         + unnamed_note(kernels)
@@ -163,11 +160,12 @@ def _read(db: NsysDb) -> Run:
         )
     notes += _graph_note(db)
     meta = _nsys_meta.run_meta(db, db.path, last_end - origin, ops is not None, devices, notes)
+    consts = Constants(max(kernels.num_rows, memory.num_rows, 0 if ops is None else ops.num_rows))
     return Run(
         meta=meta,
-        kernels=conform(kernels, TableKind.KERNELS),
-        memory=conform(memory, TableKind.MEMORY),
-        ops=None if ops is None else conform(ops, TableKind.OPS),
+        kernels=conform(shared(kernels, TableKind.KERNELS, consts), TableKind.KERNELS),
+        memory=conform(shared(memory, TableKind.MEMORY, consts), TableKind.MEMORY),
+        ops=None if ops is None else conform(shared(ops, TableKind.OPS, consts), TableKind.OPS),
         iterations=conform(
             {"iteration": [0], "start_ns": [origin], "end_ns": [last_end]}, TableKind.ITERATIONS
         ),
@@ -387,20 +385,17 @@ def _kernels(db: NsysDb, raw: pa.Table, sid_ids: pa.Array, sid_values: pa.Array)
     if names.null_count:
         raise InputError(f"{KERNEL_TABLE}: kernel name ids missing from StringIds", db.path)
     names = named(names)
-    n = raw.num_rows
     out: dict[str, pa.Array | pa.ChunkedArray] = {
         "name": names,
-        "long_name": resolve_names(raw["long"].combine_chunks(), sid_ids, sid_values)
-        if "long" in raw.column_names
-        else pa.nulls(n, pa.string()),
         "device_id": raw["device"],
         "process_id": raw["pid"],
         "stream_id": raw["stream"],
         "correlation_id": raw["corr"],
         "start_ns": raw["start"],
         "duration_ns": raw["duration"],
-        "calls": pa.array(np.ones(n, dtype=np.int64)),
     }
+    if "long" in raw.column_names:  # else null: filled in with the run's shared constants
+        out["long_name"] = resolve_names(raw["long"].combine_chunks(), sid_ids, sid_values)
     for name in _GEOMETRY.values():
         if name in raw.column_names:
             out[name] = raw[name]
@@ -424,7 +419,6 @@ def _memory(raw: pa.Table) -> pa.Table:
             "correlation_id": raw["correlationId"],
             "start_ns": raw["start"],
             "duration_ns": pc.subtract(raw["end"], raw["start"]),
-            "calls": pa.array(np.ones(raw.num_rows, dtype=np.int64)),
             "bytes": raw["bytes"],
         }
     )

@@ -87,7 +87,6 @@ def ops_columns(
         "process_id": pid_of(gt),
         "thread_id": pc.bit_wise_and(gt, 0xFFFFFF),
         "start_ns": pa.array(start),
-        "calls": pa.array(np.ones(n_ops, dtype=np.int64)),
         "cpu_ns": pa.array(end - start),
         "gpu_ns": pa.array(gpu.astype(np.int64)),
         "gpu_total_ns": pa.array(mem.astype(np.int64)),
