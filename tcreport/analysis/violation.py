@@ -25,6 +25,8 @@ class Invariant(StrEnum):
     ITERATION_GPUS = "iteration-gpus-sum-to-row"  # an iteration's per-GPU stacks add up
     STEP_PARTS = "step-parts-sum-to-span"
     WINDOWS = "iteration-windows-ordered-disjoint"  # per GPU
+    #: per GPU, the work an iteration's row shows in its window <= that window's span
+    ITERATION_WITHIN_SPAN = "iteration-work-within-span"
 
 
 @dataclass(frozen=True)
