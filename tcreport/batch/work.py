@@ -40,6 +40,8 @@ RUNS = pa.schema(
         ("date_source", pa.string()),
         ("tcreport_version", pa.string()),  # the tcreport that made the row (or failed on it)
         ("missing_extra", pa.string()),  # a failure for want of an extra ("tf"): install it, re-run
+        # the analysis' broken invariants, "; "-joined (null when all hold): figures not to trust
+        ("invariant_violations", pa.string()),
         ("iterations_aggregated", pa.int64()),
         ("wall_ns", pa.int64()),
         ("gpu_kernel_ns", pa.int64()),
@@ -112,7 +114,7 @@ TABLES: dict[str, pa.Schema] = {
 #: Columns added to a table after datasets were written without them: a run archived before
 #: reads them as null (runner.existing_runs), and an OUT without them is still tcreport's.
 ADDED_LATER: dict[str, frozenset[str]] = {
-    "runs": frozenset({"fix_first_id", "fix_first_title", "missing_extra"})
+    "runs": frozenset({"fix_first_id", "fix_first_title", "missing_extra", "invariant_violations"})
 }
 
 
@@ -338,6 +340,7 @@ def _runs_table(
             top_finding_title=top.title if top else None,
             fix_first_id=first.id if first else None,
             fix_first_title=first.title if first else None,
+            invariant_violations="; ".join(str(v) for v in a.violations) or None,
             report=f"reports/{task.report_name or task.run_id}.html",
             seconds=seconds,
         ),
