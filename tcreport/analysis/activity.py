@@ -32,6 +32,12 @@ COLLECTIVE = (
     r"|nvshmem|multimem|c10d::|broadcast_kernel|sendrecv"
 )
 
+#: Op names of communication: the kernel names above, plus the ops PyTorch records around a
+#: collective (``record_param_comms``, ``c10d::allreduce_``, ``nccl:all_reduce``,
+#: ``torch.distributed`` calls). Their GPU time is the collective's; it is not compute, so no
+#: compute rule (OP001's "cannot use Tensor Cores") judges it; the communication rules do.
+COLLECTIVE_OP = COLLECTIVE + r"|record_param_comms|^nccl:|broadcast"
+
 
 class Cat(IntEnum):
     """Activity categories, in the priority that decides overlapped time (lowest value wins)."""

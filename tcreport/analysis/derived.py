@@ -374,7 +374,12 @@ def step_times(rows: Sequence[IterationRow]) -> tuple[dict[int, int], str]:
     host step lengths swing when the host runs ahead of the GPU or waits on it while the GPU's
     pace stays steady; else the host (wall-clock) duration."""
     gpu = {r.iteration: r.gpu_step_ns for r in rows if r.gpu_step_ns is not None}
-    if len(gpu) >= OUTLIER_MIN_ITERATIONS or (gpu and len(gpu) == len(rows)):
+    # the run's last step has no GPU step time (its window has no next step to end at), so "every
+    # row has one" leaves the last row out: a 4-step run whose host ran ahead has 3 GPU step times
+    # and a last host "step" that runs to the end of the GPU backlog, which must not be judged
+    last = max((r.iteration for r in rows), default=None)
+    every = all(r.gpu_step_ns is not None for r in rows if r.iteration != last)
+    if len(gpu) >= OUTLIER_MIN_ITERATIONS or (gpu and every):
         return {i: int(v) for i, v in gpu.items() if v is not None}, "GPU"
     return {r.iteration: r.duration_ns for r in rows}, "host"
 

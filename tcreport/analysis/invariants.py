@@ -2,7 +2,8 @@
 
 Matrix-unit time never exceeds GPU kernel time; eligible time never exceeds it either; an op's
 matrix-unit, missed and other time add up to its GPU time; each GPU's iteration windows come in
-order and do not overlap; a step's parts add up to its span; nothing is negative and every share
+order and do not overlap; a step's parts add up to its span; the work an iteration's row shows on
+a GPU fits in its window's span; nothing is negative and every share
 is a share. A figure that breaks one of these is a bug (a reader's or the analysis'), never a
 result to show as if it were right.
 
@@ -168,6 +169,7 @@ def _iterations(a: Analysis) -> list[Violation]:
                 (f"{name}.idle_ns", r.idle_ns),
             ]
         )
+    found += _within_span(a)
     last_end: dict[int | None, tuple[int, int]] = {}
     for s in sorted(
         a.steps.rows, key=lambda s: (s.device_id is None, s.device_id or 0, s.iteration)
@@ -194,6 +196,27 @@ def _iterations(a: Analysis) -> list[Violation]:
                 )
             )
         last_end[s.device_id] = (s.iteration, s.start_ns + s.span_ns)
+    return found
+
+
+def _within_span(a: Analysis) -> list[Violation]:
+    """Per GPU, the kernel and memory time an iteration's row shows (its stack: the step
+    breakdown's where measured) fits in the GPU span of its window: a straggler cut at a window's
+    edge is shown cut in the iteration table too, not whole in a window too short for it."""
+    found: list[Violation] = []
+    for r in a.iterations.rows:
+        stacks = [(g.device_id, g.step, g.stacked) for g in r.gpus] or [
+            (s.device_id, s, r.stacked) for s in r.steps[:1] if len(r.steps) == 1
+        ]
+        for dev, step, shown in stacks:
+            if step is None:
+                continue
+            work = shown.tc_ns + shown.other_ns + shown.memory_ns
+            found += _above(
+                Invariant.ITERATION_WITHIN_SPAN,
+                (f"iterations.rows[{r.iteration}, GPU {dev}].work_ns", work),
+                (f"steps.rows[{r.iteration}, GPU {dev}].span_ns", step.span_ns),
+            )
     return found
 
 

@@ -74,7 +74,6 @@ class JobVerdict:
     #: kernel time (the CI gate's figure, as for one run)
     eligible_not_using_gpu_ns: int | None = None
     eligible_not_tc_share: float | None = None
-    unit: str = "Tensor Cores"  # the ranks' word for their matrix units
 
     @property
     def tone(self) -> Tone:
@@ -182,7 +181,6 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
         text,
         miss,
         miss / total if miss is not None and total else None,
-        unit,
     )
 
 

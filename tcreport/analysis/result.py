@@ -101,6 +101,7 @@ class _StepParts:
     steps: tuple[StepRow, ...]
     timeline: IterationTimeline | None
     communication: CommOverlap | None
+    note: str | None = None  # steps with GPU work but no row (steps.swallowed_note)
 
 
 def _steps(
@@ -140,7 +141,7 @@ def _steps(
         if pick is not None
         else None
     )
-    return _StepParts(breakdown, tl, comm)
+    return _StepParts(breakdown, tl, comm, steps.swallowed_note(act, breakdown))
 
 
 def _throughput(run: Run, t: TimeFigures, unit: str) -> Throughput | None:
@@ -219,8 +220,11 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
         t.wall_ns,
     )
+    meta = sliced.meta
+    if parts.note is not None:
+        meta = dataclasses.replace(meta, notes=(*meta.notes, parts.note))
     analysed = Analysis(
-        meta=sliced.meta,
+        meta=meta,
         verdict=judged,
         time=t,
         breakdown=rows,

@@ -13,6 +13,7 @@ Python API spells them (``iter_start``), and the CLI re-spells it with its flags
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ class Slice:
     timeline_iter: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_types()
         for name in ("iter_start", "iter_stop", "timeline_iter"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -57,6 +59,39 @@ class Slice:
                     "{iter_stop} {stop} is before {iter_start} {start}",
                     stop=self.iter_stop,
                     start=self.iter_start,
+                )
+            )
+
+    def _check_types(self) -> None:
+        """Each option of the type it must have, refused in the API's words before any trace is
+        read: a Python caller can pass ``"1"``, ``1.5``, ``nan``, ``True`` or ``key_node=5``, which
+        would otherwise fail deep inside the analysis (or, for ``True``, be taken as 1). An
+        integer of another kind (``numpy.int64``) is taken as the int it is."""
+        for name in ("iter_start", "iter_stop", "timeline_iter"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise OptionError(
+                    OptionText.of(
+                        f"{{{name}}} must be a whole number (an iteration, counted from 0), "
+                        "not {value}",
+                        value=f"{value!r} ({type(value).__name__})",
+                    )
+                )
+            object.__setattr__(self, name, int(value))
+        if self.key_node is not None and not isinstance(self.key_node, str):
+            raise OptionError(
+                OptionText.of(
+                    "{key_node} must be an op or range name (a string), not {value}",
+                    value=f"{self.key_node!r} ({type(self.key_node).__name__})",
+                )
+            )
+        if not isinstance(self.allow_empty, bool):
+            raise OptionError(
+                OptionText.of(
+                    "{allow_empty} must be True or False, not {value}",
+                    value=f"{self.allow_empty!r} ({type(self.allow_empty).__name__})",
                 )
             )
 

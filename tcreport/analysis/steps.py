@@ -266,6 +266,36 @@ def breakdown_with_gaps(
     return tuple(ordered), gaps
 
 
+def swallowed_note(act: Activity | None, rows: tuple[StepRow, ...]) -> str | None:
+    """The report's line on steps that ran GPU work but have no row: every event of theirs ran in
+    another step's window (the next step's first event started no later than theirs, so their
+    window is empty), which a trace whose events on one stream overlap (edited, or clocks gone
+    wrong) produces. A step must never leave the breakdown unsaid."""
+    if act is None or not (act.iteration >= 0).any():
+        return None
+    has = act.iteration >= 0
+    its, devs = _active_pairs(act.iteration[has], act.device[has])
+    pairs = set(zip(its.tolist(), devs.tolist(), strict=True))  # one per step and GPU: small
+    kept = {(r.iteration, -1 if r.device_id is None else r.device_id) for r in rows}
+    lost = sorted(pairs - kept)
+    if not lost:
+        return None
+    shown = ", ".join(f"{i} (GPU {'?' if d == -1 else d})" for i, d in lost[:8])
+    more = f" and {len(lost) - 8:,} more" if len(lost) > 8 else ""
+    return (
+        f"{len(lost):,} step(s) with GPU work have no row in the step breakdown: iteration {shown}"
+        f"{more}; each one's GPU work started no earlier than the next step's first event, so its "
+        "window is empty and its time is counted in a later step's window (events of one step "
+        "overlapping the next's on the GPU: a damaged trace, or one stream's events overlapping)"
+    )
+
+
+def _active_pairs(iteration: np.ndarray, device: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (iteration, device) pairs, vectorised (one per step and GPU come out)."""
+    both = np.unique(np.stack([iteration.astype(np.int64), device.astype(np.int64)]), axis=1)
+    return both[0], both[1]
+
+
 def _row(
     g: int,
     g_iter: np.ndarray,

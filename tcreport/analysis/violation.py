@@ -29,6 +29,8 @@ class Invariant(StrEnum):
     JOB_CELL_PARTS = "job-cell-parts-sum-to-span"  # and the step time is no shorter than the span
     JOB_OWN_TIME = "job-own-time-outside-collectives"  # compute beside none + copies + idle
     JOB_WAIT = "job-wait-from-least"  # no wait negative, the least of an iteration zero
+    #: per GPU, the work an iteration's row shows in its window <= that window's span
+    ITERATION_WITHIN_SPAN = "iteration-work-within-span"
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,8 @@ def _runs(
         "fix_first_title": first.title if first else None,
         "verdict": sec.verdict.text,
         "verdict_tone": sec.verdict.tone.value,
-        "matrix_unit": sec.verdict.unit,
+        "matrix_unit": sec.matrix_unit,
+        "invariant_violations": "; ".join(str(v) for v in sec.violations) or None,
     }
     miss, kt = job_row["eligible_not_using_gpu_ns"], job_row["gpu_kernel_ns"]
     job_row["eligible_not_tc_share"] = (

@@ -105,6 +105,8 @@ def run_figures(view: Report) -> dict[str, Any]:
         "verdict": "".join(a.verdict.sentence),
         "verdict_tone": a.verdict.tone.value,
         "matrix_unit": a.verdict.words.unit,
+        # the analysis' broken invariants (null when all hold): figures not to trust
+        "invariant_violations": "; ".join(str(v) for v in a.violations) or None,
     }
 
 

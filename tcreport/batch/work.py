@@ -44,6 +44,8 @@ RUNS = pa.schema(
         ("date_source", pa.string()),
         ("tcreport_version", pa.string()),  # the tcreport that made the row (or failed on it)
         ("missing_extra", pa.string()),  # a failure for want of an extra ("tf"): install it, re-run
+        # the analysis' broken invariants, "; "-joined (null when all hold): figures not to trust
+        ("invariant_violations", pa.string()),
         ("iterations_aggregated", pa.int64()),
         ("wall_ns", pa.int64()),
         ("gpu_kernel_ns", pa.int64()),
@@ -138,6 +140,7 @@ ADDED_LATER: dict[str, frozenset[str]] = {
             "rank",
             "ranks",
             "world_size",
+            "invariant_violations",
         }
     ),
     "ops": frozenset({"rank"}),

@@ -295,6 +295,11 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         fb, fh = own_b, own_h
     notes.extend(inferred_identity(ba, ha))
     for side, a in (("base", ba), ("head", ha)):
+        if a.violations:  # the analysis' violations list: its figures are not to be trusted
+            notes.append(
+                f"{side} has broken figures, so its side of every comparison is suspect: "
+                + "; ".join(str(v) for v in a.violations)
+            )
         if not a.breakdown.has_kernels:
             notes.append(f"{side} has no kernel rows; kernels not compared")
     added, resolved, persisting = rows.findings(fb, fh)

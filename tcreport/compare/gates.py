@@ -129,11 +129,30 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
     return out
 
 
+def _invariants(view: Report, side: str) -> list[GateResult]:
+    """A failed gate for a run whose analysis broke an invariant (the analysis' violations list):
+    its figures are not to be trusted, so no gate on them can pass; none when all holds."""
+    broken = view.analysis.violations
+    if not broken:
+        return []
+    more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
+    return [
+        GateResult(
+            "invariants",
+            False,
+            f"the {side}'s figures break what must always hold: {broken[0]}{more}",
+        )
+    ]
+
+
 def check(
     view: Report, gates: Gates, baseline: Report | None = None, *, force: bool = False
 ) -> CheckResult:
-    """Evaluate every gate that is switched on; raises NotComparableError as :func:`diff` does."""
-    results: list[GateResult] = []
+    """Evaluate every gate that is switched on, and fail a run (or baseline) whose figures broke
+    an invariant; raises NotComparableError as :func:`diff` does."""
+    results: list[GateResult] = [*_invariants(view, "run")]
+    if baseline is not None:
+        results += _invariants(baseline, "baseline")
     if gates.min_tc_share is not None:
         results.append(_min_share(view, gates.min_tc_share))
     if gates.max_eligible_not_tc_share is not None:

@@ -4,7 +4,9 @@ After mixed precision moves the GEMMs and convolutions to Tensor Cores, what rem
 with no Tensor Core path: resize/upsample/interpolate, normalisation, elementwise, reductions,
 copies and casts. Amdahl's law makes them the next bottleneck (resize ops taking ~10 % of a
 segmentation model after its switch to float16 is the classic case). Collectives (NCCL all-reduce,
-all-to-all) are left out: their fix is overlap, not a cheaper op.
+all-to-all, and the ops PyTorch records around them: ``record_param_comms``, ``c10d::``,
+``nccl:``; :data:`tcreport.analysis.activity.COLLECTIVE_OP`) are left out: they are not compute,
+and their fix is overlap (CM002), not a cheaper op.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 
 from tcreport import fmt
+from tcreport.analysis.activity import COLLECTIVE_OP
 from tcreport.analysis.eligibility import is_eligible_type
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.sections.verdict import UnitWords
@@ -20,9 +23,7 @@ from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "OP001"
-_COLLECTIVE = re.compile(
-    r"nccl|all_?reduce|all_?gather|all_?to_?all|reduce_?scatter|broadcast|c10d", re.I
-)
+_COLLECTIVE = re.compile(COLLECTIVE_OP, re.I)
 _RESIZE = re.compile(r"upsample|interpolat|resize|grid_sampler|affine_grid|roi_?align", re.I)
 _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)

@@ -8,7 +8,8 @@ whose sums leave int64 (``eligible_gpu_ns: -52`` from a hand-edited folder holdi
 * A row with an impossible value (a negative time or count, a start outside
   :data:`schema.POSITIONS_NS`, an interval of 13 days or more, an aggregated total past
   :data:`MAX_TOTAL_NS`, a timed row, which is one event, counting other than one call) is
-  dropped, and the run's notes name the table, the field and a value.
+  dropped, and the run's notes name the table, the field and a value. So is a GPU event still
+  running when the next two of its own stream start (:mod:`tcreport.ingest.common.streams`).
 * A column whose values are each plausible but whose sum could still wrap (more than
   :data:`MAX_SUM` in total) is an :class:`InputError`: no figure built from it could be trusted.
   Every sum the analysis takes is over a subset of one such column or adds a few of them, so
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.errors import InputError
+from tcreport.ingest.common import streams
 from tcreport.model import ReportedFigures, Run
 from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS, TableKind
 
@@ -77,6 +79,13 @@ def checked(run: Run, label: Label = _rows_of, path: Path | None = None) -> Run:
         kept, note = _plausible_rows(table, kind, label)
         if note:
             changes[kind.value], notes = kept, [*notes, note]
+        if (
+            kind in (TableKind.KERNELS, TableKind.MEMORY)
+            and (bad := streams.containing(kept)) is not None
+        ):
+            n = int(bad.sum())
+            kept = kept.filter(pa.array(~bad))
+            changes[kind.value], notes = kept, [*notes, streams.note(n, label(kind))]
         _check_sums(kept, kind, label, path or run.meta.path)
     reported, dropped = _plausible_reported(run.meta.reported)
     if dropped:
