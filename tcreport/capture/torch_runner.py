@@ -113,8 +113,11 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     kind = torch_hooks.key_kind(torch, req.key_node, functions, classes) if req.key_node else None
 
     def advance() -> None:
-        with quiet.kineto(req.verbose):
-            prof.step()
+        try:
+            with quiet.kineto(req.verbose):
+                prof.step()
+        except Exception as exc:  # tcreport's profiler, not the script: not its traceback
+            raise CaptureError(f"torch.profiler failed at step {win.steps_seen}: {exc}") from exc
 
     win = TorchWindow(
         start=start,
@@ -127,23 +130,52 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     )
     prof = profiler(torch, lambda: (win.start, win.stop), trace)  # asks for the window at once
     seen = torch_hooks.Seen()
+
+    def finish() -> None:
+        if counter is not None:
+            counter.close()
+        with quiet.kineto(req.verbose):
+            prof.stop()
+
+    def os_exit(code: int) -> None:
+        finish()
+        _hard_exit(req, win, trace, code)
+
     with audit.installed(), torch_hooks.installed(torch, win, seen) as decorators:
         with quiet.kineto(req.verbose):
             prof.start()
         win.began()
         try:
-            code, error = script.run(req.script, req.script_args, decorators)
+            with torch_hooks.one_profiler(torch, req.script.name):
+                code, error = script.run(req.script, req.script_args, decorators, os_exit)
         finally:
-            if counter is not None:
-                counter.close()
-            with quiet.kineto(req.verbose):
-                prof.stop()
+            finish()
     sys.stderr.flush()
     where = f"no {kind} named {req.key_node!r} ran" if req.key_node else ""
     _check(req, win, code, error, where)
     if not trace.is_file():
         raise CaptureError("torch.profiler wrote no trace", run_dir)
     return _result(req, fw, torch, run_dir, trace, win, audit, code, seen, functions)
+
+
+def _hard_exit(req: ProfileRequest, win: TorchWindow, trace: Path, code: int) -> None:
+    """The script called ``os._exit``: the process ends now, before any report. Say so and name
+    what was recorded; the exit status is not 0, since no report was written."""
+    kept = (
+        f"the raw profile of the steps recorded is {trace} (`tcreport report {trace.parent}` "
+        "reports it)"
+        if trace.is_file()
+        else "nothing was recorded"
+    )
+    if not trace.is_file():
+        layout.prune(trace.parent, req.out_dir, made_out=False)
+    sys.stdout.flush()
+    sys.stderr.write(
+        f"tcreport: error: {req.script.name} called os._exit({code}) after {win.steps_seen} "
+        f"steps, which ends the process at once, so no report was written; {kept}\n"
+    )
+    sys.stderr.flush()
+    os._exit(script.status(code) or CaptureError.exit_code)
 
 
 def _result(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from tcreport.cli._common import FLAGS, phase, say
-from tcreport.errors import OptionError, UsageError
+from tcreport.errors import OptionError, TcreportError, UsageError
 
 if TYPE_CHECKING:
     from tcreport.api import Report, Run, Slice
@@ -80,7 +80,7 @@ def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
     """Run the script under the profiler, then read, analyse (the part ``slc`` selects, unless
     the profiler already kept only those iterations) and write beside the raw profile."""
     from tcreport import api
-    from tcreport.capture import Backend, capture, plan
+    from tcreport.capture import Backend, capture, layout, plan, script
 
     existed = request.out_dir.exists()
     _, backend, why = plan(request)
@@ -93,7 +93,12 @@ def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
         )
     if why is not None:
         say(f"tcreport: backend {backend.value}: {why}")
-    result = capture(dataclasses.replace(request, backend=Backend(backend.value)))
+    try:
+        result = capture(dataclasses.replace(request, backend=Backend(backend.value)))
+    except TcreportError:
+        if not existed:  # a run that recorded nothing leaves no empty folder behind
+            layout.prune(request.out_dir, request.out_dir, made_out=True)
+        raise
     out = request.out_dir
     with phase("read", f"Reading {result.trace_path}"):
         run = with_notes(api.load(result.trace_path), result)
@@ -110,7 +115,7 @@ def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
             f"tcreport: error: the script exited with code {result.script_exit_code}; "
             "the report is partial",
         )
-        raise typer.Exit(result.script_exit_code)
+        raise typer.Exit(script.status(result.script_exit_code))  # 256 must not read as 0
     if problem:
         raise UsageError(
             f"{problem}; kept the raw profile {result.trace_path} and a report of "
