@@ -27,7 +27,7 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("steps", ["abc", [1.5], None, [True], range(5, 1), range(0, 10, 2), [-1]])
 def test_steps_that_are_not_a_window_are_refused_in_the_api_words(steps: object) -> None:
-    window = tcreport.profile(steps=steps)  # type: ignore[arg-type]
+    window = tcreport.profile(steps=steps)
     with pytest.raises(UsageError, match=r"^steps must be consecutive step numbers"):
         window.__enter__()
 
