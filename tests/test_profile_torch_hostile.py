@@ -94,13 +94,33 @@ def test_exit_code_256_is_not_success(tmp_path: Path) -> None:
     assert (out / "report.html").is_file()
 
 
-def test_os_exit_in_the_loop_is_said_and_the_trace_named(tmp_path: Path) -> None:
+def test_os_exit_in_the_loop_still_reports_what_was_recorded(tmp_path: Path) -> None:
     done = _tcreport(str(_script(tmp_path, "if i == 5: os._exit(0)")), "--output-dir", "out",
                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (trace,) = (tmp_path / "out" / "plugins" / "profile").glob("*/train.pt.trace.json")
+    assert "tcreport: train.py called os._exit(0) after 6 steps; reporting what was recorded" in (
+        done.stderr
+    )
+    assert f"wrote {tmp_path / 'out' / 'report.html'}" in done.stderr
+    assert "ended the process with os._exit(0)" in (tmp_path / "out" / "report.html").read_text()
+    assert trace.with_name("tcreport-capture.json").is_file()
+
+
+def test_os_exit_without_a_report_writer_names_the_trace(tmp_path: Path) -> None:
+    """Without the CLI's report writer (torch_runner used directly), the trace is named."""
+    script = _script(tmp_path, "if i == 5: os._exit(0)")
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from tcreport.capture import Framework, ProfileRequest, torch_runner\n"
+        f"torch_runner.run(ProfileRequest(script=Path({str(script)!r}), "
+        f"out_dir=Path({str(tmp_path / 'out')!r})), Framework.PYTORCH)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 5, done.stderr
     (trace,) = (tmp_path / "out" / "plugins" / "profile").glob("*/train.pt.trace.json")
-    assert "train.py called os._exit(0) after 6 steps" in done.stderr
-    assert str(trace) in done.stderr and "no report was written" in done.stderr
+    assert "no report was written" in done.stderr and str(trace) in done.stderr
 
 
 def test_os_exit_before_the_window_leaves_no_run_folder(tmp_path: Path) -> None:

@@ -139,7 +139,15 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
 
     def os_exit(code: int) -> None:
         finish()
-        _hard_exit(req, win, trace, code)
+        result = None
+        if trace.is_file():
+            result = _result(req, fw, torch, run_dir, trace, win, audit, code, seen, functions)
+            note = (
+                f"The script ended the process with os._exit({code}) after {win.steps_seen} "
+                "steps; this report covers what was recorded before."
+            )
+            result = dataclasses.replace(result, notes=(*result.notes, note))
+        _hard_exit(req, win, trace, code, result)
 
     with audit.installed(), torch_hooks.installed(torch, win, seen) as decorators:
         with quiet.kineto(req.verbose):
@@ -158,24 +166,38 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     return _result(req, fw, torch, run_dir, trace, win, audit, code, seen, functions)
 
 
-def _hard_exit(req: ProfileRequest, win: TorchWindow, trace: Path, code: int) -> None:
-    """The script called ``os._exit``: the process ends now, before any report. Say so and name
-    what was recorded; the exit status is not 0, since no report was written."""
-    kept = (
-        f"the raw profile of the steps recorded is {trace} (`tcreport report {trace.parent}` "
-        "reports it)"
-        if trace.is_file()
-        else "nothing was recorded"
-    )
-    if not trace.is_file():
-        layout.prune(trace.parent, req.out_dir, made_out=False)
+def _hard_exit(
+    req: ProfileRequest, win: TorchWindow, trace: Path, code: int, result: CaptureResult | None
+) -> None:
+    """The script called ``os._exit``: the process ends now. Report what was recorded (through
+    the caller's ``on_hard_exit``) or at least name it; the exit status is not 0 when no report
+    was written."""
     sys.stdout.flush()
-    sys.stderr.write(
-        f"tcreport: error: {req.script.name} called os._exit({code}) after {win.steps_seen} "
-        f"steps, which ends the process at once, so no report was written; {kept}\n"
-    )
+    said = f"tcreport: {req.script.name} called os._exit({code}) after {win.steps_seen} steps"
+    status = script.status(code)
+    if result is not None and req.on_hard_exit is not None:
+        sys.stderr.write(f"{said}; reporting what was recorded\n")
+        try:
+            req.on_hard_exit(result)
+        except BaseException as exc:  # the process ends either way: say why, name the trace
+            sys.stderr.write(f"tcreport: error: no report: {exc}; raw profile {trace}\n")
+            status = status or CaptureError.exit_code
+    elif result is not None:
+        sys.stderr.write(
+            f"{said.replace('tcreport: ', 'tcreport: error: ')}, which ends the process at once, "
+            f"so no report was written; the raw profile of the steps recorded is {trace} "
+            f"(`tcreport report {trace.parent}` reports it)\n"
+        )
+        status = status or CaptureError.exit_code
+    else:
+        layout.prune(trace.parent, req.out_dir, made_out=False)
+        sys.stderr.write(
+            f"{said.replace('tcreport: ', 'tcreport: error: ')}, which ends the process at once; "
+            "nothing was recorded\n"
+        )
+        status = status or CaptureError.exit_code
     sys.stderr.flush()
-    os._exit(script.status(code) or CaptureError.exit_code)
+    os._exit(status)
 
 
 def _result(
