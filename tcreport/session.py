@@ -13,6 +13,7 @@ the last two exist only where their packages are installed.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -119,13 +120,15 @@ def profile(
     )
     recorder.start()
     run = ProfileRun(output_dir=out, _recorder=recorder)
-    failed = True
+    failed, parent = True, os.getpid()
     try:
         yield run
         failed = False
     finally:
-        result = recorder.stop(failed)
-    run.finish(result)
+        if os.getpid() == parent:  # a child the block forked leaves the report to its parent
+            result = recorder.stop(failed)
+    if os.getpid() == parent:
+        run.finish(result)
 
 
 def keras_callback(

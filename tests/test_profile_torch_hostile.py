@@ -175,3 +175,18 @@ def test_no_step_run_leaves_an_existing_folder_as_it_was(tmp_path: Path) -> None
     result = runner.invoke(app, ["profile", str(script), "--output-dir", str(out)])
     assert result.exit_code == 2
     assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+
+
+def test_a_child_forked_in_the_block_leaves_the_report_to_its_parent(tmp_path: Path) -> None:
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tcreport.profile(steps=range(1, 2), output_dir=tmp_path / "cm") as run:
+        for _ in range(3):
+            model(torch.randn(2, 8)).sum().backward()
+            opt.step()
+        pid = os.fork()
+    if pid == 0:  # the child, out of the block: nothing written, nothing stopped
+        os._exit(0 if run.report is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert run.report is not None and run.report.is_file()
