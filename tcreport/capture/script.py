@@ -95,7 +95,10 @@ def run(
     def hard_exit(code: int) -> None:
         if os.getpid() == parent and on_os_exit is not None:
             os._exit = real_exit
-            on_os_exit(code)
+            try:
+                on_os_exit(code)  # ends the process itself when all goes well
+            finally:
+                real_exit(code)  # the script asked for the process to end, whatever happened
         real_exit(code)
 
     if on_os_exit is not None:
