@@ -13,6 +13,7 @@ the last two exist only where their packages are installed.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -31,19 +32,30 @@ __all__ = ["ProfileRun", "keras_callback", "lightning_callback", "profile", "tra
 
 
 def _window(steps: Iterable[int]) -> tuple[int, int]:
-    """``range(15, 35)`` -> steps 15..34; any run of consecutive non-negative step numbers."""
+    """``range(15, 35)`` -> steps 15..34; any run of consecutive non-negative step numbers. A
+    range is read as a range (``range(0, 10**9)`` is two numbers, not a list)."""
+    wrong = UsageError(
+        f"steps must be consecutive step numbers from 0 on, such as range(15, 35); got {steps!r}"
+    )
+    if isinstance(steps, range):
+        if len(steps) == 0 or steps.start < 0 or (len(steps) > 1 and steps.step != 1):
+            raise wrong
+        return steps[0], steps[-1]
+    if isinstance(steps, str | bytes) or not isinstance(steps, Iterable):
+        raise wrong
     numbers = list(steps)
-    if not numbers or numbers[0] < 0 or numbers != list(range(numbers[0], numbers[-1] + 1)):
-        raise UsageError(
-            f"steps must be consecutive step numbers from 0 on, such as range(15, 35); got {steps!r}"
-        )
+    if not numbers or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        raise wrong
+    if numbers[0] < 0 or numbers != list(range(numbers[0], numbers[-1] + 1)):
+        raise wrong
     return numbers[0], numbers[-1]
 
 
 def _out(output_dir: str | Path | None) -> Path:
+    """Absolute, so a training loop that changes its working folder writes where it was asked."""
     if output_dir is not None:
-        return Path(output_dir)
-    return Path(time.strftime("tcreport-profile-%Y%m%dT%H%M%SZ", time.gmtime()))
+        return Path(output_dir).absolute()
+    return Path(time.strftime("tcreport-profile-%Y%m%dT%H%M%SZ", time.gmtime())).absolute()
 
 
 @dataclass
@@ -108,13 +120,15 @@ def profile(
     )
     recorder.start()
     run = ProfileRun(output_dir=out, _recorder=recorder)
-    failed = True
+    failed, parent = True, os.getpid()
     try:
         yield run
         failed = False
     finally:
-        result = recorder.stop(failed)
-    run.finish(result)
+        if os.getpid() == parent:  # a child the block forked leaves the report to its parent
+            result = recorder.stop(failed)
+    if os.getpid() == parent:
+        run.finish(result)
 
 
 def keras_callback(

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import IO
 
 from tcreport.capture import commands, framework, layout
 from tcreport.capture.request import Backend, CaptureResult, Framework, ProfileRequest
-from tcreport.errors import CaptureError, OutputError, UsageError
+from tcreport.errors import CaptureError, OutputError, TcreportError, UsageError
 
 INSTALL_HINTS = {
     Backend.DLPROF: "dlprof on PATH (NVIDIA's discontinued DLProf: NGC framework containers up to "
@@ -237,16 +238,41 @@ def _nsys_report(base: Path) -> Path | None:
     return None
 
 
+#: How long ``nsys profile --help`` may take before the option is taken as not listed.
+HELP_TIMEOUT_S = 30.0
+
+
 def nsys_lists(option: str) -> bool:
     """Whether ``nsys profile --help`` mentions ``option`` (options come and go between
-    releases; an unknown one makes nsys refuse to run)."""
+    releases; an unknown one makes nsys refuse to run). The help goes to a file, not a pipe, and
+    tcreport waits for nsys itself: a process it leaves behind holding its output cannot stall the
+    run (see :func:`run_command`)."""
+    with tempfile.TemporaryFile() as out:
+        try:
+            proc = subprocess.Popen(
+                ["nsys", "profile", "--help"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError:
+            return False
+        try:
+            proc.wait(timeout=HELP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return False
+        out.seek(0)
+        return option in out.read().decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
-        done = subprocess.run(
-            ["nsys", "profile", "--help"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return option in (done.stdout or "") + (done.stderr or "")
+        os.killpg(proc.pid, 9)
+    except OSError:
+        proc.kill()
+    proc.wait()
 
 
 def run_nsys(req: ProfileRequest, fw: Framework) -> CaptureResult:
@@ -255,6 +281,12 @@ def run_nsys(req: ProfileRequest, fw: Framework) -> CaptureResult:
     profile = commands.nsys_profile(req, fw, graph_nodes)
     ran = run_command(profile, commands.nsys_env(fw))
     report = _nsys_report(base)
+    if report is None and ran.code == 0:
+        raise CaptureError(
+            "nsys profile exited with code 0 but wrote no report "
+            f"({base.name}.nsys-rep is missing)",
+            base.parent,
+        )
     if report is None:
         raise _failed("nsys profile", ran.code, ran.last_line)
     sqlite = base.with_name(base.name + ".sqlite")
@@ -272,11 +304,28 @@ def run_nsys(req: ProfileRequest, fw: Framework) -> CaptureResult:
     )
 
 
+def _python_script(script: Path) -> bool:
+    if script.suffix in (".py", ".pyw"):
+        return True
+    try:
+        with script.open("rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return True  # parse() says why it cannot be read
+    return first.startswith(b"#!") and b"python" in first
+
+
 def check(req: ProfileRequest) -> tuple[Framework, Backend, str | None]:
     """Everything that can be refused before the script runs: the script, the backend, the
     output folder. Returns the framework, the backend and why ``auto`` chose it."""
     if not req.script.is_file():
         raise UsageError("no such script", req.script)
+    if not _python_script(req.script):
+        raise UsageError(
+            "not a Python script: tcreport profile runs a .py file (or one whose first line is "
+            "a #! line naming python)",
+            req.script,
+        )
     fw = framework.detect(req.script)
     out = req.out_dir
     made = not out.exists()
@@ -297,18 +346,34 @@ def check(req: ProfileRequest) -> tuple[Framework, Backend, str | None]:
 
 def run(req: ProfileRequest) -> CaptureResult:
     """Check, then run the script under the chosen backend in a new run folder of ``out_dir``
-    (:mod:`tcreport.capture.layout`; the TensorFlow profiler makes its own there)."""
+    (:mod:`tcreport.capture.layout`; the TensorFlow profiler makes its own there). Paths are
+    made absolute first, as the script may change its working folder. A run that fails leaves
+    no empty folder behind."""
+    req = dataclasses.replace(req, script=req.script.absolute(), out_dir=req.out_dir.absolute())
+    made = not req.out_dir.exists()
     fw, backend, why = check(req)
+    runs = req.out_dir / layout.RUNS
+    before = set(runs.iterdir()) if runs.is_dir() else set()
+    try:
+        result = _run_backend(req, fw, backend)
+    except TcreportError:
+        for folder in set(runs.iterdir()) - before if runs.is_dir() else ():
+            layout.prune(folder, req.out_dir, made)
+        if made:
+            layout.prune(req.out_dir, req.out_dir, made)
+        raise
+    return dataclasses.replace(result, chosen_because=why)
+
+
+def _run_backend(req: ProfileRequest, fw: Framework, backend: Backend) -> CaptureResult:
     if backend is Backend.DLPROF:
-        result = run_dlprof(dataclasses.replace(req, out_dir=layout.new_run_dir(req.out_dir)), fw)
-    elif backend is Backend.NSYS:
-        result = run_nsys(dataclasses.replace(req, out_dir=layout.new_run_dir(req.out_dir)), fw)
-    elif backend is Backend.TORCH:
+        return run_dlprof(dataclasses.replace(req, out_dir=layout.new_run_dir(req.out_dir)), fw)
+    if backend is Backend.NSYS:
+        return run_nsys(dataclasses.replace(req, out_dir=layout.new_run_dir(req.out_dir)), fw)
+    if backend is Backend.TORCH:
         from tcreport.capture import torch_runner
 
-        result = torch_runner.run(req, fw)
-    else:
-        from tcreport.capture import tf_runner
+        return torch_runner.run(req, fw)
+    from tcreport.capture import tf_runner
 
-        result = tf_runner.run(req, fw)
-    return dataclasses.replace(result, chosen_because=why)
+    return tf_runner.run(req, fw)

@@ -38,6 +38,19 @@ def new_run_dir(out_dir: Path) -> Path:
     raise CaptureError("more than 1000 runs started in one second", base)
 
 
+def prune(run_dir: Path, out_dir: Path, made_out: bool = False) -> None:
+    """Remove ``run_dir`` and the folders above it up to ``out_dir`` (included only when this run
+    ``made_out``) that are left empty: a run that recorded nothing leaves no empty folder
+    behind. A folder that holds anything (an earlier run, the user's files) stays."""
+    folder, stop = run_dir, out_dir.parent if made_out else out_dir
+    while folder != stop and folder.is_relative_to(out_dir):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, or gone
+            return
+        folder = folder.parent
+
+
 def write_sidecar(run_dir: Path, facts: Mapping[str, Any]) -> Path:
     """``tcreport-capture.json``, written to a temporary name and renamed."""
     target = run_dir / SIDECAR

@@ -81,6 +81,7 @@ class TorchLive:
         self.stack.enter_context(torch_hooks.installed(torch, self.win, torch_hooks.Seen()))
         with quiet.kineto(False):
             self.prof.start()
+        self.stack.enter_context(torch_hooks.one_profiler(torch, "the profiled block"))
         self.win.began()
 
     def _layers(self) -> None:

@@ -8,6 +8,7 @@ needs to see precisely what tcreport ran.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -41,6 +42,9 @@ class ProfileRequest:
     python: str = field(default_factory=lambda: sys.executable)
     verbose: bool = False  # let the framework's own logging through (--verbose)
     progress: bool = False  # a step counter on stderr (the CLI sets it when stderr is a terminal)
+    # Called with what was recorded when the script ends the process with os._exit (in-process
+    # backends): the last chance to write the report; the process ends when it returns.
+    on_hard_exit: Callable[[CaptureResult], None] | None = field(default=None, compare=False)
 
     @property
     def profile_name(self) -> str:

@@ -10,12 +10,18 @@ be reached, known before training starts) passes through unchanged.
 A function the user names as the key node (``--key-node train_step``) is counted by adding one
 decorator to its definition in the parsed source before it is compiled: line numbers stay the
 script's own, and nothing is traced per call (``sys.setprofile`` would slow every call).
+
+A script may ``os.chdir`` (its working folder is restored afterwards; tcreport's own paths are made
+absolute before it starts) or ``os.fork``: a child that returns from the script leaves with its own
+exit status at once, so only the original process stops the profiler and writes the report.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import os
 import sys
 import traceback
 import types
@@ -64,9 +70,11 @@ def run(
     script: Path,
     args: tuple[str, ...],
     decorators: Mapping[str, Callable[[Any], Any]] | None = None,
+    on_os_exit: Callable[[int], None] | None = None,
 ) -> tuple[int, str]:
     """Execute ``script`` as ``__main__``; returns its exit code and, when it failed, its last
-    error line ("" otherwise)."""
+    error line ("" otherwise). ``on_os_exit(code)`` runs when the script calls ``os._exit`` in
+    this process, which ends it at once: the last chance to save and say what was recorded."""
     tree = parse(script)
     if decorators:
         tree = _decorated(tree, set(decorators))
@@ -77,23 +85,72 @@ def run(
     )
     module.__dict__[HOOKS] = dict(decorators or {})
     saved_argv, saved_path, saved_main = sys.argv[:], sys.path[:], sys.modules.get("__main__")
+    saved_cwd = _cwd()
+    parent = os.getpid()
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))
     sys.modules["__main__"] = module
+    real_exit = os._exit
+
+    def hard_exit(code: int) -> None:
+        if os.getpid() == parent and on_os_exit is not None:
+            os._exit = real_exit
+            try:
+                on_os_exit(code)  # ends the process itself when all goes well
+            finally:
+                real_exit(code)  # the script asked for the process to end, whatever happened
+        real_exit(code)
+
+    if on_os_exit is not None:
+        os._exit = hard_exit  # type: ignore[assignment]
     try:
         exec(code, module.__dict__)
-        return 0, ""
+        result = 0, ""
     except SystemExit as exc:
-        return _exit_code(exc)
+        result = _exit_code(exc)
     except (KeyboardInterrupt, TcreportError):
+        if os.getpid() != parent:
+            leave_child(1)
         raise
     except BaseException as exc:  # the user's script failed: show its traceback as Python would
         traceback.print_exc()
-        return 1, last_lines(exc)
+        result = 1, last_lines(exc)
     finally:
+        os._exit = real_exit
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
+        if saved_cwd is not None and os.getpid() == parent:
+            with contextlib.suppress(OSError):  # the folder it started in may be gone
+                os.chdir(saved_cwd)
+    if os.getpid() != parent:
+        leave_child(result[0])
+    return result
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def leave_child(code: int) -> None:
+    """End a process the script forked that came back out of the script: with its own status,
+    without running tcreport's epilogue (the profiler, the report) or atexit handlers that
+    belong to the parent."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status(code))
+
+
+def status(code: int) -> int:
+    """The process exit status for a script's exit code: ``sys.exit(256)`` would wrap to 0 (a
+    failure reported as success), so any non-zero code outside 1-255 becomes 1."""
+    if code == 0:
+        return 0
+    return code if 0 < code < 256 else 1
 
 
 def _exit_code(exc: SystemExit) -> tuple[int, str]:

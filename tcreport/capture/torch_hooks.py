@@ -152,3 +152,38 @@ def installed(torch: Any, win: TorchWindow, seen: Seen) -> Iterator[dict[str, An
             elif win.key_source == FUNCTION:
                 decorators[win.key_node] = _counted(win)
         yield decorators
+
+
+OWN_PROFILER = (
+    "{script} runs its own torch.profiler, and one thread can hold only one: remove it (or its "
+    "`with torch.profiler.profile(...)` block) to profile with tcreport, or run the script as it "
+    "is and read the trace it writes with `tcreport report TRACE`"
+)
+
+
+@contextmanager
+def one_profiler(torch: Any, script: str) -> Iterator[None]:
+    """Refuse, before it starts, a second profiler the script opens while tcreport's runs (a
+    ``torch.profiler.profile`` or the older ``torch.autograd.profiler.profile``): PyTorch allows
+    one per thread, and the clash otherwise surfaces at tcreport's next step as "Profiler is
+    already enabled on this thread" and can end in a crash. Installed after tcreport's own
+    profiler started, so only the script's is refused."""
+    from tcreport.errors import UsageError
+
+    targets = [
+        (torch.profiler.profile, "start"),
+        (importlib.import_module("torch.profiler.profiler")._KinetoProfile, "start"),
+        (torch.autograd.profiler.profile, "__enter__"),
+    ]
+    saved = [(cls, name, cls.__dict__[name]) for cls, name in targets if name in cls.__dict__]
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UsageError(OWN_PROFILER.format(script=script))
+
+    for cls, name, _ in saved:
+        setattr(cls, name, refuse)
+    try:
+        yield
+    finally:
+        for cls, name, original in saved:
+            setattr(cls, name, original)

@@ -113,8 +113,11 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     kind = torch_hooks.key_kind(torch, req.key_node, functions, classes) if req.key_node else None
 
     def advance() -> None:
-        with quiet.kineto(req.verbose):
-            prof.step()
+        try:
+            with quiet.kineto(req.verbose):
+                prof.step()
+        except Exception as exc:  # tcreport's profiler, not the script: not its traceback
+            raise CaptureError(f"torch.profiler failed at step {win.steps_seen}: {exc}") from exc
 
     win = TorchWindow(
         start=start,
@@ -128,23 +131,74 @@ def run(req: ProfileRequest, fw: Framework) -> CaptureResult:
     )
     prof = profiler(torch, lambda: (win.start, win.stop), trace)  # asks for the window at once
     seen = torch_hooks.Seen()
+
+    def finish() -> None:
+        if counter is not None:
+            counter.close()
+        with quiet.kineto(req.verbose):
+            prof.stop()
+
+    def os_exit(code: int) -> None:
+        finish()
+        result = None
+        if trace.is_file():
+            result = _result(req, fw, torch, run_dir, trace, win, audit, code, seen, functions)
+            note = (
+                f"The script ended the process with os._exit({code}) after {win.steps_seen} "
+                "steps; this report covers what was recorded before."
+            )
+            result = dataclasses.replace(result, notes=(*result.notes, note))
+        _hard_exit(req, win, trace, code, result)
+
     with audit.installed(), torch_hooks.installed(torch, win, seen) as decorators:
         with quiet.kineto(req.verbose):
             prof.start()
         win.began()
         try:
-            code, error = script.run(req.script, req.script_args, decorators)
+            with torch_hooks.one_profiler(torch, req.script.name):
+                code, error = script.run(req.script, req.script_args, decorators, os_exit)
         finally:
-            if counter is not None:
-                counter.close()
-            with quiet.kineto(req.verbose):
-                prof.stop()
+            finish()
     sys.stderr.flush()
     where = f"no {kind} named {req.key_node!r} ran" if req.key_node else ""
     _check(req, win, code, error, where)
     if not trace.is_file():
         raise CaptureError("torch.profiler wrote no trace", run_dir)
     return _result(req, fw, torch, run_dir, trace, win, audit, code, seen, functions)
+
+
+def _hard_exit(
+    req: ProfileRequest, win: TorchWindow, trace: Path, code: int, result: CaptureResult | None
+) -> None:
+    """The script called ``os._exit``: the process ends now. Report what was recorded (through
+    the caller's ``on_hard_exit``) or at least name it; the exit status is not 0 when no report
+    was written."""
+    sys.stdout.flush()
+    said = f"tcreport: {req.script.name} called os._exit({code}) after {win.steps_seen} steps"
+    status = script.status(code)
+    if result is not None and req.on_hard_exit is not None:
+        sys.stderr.write(f"{said}; reporting what was recorded\n")
+        try:
+            req.on_hard_exit(result)
+        except BaseException as exc:  # the process ends either way: say why, name the trace
+            sys.stderr.write(f"tcreport: error: no report: {exc}; raw profile {trace}\n")
+            status = status or CaptureError.exit_code
+    elif result is not None:
+        sys.stderr.write(
+            f"{said.replace('tcreport: ', 'tcreport: error: ')}, which ends the process at once, "
+            f"so no report was written; the raw profile of the steps recorded is {trace} "
+            f"(`tcreport report {trace.parent}` reports it)\n"
+        )
+        status = status or CaptureError.exit_code
+    else:
+        layout.prune(trace.parent, req.out_dir, made_out=False)
+        sys.stderr.write(
+            f"{said.replace('tcreport: ', 'tcreport: error: ')}, which ends the process at once; "
+            "nothing was recorded\n"
+        )
+        status = status or CaptureError.exit_code
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _result(

@@ -63,7 +63,11 @@ def report(
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
     markdown: Annotated[
-        bool, typer.Option("--markdown", help="Write GitHub-flavoured Markdown instead of HTML.")
+        bool,
+        typer.Option(
+            "--markdown",
+            help="Write GitHub-flavoured Markdown instead of HTML (the default for -o FILE.md).",
+        ),
     ] = False,
     timestamp: Annotated[
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
@@ -88,6 +92,10 @@ def report(
     Without -o it goes to tcreport.html (tcreport.md with --markdown).
     """
     with user_errors():
+        # `-o notes.md` means Markdown: HTML under a .md name is never what was wanted
+        markdown = markdown or (
+            output is not None and output.suffix.lower() in (".md", ".markdown")
+        )
         target = (
             output if output is not None else Path("tcreport.md" if markdown else "tcreport.html")
         )

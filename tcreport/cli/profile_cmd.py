@@ -139,6 +139,11 @@ def profile(
         from tcreport.capture import Backend, ProfileRequest
 
         # checked before the script runs (iter_stop before iter_start, a negative one)
+        if key_node is not None and not key_node.strip():
+            raise UsageError(
+                f"--key-node {key_node!r}: empty; name a function, an nn.Module class or a "
+                "record_function range (or leave --key-node out to count optimizer.step() calls)"
+            )
         slc = slice_of(key_node, iter_start, iter_stop)
         if (delay is not None or duration is not None) and backend not in (
             BackendName.AUTO,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from tcreport.cli._common import FLAGS, phase, say
-from tcreport.errors import OptionError, UsageError
+from tcreport.errors import OptionError, TcreportError, UsageError
 
 if TYPE_CHECKING:
     from tcreport.api import Report, Run, Slice
@@ -82,11 +82,28 @@ def _analyse(run: Run, result: CaptureResult, slc: Slice) -> tuple[Report, str]:
     return view, ""
 
 
+def _write(out: Path, result: CaptureResult, slc: Slice) -> tuple[Path, str]:
+    """Read, analyse and write ``report.html`` and ``summary.json`` in ``out``; returns the
+    report's path and the problem with the iteration options ("" when none)."""
+    from tcreport import api
+
+    with phase("read", f"Reading {result.trace_path}"):
+        run = with_notes(api.load(result.trace_path), result)
+    with phase("analyse", "Analysing"):
+        view, problem = _analyse(run, result, slc)
+    html = api.write_text_atomic(out / "report.html", api.render_html(view))
+    api.write_text_atomic(out / "summary.json", api.render_json(view))
+    say(
+        f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
+        f"{result.trace_path}",
+    )
+    return Path(html), problem
+
+
 def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
     """Run the script under the profiler, then read, analyse (the part ``slc`` selects, unless
     the profiler already kept only those iterations) and write beside the raw profile."""
-    from tcreport import api
-    from tcreport.capture import Backend, capture, plan
+    from tcreport.capture import Backend, capture, layout, plan, script
 
     existed = request.out_dir.exists()
     _, backend, why = plan(request)
@@ -99,24 +116,26 @@ def capture_and_report(request: ProfileRequest, slc: Slice) -> None:
         )
     if why is not None:
         say(f"tcreport: backend {backend.value}: {why}")
-    result = capture(dataclasses.replace(request, backend=Backend(backend.value)))
-    out = request.out_dir
-    with phase("read", f"Reading {result.trace_path}"):
-        run = with_notes(api.load(result.trace_path), result)
-    with phase("analyse", "Analysing"):
-        view, problem = _analyse(run, result, slc)
-    html = api.write_text_atomic(out / "report.html", api.render_html(view))
-    api.write_text_atomic(out / "summary.json", api.render_json(view))
-    say(
-        f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
-        f"{result.trace_path}",
-    )
+
+    def hard_exit(result: CaptureResult) -> None:  # the script ended in os._exit
+        _, problem = _write(request.out_dir, result, slc)
+        if problem:
+            say(f"tcreport: warning: {problem}")
+
+    asked = dataclasses.replace(request, backend=Backend(backend.value), on_hard_exit=hard_exit)
+    try:
+        result = capture(asked)
+    except TcreportError:
+        if not existed:  # a run that recorded nothing leaves no empty folder behind
+            layout.prune(request.out_dir, request.out_dir, made_out=True)
+        raise
+    html, problem = _write(request.out_dir, result, slc)
     if result.script_exit_code != 0:
         say(
             f"tcreport: error: the script exited with code {result.script_exit_code}; "
             "the report is partial",
         )
-        raise typer.Exit(result.script_exit_code)
+        raise typer.Exit(script.status(result.script_exit_code))  # 256 must not read as 0
     if problem:
         raise UsageError(
             f"{problem}; kept the raw profile {result.trace_path} and a report of "
