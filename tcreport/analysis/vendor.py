@@ -7,9 +7,10 @@ such a run with NVIDIA rules turns every unknown GEMM into "did not use Tensor C
 picks the rule pack (AMD's first on AMD runs) and the name of the matrix unit the report shows; a
 vendor tcreport has no rules for (Intel) gets no verdicts at all: unknown, never "no".
 
-Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``), else what the
-device table knows of the device (its model, or the generation of a recorded NVIDIA compute
-capability or AMD gfx id); formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
+Evidence, strongest first: the device table's row for a device name (a model name is the most
+specific fact: a recorded vendor that contradicts it is overruled, with a note), the vendor the
+reader recorded (``Gpu.vendor``), what the table knows of a recorded NVIDIA compute capability or
+AMD gfx id; formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
 Compute); a ROCm/HIP build string; kernel names.
 """
 
