@@ -96,12 +96,19 @@ class BatchResult:
     new_failures: int
     seconds: float
     index: Path
+    duplicates: tuple[str, ...] = ()  # sources of copies of an entry before them: skipped
+    notes: tuple[str, ...] = ()  # what discovery left out and why (a link out of DIR)
 
 
-def discover(root: Path, exclude: Path | None = None) -> list[Found]:
-    """Every run under ``root``: a detected directory is one run and is not descended into."""
+def discover(
+    root: Path, exclude: Path | None = None, notes: list[str] | None = None
+) -> list[Found]:
+    """Every run under ``root``: a detected directory is one run and is not descended into. A
+    link to a folder outside ``root`` (``/`` would crawl the filesystem) is not followed, and
+    said in ``notes``."""
     seen: set[Path] = set()
     found: list[Found] = []
+    inside = root.resolve()
 
     def visit_file(path: Path) -> None:
         try:
@@ -146,7 +153,13 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
             except OSError as exc:  # e.g. a link into a folder we may not search
                 found.append(Found(child, None, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if is_dir:
+            if is_dir and child.is_symlink() and not _within(child.resolve(), inside):
+                if notes is not None:
+                    notes.append(
+                        f"not followed: {_source(root, child)} -> {os.readlink(child)} "
+                        "(a folder link that leads outside the input folder)"
+                    )
+            elif is_dir:
                 visit_dir(child)
             elif is_file:
                 visit_file(child)
@@ -160,6 +173,10 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
     else:
         visit_dir(root)
     return found
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def _files(path: Path) -> Iterator[tuple[str, Path]]:
@@ -283,9 +300,11 @@ def _drop_stale_failures(
 
 
 def _tasks(
-    root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str]
-) -> tuple[list[Task], list[str]]:
-    """Tasks to run, and the run ids skipped because the dataset holds them."""
+    root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str],
+    duplicates: list[str],
+) -> tuple[list[Task], list[str]]:  # fmt: skip
+    """Tasks to run, and the run ids skipped because the dataset holds them; the sources of
+    copies of an entry before them go to ``duplicates`` (one run each)."""
     tasks: list[Task] = []
     skipped: list[str] = []
     queued: set[str] = set()
@@ -301,12 +320,13 @@ def _tasks(
             # no content to hash: the id names the entry, and 'retry' makes the next batch look again
             digest = hashlib.sha256(f"unreadable\0{source}".encode()).hexdigest()
         rid = digest[:16]
-        if rid in queued:
-            continue  # the same content twice under DIR: one run
+        if rid in queued:  # the same content twice under DIR: one run, the copy counted
+            duplicates.append(source or f.path.name)
+            continue
+        queued.add(rid)
         if rid in known and not force:
             skipped.append(rid)
             continue
-        queued.add(rid)
         tasks.append(
             Task(
                 path=str(f.path.resolve()),
@@ -340,7 +360,8 @@ def run_batch(
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
     _fs.refuse_inputs(out, [root])
-    found = discover(root, exclude=out.resolve())
+    notes: list[str] = []
+    found = discover(root, exclude=out.resolve(), notes=notes)
     if not found:  # before OUT is claimed: an empty folder (a wrong path?) leaves nothing behind
         raise EmptyInputError(
             "no traces found (looked recursively for DLProf, Nsight Systems, PyTorch, "
@@ -352,7 +373,8 @@ def run_batch(
     )
     with lock.exclusive(out):
         runs = existing_runs(out)
-        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs))
+        duplicates: list[str] = []
+        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs), duplicates)
         if on_start is not None:
             on_start(len(tasks))
         done_ids: set[str] = set()
@@ -380,6 +402,8 @@ def run_batch(
         new_failures=new_failures,
         seconds=time.perf_counter() - started,
         index=index,
+        duplicates=tuple(duplicates),
+        notes=tuple(notes),
     )
 
 
