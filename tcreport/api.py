@@ -252,12 +252,12 @@ def export_perfetto(
         classified = result.classified_run(run, slc if slc is not None else Slice())
     except OptionError as exc:
         raise exc.at(source or run.meta.path) from None
-    unit = verdict.words_for(result.run_vendor(run)).unit_one  # the report's word for it
+    words = verdict.words_for(result.run_vendor(run))  # the report's words for its matrix unit
     count = 0
 
     def writer(fh: IO[bytes]) -> None:
         nonlocal count
-        count = perfetto.write(classified, fh, unit)
+        count = perfetto.write(classified, fh, words.unit_one, words.key)
 
     if not isinstance(out_path, str | Path):
         writer(out_path)

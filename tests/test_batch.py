@@ -12,6 +12,7 @@ from trace_paths import REALTRACES, have_tf_reader, real_or_bundled
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
+from tcreport.batch import identity
 from tcreport.batch import runner as batch
 from tcreport.cli.app import app
 
@@ -179,9 +180,9 @@ def test_content_hash_of_a_folder_ignores_its_location(tmp_path: Path) -> None:
     (tmp_path / "x" / "a.csv").write_text("1")
     (tmp_path / "x" / "sub" / "b.csv").write_text("2")
     shutil.copytree(tmp_path / "x", tmp_path / "y")
-    assert batch.content_hash(tmp_path / "x") == batch.content_hash(tmp_path / "y")
+    assert identity.content_hash(tmp_path / "x") == identity.content_hash(tmp_path / "y")
     (tmp_path / "y" / "sub" / "b.csv").write_text("3")
-    assert batch.content_hash(tmp_path / "x") != batch.content_hash(tmp_path / "y")
+    assert identity.content_hash(tmp_path / "x") != identity.content_hash(tmp_path / "y")
 
 
 def test_hostile_file_name_is_escaped_in_the_index(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 import pytest
 from trace_paths import REALTRACES, ROOT
 
-from tcreport.batch import lock
+from tcreport.batch import identity, lock
 from tcreport.batch import runner as batch
 from tcreport.errors import InputError, OutputError
 
@@ -96,7 +96,7 @@ def test_a_second_writer_is_refused_with_one_line(archive: Path, tmp_path: Path)
 
 def test_a_leftover_staging_folder_is_not_a_traceback(archive: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    rid = batch.content_hash(archive / "a.json.gz")[:16]
+    rid = identity.content_hash(archive / "a.json.gz")[:16]
     (out / batch.STAGING / rid / "runs.parquet").mkdir(parents=True)
     result = batch.run_batch(archive, out)
     assert result.processed == 4 and not result.failed
@@ -273,3 +273,56 @@ def test_an_unreadable_root_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(Path, "iterdir", denied)
     with pytest.raises(InputError, match="cannot list: Permission denied"):
         batch.discover(root)
+
+
+def _synthetic_archive(tmp_path: Path) -> tuple[Path, Path]:
+    """Two identical synthetic ingest folders, a link to a folder outside the archive (holding a
+    third run) and a link to a folder inside it."""
+    from synthetic import synthetic_run
+
+    from tcreport import api
+
+    root, outside = tmp_path / "in", tmp_path / "elsewhere"
+    (root / "a").mkdir(parents=True)
+    outside.mkdir()
+    api.ingest(synthetic_run("fp32"), root / "a" / "synthetic_run")
+    shutil.copytree(root / "a" / "synthetic_run", root / "b_copy")
+    api.ingest(synthetic_run("bf16"), outside / "synthetic_outside")
+    (root / "link_out").symlink_to(outside, target_is_directory=True)
+    (root / "link_in").symlink_to(root / "a", target_is_directory=True)
+    return root, outside
+
+
+def test_synthetic_discovery_follows_no_folder_link_out_of_the_input(tmp_path: Path) -> None:
+    """A link to ``/`` would crawl the filesystem: a folder link that resolves outside the input
+    folder is not followed, and said; one that stays inside is followed, into a folder not
+    already visited (here ``a``, visited first: nothing new)."""
+    root, outside = _synthetic_archive(tmp_path)
+    notes: list[str] = []
+    found = batch.discover(root, notes=notes)
+    sources = sorted(f.path.relative_to(root).as_posix() for f in found)
+    assert sources == ["a/synthetic_run", "b_copy"]
+    assert notes == [
+        f"not followed: link_out -> {outside} (a folder link that leads outside the input folder)"
+    ]
+
+
+def test_synthetic_batch_counts_and_says_identical_copies(tmp_path: Path) -> None:
+    """Identical copies in different folders are one run; the summary says how many copies were
+    skipped, where it said '1 processed, 0 already, 0 failed' and nothing of them."""
+    from typer.testing import CliRunner
+
+    from tcreport.cli import app
+
+    root, _ = _synthetic_archive(tmp_path)
+    result = batch.run_batch(root, tmp_path / "out")
+    assert (result.processed, result.skipped, result.failed) == (1, 0, ())
+    assert result.duplicates == ("b_copy",)
+    assert len(result.notes) == 1 and result.notes[0].startswith("not followed: link_out -> ")
+    res = CliRunner().invoke(app, ["batch", str(root), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert "tcreport: note: not followed: link_out -> " in res.stderr
+    assert (
+        "0 processed, 1 already in the dataset, 0 failed, 1 identical copy skipped (one run each)"
+        in " ".join(res.stderr.split())
+    )

@@ -116,7 +116,70 @@ def test_amd_devices_have_an_architecture_and_never_a_compute_capability(
 
 
 @pytest.mark.parametrize(
-    "name", ["AMD Radeon Graphics", "Some Unknown Accelerator", "Ascend 910B", ""]
+    ("name", "model", "cc", "arch"),
+    [
+        # a substring match gave these the data-centre row (A100: cc 8.0 and its peaks)
+        ("NVIDIA RTX A1000", "RTX A-series", "8.6", "Ampere"),
+        ("RTX A1000 6GB Laptop GPU", "RTX A-series", "8.6", "Ampere"),
+        ("Quadro GV100", "TITAN V / Quadro GV100", "7.0", "Volta"),  # not "V100 SXM2"
+        ("NVIDIA B300", "B300", "10.3", "Blackwell"),  # not "GB300"
+        ("NVIDIA GB300", "GB300", "10.3", "Blackwell"),
+        ("AMD Radeon PRO W7800", "Radeon PRO W7800", None, "RDNA 3"),  # not the W7900's row
+        ("NVIDIA GeForce RTX 3090 Ti", "GeForce RTX 30 series", "8.6", "Ampere"),
+        ("NVIDIA GeForce RTX 4090 D", "GeForce RTX 40 series", "8.9", "Ada Lovelace"),
+    ],
+)
+def test_synthetic_names_match_whole_model_tokens_only(
+    name: str, model: str, cc: str | None, arch: str
+) -> None:
+    facts = dt.describe(_gpu(name))
+    assert (facts.model, facts.compute_capability, facts.architecture) == (model, cc, arch)
+    # none of these rows has peaks: a neighbour's (the A100's, the desktop 4090's) is not theirs
+    assert peaks.for_gpu(name) is None
+
+
+def test_synthetic_mig_instance_is_its_gpu_without_the_whole_gpus_peaks() -> None:
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    facts = dt.describe(_gpu(name))
+    assert (facts.model, facts.architecture, facts.has_matrix_units) == (
+        "H100 SXM5",
+        "Hopper",
+        True,
+    )
+    assert dt.mig_profile(name) == "1g.10gb"
+    assert dt.mig_profile("NVIDIA A100-SXM4-40GB MIG 1c.2g.10gb") == "1c.2g.10gb"
+    assert dt.mig_profile("NVIDIA H100 80GB HBM3") is None
+    assert peaks.for_gpu(name) is None and peaks.for_gpu("NVIDIA H100 80GB HBM3") is not None
+    reason = peaks.mig_reason(["NVIDIA H100 80GB HBM3", name])
+    assert reason is not None and "MIG instance (1g.10gb) of the H100 SXM5" in reason
+    assert peaks.mig_reason(["NVIDIA H100 80GB HBM3"]) is None
+
+
+def test_synthetic_mig_run_says_why_it_has_no_peaks() -> None:
+    """The throughput section and the roofline say a MIG instance has no peaks, and why."""
+    from synthetic import synthetic_vendor_run
+
+    from tcreport import api
+
+    run = synthetic_vendor_run("NVIDIA H100 80GB HBM3 MIG 1g.10gb", ["sm90_xmma_gemm_bf16bf16"])
+    flops = api.analyze(run).analysis.throughput
+    assert flops is not None and flops.gpu is None and flops.no_peaks is not None
+    assert "MIG instance (1g.10gb)" in flops.no_peaks
+    assert flops.roofline is not None and flops.roofline.note is not None
+    assert flops.roofline.note.startswith("No roofline: the GPU is a MIG instance (1g.10gb)")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AMD Radeon Graphics",
+        "Some Unknown Accelerator",
+        "Ascend 910B",
+        "",
+        "NVIDIA H800",  # export parts: not in the table, so not guessed as an H100
+        "NVIDIA A800-SXM4-80GB",
+        "NVIDIA A1000X",  # no row's token
+    ],
 )
 def test_unknown_names_stay_unknown(name: str) -> None:
     facts = dt.describe(_gpu(name))

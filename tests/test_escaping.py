@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from tcreport import api
 from tcreport.cli import app
 from tcreport.compare import diff as compare
-from tcreport.render import diff_markdown, escape, terminal
+from tcreport.render import diff_html, diff_markdown, escape, terminal
 from tcreport.report import Report
 
 runner = CliRunner()
@@ -125,3 +125,35 @@ def test_synthetic_markdown_shows_bidi_overrides_and_zero_width_characters(char:
     out = escape.markdown(f"gemm{char}_kernel")
     assert char not in out
     assert out == f"gemm\\\\u{ord(char):04x}\\_kernel"
+
+
+def test_html_escaper_shows_control_characters_as_symbols() -> None:
+    out = escape.html(TERMINAL_HOSTILE + "\x7f\tx\ny")
+    assert not CONTROL.search(out)
+    assert "op␛]0;pwned␇␛[2J␛[31mred␍␈\\u009b2J" in out and out.endswith("␡\tx\ny")
+    assert escape.html("plain name ünïcode") == "plain name ünïcode"
+
+
+def test_synthetic_html_report_and_diff_show_no_raw_control_characters() -> None:
+    """ESC, BEL and CR stayed raw in the HTML's text and title attributes: invisible on the page,
+    live again when a name is copied into a terminal. Every printed string is shown instead."""
+    view = _view(TERMINAL_HOSTILE)
+    page = api.render_html(view)
+    assert not CONTROL.search(page)
+    assert page.count("op␛]0;pwned␇␛[2J") >= 3  # names in the tables and in titles
+    assert 'title="op␛]0;pwned␇' in page or "<title>op␛]0;pwned␇" in page
+    diff = diff_html.render(compare.diff(view, view, force=True), "0")
+    assert not CONTROL.search(diff) and "op␛]0;pwned␇" in diff
+
+
+def test_synthetic_batch_index_shows_no_raw_control_characters(tmp_path: Path) -> None:
+    """A folder named with ANSI sequences (a run's source in the index) and a hostile run."""
+    root = tmp_path / "traces"
+    root.mkdir()
+    api.ingest(hostile_run(TERMINAL_HOSTILE), root / "synthetic_ansi\x1b[31mred\x07")
+    api.batch(root, tmp_path / "out")
+    index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert not CONTROL.search(index)
+    assert "synthetic_ansi␛[31mred␇" in index
+    for report in (tmp_path / "out" / "reports").glob("*.html"):
+        assert not CONTROL.search(report.read_text(encoding="utf-8"))

@@ -107,6 +107,30 @@ def test_an_amd_export_names_its_kernels_category_in_amds_words(tmp_path: Path) 
     categories = {e["args"]["category"] for e in kernels}
     assert "AMD Matrix Core compute" in categories and "Tensor Core compute" not in categories
     assert "Tensor Core" not in out.read_text(encoding="utf-8")
+    # the verdict's argument is named by the analysis (words.key), not NVIDIA's word hard-coded
+    assert all("matrix_core" in e["args"] and "tensor_core" not in e["args"] for e in kernels)
+    mfma = {e["name"] for e in kernels if e["args"]["matrix_core"] == "yes"}
+    assert mfma and all(n.startswith("Cijk_") and "_MI16x16x1" in n for n in mfma)
+
+
+def test_an_amd_export_loads_in_perfetto_with_its_matrix_core_argument(tmp_path: Path) -> None:
+    """Perfetto imports the MI250 export and every kernel slice has its ``matrix_core`` verdict."""
+    trace = need(REALTRACES / "kineto" / "mi250-rocm-minitoy" / MI250)
+    bin_path = _trace_processor_bin(tmp_path)
+    out = tmp_path / "trace.json"
+    run = api.load(trace)
+    api.export_perfetto(run, out)
+    with _loaded(out, bin_path) as tp:
+        rows = tp.query(
+            """select s.name as name, mc.display_value as verdict from slice s
+            left join args mc on mc.arg_set_id = s.arg_set_id and mc.key = 'args.matrix_core'
+            where s.category = 'kernel'"""
+        )
+        got = [(r.name, r.verdict) for r in rows]
+    k = result.classified_run(run).kernels
+    assert k is not None and len(got) == k.num_rows
+    assert all(v in ("yes", "no", "unknown") for _, v in got)
+    assert any(v == "yes" and n.startswith("Cijk_") for n, v in got)
 
 
 def _trace_processor_bin(tmp_path: Path) -> str:

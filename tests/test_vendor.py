@@ -10,6 +10,7 @@ MIOpen (``igemm_*_gtcx*`` xdlops convolutions, ``SubTensorOp*`` elementwise kern
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from synthetic import synthetic_vendor_run
@@ -145,3 +146,28 @@ def test_doc_lists_the_amd_pack() -> None:
     begin, end = "<!-- amd-rules:begin -->\n", "<!-- amd-rules:end -->"
     table = doc[doc.index(begin) + len(begin) : doc.index(end)]
     assert table == tk.rules_markdown(tk.amd_pack())
+
+
+def test_synthetic_ingest_manifest_vendor_that_contradicts_the_gpu_name_loses(
+    tmp_path: Path,
+) -> None:
+    """An ingest folder whose manifest says ``vendor: "amd"`` of an "NVIDIA A100-SXM4-40GB"
+    running ``ampere_sgemm`` was reported in AMD's words ("AMD Matrix Core share"). The device
+    table knows the name: it wins, the run is NVIDIA's, and a note says what was overruled."""
+    run = synthetic_vendor_run("NVIDIA A100-SXM4-40GB", ["ampere_sgemm_128x64_nn"])
+    folder = api.ingest(run, tmp_path / "synthetic_ingest")
+    manifest = folder / "tcreport-run.json"
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    doc["meta"]["gpus"][0]["vendor"] = "amd"
+    manifest.write_text(json.dumps(doc), encoding="utf-8")
+    view = api.analyze(api.load(folder))
+    a = view.analysis
+    assert a.verdict.vendor is Vendor.NVIDIA and a.verdict.words.unit == "Tensor Cores"
+    assert [g.vendor for g in a.meta.gpus] == ["nvidia"]
+    (note,) = [n for n in a.meta.notes if "records vendor" in n]
+    assert "'amd'" in note and "'NVIDIA A100-SXM4-40GB'" in note and "'nvidia'" in note
+    for text in (api.render_markdown(view), api.render_json(view), api.render_html(view)):
+        assert "AMD Matrix Core" not in text
+    assert json.loads(api.render_json(view))["system"]["vendor"] == "nvidia"
+    for text in (api.render_markdown(view), api.render_html(view)):  # the outputs with notes
+        assert "records vendor" in text

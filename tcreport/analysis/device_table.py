@@ -7,7 +7,11 @@ capability. So the device's facts live in data, each row citing the vendor docum
 only looks them up:
 
 * :func:`for_name`: a device name as a trace reports it -> its model row (first match wins), or
-  ``None``: an unknown name stays unknown, it is never guessed into the nearest model.
+  ``None``: an unknown name stays unknown, it is never guessed into the nearest model. A row's
+  pattern matches whole tokens only ("A100" is not found inside "RTX A1000"): a substring match
+  gave a consumer card the data-centre part's compute capability and peaks.
+* :func:`mig_profile`: the MIG instance a name denotes ("1g.10gb"): the GPU's row still says
+  what the silicon is, but the row's peaks are the whole GPU's, so :mod:`peaks` gives none.
 * :func:`architecture_of_cc` / :func:`architecture_of_gfx`: the generation of a recorded NVIDIA
   compute capability or AMD gfx id, for traces that record those but no model name.
 * :func:`describe`: the :class:`DeviceFacts` of one :class:`~tcreport.model.Gpu`, from its name,
@@ -30,6 +34,11 @@ DATA = "device_table.toml"
 PEAK_KEYS = ("fp4", "fp8", "bf16", "fp16", "tf32", "fp32_matrix", "fp32")
 NONE = "none"  # ``matrix_unit`` of a device without matrix units
 _GFX = re.compile(r"\bgfx(\d{2,3}[0-9a-f])\b", re.IGNORECASE)
+#: A row's pattern may neither start nor end inside a token (a run of letters and digits).
+_TOKEN_START, _TOKEN_END = r"(?<![0-9A-Za-z])", r"(?![0-9A-Za-z])"
+#: nvidia-smi's name of a MIG instance: "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "... MIG 1c.2g.20gb"
+_MIG = re.compile(r"(?<![0-9A-Za-z])MIG(?:[\s-]+((?:\d+c\.)?\d+g\.\d+gb(?:\+me)?))?(?![0-9A-Za-z])",
+                  re.IGNORECASE)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,7 @@ def _architecture(raw: dict[str, Any]) -> Architecture:
 def _model(raw: dict[str, Any], archs: dict[str, Architecture]) -> DeviceModel:
     return DeviceModel(
         model=str(raw["model"]),
-        pattern=re.compile(str(raw["match"]), re.IGNORECASE),
+        pattern=re.compile(f"{_TOKEN_START}(?:{raw['match']}){_TOKEN_END}", re.IGNORECASE),
         vendor=str(raw["vendor"]),
         architecture=archs[str(raw["architecture"])],
         source=str(raw["source"]),
@@ -122,6 +131,16 @@ def for_name(name: str | None) -> DeviceModel | None:
     if not name:
         return None
     return next((m for m in table().models if m.pattern.search(name)), None)
+
+
+def mig_profile(name: str | None) -> str | None:
+    """The MIG instance profile a device name carries ("1g.10gb"; "MIG" when the name says MIG
+    without one), else ``None``. A MIG instance has a fraction of its GPU's SMs and memory
+    bandwidth; the fraction per profile is not in the device table, so it gets no peaks."""
+    m = _MIG.search(name or "")
+    if m is None:
+        return None
+    return m.group(1) or "MIG"
 
 
 def architecture_of_cc(cc: str | None) -> Architecture | None:

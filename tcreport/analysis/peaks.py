@@ -10,6 +10,7 @@ kernels used Tensor Cores, else the CUDA-core fp32 peak. Unknown GPUs and dtypes
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -41,11 +42,27 @@ def table() -> tuple[tuple[re.Pattern[str], GpuPeaks], ...]:
 
 def for_gpu(name: str | None) -> GpuPeaks | None:
     """The peaks of the GPU model this name denotes (its device-table row), else ``None``: a
-    model the table knows without peaks (a GeForce GTX 1060) has none to give."""
+    model the table knows without peaks (a GeForce GTX 1060) has none to give, and neither has a
+    MIG instance of a known GPU (the row's peaks are the whole GPU's; a slice has a part of its
+    SMs and bandwidth that the table does not hold per profile)."""
     row = device_table.for_name(name)
-    if row is None or not row.tflops:
+    if row is None or not row.tflops or device_table.mig_profile(name) is not None:
         return None
     return GpuPeaks(row.model, row.tflops, row.source, row.memory_gbs)
+
+
+def mig_reason(names: Iterable[str | None]) -> str | None:
+    """Why a run on a MIG instance of a GPU the table has peaks for gets none (words every
+    output can show), else ``None``."""
+    for name in names:
+        profile = device_table.mig_profile(name)
+        row = device_table.for_name(name)
+        if profile is not None and row is not None and row.tflops:
+            return (
+                f"the GPU is a MIG instance ({profile}) of the {row.model}, and the device table "
+                "holds the whole GPU's peaks, not a slice's share of its SMs and bandwidth"
+            )
+    return None
 
 
 def precision(dtype: str | None, used_tc: bool | None) -> str | None:

@@ -74,10 +74,16 @@ def _drawable(o: OpThroughput) -> bool:
 
 
 def _note(
-    gpu: GpuPeaks | None, points: Sequence[OpThroughput], left_out: Sequence[str], more: int
+    gpu: GpuPeaks | None,
+    points: Sequence[OpThroughput],
+    left_out: Sequence[str],
+    more: int,
+    no_peaks: str | None = None,
 ) -> str | None:
     if gpu is None:
-        return "No roofline: the trace does not name a GPU model in the peaks table"
+        return (
+            f"No roofline: {no_peaks or 'the trace does not name a GPU model in the peaks table'}"
+        )
     if gpu.memory_gbs is None:
         return f"No roofline: the peaks table has no memory bandwidth for {gpu.model}"
     if not points:
@@ -90,8 +96,11 @@ def _note(
     return "; ".join(parts) or None
 
 
-def build(ops: Sequence[OpThroughput], gpu: GpuPeaks | None, matrix_unit: str) -> Roofline | None:
-    """The roofline of these op groups (heavy first, by GPU time); ``None`` without heavy ops."""
+def build(
+    ops: Sequence[OpThroughput], gpu: GpuPeaks | None, matrix_unit: str, no_peaks: str | None = None
+) -> Roofline | None:
+    """The roofline of these op groups (heavy first, by GPU time); ``None`` without heavy ops.
+    ``no_peaks``: why a GPU the table knows has no peaks here (a MIG instance), for the note."""
     heavy = [o for o in ops if o.kind != "other" and o.gpu_ns > 0]
     if not heavy:
         return None
@@ -115,5 +124,5 @@ def build(ops: Sequence[OpThroughput], gpu: GpuPeaks | None, matrix_unit: str) -
         ),
         points=points,
         left_out=left_out,
-        note=_note(gpu, points, left_out, max(0, len(drawable) - len(points))),
+        note=_note(gpu, points, left_out, max(0, len(drawable) - len(points)), no_peaks),
     )

@@ -65,6 +65,8 @@ class Throughput:
     mfu_note: str | None  # why there is no MFU, when there is none
     # the heavy groups between the GPU's compute and memory roofs; None without heavy ops
     roofline: roofline.Roofline | None = None
+    #: why ``gpu`` is None although the table knows the GPU (a MIG instance of it), else None
+    no_peaks: str | None = None
 
     @property
     def peak_tflops(self) -> float | None:
@@ -190,6 +192,7 @@ def compute(
     heavy = np.array([c.kind != "other" for c in d.counts], bool)[d.sig]
     has = ~np.isnan(row_flops)
     gpu = peaks.for_gpu(_gpu_name(run))
+    no_peaks = None if gpu is not None else peaks.mig_reason(g.name for g in run.meta.gpus)
     prec_code, prec_names = _row_precision(ops, rows)
     name = rows.codes(ops, "name")
     groups = _groups(run, rows, name, d, row_flops, gpu, (prec_code, prec_names))
@@ -206,7 +209,7 @@ def compute(
     total = {prec_names[i]: float(per_prec[i]) for i in np.flatnonzero(seen)}
     precision = max(total, key=lambda p: total[p]) if total else None
     counted = int(gpu_ns[has].sum())
-    note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()))
+    note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()), no_peaks)
     iters = _iterations(run, ops, rows, row_flops)
     if wall_ns is None and iters:  # one iteration: no reported wall, but its own span
         wall_ns = sum(i.duration_ns for i in iters)
@@ -222,13 +225,14 @@ def compute(
         gpus=gpus,
         iterations=iters,
         mfu_note=note,
-        roofline=roofline.build(groups, gpu, matrix_unit),
+        roofline=roofline.build(groups, gpu, matrix_unit, no_peaks),
+        no_peaks=no_peaks,
     )
 
 
 def _mfu_note(
     missing: tuple[str, ...], counted: int, tc_ns: int | None, gpu: peaks.GpuPeaks | None,
-    precision: str | None, any_count: bool,
+    precision: str | None, any_count: bool, no_peaks: str | None = None,
 ) -> str | None:  # fmt: skip
     if not any_count:
         return "no GEMM, convolution or attention op has recorded shapes"
@@ -239,7 +243,7 @@ def _mfu_note(
     if tc_ns and tc_ns - counted > UNCOVERED_TC_SHARE * tc_ns:
         return "Tensor Core kernels ran outside the ops with recorded shapes"
     if gpu is None:
-        return "GPU model not in the peaks table"
+        return f"no peaks: {no_peaks}" if no_peaks else "GPU model not in the peaks table"
     if gpu.peak(precision) is None:
         return f"no {precision} peak for {gpu.model} in the peaks table"
     return None

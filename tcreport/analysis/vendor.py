@@ -7,9 +7,10 @@ such a run with NVIDIA rules turns every unknown GEMM into "did not use Tensor C
 picks the rule pack (AMD's first on AMD runs) and the name of the matrix unit the report shows; a
 vendor tcreport has no rules for (Intel) gets no verdicts at all: unknown, never "no".
 
-Evidence, strongest first: the device names the reader recorded (``Gpu.vendor``), else what the
-device table knows of the device (its model, or the generation of a recorded NVIDIA compute
-capability or AMD gfx id); formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
+Evidence, strongest first: the device table's row for a device name (a model name is the most
+specific fact: a recorded vendor that contradicts it is overruled, with a note), the vendor the
+reader recorded (``Gpu.vendor``), what the table knows of a recorded NVIDIA compute capability or
+AMD gfx id; formats that only exist on NVIDIA (DLProf, Nsight Systems, Nsight
 Compute); a ROCm/HIP build string; kernel names.
 """
 
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from tcreport.analysis import device_table
-from tcreport.model import RunMeta, SourceFormat
+from tcreport.model import Gpu, RunMeta, SourceFormat
 
 
 class Vendor(StrEnum):
@@ -62,9 +63,21 @@ _NVIDIA_KERNELS = re.compile(
 )
 
 
+def _named_vendor(g: Gpu) -> str | None:
+    """A device's vendor from its metadata: the device table's, where it knows the model name,
+    else the vendor recorded with it, else what the table knows of its capability or gfx id.
+
+    The table wins over a recorded vendor that contradicts it: a name is the more specific fact
+    (an ingest folder's manifest saying ``vendor: "amd"`` of an "NVIDIA A100-SXM4-40GB" would
+    otherwise judge its ``ampere_sgemm`` kernels by AMD's rules); :func:`resolve_gpus` says so in
+    a note."""
+    row = device_table.for_name(g.name)
+    return row.vendor if row is not None else g.vendor or device_table.describe(g).vendor
+
+
 def detect(meta: RunMeta, kernel_names: Iterable[str] = ()) -> Vendor:
     """The run's GPU vendor from its metadata, else from the names of its kernels."""
-    named = {v for g in meta.gpus if (v := g.vendor or device_table.describe(g).vendor)}
+    named = {v for g in meta.gpus if (v := _named_vendor(g))}
     if len(named) == 1:
         one = named.pop()
         return Vendor(one) if one in Vendor.__members__.values() else Vendor.UNKNOWN
@@ -90,9 +103,17 @@ def resolve_gpus(meta: RunMeta, run_vendor: Vendor) -> RunMeta:
     compute capability, whichever source said so: a HIP architecture number is not one."""
     fallback = run_vendor.value if run_vendor is not Vendor.UNKNOWN else None
     gpus = []
+    notes = list(meta.notes)
     for g in meta.gpus:
-        who = g.vendor or device_table.describe(g).vendor or fallback
+        who = _named_vendor(g) or fallback
+        if g.vendor is not None and who != g.vendor:
+            notes.append(
+                f"GPU {g.device_id}: the input records vendor {g.vendor!r}, but the device table "
+                f"knows {g.name!r} as {who!r}; read as {who!r}, the name is the more specific fact"
+            )
         cc = g.compute_capability if who in (None, Vendor.NVIDIA.value) else None
         gpus.append(dataclasses.replace(g, vendor=who, compute_capability=cc))
     resolved = tuple(gpus)
-    return meta if resolved == meta.gpus else dataclasses.replace(meta, gpus=resolved)
+    if resolved == meta.gpus:
+        return meta
+    return dataclasses.replace(meta, gpus=resolved, notes=tuple(notes))

@@ -48,9 +48,9 @@ import pyarrow.parquet as pq
 
 from tcreport import _fs, ingest
 from tcreport._fs import write_text_atomic
+from tcreport.batch import identity, lock, pool
 from tcreport.batch import index as batch_index
 from tcreport.batch import jobs as batch_jobs
-from tcreport.batch import lock, pool
 from tcreport.batch.naming import partition_value, report_name, taken_names
 from tcreport.batch.work import TABLES, Outcome, Task, failed_like, is_legacy_out, retryable
 from tcreport.errors import EmptyInputError, InputError, OutputError, TcreportError, UsageError
@@ -71,7 +71,6 @@ TRACE_SUFFIXES = (
 FAILED = ("error", "retry")
 #: How the errors of entries that could not be read at all begin: recorded as 'retry', not 'error'.
 UNREADABLE = ("cannot read", "cannot list folder", "dangling symbolic link")
-HASH_CHUNK = 1 << 20
 STAGING = ".staging"
 #: What a batch puts in OUT (``dataset`` first: an unmarked OUT from before the marker has it).
 OWN_ENTRIES = ("dataset", "reports", "index.html", STAGING)
@@ -99,12 +98,19 @@ class BatchResult:
     new_failures: int
     seconds: float
     index: Path
+    duplicates: tuple[str, ...] = ()  # sources of copies of an entry before them: skipped
+    notes: tuple[str, ...] = ()  # what discovery left out and why (a link out of DIR)
 
 
-def discover(root: Path, exclude: Path | None = None) -> list[Found]:
-    """Every run under ``root``: a detected directory is one run and is not descended into."""
+def discover(
+    root: Path, exclude: Path | None = None, notes: list[str] | None = None
+) -> list[Found]:
+    """Every run under ``root``: a detected directory is one run and is not descended into. A
+    link to a folder outside ``root`` (``/`` would crawl the filesystem) is not followed, and
+    said in ``notes``."""
     seen: set[Path] = set()
     found: list[Found] = []
+    inside = root.resolve()
 
     def visit_file(path: Path) -> None:
         try:
@@ -150,7 +156,13 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
             except OSError as exc:  # e.g. a link into a folder we may not search
                 found.append(Found(child, None, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if is_dir:
+            if is_dir and child.is_symlink() and not _within(child.resolve(), inside):
+                if notes is not None:
+                    notes.append(
+                        f"not followed: {_source(root, child)} -> {os.readlink(child)} "
+                        "(a folder link that leads outside the input folder)"
+                    )
+            elif is_dir:
                 visit_dir(child)
             elif is_file:
                 visit_file(child)
@@ -167,33 +179,8 @@ def discover(root: Path, exclude: Path | None = None) -> list[Found]:
     return found
 
 
-def _files(path: Path) -> Iterator[tuple[str, Path]]:
-    if path.is_file():
-        yield path.name, path
-        return
-    for p in sorted(path.rglob("*")):
-        if p.is_file():
-            yield p.relative_to(path).as_posix(), p
-
-
-def content_hash(path: Path) -> str:
-    """sha256 of the bytes; for a folder, of its files' sorted (relative name, bytes)."""
-    h = hashlib.sha256()
-    folder = path.is_dir()
-    for name, file in _files(path):
-        if folder:
-            h.update(name.encode("utf-8") + b"\0" + str(file.stat().st_size).encode() + b"\0")
-        with file.open("rb") as fh:
-            while chunk := fh.read(HASH_CHUNK):
-                h.update(chunk)
-    return h.hexdigest()
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return max((f.stat().st_mtime for _, f in _files(path)), default=path.stat().st_mtime)
-    except OSError:  # unreadable or a dangling link: the link itself still has a date
-        return path.lstat().st_mtime
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def existing_runs(out: Path) -> pa.Table:
@@ -288,9 +275,11 @@ def _drop_stale_failures(
 
 
 def _tasks(
-    root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str]
-) -> tuple[list[Task], list[str]]:
-    """Tasks to run, and the run ids skipped because the dataset holds them."""
+    root: Path, found: list[Found], known: set[str], force: bool, taken: dict[str, str],
+    duplicates: list[str],
+) -> tuple[list[Task], list[str]]:  # fmt: skip
+    """Tasks to run, and the run ids skipped because the dataset holds them; the sources of
+    copies of an entry before them go to ``duplicates`` (one run each)."""
     tasks: list[Task] = []
     skipped: list[str] = []
     queued: set[str] = set()
@@ -300,26 +289,31 @@ def _tasks(
         source = f.source or source
         if f.error is None or not f.error.startswith(UNREADABLE):
             try:
-                digest = batch_jobs.members_hash(f.members) if f.members else content_hash(f.path)
+                digest = (
+                    batch_jobs.members_hash(f.members)
+                    if f.members
+                    else identity.content_hash(f.path)
+                )
             except OSError as exc:
                 f = Found(f.path, None, f"cannot read: {exc.strerror or exc}")
         if not digest:
             # no content to hash: the id names the entry, and 'retry' makes the next batch look again
             digest = hashlib.sha256(f"unreadable\0{source}".encode()).hexdigest()
         rid = digest[:16]
-        if rid in queued:
-            continue  # the same content twice under DIR: one run
+        if rid in queued:  # the same content twice under DIR: one run, the copy counted
+            duplicates.append(source or f.path.name)
+            continue
+        queued.add(rid)
         if rid in known and not force:
             skipped.append(rid)
             continue
-        queued.add(rid)
         tasks.append(
             Task(
                 path=str(f.path.resolve()),
                 source=source or f.path.name,
                 run_id=rid,
                 content_hash=digest,
-                mtime=_mtime(f.path),
+                mtime=identity.mtime(f.path),
                 format=f.format,
                 error=f.error,
                 report_name=report_name(source or f.path.name, rid, taken),
@@ -347,7 +341,8 @@ def run_batch(
     if executor is Executor.DASK and not scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS")
     _fs.refuse_inputs(out, [root])
-    found = discover(root, exclude=out.resolve())
+    notes: list[str] = []
+    found = discover(root, exclude=out.resolve(), notes=notes)
     if not found:  # before OUT is claimed: an empty folder (a wrong path?) leaves nothing behind
         raise EmptyInputError(
             "no traces found (looked recursively for DLProf, Nsight Systems, PyTorch, "
@@ -359,7 +354,8 @@ def run_batch(
     )
     with lock.exclusive(out):
         runs = existing_runs(out)
-        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs))
+        duplicates: list[str] = []
+        tasks, skipped = _tasks(root, found, _known(runs), force, taken_names(runs), duplicates)
         if on_start is not None:
             on_start(len(tasks))
         done_ids: set[str] = set()
@@ -387,6 +383,8 @@ def run_batch(
         new_failures=new_failures,
         seconds=time.perf_counter() - started,
         index=index,
+        duplicates=tuple(duplicates),
+        notes=tuple(notes),
     )
 
 

@@ -92,11 +92,19 @@ def batch(
                 on_start=start,
                 on_done=done,
             )
+        for note in result.notes:
+            say(f"tcreport: note: {note}")
         for source, error in result.failed:
             say(f"tcreport: failed: {source}: {error}")
+        copies = (
+            f", {len(result.duplicates)} identical "
+            f"{'copy' if len(result.duplicates) == 1 else 'copies'} skipped (one run each)"
+            if result.duplicates
+            else ""
+        )
         summary = (
             f"tcreport: {result.processed} processed, {result.skipped} already in the dataset, "
-            f"{len(result.failed)} failed in {result.seconds:.1f} s; wrote {result.index}"
+            f"{len(result.failed)} failed{copies} in {result.seconds:.1f} s; wrote {result.index}"
         )
         say(summary)
         if result.failed:

@@ -2,7 +2,10 @@
 
 Trace strings (op, kernel and GPU names, notes, file names) come from files other people made. In a
 PR comment they must stay inert text in one table cell; on a terminal they must never reach it as
-control sequences. HTML has Jinja2's autoescape and needs nothing here.
+control sequences. In HTML, Jinja2's autoescape makes them inert; :func:`html` makes their control
+characters visible too (an ESC, BEL or CR kept raw is invisible on the page, yet a reader who
+copies the name into a terminal gets the sequence back), and :func:`html_finalize` applies it to
+every value a template prints.
 """
 
 from __future__ import annotations
@@ -67,3 +70,31 @@ def terminal(text: str) -> str:
     ``\\r`` overwrite the line; shown escaped, the name is still recognisable.
     """
     return fmt.visible(text)
+
+
+#: C0 controls but tab and line feed (white space HTML shows as such), DEL and the C1 controls.
+_HTML_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _picture(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    if code < 0x20:
+        return chr(0x2400 + code)  # Unicode's Control Pictures: ␛ ␇ ␍
+    return "\u2421" if code == 0x7F else f"\\u{code:04x}"  # ␡; C1 has no picture: \u009b
+
+
+def html(text: str) -> str:
+    """``text`` with each C0 control character (tab and line feed excepted) and DEL shown as its
+    Unicode control picture (ESC as ␛, BEL as ␇, CR as ␍) and each C1 control as ``\\u009b``.
+    Both forms stay valid inside a JSON string (an attribute holding JSON), an attribute or a URL
+    fragment; HTML escaping is left to autoescape."""
+    return _HTML_CONTROL.sub(_picture, text)
+
+
+def html_finalize(value: object) -> object:
+    """The template environment's ``finalize``: every plain string a template prints goes
+    through :func:`html` before autoescape (text and attributes alike). Markup (the inlined
+    script, stylesheet and script-safe JSON, marked ``| safe``) is tcreport's own and left as is."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):  # Markup has __html__
+        return html(value)
+    return value

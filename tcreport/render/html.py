@@ -15,6 +15,7 @@ millions of launches still gives a report of a few hundred kilobytes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import jinja2
@@ -56,9 +57,15 @@ _FILTERS: tuple[tuple[str, Callable[..., str]], ...] = (
 )
 
 
+#: What json.dumps leaves raw with ensure_ascii=False but no page should hold raw: DEL and C1.
+_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+
+
 def _json_for_script(data: object) -> str:
-    """JSON that cannot end its <script> block or open a comment, whatever the names hold."""
+    """JSON that cannot end its <script> block or open a comment, whatever the names hold, and
+    holds no raw control character (escaped as ``\\u009b``: the same string to a JSON parser)."""
     text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from tcreport import fmt
+from tcreport.render.escape import html as visible_html
 from tcreport.report import Report
 
 _SEVERITY_COLOURS = {
@@ -23,7 +24,7 @@ _CELL = "padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px so
 
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    return escape(visible_html(str(text)), quote=True)
 
 
 def _head(view: Report) -> list[str]:

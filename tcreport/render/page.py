@@ -1,6 +1,7 @@
 """What every HTML page tcreport writes shares: the template environment, its assets and the CSP.
 
-Safety is structural and lives here once: Jinja2 autoescape on, undefined names are errors, the one
+Safety is structural and lives here once: Jinja2 autoescape on, control characters shown as
+symbols (one ``finalize`` for every template), undefined names are errors, the one
 script and the one stylesheet are inlined and pinned by sha256 in a Content-Security-Policy that
 forbids every fetch. ``report.js`` and ``report.css`` are read as plain files, never parsed as
 templates, so nothing in them is ever interpreted. Templates are found through the package's
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import jinja2
 
+from tcreport.render import escape
+
 
 def template_dir() -> Path:
     return Path(str(resources.files("tcreport").joinpath("templates")))
@@ -32,10 +35,12 @@ def asset(name: str) -> str:
 
 @cache
 def environment(filters: tuple[tuple[str, Callable[..., str]], ...] = ()) -> jinja2.Environment:
-    """The Jinja2 environment of every HTML renderer: autoescape on, strict undefined."""
+    """The Jinja2 environment of every HTML renderer: autoescape on, strict undefined, and control
+    characters of every printed string shown visibly (:func:`tcreport.render.escape.html`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template_dir())),
         autoescape=True,
+        finalize=escape.html_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -105,7 +105,7 @@ class _Batches:
 
 
 def _kernel_events(
-    k: pa.Table, txt: dict[str, pa.Array], origin: int, lay0: int, unit: str
+    k: pa.Table, txt: dict[str, pa.Array], origin: int, lay0: int, unit: str, key: str
 ) -> pa.Array:
     timed = np.asarray(pc.is_valid(k.column("start_ns")).to_numpy(zero_copy_only=False), bool)
     dur = np.maximum(_i64(k.column("duration_ns"), 0), 0)
@@ -128,7 +128,7 @@ def _kernel_events(
     return _join(
         ',\n{"ph":"X","cat":"kernel","name":', txt["name"],
         ',"pid":', _num(pid), ',"tid":', _num(tid), ',"ts":', _us(start), ',"dur":', _us(dur),
-        ',"cname":"', colour, '","args":{"tensor_core":"', verdict, '","rule":', txt["tc_rule"],
+        ',"cname":"', colour, f'","args":{{{_json(key)}:"', verdict, '","rule":', txt["tc_rule"],
         ',"category":"', cat, '","calls":', _num(k.column("calls")),
         ',"iteration":', _num(k.column("iteration")), ',"op_id":', txt["op_id"],
         ',"correlation_id":', _num(k.column("correlation_id")), "}}",
@@ -216,10 +216,10 @@ def _metadata(run: Run) -> list[dict[str, object]]:
     return meta
 
 
-def _write_kernels(out: IO[bytes], k: pa.Table, origin: int, unit: str) -> None:
+def _write_kernels(out: IO[bytes], k: pa.Table, origin: int, unit: str, key: str) -> None:
     lay = 0
     for b, txt in _Batches(k, ("name", "tc_rule", "op_id")):
-        _write_array(out, _kernel_events(b, txt, origin, lay, unit))
+        _write_array(out, _kernel_events(b, txt, origin, lay, unit, key))
         timed = pc.is_valid(b.column("start_ns"))
         lay += int(pc.sum(pc.if_else(timed, 0, b.column("duration_ns"))).as_py() or 0)
 
@@ -248,11 +248,13 @@ def _write_host(out: IO[bytes], run: Run, origin: int) -> None:
         ))  # fmt: skip
 
 
-def write(run: Run, out: IO[bytes], unit: str = "Tensor Core") -> int:
+def write(run: Run, out: IO[bytes], unit: str = "Tensor Core", key: str = "tensor_core") -> int:
     """Write ``run`` (classified: kernels carry ``uses_tc``/``tc_rule``) as trace JSON; returns
     the number of kernel events. ``unit``: what the run calls one of its matrix units (the
     verdict section's ``words.unit_one``: "Tensor Core", "AMD Matrix Core"), which names the
-    category of the kernels that ran on them."""
+    category of the kernels that ran on them; ``key``: the same as an argument name (its
+    ``words.key``: "tensor_core", "matrix_core"), the name of each kernel's verdict argument.
+    Both are decided by the analysis, never here."""
     if run.kernels is None or run.kernels.num_rows == 0:
         raise UsageError("the trace has no kernel rows to export", run.meta.path)
     origin = _origin(run)
@@ -264,7 +266,7 @@ def write(run: Run, out: IO[bytes], unit: str = "Tensor Core") -> int:
     out.write(_json(head)[:-1].encode() + b',"traceEvents":[\n')
     # a lone surrogate (only a Python string can hold one) becomes "?", as the readers do
     out.write(",\n".join(_json(m) for m in _metadata(run)).encode(errors="replace"))
-    _write_kernels(out, run.kernels, origin, unit)
+    _write_kernels(out, run.kernels, origin, unit, key)
     if run.memory is not None and run.memory.num_rows:
         mem = run.memory.filter(pc.is_valid(run.memory.column("start_ns")))
         for b, txt in _Batches(mem, ("kind",)):

@@ -200,6 +200,8 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
         if t.gpu is not None and t.peak_tflops
         else f"Peak: {t.gpu.model} ({t.gpu.source}); no % of peak without counted FLOPs."
         if t.gpu is not None
+        else f"Peak: none, {t.no_peaks}; so no % of peak."
+        if t.no_peaks
         else "Peak: the trace does not name a GPU model in the peaks table, so no % of peak."
     )
     mfu = (

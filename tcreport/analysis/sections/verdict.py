@@ -46,25 +46,29 @@ class UnitWords:
     #: what the run's header says of its matrix units: nothing where they are the Tensor Cores
     #: a reader of a Tensor Core report expects
     header: str
+    #: the unit as a machine-readable key (an export's argument name): "tensor_core",
+    #: "matrix_core", never NVIDIA's word for another vendor's units
+    key: str = "tensor_core"
 
 
-#: Short words per vendor; the unit's name itself is :data:`tcreport.analysis.vendor.MATRIX_UNIT`.
+#: Short words and the machine key per vendor; the unit's name itself is
+#: :data:`tcreport.analysis.vendor.MATRIX_UNIT`.
 _SHORT = {
-    Vendor.NVIDIA: ("TC", "TC-eligible"),
-    Vendor.AMD: ("Matrix Cores", "matrix-core-eligible"),
-    Vendor.INTEL: ("XMX", "XMX-eligible"),
-    Vendor.META: ("matrix units", "matrix-unit-eligible"),
-    Vendor.UNKNOWN: ("TC", "TC-eligible"),
+    Vendor.NVIDIA: ("TC", "TC-eligible", "tensor_core"),
+    Vendor.AMD: ("Matrix Cores", "matrix-core-eligible", "matrix_core"),
+    Vendor.INTEL: ("XMX", "XMX-eligible", "xmx_engine"),
+    Vendor.META: ("matrix units", "matrix-unit-eligible", "matrix_unit"),
+    Vendor.UNKNOWN: ("TC", "TC-eligible", "tensor_core"),
 }
 
 
 def words_for(gpu_vendor: Vendor) -> UnitWords:
     unit = vendor.MATRIX_UNIT[gpu_vendor]
-    short, eligible = _SHORT[gpu_vendor]
+    short, eligible, key = _SHORT[gpu_vendor]
     header = "" if unit == vendor.MATRIX_UNIT[Vendor.NVIDIA] else unit
     one = unit.removesuffix("s")
     article = "an" if one[:1].lower() in "aeiou" else "a"
-    return UnitWords(unit, one, f"{article} {one}", short, eligible, header)
+    return UnitWords(unit, one, f"{article} {one}", short, eligible, header, key)
 
 
 @dataclass(frozen=True)
