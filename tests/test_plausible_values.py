@@ -169,3 +169,27 @@ def test_a_timed_row_counts_one_call_synthetic() -> None:
     run = plausible.checked(Run(meta=run_meta(), kernels=kernels))
     assert run.kernels is not None and run.kernels.column("name").to_pylist() == ["a", "c"]
     assert any("calls = 7, a count beyond the one timed event" in n for n in run.meta.notes)
+
+
+def test_an_impossible_launch_time_is_forgotten_not_its_kernel_synthetic(tmp_path: Path) -> None:
+    """Fuzz case ingest:776: every kernel's ``launch_ns`` set to 2**62 dropped every kernel, while
+    the ops kept their GPU time, so eligible time exceeded kernel time. A launch past the clock's
+    range (or long after its kernel ended) is now forgotten, the kernel kept and placed by its GPU
+    time, and the figures hold."""
+    folder = _folder(tmp_path)
+    before = _summary(folder)
+    rows = _set(folder, "kernels", "launch_ns", 2**62)
+    run = api.load(folder)
+    assert run.kernels is not None and run.kernels.num_rows == rows
+    assert run.kernels["launch_ns"].null_count == rows
+    assert any(n.startswith(f"ignored the launch time of {rows} rows") for n in run.meta.notes)
+    after = _summary(folder)
+    assert after["invariant_violations"] == []
+    assert after["time"]["gpu_kernel_ns"] == before["time"]["gpu_kernel_ns"]  # type: ignore[index]
+    (tmp_path / "fresh").mkdir()
+    fresh = _folder(tmp_path / "fresh")
+    first = pq.read_table(fresh / "kernels.parquet").slice(0, 1).to_pylist()[0]
+    late = first["start_ns"] + first["duration_ns"] + 2 * plausible.LATE_LAUNCH_NS
+    _set(fresh, "kernels", "launch_ns", [late])
+    notes = api.load(fresh).meta.notes
+    assert any(n.startswith("ignored the launch time of 1 row ") for n in notes), notes

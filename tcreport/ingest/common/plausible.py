@@ -46,7 +46,8 @@ MAX_BYTES = 2**55
 #: The most one column may sum to: eight such totals added still fit int64.
 MAX_SUM = 2**60
 
-_POSITIONS = ("start_ns", "end_ns", "launch_ns")
+#: launch_ns is not among them: an impossible launch is forgotten, not its event (_bad_launches)
+_POSITIONS = ("start_ns", "end_ns")
 _DURATIONS = ("duration_ns", "cpu_ns", "gpu_ns", "gpu_total_ns")
 _COUNTS = ("calls", "kernel_calls")
 _SUMMED = (*_DURATIONS, *_COUNTS, "bytes")
@@ -79,6 +80,11 @@ def checked(run: Run, label: Label = _rows_of, path: Path | None = None) -> Run:
         kept, note = _plausible_rows(table, kind, label)
         if note:
             changes[kind.value], notes = kept, [*notes, note]
+        if (late := _bad_launches(kept)) is not None:
+            n = int(pc.sum(late).as_py())
+            launch = pc.if_else(late, pa.scalar(None, pa.int64()), kept["launch_ns"])
+            kept = kept.set_column(kept.schema.get_field_index("launch_ns"), "launch_ns", launch)
+            changes[kind.value], notes = kept, [*notes, _late_note(n, label(kind))]
         if (
             kind in (TableKind.KERNELS, TableKind.MEMORY)
             and (bad := streams.containing(kept)) is not None
@@ -98,6 +104,43 @@ def checked(run: Run, label: Label = _rows_of, path: Path | None = None) -> Run:
         return run
     meta = dataclasses.replace(run.meta, reported=reported, notes=(*run.meta.notes, *notes))
     return run.replace(meta=meta, **changes)
+
+
+#: A launch recorded this long after the event it launched had ended is no clock skew: the
+#: launch time is impossible, and the event is placed by its GPU time instead.
+LATE_LAUNCH_NS = 1_000_000_000
+
+
+def _bad_launches(table: pa.Table) -> pa.ChunkedArray | None:
+    """True where a row's launch time is impossible: outside the clock positions int64
+    differences can take, or more than :data:`LATE_LAUNCH_NS` after the row's own end (in
+    float64: extremes cannot wrap). None when no row's is. The row itself stays: its GPU time
+    was recorded; only the host time that launched it was not."""
+    cols = set(table.column_names)
+    if "launch_ns" not in cols:
+        return None
+
+    def f64(name: str) -> pa.ChunkedArray:
+        return pc.cast(table[name], pa.float64(), safe=False)
+
+    lo, hi = POSITIONS_NS
+    bad = pc.invert(
+        pc.and_(pc.greater_equal(table["launch_ns"], lo), pc.less(table["launch_ns"], hi))
+    )
+    if "end_ns" in cols or {"start_ns", "duration_ns"} <= cols:
+        # a launch-level row's end; an aggregated row (no start) has none, so it is never late
+        end = f64("end_ns") if "end_ns" in cols else pc.add(f64("start_ns"), f64("duration_ns"))
+        bad = pc.or_(bad, pc.greater(pc.subtract(f64("launch_ns"), end), LATE_LAUNCH_NS))
+    bad = pc.fill_null(bad, False)
+    return bad if pc.any(bad).as_py() else None
+
+
+def _late_note(n: int, rows: str) -> str:
+    return (
+        f"ignored the launch time of {n:,} {'row' if n == 1 else 'rows'} of {rows}: past the "
+        "clock's range or more than a second after the event had ended, which no launch can be; "
+        "they are placed in steps by their GPU time instead"
+    )
 
 
 def _plausible_rows(table: pa.Table, kind: TableKind, label: Label) -> tuple[pa.Table, str]:
