@@ -384,6 +384,26 @@ def test_the_bundled_nsys_sample_compares_with_itself_by_inferred_identity() -> 
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
 
 
+def test_forced_diff_names_the_inferred_gpu_in_its_row_as_in_its_warning(tmp_path: Path) -> None:
+    """A newcomer saw GPU "unknown" in the table under a warning that said Hopper: the row and
+    the warning read one decision (Analysis.gpu), in Markdown, JSON and HTML alike."""
+    import tcreport.cli.compare_cmds  # noqa: F401
+
+    md = runner.invoke(app, ["diff", str(A100), str(H100), "--force"])
+    assert md.exit_code == 0, md.stderr
+    assert "Ampere vs Hopper, inferred from kernel names" in md.stderr
+    assert "| GPU | NVIDIA A100-PG509-200 | Hopper (inferred from kernel names) |" in md.stdout
+    doc = json.loads(
+        runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-f", "json"]).stdout
+    )
+    assert doc["head"]["gpu"] == "Hopper (inferred from kernel names)"
+    assert doc["base"]["gpu"] == "NVIDIA A100-PG509-200"
+    page = tmp_path / "diff.html"
+    html = runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-o", str(page)])
+    assert html.exit_code == 0, html.stderr
+    assert "Hopper (inferred from kernel names)" in page.read_text(encoding="utf-8")
+
+
 def test_a_run_against_itself_compares_with_a_verdict_line() -> None:
     import tcreport.cli.compare_cmds  # noqa: F401
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tcreport.cli import app
+from tcreport.cli import app, profile_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
@@ -48,6 +48,16 @@ def test_profile_help_says_what_key_node_names_for_each_backend() -> None:
     assert "tf: the Python name of the tf.function that runs one step" in text
     assert "dlprof: an op name, passed as DLProf's --key_node" in text
     assert "nsys: an NVTX range or op name" in text
+
+
+def test_profile_help_says_where_the_outputs_go() -> None:
+    """A newcomer read "beside it" as beside the script; they go to a new folder in the current
+    directory (profile_cmd.default_output_dir), and the help says so."""
+    text = " ".join(runner.invoke(app, ["profile", "-h"], terminal_width=200).stdout.split())
+    assert "beside" not in text
+    assert "into --output-dir (default: a new ./tcreport-<script>-<UTC time>/ folder" in text
+    assert not profile_cmd.default_output_dir(Path("sub/train.py")).is_absolute()
+    assert profile_cmd.default_output_dir(Path("sub/train.py")).parent == Path()
 
 
 @pytest.mark.parametrize(

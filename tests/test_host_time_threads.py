@@ -1,7 +1,8 @@
 """CPU-only host time over many threads: the union per thread is taken for every thread at once.
 The H100 Kineto trace's ops with its GPU events removed (a CPU-only run), each op moved to a
 thread of its own or all kept on theirs (synthetic edits of a real trace); the figure must be the
-per-thread union a plain Python loop computes from the same events."""
+per-thread union a plain Python loop computes from the same events, and the rows (self time)
+must add up to it."""
 
 from __future__ import annotations
 
@@ -66,3 +67,18 @@ def test_synthetic_cpu_only_host_time_is_the_union_per_thread(tmp_path: Path, sp
     a = result.compute(api.load(path))
     assert a.host.total is not None
     assert a.host.total.ns == _union_by_hand(ops)
+
+
+def test_synthetic_cpu_only_rows_are_self_time_summing_to_the_union(tmp_path: Path) -> None:
+    """The rows' host time is each op's self time (nested time once, in the innermost op), so
+    the rows add up to the headline's union and each share is of it."""
+    doc = json.loads(gzip.decompress(need(H100).read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in GPU_CATS]
+    path = tmp_path / "cpu_only.pt.trace.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    a = result.compute(api.load(path))
+    assert a.host.total is not None
+    assert sum(r.cpu_ns for r in a.host.ops) == a.host.total.ns
+    assert sum(r.cpu_ns for r in a.host.op_types) == a.host.total.ns
+    assert all(r.cpu_ns <= r.inclusive_ns for r in a.host.ops)
+    assert abs(sum(r.share or 0 for r in a.host.op_types) - 1) < 1e-9

@@ -215,7 +215,8 @@ def test_per_iteration_card_and_savings_come_from_the_analysis() -> None:
 def _nested_cpu_trace_synthetic(path: Path) -> Path:
     """A CPU-only Kineto trace (synthetic): on thread 1 ``aten::linear`` [0, 100) µs holds
     ``aten::addmm`` [10, 90) which holds ``aten::mm`` [20, 80); thread 2 runs ``aten::relu``
-    [50, 70) at the same time. Host time in ops: 100 + 20 µs; the rows sum to 260 µs."""
+    [50, 70) at the same time. Host time in ops: 100 + 20 µs; the recorded times sum to 260 µs,
+    the rows' self times (linear 20, addmm 20, mm 60, relu 20 µs) to the 120 µs of the headline."""
     ops = [
         ("aten::linear", 1, 0, 100),
         ("aten::addmm", 1, 10, 80),
@@ -236,7 +237,16 @@ def test_cpu_only_host_time_counts_nested_ops_once_synthetic(tmp_path: Path) -> 
     view = api.analyze(api.load(_nested_cpu_trace_synthetic(tmp_path)))
     a = view.analysis
     assert a.host.cpu_only and a.host.total is not None
-    assert sum(r.cpu_ns for r in a.host.ops) == 260_000
+    assert sum(r.inclusive_ns for r in a.host.ops) == 260_000
+    # issue 25, newcomer round: a row's host time is its self time and its share is of the
+    # headline (they were the recorded time and a share of the 260 µs sum)
+    rows = {r.name: (r.cpu_ns, r.share) for r in a.host.ops}
+    assert rows == {
+        "aten::mm": (60_000, 0.5),
+        "aten::addmm": (20_000, 1 / 6),
+        "aten::linear": (20_000, 1 / 6),
+        "aten::relu": (20_000, 1 / 6),
+    }
     assert (a.host.total.ns, a.host.total.method) == (120_000, host_time.UNION)
     shown = fmt.ns(120_000)
     data = json.loads(api.render_json(view))

@@ -172,6 +172,15 @@ def test_read_dataset_gives_the_batch_tables(tmp_path: Path) -> None:
     assert len(tables["kernels"]) == sum(s[0] for s in SHAPES.values())
     with pytest.raises(tcreport.errors.InputError, match="no tcreport batch dataset"):
         tcreport.read_dataset(tmp_path)
+    # the docs' example keeps the run whose trace names no GPU (gpu_model null): a newcomer's
+    # groupby("gpu_model") dropped it silently
+    assert runs["gpu_model"].isna().sum() == 1
+    assert list(runs.loc[runs["gpu_model"].isna(), "gpu"]) == ["unknown"]
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    example = re.search(r"^(runs\.groupby\(.*?\))\s*(?:#.*)?$", text, re.M)
+    assert example is not None
+    described = eval(example.group(1), {"runs": runs})  # the docs' line, as a reader runs it
+    assert described["count"].sum() == len(runs)
 
 
 def test_the_docs_example_runs() -> None:

@@ -259,3 +259,16 @@ def test_python_context_manager(tmp_path: Path) -> None:
             model(torch.randn(4, 24))
             manual.step()
     assert manual.trace is not None and manual.trace.is_file()
+
+
+def test_a_window_past_the_scripts_end_counts_only_the_steps_it_ran(tmp_path: Path) -> None:
+    """Issue 25, a newcomer's round: ``--iter-start 25 --iter-stop 40`` on a 30-step script kept
+    steps 25-29 but reported "6 of 6 aggregated": the ``ProfilerStep#30`` stub torch.profiler
+    opens as the script ends was counted as a step."""
+    out = tmp_path / "out"
+    res = _profile(str(_script(tmp_path, 30)), "--iter-start", "25", "--iter-stop", "40",
+                   "--output-dir", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    iters = _summary(out)["iterations"]
+    assert isinstance(iters, dict)
+    assert (iters["total"], iters["aggregated"]) == (5, 5)

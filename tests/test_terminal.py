@@ -3,12 +3,17 @@ columns whole, no column repeating another, wide query results laid out one reco
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+from trace_paths import REALTRACES, need
 from typer.testing import CliRunner
 
 from tcreport import api
@@ -20,6 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
 NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 runner = CliRunner()
+H100 = (
+    REALTRACES
+    / "kineto"
+    / "h100-bf16-bert-small"
+    / "gaunernst_bert-small-uncased__1016001.redacted.json.gz"
+)
 
 
 def _summary(path: Path, width: int) -> str:
@@ -100,3 +111,49 @@ def test_query_json_and_csv_end_with_a_newline(dataset: Path) -> None:
         runner.invoke(app, ["query", str(dataset), "select 1 as x", "-f", "json"]).stdout
     )
     assert rows == [{"x": 1}]
+
+
+def _piped_summary(path: Path) -> str:
+    """``tcreport summary PATH | cat``: stdout not a terminal and no COLUMNS, so rich's default
+    80 columns apply (a newcomer's piped summary lost the host time and share columns)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    out = subprocess.run(
+        [sys.executable, "-m", "tcreport", "summary", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return out.stdout
+
+
+def _headers(text: str) -> list[list[str]]:
+    rows = [ln for ln in text.splitlines() if ln.startswith("┃")]
+    return [[c.strip() for c in ln.strip("┃").split("┃")] for ln in rows]
+
+
+def test_piped_summary_keeps_every_figure_column() -> None:
+    text = _piped_summary(next(KINETO.glob("*.json.gz")))
+    assert all(len(ln) <= 80 for ln in text.splitlines() if ln[:1] in "┃│┏┡└")
+    heads = _headers(text)
+    assert ["op", "calls", "GPU time", "share", "elig.", "TC"] in heads
+    assert ["kernel", "calls", "GPU time", "share", "TC", "rule"] in heads
+
+
+def test_piped_cpu_only_summary_keeps_host_time_and_share(tmp_path: Path) -> None:
+    """The H100 trace's host ops without its GPU events (a synthetic CPU-only run of real op
+    names, long autograd types included)."""
+    doc = json.loads(gzip.decompress(need(H100).read_bytes()))
+    gpu = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_runtime", "ac2g"}
+    doc["traceEvents"] = [
+        e for e in doc["traceEvents"] if e.get("cat") not in gpu | {"cuda_driver"}
+    ]
+    path = tmp_path / "cpu_only_synthetic.pt.trace.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    text = _piped_summary(path)
+    assert all(len(ln) <= 80 for ln in text.splitlines() if ln[:1] in "┃│┏┡└")
+    heads = _headers(text)
+    assert ["op", "type", "calls", "host time", "share"] in heads
+    assert ["type", "ops", "calls", "host time", "share"] in heads
+    cells = [ln for ln in text.splitlines() if ln.startswith("│")]
+    assert cells and all(ln.rstrip("│ ").rsplit("│", 1)[-1].strip().endswith("%") for ln in cells)

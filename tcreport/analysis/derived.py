@@ -14,6 +14,7 @@ minus kernel and memory time summed over launches) is kept only for inputs witho
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -31,6 +32,11 @@ from tcreport.model import IterationInfo, Run, RunMeta
 OUTLIER_FACTOR = 1.5
 #: Fewer iterations than this have no meaningful median.
 OUTLIER_MIN_ITERATIONS = 4
+#: A first aggregated iteration this many times the median of the others is warm-up (cuDNN
+#: autotuning, XLA / torch.compile compilation, allocator growth), not a training step: an outlier
+#: whatever :data:`OUTLIER_MIN_ITERATIONS` says, from this many aggregated iterations on.
+WARMUP_RATIO = 2.0
+WARMUP_MIN_ITERATIONS = 3
 #: Tensor Core share of kernel time the report calls good (most GEMM/conv time on TC) or low.
 TC_SHARE_GOOD = 0.5
 TC_SHARE_LOW = 0.2
@@ -384,15 +390,28 @@ def step_times(rows: Sequence[IterationRow]) -> tuple[dict[int, int], str]:
     return {r.iteration: r.duration_ns for r in rows}, "host"
 
 
+def warmup(rows: Sequence[IterationRow]) -> tuple[IterationRow, float] | None:
+    """(first aggregated iteration, median of the other aggregated ones' host durations) when the
+    first is a warm-up (:data:`WARMUP_RATIO`); the warm-up finding (IT002) and the rows'
+    ``outlier`` flag both read this, so the finding never names a row the table calls steady."""
+    kept = [r for r in rows if r.aggregated and r.duration_ns > 0]
+    if len(kept) < WARMUP_MIN_ITERATIONS:
+        return None
+    median = statistics.median(r.duration_ns for r in kept[1:])
+    return (kept[0], float(median)) if 0 < WARMUP_RATIO * median <= kept[0].duration_ns else None
+
+
 def outliers(rows: list[IterationRow] | tuple[IterationRow, ...]) -> set[int]:
     """Iterations :data:`OUTLIER_FACTOR` times slower or faster than the median (of the
-    aggregated ones when there are enough, else of all), by :func:`step_times`."""
+    aggregated ones when there are enough, else of all), by :func:`step_times`, and the
+    :func:`warmup` iteration."""
     times, _ = step_times(rows)
     base = sorted(times[r.iteration] for r in rows if r.aggregated and r.iteration in times)
     if len(base) < OUTLIER_MIN_ITERATIONS:
         base = sorted(times.values())
+    found = {w[0].iteration} if (w := warmup(rows)) is not None else set()
     if len(base) < OUTLIER_MIN_ITERATIONS:
-        return set()
+        return found
     median = base[len(base) // 2]
     f = OUTLIER_FACTOR
-    return {i for i, t in times.items() if median and (t > f * median or t * f < median)}
+    return found | {i for i, t in times.items() if median and (t > f * median or t * f < median)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from tcreport.analysis import device_table
 from tcreport.model import Gpu
@@ -65,6 +66,29 @@ def generation_from_kernels(names: Iterable[str]) -> str | None:
                 best = i
                 break
     return _GENERATIONS[best][0] if best >= 0 else None
+
+
+@dataclass(frozen=True)
+class GpuIdentity:
+    """Which GPU a run ran on, as every output names it: the recorded model, else the generation
+    its kernel names were built for, else unknown (``label`` ``None``). One decision, so the diff's
+    GPU row and its comparability warning cannot disagree ("unknown" beside "Hopper")."""
+
+    model: str | None  # the recorded GPU model(s), ", "-joined
+    generation: str | None  # the generation the kernel names were built for (None: CPU-only)
+
+    @property
+    def label(self) -> str | None:
+        if self.model:
+            return self.model
+        return f"{self.generation} (inferred from kernel names)" if self.generation else None
+
+
+def identity(gpus: Iterable[Gpu], kernel_names: Iterable[str], cpu_only: bool) -> GpuIdentity:
+    """The run's :class:`GpuIdentity`; a CPU-only run has no GPU to infer."""
+    names = sorted({g.name for g in gpus if g.name})
+    generation = None if cpu_only else generation_from_kernels(kernel_names)
+    return GpuIdentity(", ".join(names) if names else None, generation)
 
 
 #: The compute capability of each generation's first GPUs: what a kernel built for it proves the

@@ -219,6 +219,7 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
         suggestions,
         derived.with_steps(iteration_rows, parts.steps),  # measured idle: one truth
         t.wall_ns,
+        iterations_section.step_numbers(classified, info, len(iteration_rows)),
     )
     meta = sliced.meta
     if parts.note is not None:

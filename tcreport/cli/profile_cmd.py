@@ -128,7 +128,9 @@ def profile(
     duration: Duration = None,
     verbose: Verbose = False,
 ) -> None:
-    """Run a training script under a profiler; write report.html and summary.json beside it."""
+    """Run a training script under a profiler; write the raw profile, report.html and
+    summary.json into --output-dir (default: a new ./tcreport-<script>-<UTC time>/ folder in the
+    current directory)."""
     import logging
 
     from tcreport.capture import quiet

@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tcreport.analysis.gpu_arch import generation_from_kernels
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -61,8 +60,7 @@ __all__ = ["Diff", "Figure", "FindingChange", "NotComparableError", "RowDiff", "
 
 
 def gpu_model(a: Analysis) -> str | None:
-    names = sorted({g.name for g in a.meta.gpus if g.name})
-    return ", ".join(names) if names else None
+    return a.gpu.model
 
 
 def _family(framework: str) -> str:
@@ -76,8 +74,9 @@ def _version(framework: str) -> str | None:
 
 
 def inferred_gpu(a: Analysis) -> str | None:
-    """The GPU generation the kernel names were built for, when the trace names no GPU model."""
-    return generation_from_kernels(k.name for k in a.breakdown.kernels)
+    """The GPU generation the kernel names were built for, when the trace names no GPU model
+    (:attr:`Analysis.gpu`, the one decision the GPU row shows too)."""
+    return a.gpu.generation
 
 
 def inferred_framework(a: Analysis) -> str | None:
@@ -262,7 +261,7 @@ def _side(v: Report, s: Spread) -> Side:
     return Side(
         path=v.source_path,
         format=a.meta.format.value,
-        gpu=gpu_model(a),
+        gpu=a.gpu.label,
         framework=a.meta.framework,
         aggregated=a.iterations.info.aggregated,
         spread=s.source,

@@ -22,7 +22,14 @@ def _int(x: float | int | None) -> int | None:
 
 
 def _host(r: HostRow) -> dict[str, Any]:
-    return {"name": r.name, "ops": r.ops, "calls": r.calls, "cpu_ns": r.cpu_ns, "share": r.share}
+    return {
+        "name": r.name,
+        "ops": r.ops,
+        "calls": r.calls,
+        "cpu_ns": r.cpu_ns,
+        "inclusive_ns": r.inclusive_ns,
+        "share": r.share,
+    }
 
 
 def _advice(view: Report) -> dict[str, Any]:

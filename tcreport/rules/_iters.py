@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from tcreport.analysis.derived import IterationRow, step_times
+from tcreport.analysis.derived import IterationRow, step_times, warmup
 from tcreport.analysis.result import Analysis
 from tcreport.rules import thresholds
 
@@ -15,14 +15,9 @@ def aggregated(analysis: Analysis) -> list[IterationRow]:
 
 
 def warmup_outlier(rows: list[IterationRow]) -> tuple[IterationRow, float] | None:
-    """(first aggregated iteration, median of the others) when the first is a warm-up outlier."""
-    if len(rows) < thresholds.MIN_ITERATIONS:
-        return None
-    first, rest = rows[0], rows[1:]
-    median = statistics.median(r.duration_ns for r in rest)
-    if median > 0 and first.duration_ns >= thresholds.WARMUP_RATIO * median:
-        return first, float(median)
-    return None
+    """(first aggregated iteration, median of the others) when the first is a warm-up outlier:
+    the analysis' one decision (:func:`derived.warmup`), which also flags the row."""
+    return warmup(rows)
 
 
 def steady(rows: list[IterationRow]) -> list[IterationRow]:

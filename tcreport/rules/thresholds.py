@@ -6,7 +6,7 @@ finding. Changing a value here changes when a rule fires; ``docs/findings.md`` q
 
 from __future__ import annotations
 
-from tcreport.analysis import shapes, timeline
+from tcreport.analysis import derived, shapes, timeline
 
 # --- Tensor Cores and precision --------------------------------------------------------------------
 
@@ -45,10 +45,10 @@ SLOW_WGRAD_SHARE = 0.10
 #: Per-iteration statistics need at least this many aggregated iterations to mean anything.
 MIN_ITERATIONS = 3
 
-#: A first aggregated iteration this many times the median of the others is warm-up (cuDNN
-#: autotuning, XLA / torch.compile compilation, allocator growth), not a training step. Steady-state
-#: steps of one model vary by a few per cent; 2x cannot be noise.
-WARMUP_RATIO = 2.0
+#: A first aggregated iteration this many times the median of the others is warm-up: decided in
+#: the analysis (the rows' outlier flag reads it too); steady steps vary by a few per cent, 2x
+#: cannot be noise.
+WARMUP_RATIO = derived.WARMUP_RATIO
 
 #: Coefficient of variation (std / mean) of aggregated iteration times above which steps are not
 #: steady: recompilation for new shapes, data stalls, host synchronisation or garbage collection.

@@ -21,7 +21,10 @@ nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+from tcreport.analysis import gpu_arch
+from tcreport.analysis.gpu_arch import GpuIdentity
 from tcreport.analysis.sections.breakdown import Breakdown
 from tcreport.analysis.sections.communication import Communication
 from tcreport.analysis.sections.host import Host
@@ -53,3 +56,10 @@ class Analysis:
     signals: Signals  # autotuning, compilation, data loading inside the range (the rules')
     #: figures that break what must always hold (analysis.invariants); every output names them
     violations: tuple[Violation, ...] = ()
+
+    @cached_property
+    def gpu(self) -> GpuIdentity:
+        """The GPU as every output names it: recorded, else inferred from kernel names."""
+        return gpu_arch.identity(
+            self.meta.gpus, (k.name for k in self.breakdown.kernels), self.host.cpu_only
+        )

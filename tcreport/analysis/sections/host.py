@@ -116,7 +116,7 @@ def build(run: Run, time: TimeFigures, ops: Sequence[OpRow], unit: str) -> Host:
     """``unit``: the matrix units' name for the run's vendor ("Tensor Cores")."""
     if not host_time.is_cpu_only(run.meta, time, ops):
         return Host(False, (), (), None)
-    by_op, by_type = host_time.host_rows(ops)
-    return Host(
-        True, by_op, by_type, host_time.host_time(run.ops, ops), gpu_run_adds=_gpu_run_adds(unit)
-    )
+    total = host_time.host_time(run.ops, ops)
+    own = host_time.self_ns(run.ops) if total is not None and run.ops is not None else None
+    by_op, by_type = host_time.host_rows(ops, own)
+    return Host(True, by_op, by_type, total, gpu_run_adds=_gpu_run_adds(unit))

@@ -16,7 +16,10 @@ from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
 from tcreport.analysis.sections.headline import Headline, Tone
-from tcreport.model import IterationInfo, IterationMethod
+from tcreport.model import IterationInfo, IterationMethod, Run
+
+#: The methods that cut a run at its ``ProfilerStep#N`` ranges, whose numbers label the steps.
+_STEP_METHODS = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,40 @@ class Iterations:
     card: Headline  # the mean iteration time, or the aggregated wall time without iterations
     #: an iteration this many times slower (or faster) than the median is an outlier
     outlier_factor: float = derived.OUTLIER_FACTOR
+    #: each iteration's ``ProfilerStep#N`` number (the script's step, counted from 0, for a
+    #: ``tcreport profile`` run), where the run was cut at those steps; () otherwise
+    step_numbers: tuple[int, ...] = ()
+
+    @property
+    def warm_up(self) -> tuple[IterationRow, float] | None:
+        """The first aggregated iteration when it is a warm-up, with the others' median
+        (:func:`derived.warmup`; the row is flagged an outlier too)."""
+        return derived.warmup(self.rows)
+
+    def name_of(self, index: int) -> str:
+        """``Iteration 0``, with its step label where the trace numbers steps otherwise
+        (``Iteration 0 (ProfilerStep#10)``): the report counts iterations from 0."""
+        n = self._step(index)
+        return f"Iteration {index}" + (f" (ProfilerStep#{n})" if n is not None else "")
+
+    def iter_start(self, index: int) -> str:
+        """The option that aggregates from iteration ``index``, in the numbers each command
+        means: ``report``/``summary`` count this trace's iterations from 0, ``profile`` counts
+        the script's steps, which the ``ProfilerStep#N`` labels carry."""
+        n = self._step(index)
+        if n is None:
+            return f"--iter-start {index}"
+        return (
+            f"--iter-start {index} when re-reading this trace (`tcreport report`), or "
+            f"`tcreport profile --iter-start {n}` to record from the script's step {n} "
+            f"(ProfilerStep#{n})"
+        )
+
+    def _step(self, index: int) -> int | None:
+        """The step number of iteration ``index`` where it differs from the index."""
+        if 0 <= index < len(self.step_numbers) and self.step_numbers[index] != index:
+            return self.step_numbers[index]
+        return None
 
     @property
     def how(self) -> str | None:
@@ -90,11 +127,22 @@ def _card(info: IterationInfo, wall_ns: int | None) -> Headline:
     return Headline(fmt.ns(info.mean_ns), "mean iteration time", detail, Tone.NEUTRAL)
 
 
+def step_numbers(run: Run, info: IterationInfo, count: int) -> tuple[int, ...]:
+    """Each iteration's ``ProfilerStep#N`` number, in time order, where the run was cut at those
+    steps and the trace has one per iteration (``count``); () otherwise."""
+    it = run.iterations
+    if it is None or info.method not in _STEP_METHODS or it.num_rows != count:
+        return ()
+    ordered = it.sort_by([("start_ns", "ascending")]).column("iteration").to_pylist()
+    return tuple(int(n) for n in ordered if n is not None) if None not in ordered else ()
+
+
 def build(
     selection: Selection,
     suggestions: tuple[KeyNodeCandidate, ...],
     rows: tuple[IterationRow, ...],
     wall_ns: int | None,
+    steps: tuple[int, ...] = (),
 ) -> Iterations:
     return Iterations(
         info=selection.info,
@@ -104,4 +152,5 @@ def build(
         suggestions=suggestions,
         rows=rows,
         card=_card(selection.info, wall_ns),
+        step_numbers=steps,
     )
