@@ -65,7 +65,7 @@ def analyse_rank(spec: RankSpec) -> RankResult:
     from tcreport import ingest, report
 
     trace = spec.trace
-    run = ingest.load(trace.path) if spec.process_id is None else ingest.load_rank(trace)
+    run = ingest.load_rank(trace)
     view = report.build(run, spec.slc, source_path=spec.path)
     figures = rank_figures(
         spec.rank,
@@ -128,7 +128,26 @@ def build(
 ) -> JobReport:
     """Analyse the part ``slc`` selects of every rank of ``job``, then the job; ``rank`` picks
     the rank shown in full. A slice that selects nothing on a rank is refused naming that rank's
-    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``."""
+    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``.
+    A multi-process export read for its ranks is let go at the end (``ingest.forget_ranks``)."""
+    from tcreport import ingest
+
+    try:
+        return _build(job, slc, source_path, rank, with_timeline, timestamp, mapper, extra)
+    finally:
+        ingest.forget_ranks()
+
+
+def _build(
+    job: Job,
+    slc: Slice,
+    source_path: str | None,
+    rank: int | None,
+    with_timeline: bool,
+    timestamp: str | None,
+    mapper: Mapper | None,
+    extra: Callable[[int, Report], Any] | None,
+) -> JobReport:
     from tcreport import report
     from tcreport.rules import job_rules
 

@@ -140,3 +140,20 @@ def test_other_files_are_no_launch(tmp_path: Path) -> None:
 def test_a_folder_holding_only_the_export_is_the_job() -> None:
     job = ingest.find_job(NSYS.parent)
     assert job is not None and job.present == 2 and job.ranks[0].path == NSYS
+
+
+def test_the_export_is_read_once_per_job_and_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its ranks (and the straggler's full report) are split off one read of the export."""
+    reads: list[Path] = []
+    real = ingest.load
+
+    def counting(path: Path, fmt: object = None) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(ingest, "load", counting)
+    job = api.find_job(NSYS)
+    assert job is not None
+    jr = api.analyze_job(job, with_timeline=True)  # the detail is analysed once more
+    assert reads == [NSYS] and jr.detail_rank in (0, 1)
+    assert not ingest._WHOLE  # nothing kept once the job is built

@@ -259,14 +259,30 @@ def _launch(path: Path) -> Job | None:
     return job.launch_job(path)
 
 
+#: The last multi-process export read whole, kept while its ranks are split off it one after the
+#: other (one read per job instead of one per rank; the ranks together are the whole export, so
+#: this keeps no more than reading it once does). Keyed by path, size and mtime.
+_WHOLE: dict[tuple[str, int, int], Run] = {}
+
+
 def load_rank(rank: RankTrace) -> Run:
     """One rank of a job: its trace, or its process's part of a multi-process export."""
     from tcreport.ingest.nsys import processes
 
-    run = load(rank.path)
     if rank.process_id is None:
-        return run
+        return load(rank.path)
+    st = rank.path.stat()
+    key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
+    run = _WHOLE.get(key)
+    if run is None:
+        _WHOLE.clear()  # before reading: never two exports at once
+        run = _WHOLE[key] = load(rank.path)
     return processes.split(run, rank.rank, rank.process_id)
+
+
+def forget_ranks() -> None:
+    """Drop the export :func:`load_rank` keeps (a job's ranks are all read)."""
+    _WHOLE.clear()
 
 
 def detect(path: Path) -> SourceFormat:
