@@ -172,7 +172,7 @@ def _open_job(
     if counters is not None:
         raise UsageError(f"{path}: counters= takes one trace's Nsight Compute CSV, not a job's")
     jr = analyze_job(job, slc, source_path=str(path), rank=rank, with_timeline=True)
-    return AnalysedJob(report=jr, slice=slc)
+    return AnalysedJob(report=jr, slice=slc, job=job)
 
 
 def read_dataset(out: str | Path) -> dict[str, pd.DataFrame]:

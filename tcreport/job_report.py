@@ -21,7 +21,8 @@ from tcreport.analysis.job import JobIdentity, JobSection, section
 from tcreport.analysis.job_ranks import RankFigures, rank_figures
 from tcreport.analysis.slicing import WHOLE, Slice
 from tcreport.errors import UsageError
-from tcreport.ingest.job import Job
+from tcreport.ingest.job import Job, RankTrace
+from tcreport.model import SourceFormat
 from tcreport.report import Report
 from tcreport.rules.base import Finding
 
@@ -42,6 +43,14 @@ class RankSpec:
     #: a module-level function, so that it pickles
     extra: Callable[[int, Report], Any] | None = None
     keep_report: bool = False  # hand the Report back (the serial path only: never pickled)
+    process_id: int | None = None  # the rank's process in a multi-process export
+
+    @property
+    def trace(self) -> RankTrace:
+        path = Path(self.path)
+        return RankTrace(
+            path, SourceFormat.NSYS_SQLITE, self.rank, None, path.name, self.process_id
+        )
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,12 @@ def analyse_rank(spec: RankSpec) -> RankResult:
     """Read and analyse one rank; keep its figures (and ``spec.extra``'s result)."""
     from tcreport import ingest, report
 
-    run = ingest.load(Path(spec.path))
+    trace = spec.trace
+    run = ingest.load_rank(trace)
     view = report.build(run, spec.slc, source_path=spec.path)
     figures = rank_figures(
         spec.rank,
-        Path(spec.path).name,
+        trace.name,
         view.analysis,
         run,
         tuple(dict.fromkeys(f.id for f in view.findings)),
@@ -118,14 +128,33 @@ def build(
 ) -> JobReport:
     """Analyse the part ``slc`` selects of every rank of ``job``, then the job; ``rank`` picks
     the rank shown in full. A slice that selects nothing on a rank is refused naming that rank's
-    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``."""
+    trace (:class:`~tcreport.errors.OptionError`), as for one trace, unless ``slc.allow_empty``.
+    A multi-process export read for its ranks is let go at the end (``ingest.forget_ranks``)."""
+    from tcreport import ingest
+
+    try:
+        return _build(job, slc, source_path, rank, with_timeline, timestamp, mapper, extra)
+    finally:
+        ingest.forget_ranks()
+
+
+def _build(
+    job: Job,
+    slc: Slice,
+    source_path: str | None,
+    rank: int | None,
+    with_timeline: bool,
+    timestamp: str | None,
+    mapper: Mapper | None,
+    extra: Callable[[int, Report], Any] | None,
+) -> JobReport:
     from tcreport import report
     from tcreport.rules import job_rules
 
     if rank is not None and rank not in {r.rank for r in job.ranks}:
         job.rank_path(rank)
     keep = mapper is None and not with_timeline and rank is None
-    specs = [RankSpec(str(r.path), r.rank, slc, extra, keep) for r in job.ranks]
+    specs = [RankSpec(str(r.path), r.rank, slc, extra, keep, r.process_id) for r in job.ranks]
     figures: list[RankFigures] = []
     extras: list[Any] = []
     kept: tuple[int, Report] | None = None
@@ -143,16 +172,16 @@ def build(
         job.label, job.detected_by, job.world_size, job.backend, tuple(r.rank for r in job.ranks)
     )
     source = source_path if source_path is not None else str(job.folder)
-    sec = job_invariants.enforce(section(identity, figures), figures, source)
+    sec = job_invariants.enforce(section(identity, figures, job.sizes_note), figures, source)
     chosen, why = _detail_rank(sec, rank, job)
     detail = kept[1] if kept is not None and kept[0] == chosen else None
     kept = None
     if detail is None:
         from tcreport import ingest
 
-        path = job.rank_path(chosen)
+        trace = job.rank_trace(chosen)
         detail = report.build(
-            ingest.load(path), slc, source_path=str(path), with_timeline=with_timeline
+            ingest.load_rank(trace), slc, source_path=str(trace.path), with_timeline=with_timeline
         )
     return JobReport(
         section=sec,

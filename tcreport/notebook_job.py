@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tcreport.analysis.slicing import WHOLE, Slice
+from tcreport.ingest.job import Job
 from tcreport.job_report import JobReport
 from tcreport.notebook import AnalysedRun, to_pandas
 
@@ -33,6 +34,7 @@ class AnalysedJob:
 
     report: JobReport
     slice: Slice = WHOLE  # the part of every rank analysed (tcreport.open's options)
+    job: Job | None = None  # where its ranks are (a process of one export: its part of it)
 
     @cached_property
     def _doc(self) -> dict[str, Any]:
@@ -70,8 +72,13 @@ class AnalysedJob:
         """The rank shown in full (the straggler unless ``rank=`` chose one)."""
         from tcreport import ingest
 
-        path = dict(self.report.rank_files)[self.report.detail_rank]
-        return AnalysedRun(self.report.detail, ingest.load(Path(path)), self.slice)
+        rank = self.report.detail_rank
+        if self.job is not None:
+            run = ingest.load_rank(self.job.rank_trace(rank))
+            ingest.forget_ranks()
+        else:
+            run = ingest.load(Path(dict(self.report.rank_files)[rank]))
+        return AnalysedRun(self.report.detail, run, self.slice)
 
     def summary(self) -> dict[str, Any]:
         """The ``tcreport summary --json`` document of the job (schema ``tcreport.job/1``)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +274,8 @@ def test_unknown_key_node_is_exit_2_with_the_candidates() -> None:
     assert "repeat once per iteration here: none found" in result.stderr
     ok = runner.invoke(app, ["summary", "--json", str(H100), "--key-node", "x", "--allow-empty"])
     assert ok.exit_code == 0
-    assert any(f["id"] == "IT001" for f in json.loads(ok.stdout)["findings"])
+    doc = json.loads(ok.stdout)  # the sample is a 2-rank job: its rank shown in full
+    assert any(f["id"] == "IT001" for f in doc["detail"]["summary"]["findings"])
 
 
 def test_unknown_key_node_lists_validated_candidates_synthetic() -> None:
@@ -355,32 +358,46 @@ def test_batch_index_shows_no_tc_finding_for_a_cpu_run(cpu_capture: Path, tmp_pa
 V100 = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
 
 
-def test_diff_of_the_two_bundled_samples_refuses_in_one_line() -> None:
+def _one_process_h100(tmp_path: Path) -> Path:
+    """The H100 sample with every kernel in one process (*synthetic*): one run of two GPUs, as
+    the sample read before a multi-process export became a job."""
+    path = tmp_path / "h100-one-process-synthetic.sqlite"
+    shutil.copy(H100, path)
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = 281477459738624")
+    return path
+
+
+def test_diff_of_the_two_bundled_samples_refuses_in_one_line(tmp_path: Path) -> None:
     import tcreport.cli.compare_cmds  # noqa: F401  (registers diff/check)
 
-    result = runner.invoke(app, ["diff", str(A100), str(H100)])
+    job = runner.invoke(app, ["diff", str(A100), str(H100)])  # the sample is a 2-rank job
+    assert job.exit_code == 2 and "one trace and the other a distributed job" in job.stderr
+    h100 = _one_process_h100(tmp_path)
+    result = runner.invoke(app, ["diff", str(A100), str(h100)])
     assert result.exit_code == 2 and result.stdout == ""
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "different GPU generation (Ampere vs Hopper" in lines[0]
     assert "--force" in lines[0]
-    gate = runner.invoke(app, ["check", str(H100), "--baseline", str(A100)])
+    gate = runner.invoke(app, ["check", str(h100), "--baseline", str(A100)])
     assert gate.exit_code == 2 and "different GPU generation (Ampere vs Hopper" in gate.stderr
 
 
-def test_the_bundled_nsys_sample_compares_with_itself_by_inferred_identity() -> None:
+def test_the_bundled_nsys_sample_compares_with_itself_by_inferred_identity(tmp_path: Path) -> None:
     """The export records no GPU table and no framework: Hopper from its nvjet kernels and
     PyTorch from its aten:: ops identify it, and the notes say they were inferred."""
     import tcreport.cli.compare_cmds  # noqa: F401  (registers diff/check)
 
     result = runner.invoke(app, ["diff", str(H100), str(H100), "-f", "json"])
     assert result.exit_code == 0, result.stderr
-    notes = json.loads(result.stdout)["notes"]
+    notes = json.loads(result.stdout)["detail"]["notes"]  # a job diff: its rank shown in full
     assert "base GPU not recorded: Hopper inferred from kernel names" in notes
     assert "head framework not recorded: pytorch inferred from op names" in notes
     gate = runner.invoke(app, ["check", str(H100), "--baseline", str(H100)])
     assert gate.exit_code == 0, gate.stderr
     assert runner.invoke(app, ["diff", str(A100), str(A100)]).exit_code == 0
-    forced = runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-f", "json"])
+    h100 = _one_process_h100(tmp_path)
+    forced = runner.invoke(app, ["diff", str(A100), str(h100), "--force", "-f", "json"])
     assert forced.exit_code == 0 and json.loads(forced.stdout)["forced"] is True
 
 

@@ -456,10 +456,11 @@ def test_job_cells_hold_the_step_invariants(sampled: JobReport) -> None:
 
 
 @pytest.mark.skipif(not NSYS.exists(), reason="needs ../shared/realtraces")
-def test_nsys_exports_named_by_rank_are_a_job(tmp_path: Path) -> None:
+def test_nsys_exports_named_by_rank_are_a_job_synthetic(tmp_path: Path) -> None:
     """Nsight Systems writes no rank into its export: ``nsys profile -o report.rank%q{RANK}``
-    names make the job. The shared export ran two GPUs in one process, so each rank's figures
-    are of its busiest GPU, and the job says so."""
+    names make the job. Two copies of the shared export (itself two processes on two GPUs) make
+    a synthetic job whose ranks each hold both GPUs, so each rank's figures are of its busiest
+    GPU, and the job says so; the bandwidth note says what the export's NCCL NVTX lacks."""
     for r in (0, 1):
         shutil.copy(NSYS, tmp_path / f"report.rank{r}.sqlite")
     job = api.find_job(tmp_path)
@@ -469,6 +470,7 @@ def test_nsys_exports_named_by_rank_are_a_job(tmp_path: Path) -> None:
     sec = api.analyze_job(job).section
     assert len(sec.ranks) == 2 and sec.verdict.tc_share is not None
     assert any("several GPUs" in n for n in sec.notes)
+    assert sec.bandwidth.note is not None and "NVTX ranges" in sec.bandwidth.note
 
 
 def test_iterations_not_on_every_rank_are_left_out_and_said(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tcreport.analysis.figures import KernelRow, OpRow
 from tcreport.analysis.groups import OpTypeRow
 from tcreport.cli import app
 from tcreport.cli._common import FLAGS
+from tcreport.notebook_job import AnalysedJob
 from tcreport.rules.base import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,8 +32,12 @@ NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 SHAPES = {
     # findings: TC001 (TF32 off for addmm), TC004 (cuDNN chose CUDA-core kernels), GP001, IT001
     KINETO: (16, 37, 36, 0, 4, 79),
-    NSYS: (11, 76, 32, 1, 2, 3587),
+    # the nsys sample is a 2-process torchrun export, read as a job: the figures are rank 0's
+    # (process 148 on GPU 0, the straggler shown in full), 1,793 of the file's 3,587 launches
+    NSYS: (11, 76, 32, 1, 2, 1793),
 }
+#: kernel rows rank 1 of the nsys sample adds to a batch dataset
+NSYS_RANK1_KERNELS = 11
 #: the report's row types, field for field (tuple fields and a renderer's colour slot left out)
 ROW_TYPES = {
     "kernels": KernelRow,
@@ -63,7 +68,8 @@ runner = CliRunner()
     ids=lambda p: (p if p.is_dir() else p.parent).name,  # the sample folder's name
 )
 def opened(request: pytest.FixtureRequest) -> tuple[Path, tcreport.notebook.AnalysedRun]:
-    return request.param, tcreport.open(request.param)
+    got = tcreport.open(request.param)
+    return request.param, got.detail if isinstance(got, AnalysedJob) else got
 
 
 def test_frames_have_the_samples_shapes_and_arrow_dtypes(
@@ -106,7 +112,8 @@ def test_summary_is_the_summary_json_and_to_html_the_report(
 ) -> None:
     path, run = opened
     cli = runner.invoke(app, ["summary", str(path), "--json"])
-    assert run.summary() == json.loads(cli.stdout)
+    doc = json.loads(cli.stdout)
+    assert run.summary() == (doc["detail"]["summary"] if "job" in doc else doc)  # a job: its rank
     html = run.to_html(tmp_path / "r.html")
     assert html == api.render_html(run.report)
     assert (tmp_path / "r.html").read_text(encoding="utf-8") == html
@@ -167,9 +174,11 @@ def test_read_dataset_gives_the_batch_tables(tmp_path: Path) -> None:
     tables = tcreport.read_dataset(out)
     assert sorted(tables) == ["findings", "kernels", "ops", "runs", "steps"]  # steps: issue 23
     runs = tables["runs"]
-    assert len(runs) == 2 and {"gpu", "month", "gpu_model", "tc_share"} <= set(runs.columns)
+    assert runs["rank"].isna().sum() == 2 and len(runs) == 4  # the nsys job: a row per rank
+    assert {"gpu", "month", "gpu_model", "tc_share"} <= set(runs.columns)
     assert all(isinstance(t, pd.ArrowDtype) for t in runs.dtypes)
-    assert len(tables["kernels"]) == sum(s[0] for s in SHAPES.values())
+    kernels = sum(s[0] for s in SHAPES.values()) + NSYS_RANK1_KERNELS
+    assert len(tables["kernels"]) == kernels
     with pytest.raises(tcreport.errors.InputError, match="no tcreport batch dataset"):
         tcreport.read_dataset(tmp_path)
     # the docs' example keeps the run whose trace names no GPU (gpu_model null): a newcomer's
@@ -211,7 +220,9 @@ def test_import_tcreport_stays_light() -> None:
 def test_launches_are_numbered_like_the_iterations() -> None:
     """``.launches`` carries the analysis's iteration numbers, not the reader's: split at a key
     node, the launches' iterations are the rows of ``.iterations``."""
-    run = tcreport.open(NSYS, key_node="FlashAttnFunc")
+    job = tcreport.open(NSYS, key_node="FlashAttnFunc")
+    assert isinstance(job, AnalysedJob)
+    run = job.detail
     numbers = set(run.iterations["iteration"].tolist())
     assert len(numbers) > 1
     assert set(run.launches["iteration"].dropna().unique().tolist()) <= numbers

@@ -64,18 +64,23 @@ def test_iteration_chart_names_the_wall_clock_and_the_per_gpu_parts() -> None:
 
 def test_python_api_gives_the_step_breakdown_as_the_docs_say() -> None:
     """docs/python-api.md: ``pd.DataFrame(run.summary()["steps"])`` is one row per iteration and
-    GPU with the named columns; ``.iterations`` one row per iteration, kernels over all GPUs."""
+    GPU with the named columns; ``.iterations`` one row per iteration, kernels over all GPUs.
+    The sample is a 2-process torchrun export, read as a job of one GPU per rank: the run is its
+    rank shown in full (rank 0, GPU 0)."""
     import pandas as pd
 
     import tcreport
+    from tcreport.notebook_job import AnalysedJob
 
-    run = tcreport.open(NSYS_H100, key_node="aten::stack", iter_start=2)
+    job = tcreport.open(NSYS_H100, key_node="aten::stack", iter_start=2)
+    assert isinstance(job, AnalysedJob)
+    run = job.detail
     steps = pd.DataFrame(run.summary()["steps"])
     assert {"span_ns", "tc_compute_ns", "idle_launch_ns", "idle_host_ns", "host_causes"} <= set(
         steps.columns
     )
-    assert len(steps) == 2 * len(run.iterations) == 30
-    assert sorted(set(steps["device_id"])) == [0, 1]
+    assert len(steps) == len(run.iterations) == 15
+    assert sorted(set(steps["device_id"])) == [0]
     # Tensor Core kernels never overlap on one GPU in this trace: their time summed over the GPUs
     # (.iterations) equals the breakdown's Tensor Core compute summed over the GPUs
     per_iteration = steps.groupby("iteration")["tc_compute_ns"].sum()

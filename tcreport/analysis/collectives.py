@@ -149,13 +149,17 @@ def _keyed(per_rank: Sequence[tuple[int, pa.Table]]) -> pa.Table:
 
 
 def bandwidth(
-    per_rank: Sequence[tuple[int, pa.Table | None]], gpu_names: Sequence[str]
+    per_rank: Sequence[tuple[int, pa.Table | None]],
+    gpu_names: Sequence[str],
+    missing: str | None = None,
 ) -> Bandwidth:
-    """The bandwidth table of the ranks' calls (:func:`calls` of each rank)."""
+    """The bandwidth table of the ranks' calls (:func:`calls` of each rank); ``missing`` says why
+    there are no sizes where the format knows better than Kineto's words."""
     present = [(r, t) for r, t in per_rank if t is not None and t.num_rows]
     if not present:
-        return Bandwidth((), False, "message sizes not recorded: the collective kernels carry no "
-                         "'In msg nelems' / 'dtype' args (PyTorch records them in recent versions)")  # fmt: skip
+        return Bandwidth((), False, missing or "message sizes not recorded: the collective kernels "
+                         "carry no 'In msg nelems' / 'dtype' args (PyTorch records them in recent "
+                         "versions)")  # fmt: skip
     t = _keyed(present)
     per_call = t.group_by(["key", "k"]).aggregate(
         [("duration_ns", "min"), ("rank", "count_distinct")]

@@ -317,8 +317,11 @@ def _straggler_text(
     return text + "."
 
 
-def section(identity: JobIdentity, ranks: Sequence[RankFigures]) -> JobSection:
-    """The job section of the ranks present (sorted by rank)."""
+def section(
+    identity: JobIdentity, ranks: Sequence[RankFigures], sizes_note: str | None = None
+) -> JobSection:
+    """The job section of the ranks present (sorted by rank); ``sizes_note``: what the traces'
+    format says of collective message sizes when they record none (an nsys export's NVTX)."""
     ranks = sorted(ranks, key=lambda r: r.rank)
     order, keyed, how = aligned(ranks)
     cells, rows = cells_of(order, keyed)
@@ -341,7 +344,7 @@ def section(identity: JobIdentity, ranks: Sequence[RankFigures]) -> JobSection:
         iterations=tuple(rows),
         cells=tuple(cells),
         straggler=straggler,
-        bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names),
+        bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names, sizes_note),
         matching=how,
         step_ns=_mean([float(r.step_ns) for r in rows]),
         wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(ranks) > 1 else None,

@@ -187,7 +187,11 @@ def process_job(task: Any, schemas: Mapping[str, pa.Schema], mtime: datetime) ->
 
     folder = Path(task.path)
     fmt = SourceFormat(task.format)
-    found, rest = jobs.group(folder, [(fmt, Path(m)) for m in task.members])
+    if task.members:
+        found, rest = jobs.group(folder, [(fmt, Path(m)) for m in task.members])
+    else:  # one export of a multi-process launch
+        launch = jobs.launch_job(folder)
+        found, rest = ([launch] if launch is not None else []), []
     if len(found) != 1 or rest:
         raise InputError("its rank traces no longer form one job", folder)
     jr = job_report.build(

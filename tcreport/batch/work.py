@@ -23,6 +23,7 @@ from tcreport import __version__, ingest, report
 from tcreport.batch import rows
 from tcreport.batch.rows import STEPS
 from tcreport.errors import MissingExtraError, TcreportError
+from tcreport.model import SourceFormat
 from tcreport.report import Report
 
 RUNS = pa.schema(
@@ -317,7 +318,7 @@ def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
     # jinja2 only where a report is rendered, not for the dataset's schemas (TABLES)
     from tcreport.render.html import render as render_html
 
-    if task.members:  # a distributed job: one run, a row per rank (batch.job_work)
+    if task.members or _is_launch(task):  # a distributed job: one run, a row per rank (job_work)
         return _process_job(task, started, when)
     run = ingest.load(Path(task.path))
     date, date_source = _date(run.meta.started_at, run.meta.started_at_source, when[0])
@@ -332,6 +333,13 @@ def _process(task: Task, started: float, when: list[datetime]) -> Outcome:
         **_detail_tables(task.run_id, view),
     }
     return Outcome(task.run_id, task.source, True, None, gpu, date, tables, html, seconds)
+
+
+def _is_launch(task: Task) -> bool:
+    """An nsys export of a multi-process launch is a job by itself (ingest.job.launch_job)."""
+    return task.format == SourceFormat.NSYS_SQLITE.value and (
+        ingest.find_job(Path(task.path)) is not None
+    )
 
 
 def _process_job(task: Task, started: float, when: list[datetime]) -> Outcome:

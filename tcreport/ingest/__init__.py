@@ -20,7 +20,7 @@ from tcreport.ingest.nsys import rep as nsys_rep
 from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
-    from tcreport.ingest.job import Job
+    from tcreport.ingest.job import Job, RankTrace
     from tcreport.model import Run
 
 
@@ -232,18 +232,57 @@ def _refuse_several(path: Path, found: list[tuple[SourceFormat, Path]], where: s
 
 def find_job(path: Path) -> Job | None:
     """The distributed job ``path`` holds when it is a folder of the ranks of one job and nothing
-    else (:mod:`tcreport.ingest.job`); None for anything else, which :func:`load` reads or
-    refuses as before."""
+    else, or one Nsight Systems export of a multi-process launch (:mod:`tcreport.ingest.job`);
+    None for anything else, which :func:`load` reads or refuses as before."""
     from tcreport.ingest import job
 
     _check_readable(path)
-    if not path.is_dir() or _sniff(path, _DIRECTORY_FORMATS) is not None:
+    if not path.is_dir():
+        return _launch(path)
+    if _sniff(path, _DIRECTORY_FORMATS) is not None:
         return None
     found = _traces_in(path) + _ingest_folders_in(path)
+    if len(found) == 1:
+        return _launch(found[0][1])  # a folder read through its one trace (resolve)
     if len(found) < 2:
         return None
     jobs, rest = job.group(path, found)
     return jobs[0] if len(jobs) == 1 and not rest else None
+
+
+def _launch(path: Path) -> Job | None:
+    """The job of a multi-process nsys SQLite export (``.nsys-rep`` reports are read whole)."""
+    from tcreport.ingest import job
+
+    if _sniff(path) is not SourceFormat.NSYS_SQLITE or nsys_rep.is_report(path):
+        return None
+    return job.launch_job(path)
+
+
+#: The last multi-process export read whole, kept while its ranks are split off it one after the
+#: other (one read per job instead of one per rank; the ranks together are the whole export, so
+#: this keeps no more than reading it once does). Keyed by path, size and mtime.
+_WHOLE: dict[tuple[str, int, int], Run] = {}
+
+
+def load_rank(rank: RankTrace) -> Run:
+    """One rank of a job: its trace, or its process's part of a multi-process export."""
+    from tcreport.ingest.nsys import processes
+
+    if rank.process_id is None:
+        return load(rank.path)
+    st = rank.path.stat()
+    key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
+    run = _WHOLE.get(key)
+    if run is None:
+        _WHOLE.clear()  # before reading: never two exports at once
+        run = _WHOLE[key] = load(rank.path)
+    return processes.split(run, rank.rank, rank.process_id)
+
+
+def forget_ranks() -> None:
+    """Drop the export :func:`load_rank` keeps (a job's ranks are all read)."""
+    _WHOLE.clear()
 
 
 def detect(path: Path) -> SourceFormat:

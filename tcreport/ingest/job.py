@@ -14,6 +14,8 @@ What makes traces one job, cheapest evidence first, never a whole parse:
 * Otherwise the file name: ``rank-3``, ``rank_3``, ``rank3`` (HTA's naming, and ``nsys profile -o
   report.rank%q{RANK}``); the names with the number taken out must be equal.
 * A ``tcreport ingest`` folder keeps the identity its trace had (``RunMeta.distributed``).
+* One Nsight Systems export of a multi-process launch (``torchrun`` under ``nsys profile``) is
+  a job by itself: a rank per process (:mod:`tcreport.ingest.nsys.processes`, :func:`launch_job`).
 
 A job needs two or more ranks, each present once. Two traces claiming the same rank of the same
 job are told apart by their file names with the rank taken out (two jobs saved side by side); if
@@ -51,6 +53,14 @@ class RankTrace:
     rank: int
     distributed: Distributed | None  # None: the rank came from the file name
     stem: str  # the file name with the rank number taken out
+    #: the process of a multi-process export this rank is (None: the whole trace is the rank)
+    process_id: int | None = None
+
+    @property
+    def name(self) -> str:
+        """How the rank's trace is named in the job's tables."""
+        pid = f" (process {self.process_id})" if self.process_id is not None else ""
+        return f"{self.path.name}{pid}"
 
 
 @dataclass(frozen=True)
@@ -61,8 +71,11 @@ class Job:
     ranks: tuple[RankTrace, ...]
     world_size: int | None  # None when no trace records it (ranks known from file names only)
     backend: str | None
-    detected_by: str  # "distributedInfo" | "file names" | "tcreport ingest metadata"
+    #: "distributedInfo" | "file names" | "tcreport ingest metadata" | processes of one export
+    detected_by: str
     label: str  # how the job is named in lists and batch sources
+    #: why no collective message sizes can be read, where the format says more than "none"
+    sizes_note: str | None = None
 
     @property
     def present(self) -> int:
@@ -75,9 +88,12 @@ class Job:
         return f"{self.present}{of} ranks{backend}; by {self.detected_by}"
 
     def rank_path(self, rank: int) -> Path:
+        return self.rank_trace(rank).path
+
+    def rank_trace(self, rank: int) -> RankTrace:
         for r in self.ranks:
             if r.rank == rank:
-                return r.path
+                return r
         present = ", ".join(str(r.rank) for r in self.ranks)
         from tcreport.errors import UsageError
 
@@ -217,6 +233,11 @@ def _job(folder: Path, ranks: list[RankTrace], alone: bool) -> Job:
         by = "tcreport ingest metadata"
     else:
         by = "distributedInfo"
+    note = None
+    if ranks[0].format is SourceFormat.NSYS_SQLITE:  # what its NVTX holds of NCCL's sizes
+        from tcreport.ingest.nsys import processes
+
+        note = processes.sizes_note(ranks[0].path)
     return Job(
         folder=folder,
         ranks=tuple(ranks),
@@ -224,6 +245,7 @@ def _job(folder: Path, ranks: list[RankTrace], alone: bool) -> Job:
         backend=dists[0].backend if dists else None,
         detected_by=by,
         label=_label(folder, ranks, alone),
+        sizes_note=note,
     )
 
 
@@ -234,3 +256,24 @@ def describe_contents(jobs: list[Job], rest: list[tuple[SourceFormat, Path]]) ->
     ]
     parts += [f"{p.name} ({f.value})" for f, p in rest]
     return "; ".join(parts)
+
+
+def launch_job(path: Path) -> Job | None:
+    """The job one Nsight Systems export holds when its processes each drove their own GPUs
+    (:mod:`tcreport.ingest.nsys.processes`); None for any other export."""
+    from tcreport.ingest.nsys import processes
+
+    launch = processes.launch_of(path)
+    if launch is None:
+        return None
+    fmt = SourceFormat.NSYS_SQLITE
+    ranks = tuple(RankTrace(path, fmt, r.rank, None, path.name, r.process_id) for r in launch.ranks)
+    return Job(
+        folder=path,
+        ranks=ranks,
+        world_size=None,  # the export holds the ranks it holds; a node of a larger job says no more
+        backend=None,
+        detected_by=processes.DETECTED_BY,
+        label=path.name,
+        sizes_note=launch.sizes_note,
+    )

@@ -1,0 +1,159 @@
+"""One Nsight Systems export of a multi-process launch read as a job, a rank per process.
+
+The bundled sample is a real ``torchrun --nproc_per_node=2`` export: two python processes (PIDs
+148 and 149), each on its own H100, in one file. Its ranks are checked against tcreport's own
+single-run analysis of the same file, GPU by GPU (a differential test: splitting by process must
+change no figure, only who owns it). The negative cases are the sample edited here (named
+*synthetic*): one process on two GPUs, two processes sharing a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from trace_paths import SAMPLES
+from typer.testing import CliRunner
+
+from tcreport import api, ingest
+from tcreport.cli.app import app
+from tcreport.ingest.nsys import processes
+from tcreport.job_report import JobReport, RankSpec, analyse_rank
+
+NSYS = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+WINDOWS = SAMPLES.parent.parent / "shared" / "realtraces" / "nsys" / "v2022.1-windows-synthetic"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def job_report() -> JobReport:
+    job = api.find_job(NSYS)
+    assert job is not None
+    return api.analyze_job(job)
+
+
+def test_the_torchrun_export_is_a_job_of_two_ranks_by_pid_order() -> None:
+    job = api.find_job(NSYS)
+    assert job is not None and job.present == 2 and job.folder == NSYS
+    assert [(r.rank, r.process_id) for r in job.ranks] == [(0, 148), (1, 149)]
+    assert job.world_size is None  # the export holds the ranks it holds; nothing extrapolated
+    assert "PID order" in job.detected_by and "PID order" in job.describe()
+
+
+def test_each_rank_equals_the_single_run_analysis_of_its_gpu() -> None:
+    """Per-rank span, compute, communication, copies and idle are the whole file's step rows
+    of that rank's GPU; kernel and Tensor Core time of the ranks add up to the whole file's."""
+    whole = api.analyze(api.load(NSYS)).analysis
+    by_gpu = {s.device_id: s for s in whole.steps.rows}
+    job = api.find_job(NSYS)
+    assert job is not None and set(by_gpu) == {0, 1}
+    figures = [analyse_rank(RankSpec(str(r.path), r.rank, process_id=r.process_id)).figures
+               for r in job.ranks]  # fmt: skip
+    for f in figures:
+        assert f.devices == 1 and f.device_id == f.rank  # process 148 drove GPU 0, 149 GPU 1
+        (step,) = f.steps
+        row = by_gpu[f.device_id]
+        assert step.span_ns == row.span_ns > 0
+        assert step.compute_ns == row.compute_ns > 0
+        assert step.tc_compute_ns == row.tc_compute_ns
+        assert step.communication_ns == row.communication_ns
+        assert step.communication_total_ns == row.communication_total_ns > 0
+        assert step.memory_ns == row.memory_ns and step.memory_total_ns == row.memory_total_ns
+        assert step.idle_ns == row.idle_launch_ns + row.idle_host_ns
+    t = whole.time
+    assert sum(f.gpu_kernel_ns or 0 for f in figures) == t.gpu_kernel_ns
+    assert sum(f.tc_kernel_ns or 0 for f in figures) == t.tc_kernel_ns
+
+
+def test_the_job_section_says_why_there_is_no_bandwidth(job_report: JobReport) -> None:
+    """The export's 420 NCCL NVTX ranges (ncclSend/ncclRecv, group start/end) carry no payload."""
+    bw = job_report.section.bandwidth
+    assert not bw.recorded and not bw.rows
+    assert bw.note is not None and "NCCL's 420 NVTX ranges" in bw.note and "no payload" in bw.note
+    assert job_report.section.straggler is not None
+    assert job_report.detail.analysis.meta.distributed is not None
+
+
+def test_summary_check_and_diff_read_the_file_as_a_job(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["summary", str(NSYS), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "tcreport.job/1" and doc["job"]["ranks_present"] == [0, 1]
+    res = runner.invoke(app, ["check", str(NSYS), "--min-tc-share", "0.5"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["diff", str(NSYS), str(NSYS), "-f", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["schema"] == "tcreport.job-diff/1"
+    res = runner.invoke(app, ["report", str(NSYS), "--rank", "1", "-o", str(tmp_path / "r.md")])
+    assert res.exit_code == 0, res.output
+    assert "process 149" in (tmp_path / "r.md").read_text(encoding="utf-8")
+
+
+def test_batch_stores_the_export_as_one_job_with_rank_rows(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(NSYS, src / NSYS.name)
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["batch", str(src), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = api.query(out, "select rank, gpu_kernel_ns from runs order by rank nulls first")
+    ranks = rows.column("rank").to_pylist()
+    kernel = rows.column("gpu_kernel_ns").to_pylist()
+    assert ranks == [None, 0, 1] and kernel[0] == kernel[1] + kernel[2]
+
+
+def _synthetic(tmp_path: Path, sql: str) -> Path:
+    """The sample export with its kernel rows edited by ``sql``."""
+    path = tmp_path / "launch-synthetic.sqlite"
+    shutil.copy(NSYS, path)
+    with sqlite3.connect(path) as con:
+        con.execute(sql)
+    return path
+
+
+def test_one_process_on_two_gpus_stays_one_run_synthetic(tmp_path: Path) -> None:
+    one = _synthetic(
+        tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = 281477459738624"
+    )  # every kernel launched by process 148
+    assert api.find_job(one) is None and processes.launch_of(one) is None
+    assert len(api.load(one).meta.gpus) == 2
+
+
+def test_processes_sharing_a_gpu_are_no_job_synthetic(tmp_path: Path) -> None:
+    shared = _synthetic(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 0")
+    assert api.find_job(shared) is None
+
+
+def test_other_files_are_no_launch(tmp_path: Path) -> None:
+    assert processes.launch_of(SAMPLES / "kineto-a100-tf32-alexnet" / "README.md") is None
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"SQLite format 3\0" + b"\xff" * 200)
+    assert processes.launch_of(broken) is None
+    for export in sorted(WINDOWS.glob("*.sqlite")):  # one process, one GPU
+        assert api.find_job(export) is None
+
+
+def test_a_folder_holding_only_the_export_is_the_job() -> None:
+    job = ingest.find_job(NSYS.parent)
+    assert job is not None and job.present == 2 and job.ranks[0].path == NSYS
+
+
+def test_the_export_is_read_once_per_job_and_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its ranks (and the straggler's full report) are split off one read of the export."""
+    reads: list[Path] = []
+    real = ingest.load
+
+    def counting(path: Path, fmt: object = None) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(ingest, "load", counting)
+    job = api.find_job(NSYS)
+    assert job is not None
+    jr = api.analyze_job(job, with_timeline=True)  # the detail is analysed once more
+    assert reads == [NSYS] and jr.detail_rank in (0, 1)
+    assert not ingest._WHOLE  # nothing kept once the job is built
