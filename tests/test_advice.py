@@ -406,6 +406,7 @@ def test_forced_diff_names_the_inferred_gpu_in_its_row_as_in_its_warning(tmp_pat
     the warning read one decision (Analysis.gpu), in Markdown, JSON and HTML alike."""
     import tcreport.cli.compare_cmds  # noqa: F401
 
+    H100 = _one_process_h100(tmp_path)  # the sample itself is a two-rank job: one process of it
     md = runner.invoke(app, ["diff", str(A100), str(H100), "--force"])
     assert md.exit_code == 0, md.stderr
     assert "Ampere vs Hopper, inferred from kernel names" in md.stderr
