@@ -12,7 +12,7 @@ from tcreport import api, schema
 from tcreport.analysis import activity, overlap, result
 from tcreport.rules import cm002_comm_overlap
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 US = 1_000
 

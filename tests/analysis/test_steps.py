@@ -15,7 +15,7 @@ from trace_paths import REALTRACES, need
 from tcreport import api, schema
 from tcreport.analysis import activity, result, steps
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 US = 1_000
 MS = 1_000_000

@@ -29,7 +29,7 @@ from tcreport.capture.framework import detect
 from tcreport.capture.request import Framework
 from tcreport.cli import app
 
-FAKES = Path(__file__).parent / "fixtures" / "fake_profilers"
+FAKES = Path(__file__).parents[1] / "fixtures" / "fake_profilers"
 runner = CliRunner()
 
 TORCH_SCRIPT = """\

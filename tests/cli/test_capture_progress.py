@@ -2,7 +2,7 @@
 after a PyTorch key node that never ran made the window fall back to ``optimizer.step()``.
 
 Pure Python: :class:`TorchWindow` takes the profiler's ``step()`` as a callable, so no PyTorch
-is needed to drive it (tests/test_profile_torch.py runs the real thing on a TTY).
+is needed to drive it (tests/cli/test_profile_torch.py runs the real thing on a TTY).
 """
 
 from __future__ import annotations

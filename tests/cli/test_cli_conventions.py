@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tcreport.cli import app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
 NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 COMMANDS = ("report", "summary", "ingest", "profile", "diff", "check", "batch", "query")

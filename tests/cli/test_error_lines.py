@@ -131,7 +131,7 @@ def test_synthetic_damaged_ingest_folder_is_one_line_naming_the_file_exit_2(
 def test_synthetic_batch_piped_stderr_has_no_blank_first_line(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.pt.trace.json.gz").write_bytes(KINETO.read_bytes())
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     cmd = [sys.executable, "-m", "tcreport", "batch", str(tmp_path / "in"), "-o"]
     done = subprocess.run([*cmd, str(tmp_path / "out")], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr

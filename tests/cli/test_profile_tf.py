@@ -20,7 +20,7 @@ import tcreport.cli.profile_cmd  # noqa: E402,F401  (registers the command until
 from tcreport import api  # noqa: E402
 from tcreport.cli import app  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 runner = CliRunner()
 

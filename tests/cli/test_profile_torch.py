@@ -29,7 +29,7 @@ from typer.testing import CliRunner, Result  # noqa: E402
 import tcreport  # noqa: E402
 from tcreport.cli import app  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "examples" / "torch_cnn.py"
 SMALL = ["--image-size", "8", "--batch-size", "4", "--steps", "6"]
 runner = CliRunner()

@@ -12,7 +12,7 @@ import pytest
 
 from tcreport.capture import quiet
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: absl's INFO/WARNING line format, as TensorFlow writes it on import and around the profiler
 ABSL_INFO_OR_WARNING = re.compile(r"^[IW]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.]+:\d+\]", re.M)
 

@@ -26,7 +26,7 @@ from tcreport.render.escape import terminal
 
 pytest.importorskip("duckdb")
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FOREVER = "with recursive r(i) as (select 1 union all select i+1 from r) select count(*) from r"
 RED = "select chr(27) || '[31mred' || chr(155) || '2J' as v"
 

@@ -70,7 +70,7 @@ def test_synthetic_fifo_in_input_folder_does_not_hang_report(tmp_path: Path) -> 
     folder = tmp_path / "in"
     shutil.copytree(SAMPLES / "kineto-a100-tf32-alexnet", folder)
     os.mkfifo(folder / "tcreport.html")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     cmd = [sys.executable, "-m", "tcreport", "report", str(folder), "-o"]
     proc = subprocess.run(
         [*cmd, str(folder / "tcreport.html")], capture_output=True, text=True, timeout=120, env=env
@@ -173,7 +173,7 @@ def test_synthetic_lock_makes_a_second_replace_wait(tmp_path: Path) -> None:
 
 def test_synthetic_racing_ingests_leave_no_hidden_folder(work: Path) -> None:
     assert runner.invoke(app, ["ingest", "run.json.gz", "-o", "out"]).exit_code == 0
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     cmd = [sys.executable, "-m", "tcreport", "ingest", "run.json.gz", "-o", "out", "--force"]
     procs = [
         subprocess.Popen(cmd, cwd=work, env=env, stderr=subprocess.PIPE, text=True)

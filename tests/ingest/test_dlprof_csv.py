@@ -20,7 +20,7 @@ from tcreport.ingest.dlprof import csv_reader as dlprof_csv
 from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import TableKind, validate
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 OLD = FIXTURES / "dlprof_v0_synthetic_old_columns"
 MULTI_GPU = FIXTURES / "dlprof_synthetic_multi_gpu"
 REPORTS = (

@@ -24,7 +24,7 @@ from tcreport.model import Run, SourceFormat
 from tcreport.schema import TableKind, validate
 
 CONVERTER = (
-    Path(__file__).parent
+    Path(__file__).parents[1]
     / "fixtures"
     / "dlprof_v1.8_json_synthetic_from_real_csv"
     / "csv_to_json.py"

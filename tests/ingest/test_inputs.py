@@ -15,12 +15,12 @@ from tcreport import ingest
 from tcreport.cli import app
 from tcreport.model import SourceFormat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
 KINETO_DIR = SAMPLES / "kineto-a100-tf32-alexnet"
 NSYS_DIR = SAMPLES / "nsys-h100x2-bf16"
 NSYS_FILE = NSYS_DIR / "mfu_2gpu_after.sqlite"
-FAKES = Path(__file__).parent / "fixtures" / "fake_profilers"
+FAKES = Path(__file__).parents[1] / "fixtures" / "fake_profilers"
 
 runner = CliRunner()
 

@@ -30,7 +30,7 @@ from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KINETO = (
     Path(os.environ.get("TCREPORT_REALTRACES", ROOT.parent / "shared" / "realtraces")) / "kineto"
 )
@@ -39,7 +39,7 @@ A100 = real_or_bundled(  # bundled in sample_traces/ too
     "kineto/a100-tf32-alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
 )
 V100 = KINETO / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
-SYNTHETIC = Path(__file__).parent / "fixtures" / "kineto_edge_cases_synthetic.json"
+SYNTHETIC = Path(__file__).parents[1] / "fixtures" / "kineto_edge_cases_synthetic.json"
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMORY_CATS = {"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}

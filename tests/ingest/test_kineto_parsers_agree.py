@@ -19,7 +19,7 @@ from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Run
 from tcreport.schema import TableKind
 
-SYNTHETIC = Path(__file__).parent / "fixtures" / "kineto_edge_cases_synthetic.json"
+SYNTHETIC = Path(__file__).parents[1] / "fixtures" / "kineto_edge_cases_synthetic.json"
 
 pytestmark = pytest.mark.skipif(
     kineto_json.fast is None, reason="msgspec (the [fast] extra) is not installed"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tcreport
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
 

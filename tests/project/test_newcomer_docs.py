@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tcreport.model import SourceFormat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_summary_json_doc_lists_every_source_format() -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pytest(*args: str) -> str:
@@ -26,9 +26,9 @@ def _pytest(*args: str) -> str:
 
 def test_bundled_trace_cases_run_without_shared() -> None:
     out = _pytest(
-        "tests/test_kineto_json.py",
-        "tests/test_nsys_sqlite.py",
-        "tests/test_tc_kernels.py",
+        "tests/ingest/test_kineto_json.py",
+        "tests/ingest/test_nsys_sqlite.py",
+        "tests/analysis/test_tc_kernels.py",
         "-k",
         "a100 or h100_per_device or h100_autograd or nsys_h100",
     )
@@ -37,7 +37,7 @@ def test_bundled_trace_cases_run_without_shared() -> None:
 
 
 def test_skips_are_one_line_per_reason() -> None:
-    out = _pytest("tests/test_kineto_json.py", "-k", "bert or v100")
+    out = _pytest("tests/ingest/test_kineto_json.py", "-k", "bert or v100")
     assert "SKIPPED [" not in out, out  # no line per skipped test
     m = re.search(r"^\s+(\d+)  needs \.\./shared/realtraces \(or TCREPORT_REALTRACES\)$", out, re.M)
     assert m is not None and int(m.group(1)) > 1, out

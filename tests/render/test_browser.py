@@ -416,7 +416,7 @@ def test_hostile_names_run_no_script(browser: Any, outdir: Path, payload: str) -
 
 # --- the notebook view (AnalysedRun._repr_html_) ----------------------------------------------
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 
 
 def _notebook_page(fragment: str, out: Path) -> Path:

@@ -33,7 +33,7 @@ from tcreport.cli import app
 from tcreport.model import Run
 from tcreport.render import perfetto
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 MI250 = "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 METADATA = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}

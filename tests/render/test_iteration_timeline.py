@@ -19,7 +19,7 @@ from tcreport.analysis import activity, iteration_timeline, result, timeline_blo
 from tcreport.analysis.activity import Cat
 from tcreport.analysis.slicing import Slice
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H100X2 = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 
 
@@ -54,7 +54,7 @@ def test_resnet50_median_and_requested_iteration() -> None:
     assert b.steps.timeline is not None
     assert (b.steps.timeline.iteration, b.steps.timeline.chosen) == (1, "requested")
     # host-bound gaps inside a steady iteration show with their cause (the data loader runs
-    # between iterations, outside every iteration's span: tests/test_steps.py)
+    # between iterations, outside every iteration's span: tests/analysis/test_steps.py)
     tl = b.steps.timeline
     assert any(b.cat == activity.IDLE and tl.names[b.rule] == "host range" for b in tl.blocks)
 

@@ -23,7 +23,7 @@ from tcreport.cli import app
 from tcreport.cli._common import FLAGS
 from tcreport.rules.base import Finding
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KINETO = ROOT / "sample_traces" / "kineto-a100-tf32-alexnet"
 NSYS = ROOT / "sample_traces" / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 

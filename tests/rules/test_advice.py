@@ -135,7 +135,7 @@ def test_pr001_reads_ampere_from_kernel_names_when_the_gpu_is_unnamed_synthetic(
 
 
 def test_findings_doc_lists_the_new_rules() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "findings.md").read_text("utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text("utf-8")
     for rule_id in ("PR001", "IT005", "CM001"):
         assert f"### {rule_id}" in doc
 
@@ -296,7 +296,7 @@ def cpu_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import tcreport.cli.profile_cmd  # noqa: F401  (registers the command)
 
     out = tmp_path_factory.mktemp("cpu") / "out"
-    example = Path(__file__).resolve().parent.parent / "examples" / "mnist_keras.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "mnist_keras.py"
     result = runner.invoke(
         app, ["profile", str(example), "--backend", "tf", "--output-dir", str(out)]
     )

@@ -1,6 +1,6 @@
 """The model-audit rules (AU001-AU007) and PR002 on CPU-only runs, on synthetic audits.
 
-The audit facts are what ``tcreport profile`` reads from the model object (tests/test_profile_torch
+The audit facts are what ``tcreport profile`` reads from the model object (tests/cli/test_profile_torch
 and test_profile_tf check that against real PyTorch and Keras runs); here each rule fires on a
 synthetic audit built for it and stays silent on its corrected twin. The runs are CPU-only captures
 (no kernels, ops with host time only), the case these rules exist for.
