@@ -132,6 +132,20 @@ def _test_tree() -> list[Path]:
     )
 
 
+def test_every_test_module_is_in_a_domain_folder() -> None:
+    """A new test file goes into the folder of what it checks (README, Tests), not flat in tests/
+    nor in a folder of its own; fixtures/ holds data and the scripts that made it."""
+    tests = ROOT / "tests"
+    misplaced = sorted(
+        str(p.relative_to(tests))
+        for p in tests.rglob("test_*.py")
+        if p.parent.name not in TEST_DOMAINS or p.parent.parent != tests
+    )
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert misplaced == []
+    assert folders - {"fixtures"} <= set(TEST_DOMAINS)
+
+
 def test_no_test_imports_another_test_module() -> None:
     """Shared builders live in tests/synthetic.py and paths in tests/trace_paths.py, not in test
     files."""
