@@ -370,6 +370,7 @@ def dlprof_json_dir(scratch: Path) -> Path | None:
 def families(scratch: Path) -> dict[str, Family]:
     """Every reader family with the real files it mutates (families without files are left out)."""
     r = REALTRACES
+    scratch.mkdir(parents=True, exist_ok=True)  # without ../shared nothing else would make it
     dlprof = r / "dlprof" / "v1.8-pytorch-cnn"
     fams = [
         Family(
