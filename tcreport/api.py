@@ -10,7 +10,7 @@ failure never leaves a half-written report behind.
 
 The imports inside the functions below defer pyarrow, jinja2, pandas, DuckDB and the readers to
 the first call that needs them: ``tcreport --help`` and ``import tcreport`` import this module
-and must stay light (tests/test_cli.py).
+and must stay light (tests/cli/test_cli.py).
 """
 
 from __future__ import annotations

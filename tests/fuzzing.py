@@ -1,6 +1,6 @@
 """Seeded mutations of the real traces, one mutator per reader family, and one verdict per case.
 
-Shared by ``tests/test_fuzz_readers.py`` (a few hundred cases, fixed seeds) and
+Shared by ``tests/hostile/test_fuzz_readers.py`` (a few hundred cases, fixed seeds) and
 ``benchmarks/fuzz.py`` (the long run). Every case copies a real file from ``../shared/realtraces``
 or ``sample_traces/`` (or the DLProf JSON converted from the real DLProf CSVs), changes it the way
 a damaged or hostile file would differ (values, types, NULLs, dropped tables and columns, bytes),
@@ -370,6 +370,7 @@ def dlprof_json_dir(scratch: Path) -> Path | None:
 def families(scratch: Path) -> dict[str, Family]:
     """Every reader family with the real files it mutates (families without files are left out)."""
     r = REALTRACES
+    scratch.mkdir(parents=True, exist_ok=True)  # without ../shared nothing else would make it
     dlprof = r / "dlprof" / "v1.8-pytorch-cnn"
     fams = [
         Family(

@@ -1,5 +1,5 @@
-"""HTA's step figures and the tolerance tcreport's must meet (tests/test_hta_oracle.py for one
-rank, tests/test_jobs.py for the ranks of a job): shared here so neither test imports the other."""
+"""HTA's step figures and the tolerance tcreport's must meet (tests/realtraces/test_hta_oracle.py for one
+rank, tests/analysis/test_jobs.py for the ranks of a job): shared here so neither test imports the other."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: CI clones the repo with shared/ beside it; developers have it at ../shared as well.
 REALTRACES = Path(os.environ.get("TCREPORT_REALTRACES", ROOT.parent / "shared" / "realtraces"))
 SAMPLES = ROOT / "sample_traces"
-#: realtraces folder -> the bundled copy of the same trace (byte for byte; tests/test_nsys_sqlite.py
+#: realtraces folder -> the bundled copy of the same trace (byte for byte; tests/ingest/test_nsys_sqlite.py
 #: checks the nsys one when both are present). Without ../shared (a fresh clone, or
 #: TCREPORT_REALTRACES=/nonexistent) the cases of these two traces read the bundled copies, so
 #: only tests that need the other real traces skip.
