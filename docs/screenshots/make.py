@@ -122,8 +122,13 @@ def main() -> int:
             src = _input_of(folder)
             rel = src.relative_to(ROOT).as_posix()
             html = Path(tmp) / f"{folder.name}.html"
-            view = api.analyze(api.load(src), source_path=rel, with_timeline=True)  # as `report`
-            html.write_text(api.render_html(view), "utf-8")
+            job = api.find_job(src)  # a torchrun export is a job: `report` shows the job's page
+            if job is not None:
+                jr = api.analyze_job(job, source_path=rel, with_timeline=True)
+                html.write_text(api.render_job_html(jr), "utf-8")
+            else:
+                view = api.analyze(api.load(src), source_path=rel, with_timeline=True)
+                html.write_text(api.render_html(view), "utf-8")
             for scheme, full, name in (("light", True, ""), ("dark", False, "-dark")):
                 page = browser.new_page(
                     viewport={"width": 1280, "height": 1000}, color_scheme=scheme
