@@ -43,7 +43,11 @@ T = TypeVar("T")
 #: Rows per record batch: large enough that per-batch Python is noise, small enough to stay in cache.
 BATCH_ROWS = 65536
 #: Rows per rowid range: a few ranges per worker balance the pool and bound each fold's memory.
-CHUNK_ROWS = 2_000_000
+#: 1 M rather than 2 M: the ADBC time is the same, but the folds' temporaries are smaller, and
+#: zeroing fresh pages for them (numpy madvises huge pages) is most of a cold fold's cost: on the
+#: x300 / x1000 exports the scan's system time is 0.74-1.00 s / 1.65-2.33 s against 1.24-1.36 s /
+#: 2.93-3.33 s. Below 1 M the user time grows as fast (benchmarks/README.md, branch adbcperf).
+CHUNK_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)
