@@ -96,7 +96,11 @@ def render_job_diff(d: JobDiff, fmt: str) -> str:
     """The job diff as ``"markdown"``, ``"json"`` (``tcreport.job-diff/1``) or ``"html"``."""
     from tcreport.render import job_diff as render
 
-    fn = {"html": render.render_html, "json": render.render_json}.get(fmt, render.render_markdown)
+    fn = {
+        "html": render.render_html,
+        "json": render.render_json,
+        "markdown": render.render_markdown,
+    }[fmt]  # as render_diff: an unknown format is a caller's error, not Markdown
     return fn(d, __version__)
 
 

@@ -31,7 +31,8 @@ from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
 from tcreport.analysis.job_cells import cells as cells_of
 from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
 from tcreport.analysis.sections.headline import Tone
-from tcreport.analysis.sections.verdict import share_tone
+from tcreport.analysis.sections.verdict import share_tone, words_for
+from tcreport.analysis.vendor import MATRIX_UNIT, Vendor
 from tcreport.analysis.violation import Violation
 from tcreport.kernel_names import short_name
 
@@ -137,6 +138,15 @@ class JobSection:
     notes: tuple[str, ...] = ()
     #: figures that break what must always hold (analysis.job_invariants); every output names them
     violations: tuple[Violation, ...] = ()
+
+    @property
+    def share_head(self) -> str:
+        """The per-rank share's column head in the ranks' words ("TC share", "Matrix Cores
+        share"), from the verdict section's words for their vendor."""
+        gpu_vendor = next(
+            (v for v, unit in MATRIX_UNIT.items() if unit == self.matrix_unit), Vendor.UNKNOWN
+        )
+        return f"{words_for(gpu_vendor).short} share"
 
 
 def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:

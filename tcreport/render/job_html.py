@@ -76,6 +76,7 @@ class JobView:
     detected_by: str
     verdict: str
     tone: str  # the verdict's tone as the analysis judged it (JobVerdict.tone)
+    share_head: str  # the per-rank share's column head in the ranks' words
     matching: str
     cells: tuple[HeatCell, ...]
     heat_h: float
@@ -180,6 +181,7 @@ def view(jr: JobReport) -> JobView:
         detected_by=sec.identity.detected_by,
         verdict=sec.verdict.text,
         tone=sec.verdict.tone.value,
+        share_head=sec.share_head,
         matching=sec.matching,
         cells=cells,
         heat_h=height,

@@ -20,7 +20,7 @@ MAX_RANKS = 64
 
 def _ranks(sec: JobSection) -> list[str]:
     lines = [
-        "| rank | TC share | step | compute | collectives | memory | idle | outside collectives | collective wait | straggler in |",
+        f"| rank | {sec.share_head} | step | compute | collectives | memory | idle | outside collectives | collective wait | straggler in |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [

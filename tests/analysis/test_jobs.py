@@ -7,6 +7,7 @@ collective wait; detection (what is a job, what is not) on folders built here.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -500,3 +501,15 @@ def test_iterations_not_on_every_rank_are_left_out_and_said(tmp_path: Path) -> N
     assert any("no iteration every rank ran" in n for n in jr.section.notes)
     assert json.loads(api.render_job_json(jr))["job"]["step_ns"] is None
     assert "Rank 0 (the first rank) in full" in api.render_job_html(jr)
+
+
+def test_the_rank_table_heads_its_share_in_the_ranks_words(
+    slow_rank_job: tuple[Path, JobReport],
+) -> None:
+    """The per-rank share's head comes from the verdict section's words: 'TC share' on NVIDIA
+    ranks, never on AMD ones (the HTML and Markdown rank tables both read it)."""
+    _, jr = slow_rank_job
+    assert jr.section.share_head == "TC share"
+    amd = dataclasses.replace(jr.section, matrix_unit="AMD Matrix Cores")
+    assert amd.share_head == "Matrix Cores share"
+    assert "| rank | TC share |" in api.render_job_markdown(jr)
