@@ -5,48 +5,28 @@ driving Debian's Chromium; skipped without them unless ``TCREPORT_REQUIRE_BROWSE
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+import browser_page
 import pytest
 from kineto_synthetic import cpu_only_trace
 
 from tcreport import api
 
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 #: an op name as long as a deep Keras scope path, without a break opportunity
 LONG = "gradient_tape/functional_1/" + "very_long_layer_name_" * 8 + "{:03d}/MatMul/MatMul"
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    required = os.environ.get("TCREPORT_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if required:
-            pytest.fail("TCREPORT_REQUIRE_BROWSER=1 but the playwright package is not installed")
-        pytest.skip("playwright is not installed")
-    exe = os.environ.get("TCREPORT_CHROMIUM") or shutil.which("chromium")
-    if not exe or not Path(exe).exists():
-        if required:
-            pytest.fail("TCREPORT_REQUIRE_BROWSER=1 but no chromium executable was found")
-        pytest.skip("no chromium executable")
+    exe = browser_page.chromium()
     tmp = tmp_path_factory.mktemp("cpu-only")
     trace = cpu_only_trace(tmp / "cpu_only_synthetic.json", small_ops=230, name=LONG)
     out = tmp / "report.html"
     out.write_text(api.render_html(api.analyze(api.load(trace))), encoding="utf-8")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=ARGS)
-        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = ctx.new_page()
-        pg.goto(out.resolve().as_uri())
+    with browser_page.offline_page(out, exe) as (pg, _, _):
         yield pg
-        browser.close()
 
 
 def _overflowing(page: Any) -> list[str]:

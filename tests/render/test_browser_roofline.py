@@ -5,56 +5,26 @@ Chromium; skipped without them unless ``TCREPORT_REQUIRE_BROWSER=1``)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+import browser_page
 import pytest
 from trace_paths import REALTRACES, need
 
 from tcreport import api
 
 BERT = REALTRACES / "kineto" / "h100-bf16-bert-small"
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[str], list[str]]]:
-    required = os.environ.get("TCREPORT_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if required:
-            pytest.fail("TCREPORT_REQUIRE_BROWSER=1 but the playwright package is not installed")
-        pytest.skip("playwright is not installed")
-    exe = os.environ.get("TCREPORT_CHROMIUM") or shutil.which("chromium")
-    if not exe or not Path(exe).exists():
-        if required:
-            pytest.fail("TCREPORT_REQUIRE_BROWSER=1 but no chromium executable was found")
-        pytest.skip("no chromium executable")
+    exe = browser_page.chromium()
     trace = next(need(BERT).glob("*.json.gz"))
     out = tmp_path_factory.mktemp("roofline") / "report.html"
     out.write_text(api.render_html(api.analyze(api.load(trace))), encoding="utf-8")
-    url = out.resolve().as_uri()
-    requests: list[str] = []
-    problems: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, args=ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.route("**/*", lambda r: r.continue_() if r.request.url == url else r.abort())
-        pg = context.new_page()
-        pg.on("request", lambda r: requests.append(r.url))
-        pg.on("pageerror", lambda e: problems.append(str(e)))
-        pg.on(
-            "console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None
-        )
-        pg.goto(url)
-        pg.wait_for_load_state("load")
-        yield pg, requests, problems
-        browser.close()
+    with browser_page.offline_page(out, exe) as opened:
+        yield opened
 
 
 @pytest.mark.realtraces
