@@ -58,6 +58,7 @@ class WhyNot:
     message: str
     fix: str
     padding: str | None  # "pad N 50257 → 50264" when a dimension is misaligned
+    precision: str | None = None  # the precision whose alignment was judged (UNALIGNED only)
 
 
 # --- framework wording ------------------------------------------------------------------------------
@@ -137,11 +138,8 @@ def explain(
     missed = ops.select(cols).filter(is_missed)  # the columns used only: the table is wide
     flavour = _flavour(framework)
     distinct = missed.take(pa.array(_first_of_each(missed)))
-    tf32_on = _tf32_seen(ops)
-    return [
-        _one(r, flavour, gpus, run_uses_half, tf32_on or _family(r) in tf32_seen_in)
-        for r in distinct.to_pylist()
-    ]
+    seen = tf32_seen_in | _tf32_families(ops, flavour)
+    return [_one(r, flavour, gpus, run_uses_half, _family(r) in seen) for r in distinct.to_pylist()]
 
 
 def _family(row: dict[str, object]) -> str:
@@ -150,15 +148,29 @@ def _family(row: dict[str, object]) -> str:
     return "conv" if "conv" in text else "gemm"
 
 
-def _tf32_seen(ops: pa.Table) -> bool:
-    """Some float32 op call used Tensor Cores, so TF32 is on in this run: a float32 call that
-    missed them did so for another reason (its shapes, its size), not because TF32 is off."""
+def _tf32_families(ops: pa.Table, flavour: str) -> frozenset[str]:
+    """The library families ("conv", "gemm") in which some float32 op call used Tensor Cores, so
+    TF32 is on for them: a float32 call of that family that missed them did so for another reason
+    (its shapes, its size), not because TF32 is off.
+
+    PyTorch has two switches, ``torch.backends.cudnn.allow_tf32`` (on by default) for convolutions
+    and ``torch.backends.cuda.matmul.allow_tf32`` (off by default) for matmuls, so TF32
+    convolutions say nothing about matmuls: the example CNN in float32, profiled on an H200, ran its
+    convolutions as TF32 and its ``aten::mm`` on CUDA cores. TensorFlow
+    has one switch for both, so there any family's TF32 call stands for all."""
     fp32 = _codes.per_value(
         ops.column("dtype"),
         lambda d: pa.array([normalise_dtype(v) == "fp32" for v in d.to_pylist()], pa.bool_()),
     )
     used = pc.and_(pc.fill_null(fp32, False), pc.fill_null(ops.column("uses_tc"), False))
-    return bool(pc.any(used).as_py())
+    rows = ops.select(["type", "name"]).filter(used)
+    if rows.num_rows == 0:
+        return frozenset()
+    if flavour == "tf":
+        return frozenset({"conv", "gemm"})
+    keys = [_codes.codes(rows.column(c)).codes for c in ("type", "name")]
+    distinct = rows.take(pa.array(_codes.first_rows(_codes.combine(*keys))))
+    return frozenset(_family(r) for r in distinct.to_pylist())
 
 
 def _first_of_each(missed: pa.Table) -> np.ndarray:
@@ -302,6 +314,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
             f"{label}: {what} not multiples of {ALIGN[precision]} for {precision}",
             f"{pad}{layout}",
             pad,
+            precision,
         )
     if problem is not None and problem.macs is not None and problem.macs < TINY_MACS:
         return case.why(

@@ -1,4 +1,4 @@
-"""TC003: eligible fp16/bf16 ops missed the Tensor Cores because a dimension is misaligned.
+"""TC003: eligible fp16/bf16 (or TF32) ops missed the Tensor Cores because a dimension is misaligned.
 
 cuBLAS and cuDNN pick Tensor Core kernels when GEMM M/N/K and convolution C/K are multiples of 8
 for fp16/bf16 (16 for int8/fp8, 4 for TF32); otherwise they fall back to CUDA cores or to slower
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.shapes import ALIGN
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding
@@ -34,17 +35,26 @@ def check(analysis: Analysis) -> list[Finding]:
         and any("conv" in (o.type or o.name).lower() for o in ops)
         else ""
     )
+    # The multiple the title names is the judged precision's (4 for TF32 on a float32 run), not
+    # always fp16's 8; several precisions at once keep the commonest case, 8, with each op's own
+    # multiple in the detail.
+    multiples = {ALIGN[p] for _, y in rows if (p := y.precision) in ALIGN}
+    multiple = multiples.pop() if len(multiples) == 1 else 8
+    tf32 = any(y.precision == "tf32" for _, y in rows)
     return [
         Finding(
             id=ID,
             severity=c.tc_severity(sh),
-            title=f"{fmt.plural(len(ops), 'op')} missed {w.unit}: dimensions not multiples of 8",
+            title=f"{fmt.plural(len(ops), 'op')} missed {w.unit}: dimensions not multiples of "
+            f"{multiple}",
             detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
             + f"{c.partly(ops)} take {fmt.ns(gpu)}"
             + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
             + f". Padding needed: {pads}.",
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "
-            "multiple of 8 for fp16/bf16 (16 for int8/fp8); pad data or weights once, not per step."
+            "multiple of 8 for fp16/bf16 (16 for int8/fp8"
+            + (", 4 for TF32" if tf32 else "")
+            + "); pad data or weights once, not per step."
             + layout,
             estimated_saving_ns=c.tc_saving(gpu),
             assumptions=f"padded ops run {thresholds.TC_SPEEDUP:g}x faster on {w.unit}; the "

@@ -99,6 +99,26 @@ def test_tc003_names_the_padding() -> None:
     assert f.estimated_saving_ns == 400 * US
 
 
+def test_tc003_names_tf32_multiple_on_a_float32_run() -> None:
+    """TF32 aligns to 4, not fp16's 8: a float32 TensorFlow run with TF32 on (its convolution ran
+    on Tensor Cores) whose matmul's N is 333 is told 'multiples of 4'."""
+    run = synthetic_rows_run(
+        kernels=[
+            kernel_row("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32", "conv", 1000, 500 * US),
+            kernel_row("ampere_sgemm_128x64_nn", "mm", 600 * US, 300 * US),
+        ],
+        ops=[
+            op_row("conv", "Conv2D", "float32", 500 * US, ALIGNED),
+            op_row("mm", "MatMul", "float32", 300 * US, "[[64, 32], [32, 333]]", start=500 * US),
+        ],
+        framework="TensorFlow 2.15",
+        cc="8.0",
+    )
+    (f,) = findings(run, "TC003")
+    assert f.title.endswith("dimensions not multiples of 4")
+    assert "333 → 336" in f.detail and "4 for TF32" in (f.fix or "")
+
+
 def test_tc003_silent_on_aligned_dims() -> None:
     assert not findings(_gemm_run("float16", "volta_sgemm_128x64_nn", ALIGNED), "TC003")
 

@@ -114,6 +114,36 @@ def test_fp32_on_ampere_names_tf32_switch() -> None:
     assert one(("linear", "float32", None), framework=None, gpus=()).reason is Reason.FP32_TF32_OFF
 
 
+def _fp32_cnn(framework: str) -> list[wn.WhyNot]:
+    """A float32 run whose convolution used Tensor Cores (TF32) and whose matmul did not, with a
+    TF32-misaligned matmul: the example CNN's case on an H200 (PyTorch's cuDNN TF32 switch is on
+    by default, its matmul switch off)."""
+    t = ops(
+        [
+            (
+                "aten::cudnn_convolution",
+                "float32",
+                "<N:256, C:32, H:64, W:64>; <K:32, C:32, R:3, S:3>",
+            ),
+            ("aten::mm", "float32", "[[256, 30], [30, 333]]"),
+        ]
+    )
+    t = t.set_column(t.schema.get_field_index("uses_tc"), "uses_tc", pa.array([True, False]))
+    return wn.explain(t, framework, H100)
+
+
+def test_tf32_convolutions_do_not_mean_tf32_matmuls_in_pytorch() -> None:
+    (w,) = _fp32_cnn("PyTorch 2.11")
+    assert (w.op_id, w.reason) == ("op1", Reason.FP32_TF32_OFF)
+    assert "allow_tf32" in w.fix and "pad N 333 → 336" in w.fix
+
+
+def test_tensorflow_has_one_tf32_switch() -> None:
+    (w,) = _fp32_cnn("TensorFlow 2.15")
+    assert (w.op_id, w.reason) == ("op1", Reason.UNALIGNED)
+    assert w.precision == "tf32" and "not multiples of 4 for tf32" in w.message
+
+
 def test_fp32_op_in_half_run_is_outside_autocast() -> None:
     t = ops([("linear", "float32", None), ("aten::mm", "bfloat16", "[[64, 64], [64, 64]]")])
     t = t.set_column(t.schema.get_field_index("uses_tc"), "uses_tc", pa.array([False, True]))
