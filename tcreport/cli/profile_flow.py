@@ -97,7 +97,23 @@ def _write(out: Path, result: CaptureResult, slc: Slice) -> tuple[Path, str]:
         f"tcreport: {result.backend.value}: wrote {html} and summary.json; raw profile "
         f"{result.trace_path}",
     )
+    _verdict(view)
     return Path(html), problem
+
+
+def _verdict(view: Report) -> None:
+    """The answer the user ran ``profile`` for, on the terminal as well as in the files: the
+    analysis' one-line verdict and the one fix to make first, in the report's own words."""
+    from tcreport import fmt
+
+    lead, rest = view.analysis.verdict.sentence
+    if view.analysis.host.cpu_only:  # the sentence's "below" is the report's, not the terminal's
+        rest = " The report has host time by op and op type."
+    say(f"tcreport: {lead}{rest}")
+    ff = view.fix_first
+    if ff is not None:
+        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+        say(f"tcreport: fix first: {ff.id}: {ff.title}{saving}")
 
 
 def capture_and_report(request: ProfileRequest, slc: Slice) -> None:

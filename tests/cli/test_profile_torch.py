@@ -118,6 +118,10 @@ def test_auto_picks_torch_records_the_window_and_audits(tmp_path: Path) -> None:
     assert {"AU003", "AU004", "AU006"} <= set(found)
     assert re.search(r"Sequential\.0 \(torch_cnn\.py:\d+\)", found["AU004"]["detail"])
     assert "expected on a GPU" in found["AU006"]["detail"]
+    # the answer is on the terminal too, in the report's words: the verdict, then the fix first
+    fix_first = summary["fix_first"]
+    assert "tcreport: CPU-only run: no GPU kernels. The report has host time" in result.stderr
+    assert f"tcreport: fix first: {fix_first['id']}: {fix_first['title']}" in result.stderr  # type: ignore[index]
 
 
 def test_float16_audit_and_the_corrected_script(tmp_path: Path) -> None:
