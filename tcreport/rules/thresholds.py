@@ -40,6 +40,10 @@ LOSS_SCALE_SHARE = 0.05
 #: GPU kernel time: cuDNN fell back to a slow CUDA-core algorithm for the backward pass.
 SLOW_WGRAD_SHARE = 0.10
 
+#: cuDNN's NCHW <-> NHWC transposes at or above this share of GPU kernel time: pure overhead of a
+#: channels-first model (27 % on the H200 sample's float16 CNN), high at twice it.
+LAYOUT_CONVERSION_SHARE = 0.05
+
 # --- iterations --------------------------------------------------------------------------------------
 
 #: Per-iteration statistics need at least this many aggregated iterations to mean anything.

@@ -231,6 +231,30 @@ def test_cv002_silent_on_tensor_core_wgrad() -> None:
     )
 
 
+def _layout_run(conversion_us: int) -> Run:
+    """A float16 NCHW convolution and cuDNN's transposes around it (names as cuDNN 9 writes them,
+    from the H200 sample's float16 CNN)."""
+    to_nhwc = "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::engines_precompiled::nchw2nhwc_params_t<float>, __half const*, __half*)"  # noqa: E501
+    return synthetic_rows_run(
+        kernels=[
+            kernel_row("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32", "c", 1000, 400 * US),
+            kernel_row(to_nhwc, "c", 500 * US, conversion_us * US),
+        ],
+        ops=[op_row("c", "aten::cudnn_convolution", "float16", (400 + conversion_us) * US)],
+    )
+
+
+def test_cv003_fires_on_layout_conversions_and_names_channels_last() -> None:
+    (f,) = findings(_layout_run(100), "CV003")
+    assert f.title == "cuDNN layout conversions (NCHW ↔ NHWC) take 20.0% of GPU time"
+    assert f.severity is Severity.HIGH and f.estimated_saving_ns == 100 * US
+    assert "channels_last" in (f.fix or "") and "nchwToNhwcKernel" in f.evidence[0].key
+
+
+def test_cv003_silent_below_its_share() -> None:
+    assert not findings(_layout_run(10), "CV003")  # 2.4 %
+
+
 def _with_settings(analysis: Analysis, settings: RunSettings) -> Analysis:
     """The analysis as if the profiler had recorded these settings."""
     meta = dataclasses.replace(analysis.meta, settings=settings)
