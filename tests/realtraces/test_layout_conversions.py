@@ -7,17 +7,20 @@ either have no convolutions or convert too little to say so.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from trace_paths import REALTRACES, need
 
 from tcreport import api
+from tcreport.rules import Finding
 
 DDP = REALTRACES / "kineto" / "a100-ddp-nccl-3step" / "nccl_data.json.gz"
 ALEXNET = REALTRACES / "kineto" / "a100-tf32-alexnet"
 
 
-def _cv003(path: object) -> list[api.Finding]:
-    view = api.analyze(api.load(need(path)), api.Slice())  # type: ignore[arg-type]
+def _cv003(path: Path) -> list[Finding]:
+    view = api.analyze(api.load(need(path)), api.Slice())
     return [f for f in view.findings if f.id == "CV003"]
 
 
@@ -28,5 +31,5 @@ def test_a100_ddp_trace_converts_layouts() -> None:
 
 
 @pytest.mark.parametrize("path", [ALEXNET], ids=["a100-tf32-alexnet"])
-def test_silent_where_little_is_converted(path: object) -> None:
+def test_silent_where_little_is_converted(path: Path) -> None:
     assert _cv003(path) == []
