@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import stat
 import tempfile
@@ -289,6 +288,8 @@ def locked(target: Path) -> Iterator[None]:
     removed when done; a waiter that wakes on a lock file already removed takes a fresh one, so
     removal never lets two holders in.
     """
+    import hashlib  # only here: loading OpenSSL is a tenth of `tcreport --help`
+
     digest = hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
     lock = target.parent / f".tcr-{digest}.lock"
     while True:

@@ -20,7 +20,6 @@ from typing import IO, TYPE_CHECKING
 
 from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
-from tcreport.analysis.slicing import Slice
 from tcreport.api_jobs import (
     analyze_job,
     check_job,
@@ -33,7 +32,6 @@ from tcreport.api_jobs import (
     render_job_markdown,
 )
 from tcreport.errors import OptionError, UsageError
-from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -41,6 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from tcreport.analysis.slicing import Slice as Slice
     from tcreport.batch.runner import BatchResult
     from tcreport.batch.work import Outcome as Outcome  # the batch's per-run callback argument
     from tcreport.compare.gates import CheckResult as CheckResult
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from tcreport.ingest.job import Job as Job
     from tcreport.job_report import JobReport as JobReport
     from tcreport.model import Run as Run
+    from tcreport.model import SourceFormat
     from tcreport.notebook import AnalysedRun
     from tcreport.notebook_job import AnalysedJob
     from tcreport.report import Report as Report
@@ -88,6 +88,16 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> object:
+    """``api.Slice`` imported on first use: the model's dataclasses are a fifth of what
+    ``tcreport --help`` would import (the CLI builds a Slice only when a command runs)."""
+    if name == "Slice":
+        from tcreport.analysis.slicing import Slice
+
+        return Slice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
     """Read any supported trace (or a ``tcreport ingest`` folder) into canonical tables."""
     from tcreport import ingest
@@ -99,6 +109,7 @@ def attach_counters(run: Run, ncu_path: str | Path) -> Run:
     """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``)."""
     from tcreport import ingest
     from tcreport.analysis import counters
+    from tcreport.model import SourceFormat
 
     p = Path(ncu_path)
     fmt = ingest.detect(p)
@@ -123,10 +134,11 @@ def analyze(
     wherever iteration markers are found); one that would select nothing is refused with an
     :class:`~tcreport.errors.OptionError` unless ``slc.allow_empty``."""
     from tcreport import report
+    from tcreport.analysis.slicing import WHOLE
 
     return report.build(
         run,
-        slc if slc is not None else Slice(),
+        slc if slc is not None else WHOLE,
         source_path=source_path,
         timestamp=timestamp,
         with_timeline=with_timeline,
@@ -147,6 +159,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     (``docs/python-api.md``); the options are those of ``tcreport report`` (a :class:`Slice`).
     A folder holding the ranks of one distributed job gives an
     :class:`~tcreport.notebook_job.AnalysedJob`."""
+    from tcreport.analysis.slicing import Slice
     from tcreport.notebook import AnalysedRun
 
     slc = Slice(key_node, iter_start, iter_stop, allow_empty)  # refused before the long read
@@ -246,10 +259,11 @@ def export_perfetto(
     for every output."""
     from tcreport.analysis import result
     from tcreport.analysis.sections import verdict
+    from tcreport.analysis.slicing import WHOLE
     from tcreport.render import perfetto
 
     try:
-        classified = result.classified_run(run, slc if slc is not None else Slice())
+        classified = result.classified_run(run, slc if slc is not None else WHOLE)
     except OptionError as exc:
         raise exc.at(source or run.meta.path) from None
     words = verdict.words_for(result.run_vendor(run))  # the report's words for its matrix unit

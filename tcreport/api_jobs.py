@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tcreport import __version__
-from tcreport.analysis.slicing import WHOLE, Slice
 
 if TYPE_CHECKING:
+    from tcreport.analysis.slicing import Slice
     from tcreport.compare.gates import CheckResult
     from tcreport.compare.job_diff import JobDiff
     from tcreport.ingest.job import Job
@@ -45,6 +45,7 @@ def analyze_job(
     ``slc`` (:class:`Slice`) applies to every rank, as :func:`tcreport.api.analyze` applies it
     to one run; ``rank`` is the rank shown in full (default: the straggler)."""
     from tcreport import job_report
+    from tcreport.analysis.slicing import WHOLE
 
     return job_report.build(
         job,

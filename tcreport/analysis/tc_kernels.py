@@ -91,6 +91,17 @@ class RulePack:
     description: str
     rules: tuple[KernelRule, ...]
 
+    def __post_init__(self) -> None:
+        # Not a field (equality, repr and fields() stay the pack's): see ranks_seen.
+        object.__setattr__(self, "_seen", {f: {} for f in NameField})
+
+    def ranks_seen(self, name_field: NameField) -> dict[str, int]:
+        """The rule rank of every name this pack has judged on ``name_field`` (``_rule_ranks``).
+        A job's ranks, and the traces of one batch worker, share most kernel names; a name's rank
+        under a pack never changes, so it is judged once per process, not once per trace."""
+        seen: dict[NameField, dict[str, int]] = getattr(self, "_seen")  # noqa: B009
+        return seen[name_field]
+
     def first_match(self, name: str | None, name_field: NameField = NameField.NAME) -> int | None:
         """Index of the first rule that matches ``name``; ``None`` when none does."""
         if not name:
@@ -223,23 +234,32 @@ def classify_name(
 # --- tables -------------------------------------------------------------------------------------
 
 
+#: The most names a pack keeps between columns (a few MiB); a column that takes it past this
+#: empties it, as if nothing were kept.
+_SEEN_MAX = 100_000
+
+
 def _rule_ranks(col: pa.ChunkedArray, pack: RulePack, name_field: NameField) -> pa.ChunkedArray:
     """Per row, the index of the first matching rule (``len(rules)`` = none), computed once per
     distinct dictionary value. Chunks may carry different dictionaries; a memo shared across them
-    keeps the work proportional to the distinct names, not to the chunks."""
+    (and across the traces the pack judges: :meth:`RulePack.ranks_seen`) keeps the work
+    proportional to the distinct names, not to the chunks or the ranks of a job."""
     none = len(pack.rules)
-    memo: dict[str, int] = {}
+    memo = pack.ranks_seen(name_field)
     out: list[pa.Array] = []
     for chunk in col.chunks:
         values = chunk.dictionary.to_pylist()
         ranks = []
         for v in values:
-            if v not in memo:
+            rank = memo.get(v)
+            if rank is None:  # read once, written once: safe beside another thread's clear()
                 hit = pack.first_match(v, name_field)
-                memo[v] = none if hit is None else hit
-            ranks.append(memo[v] if v is not None else none)
+                rank = memo[v] = none if hit is None else hit
+            ranks.append(rank if v is not None else none)
         lookup = pa.array(ranks, pa.int32())
         out.append(pc.fill_null(pc.take(lookup, chunk.indices), none))
+    if len(memo) > _SEEN_MAX:  # a run of unique names: keep none of them past this column
+        memo.clear()
     return pa.chunked_array(out, pa.int32())
 
 

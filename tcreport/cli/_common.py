@@ -5,20 +5,30 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from tcreport import api
 from tcreport.errors import OptionError, TcreportError, UsageError
 from tcreport.fmt import visible as plain
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tcreport.api import Job, JobReport, Report, Slice
 
-err_console = Console(stderr=True, highlight=False)
+
+@cache
+def err_console() -> Console:
+    """The stderr console, made on first use: ``tcreport --help`` never prints through it, and
+    importing rich is a seventh of its start-up."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
 
 KeyNode = Annotated[
     str | None,
@@ -115,7 +125,7 @@ def one_line(text: str) -> str:
 def say(message: str) -> None:
     """One line on stderr; file names and trace strings in it have their control characters
     shown (``\x1b``), never sent raw to the terminal."""
-    err_console.print(plain(message), markup=False, soft_wrap=True, highlight=False)
+    err_console().print(plain(message), markup=False, soft_wrap=True, highlight=False)
 
 
 #: ``-o -`` means standard output, as for every Unix tool that writes text.
@@ -169,7 +179,7 @@ def user_errors() -> Iterator[None]:
         say(f"tcreport: error: {exc.path}: {reason}" if exc.path else f"tcreport: error: {reason}")
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
-        err_console.print("tcreport: interrupted", markup=False)
+        err_console().print("tcreport: interrupted", markup=False)
         raise typer.Exit(130) from None
 
 
@@ -179,7 +189,7 @@ def status(message: str) -> Iterator[None]:
     if sys.stderr.isatty():
         from rich.markup import escape
 
-        with err_console.status(escape(plain(message))):  # it names the user's file
+        with err_console().status(escape(plain(message))):  # it names the user's file
             yield
     else:
         yield

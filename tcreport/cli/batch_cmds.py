@@ -144,9 +144,9 @@ def _progress() -> Progress:
         TextColumn("done, {task.fields[failed]} failed, ETA"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[last]}", table_column=last),
-        console=err_console,
+        console=err_console(),
         transient=True,
-        disable=not err_console.is_terminal,
+        disable=not err_console().is_terminal,
     )
 
 
@@ -202,4 +202,4 @@ def query(
                 ["" if v is None else str(v) for v in row.values()] for row in table.to_pylist()
             ]
             api.print_rows(names, rows)
-            err_console.print(plural(table.num_rows, "row"), markup=False)
+            err_console().print(plural(table.num_rows, "row"), markup=False)

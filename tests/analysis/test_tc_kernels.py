@@ -182,6 +182,38 @@ def test_chunks_with_different_dictionaries() -> None:
     assert tk.classified_share(out) == pytest.approx(4 / 5)
 
 
+def test_a_pack_judges_each_name_once_across_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's ranks share their kernel names: the second rank's are not matched again, and the
+    verdicts are the ones a fresh pack gives."""
+    pack = tk._shipped(tk.DEFAULT_PACK)  # a fresh pack: nothing judged yet
+    names = ["volta_sgemm_x", "nvjet_a", "foo", "reduce_kernel"]
+    first = tk.classify_kernels(kernels(names), pack)
+    asked: list[str | None] = []
+    real = tk.RulePack.first_match
+
+    def counted(
+        self: tk.RulePack, name: str | None, field: tk.NameField = tk.NameField.NAME
+    ) -> int | None:
+        asked.append(name)
+        return real(self, name, field)
+
+    monkeypatch.setattr(tk.RulePack, "first_match", counted)
+    second = tk.classify_kernels(kernels([*reversed(names), "nvjet_b"]), pack)
+    assert asked == ["nvjet_b"]  # the one new name (long names: none in either table)
+    assert second.column("tc_rule").to_pylist()[:4] == first.column("tc_rule").to_pylist()[::-1]
+    assert second.column("uses_tc").to_pylist() == [False, None, True, False, True]
+    assert pack == tk._shipped(tk.DEFAULT_PACK)  # what it remembers is not one of its fields
+
+
+def test_a_pack_forgets_a_run_of_unique_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    pack = tk.default_pack()
+    monkeypatch.setattr(tk, "_SEEN_MAX", 3)
+    tk.classify_kernels(kernels([f"unique_kernel_{i}" for i in range(5)]), pack)
+    assert pack.ranks_seen(tk.NameField.NAME) == {}  # past the bound: nothing kept
+    tk.classify_kernels(kernels(["nvjet_a"]), pack)
+    assert pack.ranks_seen(tk.NameField.NAME) == {"nvjet_a": pack.first_match("nvjet_a")}
+
+
 def test_empty_and_zero_time() -> None:
     out = tk.classify_kernels(schema.empty(K))
     assert out.num_rows == 0

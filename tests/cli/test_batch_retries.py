@@ -182,7 +182,7 @@ def test_progress_on_a_terminal_shows_done_failed_and_time_left(
     root = _archive_synthetic(tmp_path / "archive")
     screen = io.StringIO()
     terminal = Console(file=screen, force_terminal=True, width=120, highlight=False)
-    monkeypatch.setattr(batch_cmds, "err_console", terminal)
+    monkeypatch.setattr(batch_cmds, "err_console", lambda: terminal)
     code, _ = _batch(root, tmp_path / "out")
     assert code == 1
     shown = screen.getvalue()

@@ -15,13 +15,15 @@ from tcreport.cli import app
 runner = CliRunner()
 
 
-def test_help_does_not_import_pyarrow_or_jinja2() -> None:
+def test_help_does_not_import_pyarrow_jinja2_or_rich() -> None:
+    """rich is the stderr console's and the terminal tables' (made on first use): help is
+    typer's plain text."""
     code = (
         "import sys\n"
         "from tcreport.cli import main\n"
         "sys.argv = ['tcreport', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('HEAVY', sorted(m for m in ('pyarrow', 'jinja2', 'numpy') if m in sys.modules))\n"
+        "print('HEAVY', sorted(m for m in ('pyarrow', 'jinja2', 'numpy', 'rich') if m in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

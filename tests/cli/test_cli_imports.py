@@ -46,6 +46,17 @@ def test_a_summary_of_a_small_nsys_export_imports_no_pandas() -> None:
     assert "adbc_driver_manager" in names  # ADBC read it, not the sqlite3 fallback
 
 
+def test_a_json_summary_imports_no_template_engine_parquet_or_query_engine() -> None:
+    """What CI reads pays only for reading and analysing: Jinja2 is the HTML pages',
+    ``pyarrow.parquet`` the ingest folders', DuckDB ``query``'s and msgspec the PyTorch reader's."""
+    names, out = _imported("summary", str(NSYS_SAMPLE), "--json")
+    assert '"schema": "tcreport.job/1"' in out  # the run did the work
+    heavy = ("jinja2", "pyarrow.parquet", "duckdb", "msgspec", "tensorflow")
+    assert sorted(n for n in names if n.split(".")[0] in heavy or n in heavy) == []
+    assert sorted(n for n in names if n.startswith("pandas.")) == []  # "pandas": refused
+    assert "adbc_driver_manager.dbapi" not in names
+
+
 def test_a_command_that_runs_a_users_script_keeps_pandas_importable() -> None:
     """``profile`` runs the script in this interpreter (the TF backend): the script may use
     pandas, so the refusal is not installed there (its ``--help`` goes through the same group
