@@ -141,3 +141,52 @@ def loose_key(signature: str) -> str:
     s = _drop_parens(s)
     s = _QUALIFIED.sub("", s.replace(" ::", "::").replace(":: ", "::"))
     return "".join(s.split())
+
+
+_SOURCE_NAME = re.compile(r"(\d+)")
+_SUBSTITUTION = re.compile(r"S([0-9A-Z]*)_")
+
+
+def _nested(s: str, i: int, subs: list[str]) -> tuple[list[str], int]:
+    """The qualified name of an Itanium ``N...`` (or unscoped) name at ``s[i]``: its source names
+    and ``S_``/``S<n>_`` substitutions of earlier prefixes, up to its template arguments."""
+    parts: list[str] = []
+    while i < len(s):
+        m = _SOURCE_NAME.match(s, i)
+        if m:
+            n, start = int(m.group(1)), m.end()
+            if n <= 0 or start + n > len(s):
+                break
+            parts.append(s[start : start + n])
+            subs.append("::".join(parts))
+            i = start + n
+        elif (m := _SUBSTITUTION.match(s, i)) and not parts:
+            idx = int(m.group(1), 36) + 1 if m.group(1) else 0
+            if idx >= len(subs):
+                break
+            parts = [subs[idx]]
+            i = m.end()
+        else:
+            break
+    return parts, i
+
+
+def readable(name: str) -> str:
+    """A kernel name as people read it: demangled, or, where the demangler rejects an Itanium
+    name (libstdc++ does on cuDNN's CUTLASS kernels, as the PyTorch profiler did), its leading
+    qualified name and first template argument with the rest elided (``ns::Kernel<ns::conv::
+    kernel::ImplicitGemmConvolution<…>>``). Any other name comes back unchanged."""
+    out = demangle(name)
+    if out != name or not name.startswith("_Z") or len(name) > MAX_MANGLED:
+        return out
+    s, subs = name[2:], list[str]()
+    i = 1 if s.startswith("N") else 0
+    head, i = _nested(s, i, subs)
+    if not head:
+        return name
+    text = "::".join(head)
+    if s.startswith("I", i):
+        j = i + 1 + (s.startswith("N", i + 1))
+        arg, _ = _nested(s, j, subs)
+        text += "<" + ("::".join(arg) + "<…>" if arg else "…") + ">"
+    return text

@@ -39,3 +39,12 @@ def test_what_cannot_be_demangled_comes_back_unchanged(name: str) -> None:
 def test_without_a_cxx_runtime_names_stay_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernel_names, "_demangler", lambda: None)
     assert demangle(MANGLED) == MANGLED
+
+
+def test_readable_elides_what_the_demangler_rejects() -> None:
+    assert kernel_names.readable("volta_sgemm_128x64_nn") == "volta_sgemm_128x64_nn"
+    # substitutions resolve to earlier prefixes; the rest of the template is elided
+    name = "_ZN2ns6KernelINS_4conv23ImplicitGemmConvolutionIXbad"
+    assert kernel_names.readable(name) == "ns::Kernel<ns::conv::ImplicitGemmConvolution<…>>"
+    for junk in ("_ZN", "_ZN99x", "_ZNS3_1aE"[:6], "_Z" + "9" * 30):
+        assert kernel_names.readable(junk) == junk

@@ -53,6 +53,10 @@ TC = {
     "hmma": "cudnn_hmma_conv_kernel",
     "wmma": "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(x)",
     "cutlass-tensorop": "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x256x64_1x2x1_0_tnn_align8_warpspecialized",
+    # ncu's name of cuDNN's CUTLASS wgrad conv (sample_traces/h200-torch-cnn-ncu), cut short
+    "cutlass-warp-mma-tensorop": "void cutlass__5x_cudnn::Kernel<conv::ImplicitGemmConvolution<"
+    "conv::ImplicitGemmMultistage<gemm::GemmShape<64, 128, 32>, threadblock::MmaPolicy<"
+    "gemm::warp::MmaTensorOp<gemm::GemmShape<32, 64, 32>>>>, epilogue::NoPermute>>(T1::Params)",
     "hopper-gmma": "void cutlass::device_kernel<cutlass::gemm::collective::MainloopSm90TmaGmmaWarpSpecialized<3>>()",
     "cutlass3-sm90": "void cutlass::device_kernel<cutlass::gemm::KernelTmaWarpSpecializedCooperative>()",
     "blackwell-tcgen05": "kernel_using_tcgen05_mma",
