@@ -1,7 +1,8 @@
 """Nsight Compute CSV reader: both pages, units, counters, bad input, and an analysis of ncu alone.
 
 The fixtures are hand-written from ncu's documented layouts and real metric names (see
-tests/fixtures/ncu_synthetic/README.md): no licensed real ncu CSV with tensor counters exists.
+tests/fixtures/ncu_synthetic/README.md), for layouts and damaged values; real H200 output is read
+in test_ncu_real.py.
 """
 
 from __future__ import annotations
