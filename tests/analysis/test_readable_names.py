@@ -27,7 +27,7 @@ def test_the_cudnn_wgrad_kernel_the_profiler_left_mangled_is_a_tensor_core_kerne
     assert (wgrad.uses_tc, wgrad.tc_rule) == (True, "cutlass-warp-mma-tensorop")
     assert not any(n.startswith("_Z") for n in rows)
     assert "CV002" not in {f.id for f in view.findings}
-    assert a.verdict.tc_share is not None and 0.33 < a.verdict.tc_share < 0.34
+    assert a.verdict.tc_share is not None and 0.32 < a.verdict.tc_share < 0.33  # was 0.188
 
 
 def test_names_are_demangled_once_per_distinct_name_and_the_rest_kept() -> None:
