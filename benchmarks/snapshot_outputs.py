@@ -47,9 +47,16 @@ def traces(realtraces: Path) -> list[Path]:
             if dlprof_folder or (path.is_file() and path.suffix != ".csv"):
                 found.append(path)
     found += sorted(
-        p for p in (ROOT / "sample_traces").rglob("*") if p.is_file() and p.suffix != ".md"
+        p
+        for p in (ROOT / "sample_traces").rglob("*")
+        if p.is_file() and p.suffix != ".md" and not _not_a_sample_trace(p)
     )
     return found
+
+
+def _not_a_sample_trace(path: Path) -> bool:
+    """A sample's provenance scripts (``make/``) and capture sidecars are not traces."""
+    return "make" in path.parts or path.name == "tcreport-capture.json"
 
 
 def slug(path: Path) -> str:

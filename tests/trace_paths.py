@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,21 @@ BUNDLED = {
     "nsys/h100x2-bf16-fastvideo": SAMPLES / "nsys-h100x2-bf16",
     "kineto/a100-tf32-alexnet": SAMPLES / "kineto-a100-tf32-alexnet",
 }
+
+
+#: The two single-trace samples the batch tests count on (an A100 Kineto run and a 2-rank nsys
+#: job). ``sample_traces/h200-torch-cnn-ncu/`` is a folder of several runs and ncu CSVs for the
+#: counter tests, so a batch of all of ``sample_traces/`` has many more runs.
+BATCH_SAMPLES = (SAMPLES / "kineto-a100-tf32-alexnet", SAMPLES / "nsys-h100x2-bf16")
+H200_NCU = SAMPLES / "h200-torch-cnn-ncu"
+
+
+def batch_samples(dest: Path) -> Path:
+    """A folder holding copies of :data:`BATCH_SAMPLES` (batch does not follow links out of its
+    folder), for tests whose figures are those two runs'."""
+    for folder in BATCH_SAMPLES:
+        shutil.copytree(folder, dest / folder.name)
+    return dest
 
 
 def real_or_bundled(rel: str) -> Path:

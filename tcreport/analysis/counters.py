@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from tcreport import schema
 from tcreport.analysis import tc_kernels
 from tcreport.errors import InputError
-from tcreport.kernel_names import short_name
+from tcreport.kernel_names import demangle, loose_key, short_name
 from tcreport.model import Granularity, Run
 
 _YES, _NO, _UNKNOWN = 1, 0, -1
@@ -113,12 +113,18 @@ def _drop_params(s: str) -> str:
     return s
 
 
-def name_keys(name: str) -> tuple[tuple[str, str, str], bool]:
-    """Exact, signature-without-parameters and bare keys, and whether ``name`` is bare already."""
-    exact = " ".join(name.split())
+#: The key levels of :func:`name_keys`, most specific first; the last is the bare name.
+_LEVELS = 4
+_LOOSE, _BARE = 2, 3
+
+
+def name_keys(name: str) -> tuple[tuple[str, str, str, str], bool]:
+    """Exact, signature-without-parameters, both-demanglers and bare keys of ``name`` (demangled
+    first when it is an Itanium ``_Z`` name), and whether ``name`` is bare already."""
+    exact = " ".join(demangle(name.strip()).split())
     sig = "".join(_drop_params(exact.removeprefix("void ")).split())
     bare = "<" not in sig and "(" not in sig
-    return (exact, sig, short_name(exact)), bare
+    return (exact, sig, loose_key(exact), short_name(exact)), bare
 
 
 # --------------------------------------------------------------------------- merge
@@ -178,35 +184,55 @@ class _Match:
 def _match(
     targets: list[str], counted: dict[str, _Counted], counts: np.ndarray, by_order: bool
 ) -> _Match:
-    """Each target identity's ncu evidence, the most specific name key first."""
-    index: list[dict[str, list[str]]] = [{}, {}, {}]
-    for n in counted:
-        keys, _ = name_keys(n)
-        for level in range(3):
+    """Each target identity's ncu evidence, the most specific name key first.
+
+    One ncu kernel can answer for two trace kernels only when they are spelled alike: at the
+    both-demanglers level, more trace kernels on a key than ncu kernels on it leave them unknown
+    (which one did ncu measure?), counted as ambiguous like conflicting verdicts.
+    """
+    ncu_keys = {n: name_keys(n) for n in counted}  # per distinct name: demangling is not free
+    index: list[dict[str, list[str]]] = [{} for _ in range(_LEVELS)]
+    for n, (keys, _) in ncu_keys.items():
+        for level in range(_LEVELS):
             index[level].setdefault(keys[level], []).append(n)
+    target_keys = [name_keys(t) for t in targets]
+    loose_targets: dict[str, int] = {}
+    for keys, _ in target_keys:
+        loose_targets[keys[_LOOSE]] = loose_targets.get(keys[_LOOSE], 0) + 1
     out = _Match(np.full(len(targets), _UNKNOWN, np.int8), {})
-    for t_i, t in enumerate(targets):
-        keys, bare = name_keys(t)
+    for t_i, (keys, bare) in enumerate(target_keys):
         cands: list[str] = []
-        for level in range(3):
+        level = 0
+        for level in range(_LEVELS):
             cands = index[level].get(keys[level], [])
-            if level == 2:  # bare names only match when one side had nothing more to compare
-                cands = [c for c in cands if bare or name_keys(c)[1]]
+            if level == _BARE:  # bare names only match when one side had nothing more to compare
+                cands = [c for c in cands if bare or ncu_keys[c][1]]
             if cands:
                 break
         if not cands:
             continue
         out.matched += 1
         verdicts = {counted[c].verdict for c in cands} - {_UNKNOWN}
-        if len(verdicts) > 1:
+        crowded = level == _LOOSE and loose_targets[keys[_LOOSE]] > len(cands)
+        if len(verdicts) > 1 or crowded:
             out.ambiguous += 1
             continue
         out.verdict[t_i] = verdicts.pop() if verdicts else _UNKNOWN
-        launches = counted[cands[0]].launches
+        launches = _periodic(counted[cands[0]].launches, int(counts[t_i]))
         # launch by launch only where it can matter: one candidate, equal counts, mixed verdicts
-        if by_order and len(cands) == 1 and counts[t_i] == len(launches) and len(set(launches)) > 1:
+        if by_order and len(cands) == 1 and launches is not None and len(set(launches)) > 1:
             out.ordered[t_i] = launches
     return out
+
+
+def _periodic(launches: tuple[int, ...], count: int) -> tuple[int, ...] | None:
+    """ncu's launches as ``count`` trace launches: all of them when the counts are equal, or the
+    last ``count`` when ncu profiled the same sequence several times (a warm-up pass before the
+    measured one) and every repetition gave the same verdicts; else None."""
+    if count <= 0 or len(launches) % count:
+        return None
+    last = launches[-count:]
+    return last if launches == last * (len(launches) // count) else None
 
 
 def _per_row(kernels: pa.Table, rows: np.ndarray, m: _Match) -> np.ndarray:

@@ -29,6 +29,7 @@ from tcreport.analysis import (
     iterations,
     key_nodes,
     overlap,
+    readable_names,
     slicing,
     steps,
     tc_kernels,
@@ -70,7 +71,8 @@ def run_vendor(run: Run) -> Vendor:
 
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     pack = tc_kernels.pack_for(gpu_vendor.value)
-    kernels = tc_kernels.classify_kernels(run.kernels, pack) if run.kernels is not None else None
+    named = readable_names.with_readable_names(run.kernels) if run.kernels is not None else None
+    kernels = tc_kernels.classify_kernels(named, pack) if named is not None else None
     kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)

@@ -162,6 +162,8 @@ def test_synthetic_accelerator_events_alone_are_not_a_cpu_only_run(tmp_path: Pat
 
 TENSOR = "sm__inst_executed_pipe_tensor.sum"
 HFMA = "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"
+#: Without it a tensor-pipe count is no verdict: HFMA2.MMA moves run on the tensor pipe too.
+HFMA2_MMA = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
 
 
 def _range(name: str, ts: float, counters: dict[str, float]) -> dict[str, Any]:
@@ -180,7 +182,7 @@ def _range_trace(tmp_path: Path, with_time: bool) -> Path:
         _op("aten::add", 140, 20, 2),
         _launch("cuda_runtime", "cudaLaunchKernel", 145, 32, 2),
         # names no rule can judge: the counters decide
-        _range("triton_tem_fused_mm_0", 1000, {TENSOR: 8192.0, HFMA: 0.0, **t}),
+        _range("triton_tem_fused_mm_0", 1000, {TENSOR: 8192.0, HFMA2_MMA: 0.0, HFMA: 0.0, **t}),
         _range("triton_poi_fused_add_1", 1100, {TENSOR: 0.0, HFMA: 65536.0, **u}),
     ]
     dev = {"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8, "computeMinor": 0}

@@ -121,10 +121,9 @@ def test_disagreements_list_every_contradiction_with_launches_and_time() -> None
     k = ncu_csv.read(RAW).kernels
     assert k is not None
     got = counters.disagreements(tk.classify_kernels(k))
+    # the sgemm's bare HMMA count is no verdict (it may be HFMA2.MMA moves), so only the cuDNN
+    # kernel whose every tensor counter is 0 contradicts its name
     assert got == (
-        counters.CounterDisagreement(
-            "volta_sgemm_128x64_nn", False, "sgemm", True, launches=2, gpu_ns=2_404_250
-        ),
         counters.CounterDisagreement("hmma_fprop_kernel", True, "hmma", False, 1, 310_250),
     )
 
@@ -159,14 +158,15 @@ def test_merge_by_name_levels() -> None:
         duration_ns=[5, 6, 7, 8, 9, 10],
     )
     merged = counters.merge(run_of(trace), ncu_csv.read(RAW))
-    assert verdicts(merged) == [True, True, False, False, True, None]
+    # sgemm and Triton matched, but their bare HMMA counts give no verdict (HFMA2.MMA moves)
+    assert verdicts(merged) == [None, None, False, False, None, None]
     assert merged.kernels is not None
     assert merged.kernels.column("duration_ns").to_pylist() == [5, 6, 7, 8, 9, 10]  # trace's times
     assert merged.meta.files == ("trace.json", RAW.name)
     note = merged.meta.notes[-1]
     assert (
         "4 of 5 kernel names matched" in note
-        and "78% of kernel time" in note
+        and "33% of kernel time" in note
         and "launch by" not in note
     )
 
@@ -185,6 +185,26 @@ def test_conflicting_candidates_leave_the_kernel_unknown() -> None:
     assert "1 ambiguous names left unknown" in merged.meta.notes[-1]
     agreeing = ncu_of(["void a::Kernel2<X>(int)", "void b::Kernel2<Y>(int)"], [True, True])
     assert verdicts(counters.merge(run_of(table(["Kernel2"])), agreeing)) == [True]
+
+
+def test_two_trace_kernels_on_one_key_are_not_given_one_ncu_kernels_verdict() -> None:
+    """Spelled alike only once namespaces go (ncu drops some): ncu measured one of them, and
+    which one is unknown, so neither takes its verdict."""
+    trace = ["void a::inner::k<float>(float*)", "void b::inner::k<float>(float*)"]
+    ncu = ncu_of(["void inner::k<float>(T1 *)"], [True])
+    merged = counters.merge(run_of(table(trace)), ncu)
+    assert verdicts(merged) == [None, None]
+    assert "2 ambiguous names left unknown" in merged.meta.notes[-1]
+    assert verdicts(counters.merge(run_of(table(trace[:1])), ncu)) == [True]
+
+
+def test_a_repeated_ncu_pass_is_matched_launch_by_launch() -> None:
+    """ncu profiled a warm-up pass and the measured one: the last pass answers for the trace."""
+    ncu = ncu_of(["k"] * 4, [True, False, True, False])
+    trace = table(["k", "k"], start_ns=[20, 10])
+    assert verdicts(counters.merge(run_of(trace), ncu)) == [False, True]
+    uneven = ncu_of(["k"] * 4, [True, False, False, False])  # the passes differ: any launch
+    assert verdicts(counters.merge(run_of(trace), uneven)) == [True, True]
 
 
 def test_launch_order_when_counts_match() -> None:
@@ -215,7 +235,8 @@ def test_chunked_trace_with_different_dictionaries() -> None:
     b = table(["y", "volta_sgemm_128x64_nn"], start_ns=[3, 4])
     t = pa.concat_tables([a, b])
     assert t.column("name").num_chunks == 2
-    assert verdicts(counters.merge(run_of(t), ncu_csv.read(RAW))) == [True, None, None, True]
+    ncu = ncu_of(["volta_sgemm_128x64_nn"], [True])
+    assert verdicts(counters.merge(run_of(t), ncu)) == [True, None, None, True]
 
 
 @settings(max_examples=budget(60), deadline=None)
@@ -238,7 +259,7 @@ def test_merge_invariants(names: list[str], ncu: list[tuple[str, bool | None]]) 
     profiled = {n for n, v in ncu if v is not None}
     for name, v in zip(names, verdicts(merged), strict=True):
         if v is not None:
-            assert counters.name_keys(name)[0][2] in profiled
+            assert counters.name_keys(name)[0][-1] in profiled
 
 
 # --- a real trace with counters attached ---------------------------------------------------------
@@ -246,13 +267,12 @@ def test_merge_invariants(names: list[str], ncu: list[tuple[str, bool | None]]) 
 
 def _ncu_for_v100(tmp_path: Path) -> Path:
     """ncu CSV naming real kernels of the V100 trace; the counter values are invented: sgemm is
-    made to contradict its name so the disagreement path runs on real data."""
+    made to contradict its name so the disagreement path runs on real data. The invented evidence
+    is a tensor-path operation count: a bare HMMA count would be no verdict (HFMA2.MMA moves)."""
     head = (
         '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
         '"Block Size","Grid Size","Device","CC","gpu__time_duration.sum",'
-        '"sm__inst_executed_pipe_tensor_op_hmma.sum"\n'
-        + ",".join(['""'] * 11)
-        + ',"usecond","inst"\n'
+        '"sm__ops_path_tensor_src_fp16.sum"\n' + ",".join(['""'] * 11) + ',"usecond","inst"\n'
     )
     rows = [
         ("volta_sgemm_64x64_nt", "4,096"),

@@ -53,6 +53,10 @@ TC = {
     "hmma": "cudnn_hmma_conv_kernel",
     "wmma": "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(x)",
     "cutlass-tensorop": "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x256x64_1x2x1_0_tnn_align8_warpspecialized",
+    # ncu's name of cuDNN's CUTLASS wgrad conv (sample_traces/h200-torch-cnn-ncu), cut short
+    "cutlass-warp-mma-tensorop": "void cutlass__5x_cudnn::Kernel<conv::ImplicitGemmConvolution<"
+    "conv::ImplicitGemmMultistage<gemm::GemmShape<64, 128, 32>, threadblock::MmaPolicy<"
+    "gemm::warp::MmaTensorOp<gemm::GemmShape<32, 64, 32>>>>, epilogue::NoPermute>>(T1::Params)",
     "hopper-gmma": "void cutlass::device_kernel<cutlass::gemm::collective::MainloopSm90TmaGmmaWarpSpecialized<3>>()",
     "cutlass3-sm90": "void cutlass::device_kernel<cutlass::gemm::KernelTmaWarpSpecializedCooperative>()",
     "blackwell-tcgen05": "kernel_using_tcgen05_mma",
@@ -82,6 +86,15 @@ NOT_TC = {
     "im2col": "im2col4d_kernel",
     "cudnn-helpers": "cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)",
     "cudnn-legacy-engines": "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)",
+    # the next four from sample_traces/h200-torch-cnn-ncu (ncu's spelling)
+    "cudnn-convolve-common-engine": "void convolve_common_engine_float_NHWC<__nv_bfloat16, "
+    "__nv_bfloat16, 128, 6, 7, 3, 3, 5, 1, 0, 0, 0, 0>(int, int)",
+    "xmma-split-k-reduction": "sm80_xmma_wgrad_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nhwc_"
+    "tilesize32x128x32_stage4_warpsize1x4x1_g1_tensor16x8x16_execute_split_k_kernel__5x_cudnn",
+    "xmma-ffma": "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize128x32x8_"
+    "stage3_warpsize2x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn",
+    "cudnn-workspace-init": "void cask_plugin__5x_cudnn::init_device_workspace_kernel<"
+    "xmma__5x_cudnn::Warp_specialized_params<int>>(T1)",
     "cublas-splitk-epilogue": "splitKreduce_kernel",
     "elementwise": "vectorized_elementwise_kernel",
     "reduction": "reduce_kernel",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from trace_paths import REALTRACES
+from trace_paths import REALTRACES, batch_samples
 from typer.testing import CliRunner
 
 from tcreport import api
@@ -114,7 +114,8 @@ def test_index_draws_no_chart_of_a_lone_run(tmp_path: Path) -> None:
     """The two samples are one A100 run and one run on an unnamed GPU: a chart per model used to
     hold one dot each; a trend needs three dated runs of one GPU model (test_batch_index.py)."""
     out = tmp_path / "out"
-    assert runner.invoke(app, ["batch", str(SAMPLES), "-o", str(out)]).exit_code == 0
+    samples = batch_samples(tmp_path / "in")
+    assert runner.invoke(app, ["batch", str(samples), "-o", str(out)]).exit_code == 0
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "<svg" not in index and "No trend to draw yet." in index
     assert index.index('<section id="runs">') < index.index('<section id="trend"')

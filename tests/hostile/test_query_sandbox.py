@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fs_snapshot import snapshot
-from trace_paths import SAMPLES
+from trace_paths import batch_samples
 from typer.testing import CliRunner
 
 import tcreport.cli.batch_cmds  # noqa: F401  registers batch/query on the app
@@ -25,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sandbox")
-    shutil.copytree(SAMPLES, root / "in")
+    batch_samples(root / "in")
     batch.run_batch(root / "in", root / "out")
     (root / "secret.txt").write_text("root:x:0:0:secret\n")
     return root / "out"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from trace_paths import batch_samples
 from typer.testing import CliRunner
 
 import tcreport
@@ -169,7 +170,7 @@ def test_open_and_summary_json_agree_on_a_folder_path_with_a_slash() -> None:
 
 def test_read_dataset_gives_the_batch_tables(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    res = runner.invoke(app, ["batch", str(ROOT / "sample_traces"), "-o", str(out)])
+    res = runner.invoke(app, ["batch", str(batch_samples(tmp_path / "in")), "-o", str(out)])
     assert res.exit_code == 0, res.output
     tables = tcreport.read_dataset(out)
     assert sorted(tables) == ["findings", "kernels", "ops", "runs", "steps"]  # steps: issue 23

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from trace_paths import REALTRACES, need
+from trace_paths import REALTRACES, batch_samples, need
 from typer.testing import CliRunner
 
 from tcreport import api
@@ -73,7 +73,8 @@ def test_no_type_column_when_it_repeats_the_op_name() -> None:
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("duckdb")
     out = tmp_path_factory.mktemp("q") / "out"
-    res = runner.invoke(app, ["batch", str(ROOT / "sample_traces"), "-o", str(out)])
+    samples = batch_samples(tmp_path_factory.mktemp("samples"))
+    res = runner.invoke(app, ["batch", str(samples), "-o", str(out)])
     assert res.exit_code == 0, res.output
     return out
 

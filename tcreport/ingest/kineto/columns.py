@@ -207,10 +207,10 @@ def memcpy_kind(name: str | None) -> MemoryKind:
 
 
 def range_tensor_verdict(args: dict[str, Any]) -> bool | None:
-    """The tensor-pipe verdict of one ``cuda_profiler_range`` event's counters (its args): True
-    when a tensor-pipe counter is above 0, False when all are 0, None when none was collected."""
+    """The Tensor Core verdict of one ``cuda_profiler_range`` event's counters (its args), as
+    ``counters.tensor_verdict`` gives it for an ncu launch."""
     return counters.tensor_verdict(
-        float(v)
+        (k, float(v))
         for k, v in args.items()
         if type(k) is str and type(v) in (int, float) and counters.is_tensor_metric(k)
     )

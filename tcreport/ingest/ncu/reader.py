@@ -60,6 +60,12 @@ _NS_PER |= {"second": 10**9, "s": 10**9}
 _DIMS = re.compile(r"^\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?$")
 _GPU_NAME = "device__attribute_display_name"
 _SM_COUNT = "device__attribute_multiprocessor_count"
+_VERDICT = {
+    counters.TensorEvidence.MATRIX: True,
+    counters.TensorEvidence.NONE: False,
+    counters.TensorEvidence.UNDECIDED: None,
+    counters.TensorEvidence.UNMEASURED: None,
+}
 
 
 def sniff(path: Path) -> bool:
@@ -216,11 +222,18 @@ def duration_ns(unit: str, value: str) -> int | None:
     return ns if ns < 2**63 else None  # past int64: not a duration, a damaged value
 
 
-def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
-    """True when any tensor-pipe counter is above 0, False when all collected ones are 0."""
-    return counters.tensor_verdict(
-        number(v) for k, (_, v) in metrics.items() if is_tensor_metric(k)
+def tensor_evidence(metrics: dict[str, tuple[str, str]]) -> counters.TensorEvidence:
+    """What one launch's tensor counters say (``counters.tensor_evidence``: matrix instructions,
+    none, or a tensor-pipe count that cannot tell them from HFMA2.MMA moves)."""
+    return counters.tensor_evidence(
+        (k, number(v)) for k, (_, v) in metrics.items() if is_tensor_metric(k)
     )
+
+
+def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
+    """True for matrix instructions on the Tensor Cores, False for none, None when the collected
+    counters cannot tell."""
+    return _VERDICT[tensor_evidence(metrics)]
 
 
 def _dims(text: str | None) -> tuple[int | None, int | None, int | None]:
@@ -252,7 +265,9 @@ def _columns(launches: list[_Launch]) -> Iterator[tuple[str, list[object]]]:
         dims = [_dims(i.get(column)) for i in ident]
         for k, axis in enumerate("xyz"):
             yield f"{key}_{axis}", [d[k] for d in dims]
-    yield "counter_uses_tc", [tensor_verdict(x.metrics) for x in launches]
+    evidence = [tensor_evidence(x.metrics) for x in launches]  # one per profiled launch: small
+    yield "counter_uses_tc", [_VERDICT[e] for e in evidence]
+    yield "_evidence", list[object](evidence)
 
 
 def _order(launches: list[_Launch]) -> list[_Launch]:
@@ -273,11 +288,14 @@ def _build(path: Path, launches: list[_Launch]) -> Run:
             f"{no_time} of {len(durations)} launches have no {DURATION}; their time counts as 0"
         )
         cols["duration_ns"] = [0 if d is None else d for d in durations]
-    verdicts = cols["counter_uses_tc"]
-    if all(v is None for v in verdicts):
+    evidence = cols.pop("_evidence")
+    undecided = evidence.count(counters.TensorEvidence.UNDECIDED)
+    if undecided:
+        notes.append(counters.undecided_note(undecided, len(evidence)))
+    elif all(e is counters.TensorEvidence.UNMEASURED for e in evidence):
         notes.append(
             "no tensor-pipe counters in this CSV, so Tensor Core use is judged from kernel names; "
-            "collect e.g. --metrics sm__inst_executed_pipe_tensor.sum,gpu__time_duration.sum"
+            "collect --metrics " + ",".join(counters.DECIDING_METRICS)
         )
     notes.append(
         "durations are Nsight Compute's (replayed launches, locked clocks), not a timeline's"

@@ -1,0 +1,193 @@
+"""Real Nsight Compute output (H200, ncu 2025.3.1): the reader and the counter verdict.
+
+``sample_traces/h200-torch-cnn-ncu`` holds ncu CSVs of programs whose Tensor Core use is known:
+``mix.py`` by construction, the example CNN from the tensor-path operation counts. The oracle is
+``make/ground_truth.py``'s definition, recomputed here with the standard library: a launch used
+the Tensor Cores when its ``sm__ops_path_tensor_src_*.sum`` columns add up above 0.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from trace_paths import H200_NCU
+
+from tcreport import api
+from tcreport.ingest import detect
+from tcreport.ingest.common import counters
+from tcreport.ingest.ncu import reader as ncu_csv
+from tcreport.model import SourceFormat
+
+NCU = H200_NCU / "ncu"
+DECIDING = ["ncu3_mix.csv", "ncu3_cnn_fp32.csv", "ncu3_cnn_fp16.csv", "ncu3_cnn_bf16fixed.csv"]
+#: file -> (profiled launches, launches that used the Tensor Cores), from GROUND_TRUTH.md
+SHAPES = {
+    "ncu3_mix.csv": (56, 14),
+    "ncu3_cnn_fp32.csv": (144, 9),
+    "ncu3_cnn_fp16.csv": (198, 30),
+    "ncu3_cnn_bf16fixed.csv": (300, 109),
+    "ncu3_cnn_fp16_mangled.csv": (198, 0),
+    "ncu3_cnn_fp16_function.csv": (198, 0),
+    "ncu_details_mix_h.csv": (56, 14),
+}
+
+
+def _oracle(path: Path) -> list[bool]:
+    """Per launch in ncu's ID order: tensor-path operations above 0."""
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.startswith("==")]
+    head, _units, *rows = csv.reader(lines)
+    out = {}
+    for r in rows:
+        d = dict(zip(head, r, strict=True))
+        ops = sum(
+            float(v.replace(",", ""))
+            for k, v in d.items()
+            if k.startswith("sm__ops_path_tensor_src_") and k.endswith(".sum")
+        )
+        out[int(d["ID"])] = ops > 0
+    return [out[i] for i in sorted(out)]
+
+
+def _launch_metrics(path: Path) -> list[dict[str, tuple[str, str]]]:
+    header, rows = ncu_csv._table(path)
+    return [x.metrics for x in ncu_csv._order(ncu_csv._wide(header, rows))]
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_real_csv_reads(name: str) -> None:
+    path = NCU / name
+    assert detect(path) is SourceFormat.NCU_CSV
+    run = api.load(path)
+    k = run.kernels
+    assert k is not None
+    launches, tc = SHAPES[name]
+    assert k.num_rows == launches
+    assert k.column("counter_uses_tc").to_pylist().count(True) == tc
+    assert k.column("duration_ns").null_count == 0 and min(k.column("duration_ns").to_pylist()) > 0
+    assert run.meta.gpus[0].compute_capability == "9.0"
+    assert "127.0.0.1" not in run.meta.to_json()  # the host column is never kept
+
+
+@pytest.mark.parametrize("name", DECIDING)
+def test_counter_verdict_is_the_ground_truth_on_every_launch(name: str) -> None:
+    k = ncu_csv.read(NCU / name).kernels
+    assert k is not None
+    assert k.column("counter_uses_tc").to_pylist() == _oracle(NCU / name)
+
+
+@pytest.mark.parametrize("name", DECIDING)
+def test_pipe_minus_hfma2_decides_alone_without_tensor_path_ops(name: str) -> None:
+    """Branch 2: with the ``sm__ops_path_tensor_*`` columns removed, tensor-pipe instructions
+    minus HFMA2.MMA give the same verdict on every launch; with neither, a bare count is none."""
+    truth = _oracle(NCU / name)
+    no_ops, bare = [], []
+    for m in _launch_metrics(NCU / name):
+        kept = {k: v for k, v in m.items() if "ops_path_tensor" not in k}
+        no_ops.append(ncu_csv.tensor_verdict(kept))
+        only_pipe = {k: v for k, v in kept.items() if k == "sm__inst_executed_pipe_tensor.sum"}
+        bare.append(ncu_csv.tensor_evidence(only_pipe))
+    assert no_ops == truth
+    moves = [e for e, t in zip(bare, truth, strict=True) if not t]
+    assert counters.TensorEvidence.UNDECIDED in moves  # a real non-MMA kernel with a pipe count
+
+
+def test_hfma2_moves_are_the_whole_pipe_count_of_non_matrix_kernels() -> None:
+    """The finding behind the rule: elementwise, reduction and FFMA kernels run tensor-pipe
+    instructions, all of them HFMA2.MMA, and no tensor-path operation."""
+    seen = 0
+    for name in DECIDING:
+        for m, tc in zip(_launch_metrics(NCU / name), _oracle(NCU / name), strict=True):
+            pipe = ncu_csv.number(m["sm__inst_executed_pipe_tensor.sum"][1]) or 0
+            hfma2 = ncu_csv.number(m["sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"][1])
+            if not tc:
+                assert pipe == hfma2
+                seen += pipe > 0
+            else:
+                assert pipe > (hfma2 or 0)
+    assert seen >= 100
+
+
+def test_details_page_without_deciding_metrics_leaves_moves_unknown() -> None:
+    """``ncu_details_mix_h.csv`` has the tensor-pipe family but neither HFMA2.MMA nor tensor-path
+    ops: GMMA/IMMA/DMMA decide yes (branch 3), all-zero decides no, a bare count is unknown."""
+    run = ncu_csv.read(NCU / "ncu_details_mix_h.csv")
+    k = run.kernels
+    assert k is not None
+    pairs = list(
+        zip(k.column("long_name").to_pylist(), k.column("counter_uses_tc").to_pylist(), strict=True)
+    )
+    verdicts = [v for _, v in pairs]
+    assert (verdicts.count(True), verdicts.count(False), verdicts.count(None)) == (14, 26, 16)
+    expect = {
+        "nvjet_sm90": True,  # GMMA
+        "sm90_xmma_gemm_f64": True,  # DMMA
+        "wmma_tensorop_i16": True,  # IMMA
+        "softmax_warp_forward": None,  # HFMA2.MMA moves without the count that says so
+        "_ffma_": None,
+        "CUDAFunctor_add": False,  # every tensor counter 0
+    }
+    for part, want in expect.items():
+        got = {v for name, v in pairs if part in name}
+        assert got == {want}, part
+    note = next(n for n in run.meta.notes if "no verdict" in n)
+    assert note.startswith("16 of 56 profiled launches")
+    assert "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum" in note
+
+
+def test_cycle_noise_is_no_verdict() -> None:
+    """The MMA-type cycle metric is above 0 on some non-matrix launches (noise) while their
+    tensor-path ops are 0: alone it would be undecided, never a yes."""
+    cyc = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.sum"
+    noisy = 0
+    for m, tc in zip(
+        _launch_metrics(NCU / "ncu3_cnn_bf16fixed.csv"),
+        _oracle(NCU / "ncu3_cnn_bf16fixed.csv"),
+        strict=True,
+    ):
+        if not tc and (ncu_csv.number(m[cyc][1]) or 0) > 0:
+            noisy += 1
+            assert ncu_csv.tensor_verdict({cyc: m[cyc]}) is None
+    assert noisy > 0
+
+
+@pytest.mark.parametrize(
+    ("metrics", "evidence"),
+    [
+        ({"sm__ops_path_tensor_src_fp64.sum": 5.0}, "matrix"),
+        ({"smsp__inst_executed_pipe_tensor_op_dmma.sum": 2.0}, "matrix"),
+        ({"sm__inst_executed_pipe_tensor.sum": 9.0}, "undecided"),
+        (
+            {"sm__inst_executed_pipe_tensor.sum": 0.0, "sm__pipe_tensor_cycles_active.sum": 0.0},
+            "none",
+        ),
+        (
+            {"sm__inst_executed_pipe_tensor.sum": 9.0, "sm__ops_path_tensor_src_fp16.sum": 0.0},
+            "none",
+        ),
+        (
+            {
+                "sm__inst_executed_pipe_tensor.sum": 9.0,
+                "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum": 9.0,
+            },
+            "none",
+        ),
+        (
+            {
+                "sm__inst_executed_pipe_tensor_op_hmma.sum": 9.0,
+                "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.avg": 1.0,
+                "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum": 4.0,
+            },
+            "matrix",
+        ),
+        (
+            {"sm__pipe_tensor_cycles_active.min": -8.0, "sm__pipe_tensor_cycles_active.sum": 0.0},
+            "none",
+        ),
+        ({"dram__bytes_read.sum": 3.0}, "unmeasured"),
+        ({"sm__inst_executed_pipe_tensor.sum": None}, "unmeasured"),
+    ],
+)
+def test_evidence_rules(metrics: dict[str, float | None], evidence: str) -> None:
+    assert counters.tensor_evidence(metrics.items()) == evidence
