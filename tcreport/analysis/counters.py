@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from tcreport import schema
 from tcreport.analysis import tc_kernels
 from tcreport.errors import InputError
-from tcreport.kernel_names import demangle, loose_key, short_name
+from tcreport.kernel_names import demangle, loose_key, readable, short_name
 from tcreport.model import Granularity, Run
 
 _YES, _NO, _UNKNOWN = 1, 0, -1
@@ -293,7 +293,41 @@ def _note(ncu_run: Run, kernels: pa.Table, distinct: int, m: _Match) -> str:
     text = f"Nsight Compute counters from {name}: {m.matched} of {distinct} kernel names matched"
     text += f" ({len(m.ordered)} launch by launch)" if m.ordered else ""
     text += f", {share} has a measured verdict"
-    return text + (f"; {m.ambiguous} ambiguous names left unknown" if m.ambiguous else "")
+    text += f"; {m.ambiguous} ambiguous names left unknown" if m.ambiguous else ""
+    return text + _largest_unmeasured(kernels, total)
+
+
+def _largest_unmeasured(kernels: pa.Table, total: int) -> str:
+    """The kernels that cost most without a measured verdict, so the user knows what the share
+    leaves out; a name the trace keeps mangled is matched only by ``--print-kernel-base mangled``
+    (ncu's demangler and the trace's disagree on it, or it cannot be demangled here)."""
+    left = kernels.filter(pc.is_null(kernels.column("counter_uses_tc")))
+    if not total or left.num_rows == 0:
+        return ""
+    cols = {"name": left.column("name").cast(pa.string()), "ns": left.column("duration_ns")}
+    mangled = pc.starts_with(pc.fill_null(left.column("long_name").cast(pa.string()), ""), "_Z")
+    per = (
+        pa.table({**cols, "mangled": mangled})
+        .group_by("name", use_threads=False)
+        .aggregate([("ns", "sum"), ("mangled", "any")])
+        .sort_by([("ns_sum", "descending"), ("name", "ascending")])
+    )
+    top = per.slice(0, 2).to_pylist()
+    names = ", ".join(f"{_shown(r['name'])} ({r['ns_sum'] / total:.0%})" for r in top)
+    hint = (
+        "; a name the trace keeps mangled matches an ncu CSV made with --print-kernel-base mangled"
+        if any(r["mangled_any"] for r in top)
+        else ""
+    )
+    return f". Largest without a measured verdict: {names}{hint}"
+
+
+def _shown(name: str) -> str:
+    """A kernel's name as a note shows it: readable (demangled, or its outline where the name
+    cannot be demangled), at most 70 characters."""
+    text = short_name(readable(name)) if name.startswith("_Z") else short_name(name)
+    text = readable(name) if text in ("Kernel", "Kernel2") else text
+    return text if len(text) <= 70 else text[:69] + "…"
 
 
 def _gpu_note(run: Run, ncu_run: Run) -> list[str]:

@@ -14,7 +14,7 @@ Python, for its first instance; finding them is integer grouping on dictionary c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -78,11 +78,27 @@ _AMP = {
     "tf": "tf.keras.mixed_precision.set_global_policy('mixed_{policy}')",
     "any": "use mixed precision: torch.autocast (PyTorch) or the mixed_{policy} policy (Keras)",
 }
+#: PyTorch's two TF32 switches, one per library family (:func:`family`).
+_TORCH_TF32 = {
+    "gemm": "torch.backends.cuda.matmul.allow_tf32 = True (or "
+    'torch.set_float32_matmul_precision("high")) for matmuls',
+    "conv": "torch.backends.cudnn.allow_tf32 = True for convolutions",
+}
+
+
+def tf32_fix(flavour: str, families: frozenset[str]) -> str:
+    """How to turn TF32 on for float32 ops of these library families ("conv", "gemm"): in PyTorch
+    each family has its own switch, and naming the one already on (cuDNN's is by default) would
+    be advice to do nothing."""
+    if flavour != "torch" or not families:
+        return _TF32[flavour]
+    switches = [_TORCH_TF32[f] for f in ("gemm", "conv") if f in families]
+    return "; ".join([*switches, _TORCH_AMP])
+
+
+_TORCH_AMP = "or AMP: torch.autocast(device_type='cuda', dtype=torch.bfloat16)"
 _TF32 = {
-    "torch": "torch.backends.cuda.matmul.allow_tf32 = True (or "
-    'torch.set_float32_matmul_precision("high")) for matmuls; '
-    "torch.backends.cudnn.allow_tf32 = True for convolutions; or AMP: "
-    "torch.autocast(device_type='cuda', dtype=torch.bfloat16)",
+    "torch": f"{_TORCH_TF32['gemm']}; {_TORCH_TF32['conv']}; {_TORCH_AMP}",
     "tf": "tf.config.experimental.enable_tensor_float_32_execution(True), or the mixed_bfloat16 policy",
     "any": "enable TF32 (PyTorch: torch.backends.cuda.matmul.allow_tf32; TensorFlow: "
     "enable_tensor_float_32_execution) or use mixed precision",
@@ -139,11 +155,12 @@ def explain(
     flavour = _flavour(framework)
     distinct = missed.take(pa.array(_first_of_each(missed)))
     seen = tf32_seen_in | _tf32_families(ops, flavour)
-    return [_one(r, flavour, gpus, run_uses_half, _family(r) in seen) for r in distinct.to_pylist()]
+    return [_one(r, flavour, gpus, run_uses_half, family(r) in seen) for r in distinct.to_pylist()]
 
 
-def _family(row: dict[str, object]) -> str:
-    """The library an op's kernels come from: cuDNN for convolutions, cuBLAS for the rest."""
+def family(row: Mapping[str, object]) -> str:
+    """The library an op's kernels come from: cuDNN for convolutions (``conv``), cuBLAS for the
+    rest (``gemm``); ``row`` needs its ``type`` and ``name``."""
     text = f"{row.get('type') or ''} {row.get('name') or ''}".lower()
     return "conv" if "conv" in text else "gemm"
 
@@ -170,7 +187,7 @@ def _tf32_families(ops: pa.Table, flavour: str) -> frozenset[str]:
         return frozenset({"conv", "gemm"})
     keys = [_codes.codes(rows.column(c)).codes for c in ("type", "name")]
     distinct = rows.take(pa.array(_codes.first_rows(_codes.combine(*keys))))
-    return frozenset(_family(r) for r in distinct.to_pylist())
+    return frozenset(family(r) for r in distinct.to_pylist())
 
 
 def _first_of_each(missed: pa.Table) -> np.ndarray:
@@ -242,7 +259,7 @@ def _one(
                 Reason.FP32_TF32_OFF,
                 f"{label} runs in float32 with TF32 off: {case.cc_text} could run it as TF32 on "
                 "Tensor Cores",
-                _TF32[flavour],
+                tf32_fix(flavour, frozenset({family(row)})),
                 "tf32",
             )
         dtype = "tf32"
@@ -325,7 +342,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
         )
     kernel = case.row.get("fp32_kernel")
     if dtype == "tf32" and problem is None and isinstance(kernel, str):
-        library = "cuDNN" if _family(case.row) == "conv" else "cuBLAS"
+        library = "cuDNN" if family(case.row) == "conv" else "cuBLAS"
         fix = (
             "record shapes (torch.profiler record_shapes=True) to see which calls; set "
             "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; pad "

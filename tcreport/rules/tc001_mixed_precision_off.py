@@ -10,6 +10,7 @@ they are reported with the same fix. The id is the one this finding has always h
 from __future__ import annotations
 
 from tcreport import fmt
+from tcreport.analysis import why_not
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -81,11 +82,17 @@ def check(analysis: Analysis) -> list[Finding]:
     tf32_off = all(w.reason == "fp32-tf32-off" for _, w in rows)
     if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
         detail += "".join(f" {w.message[:1].upper()}{w.message[1:]}." for _, w in rows[:3])
+        # the switches of the families that missed, without the per-op padding (the detail
+        # lists it for every op): cuDNN's switch is on by default, so a matmul-only miss does
+        # not name it
+        families = frozenset(why_not.family({"type": o.type, "name": o.name}) for o in ops)
+        kinds = {"gemm": "GEMMs", "conv": "convolutions"}
+        what = "/".join(kinds[f] for f in ("gemm", "conv") if f in families)
         title = (
             f"TF32 is off: {fmt.plural(len(ops), 'eligible op')} "
-            f"{'runs' if len(ops) == 1 else 'run'} float32 GEMMs/convolutions on CUDA cores"
+            f"{'runs' if len(ops) == 1 else 'run'} float32 {what} on CUDA cores"
         )
-        fix = f"Turn TF32 on: {rows[0][1].fix}."
+        fix = f"Turn TF32 on: {why_not.tf32_fix(c.flavour(analysis).value, families)}."
     else:
         title = (
             f"Mixed precision is off: {fmt.plural(len(ops), 'eligible op')} run in "
