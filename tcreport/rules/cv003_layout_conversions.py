@@ -35,15 +35,21 @@ def check(analysis: Analysis) -> list[Finding]:
     sh = c.share(ns, total)
     if sh is None or sh < thresholds.LAYOUT_CONVERSION_SHARE:
         return []
-    tf = c.flavour(analysis) is c.Flavour.TF
-    fix = (
-        "Keep the convolutions in NHWC: build Conv2D layers with data_format='channels_last' "
-        "(Keras' default) and feed NHWC batches, so the layout optimiser has nothing to transpose."
-        if tf
-        else "model = model.to(memory_format=torch.channels_last) after building it, and "
-        "x = x.to(memory_format=torch.channels_last) for each input batch (or in the DataLoader's "
-        "collate function), so cuDNN gets NHWC tensors and converts nothing."
+    tf = (
+        "build Conv2D layers with data_format='channels_last' (Keras' default) and feed NHWC "
+        "batches, so the layout optimiser has nothing to transpose"
     )
+    torch = (
+        "model = model.to(memory_format=torch.channels_last) after building it, and "
+        "x = x.to(memory_format=torch.channels_last) for each input batch (or in the DataLoader's "
+        "collate function), so cuDNN gets NHWC tensors and converts nothing"
+    )
+    fix = {
+        c.Flavour.TF: f"Keep the convolutions in NHWC: {tf}.",
+        c.Flavour.TORCH: f"{torch[0].upper()}{torch[1:]}.",
+        c.Flavour.ANY: f"Keep the convolutions' tensors channels-last. PyTorch: {torch}. "
+        f"TensorFlow/Keras: {tf}.",
+    }[c.flavour(analysis)]
     calls = sum(k.calls for k in hits)
     return [
         Finding(

@@ -251,6 +251,14 @@ def test_cv003_fires_on_layout_conversions_and_names_channels_last() -> None:
     assert "channels_last" in (f.fix or "") and "nchwToNhwcKernel" in f.evidence[0].key
 
 
+def test_cv003_fix_follows_the_framework() -> None:
+    run = _layout_run(100)
+    meta = dataclasses.replace(run.meta, framework=None)
+    (f,) = findings(run.replace(meta=meta), "CV003")
+    assert "PyTorch: model = model.to(memory_format=torch.channels_last)" in (f.fix or "")
+    assert "TensorFlow/Keras: build Conv2D layers with data_format='channels_last'" in (f.fix or "")
+
+
 def test_cv003_silent_below_its_share() -> None:
     assert not findings(_layout_run(10), "CV003")  # 2.4 %
 
