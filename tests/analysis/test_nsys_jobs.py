@@ -173,11 +173,12 @@ def test_each_rank_is_moved_out_of_the_export_with_the_rows_a_filter_gives() -> 
         if table is None:
             continue
         for pid, got in ((148, getattr(first, name)), (149, export._rest[name])):
-            assert got.equals(table.filter(pc.equal(table["process_id"], pid)))
+            assert got is not None and got.equals(table.filter(pc.equal(table["process_id"], pid)))
     assert export.rank(0, 148).kernels is first.kernels
-    second = export.rank(1, 149)
-    assert second.kernels.num_rows + first.kernels.num_rows == whole.kernels.num_rows
-    assert export._rest["kernels"].num_rows == 0  # no third process launched kernels
+    second, rest = export.rank(1, 149).kernels, export._rest["kernels"]
+    assert second is not None and first.kernels is not None and whole.kernels is not None
+    assert second.num_rows + first.kernels.num_rows == whole.kernels.num_rows
+    assert rest is not None and rest.num_rows == 0  # no third process launched kernels
 
 
 def test_the_rank_shown_in_full_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
