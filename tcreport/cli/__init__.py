@@ -16,4 +16,9 @@ def main() -> None:
     # the 3.6 M-kernel export the peak RSS drops ~250 MiB and the run is no slower
     # (benchmarks/README.md). Set before pyarrow is imported; a user's own choice stands.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # numpy asks the kernel for 2 MiB pages on every array of 4 MiB or more; the phases' big
+    # temporaries then cost a zeroed huge page per touch and a fresh one after each free. With
+    # 4 KiB pages the x1000 export's summary takes ~1.2 s less system time and 50-100 MiB less
+    # peak, for ~0.5 s more user time (benchmarks/README.md). numpy reads it once, at import.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     app(obj=OWN_PROCESS)

@@ -21,6 +21,7 @@ from tcreport.model import SourceFormat
 
 if TYPE_CHECKING:
     from tcreport.ingest.job import Job, RankTrace
+    from tcreport.ingest.nsys.processes import Export
     from tcreport.model import Run
 
 
@@ -259,10 +260,11 @@ def _launch(path: Path) -> Job | None:
     return job.launch_job(path)
 
 
-#: The last multi-process export read whole, kept while its ranks are split off it one after the
-#: other (one read per job instead of one per rank; the ranks together are the whole export, so
-#: this keeps no more than reading it once does). Keyed by path, size and mtime.
-_WHOLE: dict[tuple[str, int, int], Run] = {}
+#: The last multi-process export read whole, kept while its ranks are taken off it one after the
+#: other (one read per job instead of one per rank; the ranks together are the whole export, and
+#: each rank's rows are moved out of it, so this keeps no more than reading it once does). Keyed
+#: by path, size and mtime.
+_WHOLE: dict[tuple[str, int, int], Export] = {}
 
 
 def load_rank(rank: RankTrace) -> Run:
@@ -273,11 +275,11 @@ def load_rank(rank: RankTrace) -> Run:
         return load(rank.path)
     st = rank.path.stat()
     key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
-    run = _WHOLE.get(key)
-    if run is None:
+    export = _WHOLE.get(key)
+    if export is None:
         _WHOLE.clear()  # before reading: never two exports at once
-        run = _WHOLE[key] = load(rank.path)
-    return processes.split(run, rank.rank, rank.process_id)
+        export = _WHOLE[key] = processes.Export(load(rank.path))
+    return export.rank(rank.rank, rank.process_id)
 
 
 def forget_ranks() -> None:

@@ -14,11 +14,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 from trace_paths import SAMPLES
 from typer.testing import CliRunner
 
-from tcreport import api, ingest
+from tcreport import api, ingest, report
 from tcreport.cli.app import app
 from tcreport.ingest.nsys import processes
 from tcreport.job_report import JobReport, RankSpec, analyse_rank
@@ -154,6 +155,48 @@ def test_the_export_is_read_once_per_job_and_let_go(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ingest, "load", counting)
     job = api.find_job(NSYS)
     assert job is not None
-    jr = api.analyze_job(job, with_timeline=True)  # the detail is analysed once more
+    jr = api.analyze_job(job, with_timeline=True)
     assert reads == [NSYS] and jr.detail_rank in (0, 1)
     assert not ingest._WHOLE  # nothing kept once the job is built
+
+
+def test_each_rank_is_moved_out_of_the_export_with_the_rows_a_filter_gives() -> None:
+    """The export hands each process its rows and keeps only the rest; asked again, a rank gets
+    the same rows (the rank shown in full); the columns stay what filtering the whole gives."""
+    whole = ingest.load(NSYS)
+    export = processes.Export(whole)
+    first = export.rank(0, 148)
+    assert first.meta.distributed is not None and first.meta.distributed.rank == 0
+    assert [g.device_id for g in first.meta.gpus] == [0]
+    for name in processes.PER_PROCESS:
+        table = getattr(whole, name)
+        if table is None:
+            continue
+        for pid, got in ((148, getattr(first, name)), (149, export._rest[name])):
+            assert got is not None and got.equals(table.filter(pc.equal(table["process_id"], pid)))
+    assert export.rank(0, 148).kernels is first.kernels
+    second, rest = export.rank(1, 149).kernels, export._rest["kernels"]
+    assert second is not None and first.kernels is not None and whole.kernels is not None
+    assert second.num_rows + first.kernels.num_rows == whole.kernels.num_rows
+    assert rest is not None and rest.num_rows == 0  # no third process launched kernels
+
+
+def test_the_rank_shown_in_full_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A two-rank page draws each rank's timeline in the pass and keeps the straggler's report,
+    instead of analysing it again; a rank asked for is the only one drawn and kept."""
+    built: list[bool] = []
+    real = report.build
+
+    def counting(run: object, *args: object, with_timeline: bool = False, **kw: object) -> object:
+        built.append(with_timeline)
+        return real(run, *args, with_timeline=with_timeline, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report, "build", counting)
+    job = api.find_job(NSYS)
+    assert job is not None
+    jr = api.analyze_job(job, with_timeline=True)
+    assert built == [True, True] and jr.detail.analysis.steps.timeline is not None
+    built.clear()
+    asked = api.analyze_job(job, rank=1, with_timeline=True)
+    assert built == [False, True] and asked.detail_rank == 1
+    assert asked.detail.analysis.steps.timeline is not None

@@ -195,3 +195,21 @@ def test_windows_are_disjoint_and_keep_every_busy_instant(
         busy = [r for r in out if r.device_id == dev]
         assert sum(r.span_ns - r.idle_launch_ns - r.idle_host_ns for r in busy) == union
         assert sum(r.span_ns for r in busy) <= max(e for _, e in mine) - mine[0][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**31), 2**31 - 1)),
+        max_size=40,
+    )
+)
+def test_active_pairs_are_the_distinct_iteration_device_pairs(
+    pairs: list[tuple[int, int]],
+) -> None:
+    """The one-key form gives the pairs a set of tuples gives, int32 extremes and -1 included."""
+    it = np.array([p[0] for p in pairs], dtype=np.int32)
+    dev = np.array([p[1] for p in pairs], dtype=np.int32)
+    its, devs = steps._active_pairs(it, dev)
+    got = list(zip(its.tolist(), devs.tolist(), strict=True))
+    assert set(got) == set(pairs) and len(got) == len(set(pairs))
