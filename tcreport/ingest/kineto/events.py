@@ -173,8 +173,8 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[STREAM] = col.int_column(r.stream)
     for key, values in ((GRID, r.grid), (BLOCK, r.block)):
         if key in need:
-            for i, axis in enumerate("xyz"):
-                cols[f"{key}_{axis}"] = col.dims_column(values, i)
+            for axis, arr in zip("xyz", col.dims_columns(values), strict=True):
+                cols[f"{key}_{axis}"] = arr
     if BYTES in need:
         cols[BYTES] = col.int_column(r.nbytes, lo=0)
     if DIMS in need:
