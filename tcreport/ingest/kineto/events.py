@@ -110,7 +110,8 @@ class Rows:
 
     Argument lists the category does not need (see :data:`ARGS`) stay empty. ``eid`` is
     ``External id``, or ``external id`` when that key is absent; ``dims``, ``dtype`` and
-    ``concrete`` (``Concrete Inputs``) are already reduced to text (the parsers memoise that work differently)."""
+    ``concrete`` (``Concrete Inputs``) are already reduced to text, as a list or a string column
+    (the parsers memoise that work differently)."""
 
     name: list[Any]
     pid: list[Any]
@@ -124,9 +125,9 @@ class Rows:
     grid: list[Any] = field(default_factory=list)
     block: list[Any] = field(default_factory=list)
     nbytes: list[Any] = field(default_factory=list)
-    dims: list[str | None] = field(default_factory=list)
-    dtype: list[str | None] = field(default_factory=list)
-    concrete: list[str | None] = field(default_factory=list)
+    dims: list[str | None] | pa.Array = field(default_factory=list)
+    dtype: list[str | None] | pa.Array = field(default_factory=list)
+    concrete: list[str | None] | pa.Array = field(default_factory=list)
     tensor: list[bool | None] = field(default_factory=list)
     gpu_time: list[Any] = field(default_factory=list)
     #: KERNEL: the raw values of :data:`COLL_COLUMNS`, one list per column
@@ -144,6 +145,10 @@ def _collective_columns(values: tuple[list[Any], ...], n: int) -> dict[str, pa.A
         "group_size": col.int_column(group, lo=1, hi=2**31 - 1),
         "pg_name": col.str_column([None if v is None else str(v) for v in pg]),
     }
+
+
+def _strings(values: list[str | None] | pa.Array) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
 
 
 def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
@@ -178,11 +183,11 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
     if BYTES in need:
         cols[BYTES] = col.int_column(r.nbytes, lo=0)
     if DIMS in need:
-        cols[DIMS] = pa.array(r.dims, pa.string())
+        cols[DIMS] = _strings(r.dims)
     if DTYPE in need:
-        cols[DTYPE] = pa.array(r.dtype, pa.string())
+        cols[DTYPE] = _strings(r.dtype)
     if CONCRETE in need:
-        cols[CONCRETE] = pa.array(r.concrete, pa.string())
+        cols[CONCRETE] = _strings(r.concrete)
     if TENSOR in need:
         cols[TENSOR] = pa.array(r.tensor, pa.bool_())
     if GPU_TIME in need:
