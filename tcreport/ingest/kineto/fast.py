@@ -28,7 +28,7 @@ import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pyarrow as pa
@@ -396,10 +396,12 @@ class _Reader:
         )
         if not need:
             return r
-        args = [e.args for e in events]
-        if set(map(type, args)) != {_Args}:  # an event without args (or odd ones): empty args
+        raw = [e.args for e in events]
+        if set(map(type, raw)) == {_Args}:
+            args = cast(list[_Args], raw)
+        else:  # an event without args (or odd ones): empty args
             none = _Args()
-            args = [a if type(a) is _Args else none for a in args]
+            args = [a if type(a) is _Args else none for a in raw]
         if ev.CORR in need:
             r.corr = [a.correlation for a in args]
         if ev.EID in need:
