@@ -85,8 +85,16 @@ def _in_range(arr: pa.Array, bound: float) -> pa.Array:
     return pc.and_(pc.greater_equal(arr, -b), pc.less_equal(arr, b))
 
 
+def within(arr: pa.Array, lo: int, hi: int) -> bool:
+    """Every non-null value of an integer column in ``[lo, hi]`` (one pass: the usual case,
+    which then needs no masking)."""
+    mm = pc.min_max(arr)
+    low, high = mm["min"].as_py(), mm["max"].as_py()
+    return low is None or (low >= lo and high <= hi)
+
+
 def _bounded(arr: pa.Array, lo: int, hi: int) -> pa.Array:
-    if lo > -_INT64_MAX or hi < _INT64_MAX:
+    if (lo > -_INT64_MAX or hi < _INT64_MAX) and not within(arr, lo, hi):
         ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
         arr = pc.if_else(ok, arr, pa.scalar(None, pa.int64()))
     return arr
@@ -105,6 +113,8 @@ def int_column(
     values: list[Any], parse_str: bool = False, lo: int = -_INT64_MAX, hi: int = _INT64_MAX
 ) -> pa.Array:
     """int64 column; anything that is not an integer (in ``[lo, hi]``) becomes null."""
+    if values.count(None) == len(values):  # an argument this category's events lack
+        return pa.nulls(len(values), pa.int64())
     values, arr = _inferred(values)
     if arr is not None and pa.types.is_floating(arr.type):
         whole = pc.and_(pc.is_finite(arr), _in_range(arr, _MAX_WHOLE_FLOAT))
@@ -166,6 +176,8 @@ def clean_str(v: str) -> str:
 
 
 def str_column(values: list[Any]) -> pa.Array:
+    if values.count(None) == len(values):
+        return pa.nulls(len(values), pa.string())
     try:
         arr = pa.array(values, type=pa.string())
     except _CONVERSION_ERRORS:
