@@ -122,8 +122,9 @@ class Rows:
     eid: list[Any] = field(default_factory=list)
     device: list[Any] = field(default_factory=list)
     stream: list[Any] = field(default_factory=list)
-    grid: list[Any] = field(default_factory=list)
-    block: list[Any] = field(default_factory=list)
+    #: raw values, or (as the msgspec parser hands them) the x, y and z columns already
+    grid: list[Any] | tuple[pa.Array, pa.Array, pa.Array] = field(default_factory=list)
+    block: list[Any] | tuple[pa.Array, pa.Array, pa.Array] = field(default_factory=list)
     nbytes: list[Any] = field(default_factory=list)
     dims: list[str | None] | pa.Array = field(default_factory=list)
     dtype: list[str | None] | pa.Array = field(default_factory=list)
@@ -178,7 +179,8 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[STREAM] = col.int_column(r.stream)
     for key, values in ((GRID, r.grid), (BLOCK, r.block)):
         if key in need:
-            for axis, arr in zip("xyz", col.dims_columns(values), strict=True):
+            axes = values if isinstance(values, tuple) else col.dims_columns(values)
+            for axis, arr in zip("xyz", axes, strict=True):
                 cols[f"{key}_{axis}"] = arr
     if BYTES in need:
         cols[BYTES] = col.int_column(r.nbytes, lo=0)
@@ -195,6 +197,10 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
     if COLL in need:
         cols.update(_collective_columns(r.coll, len(r.name)))
     table = pa.table(cols)
+    if not (name.null_count or start.null_count or dur.null_count) and col.within(
+        dur, 0, MAX_INTERVAL_NS - 1
+    ):
+        return table, 0  # the usual piece: every event kept, no mask to build
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),
         pc.fill_null(pc.and_(pc.greater_equal(dur, 0), pc.less(dur, MAX_INTERVAL_NS)), False),
