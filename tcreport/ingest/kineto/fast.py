@@ -4,7 +4,8 @@ Why it is fast and lean (230 MiB grown V100 trace: see benchmarks/README-kineto.
 
 * typed decoding: events decode into structs that declare only the fields the reader uses, so
   ``Call stack`` strings, flow ids and the like are skipped without becoming Python objects;
-  ``Input Dims``/``Input type``/``Concrete Inputs`` stay raw bytes and each distinct text is converted once;
+  ``Input Dims``/``Input type``/``Concrete Inputs``/``grid``/``block`` stay raw bytes and each
+  distinct text is converted once (:mod:`.rawtext`);
 * streaming: the (decompressed) text is read 2 MiB at a time and cut between two events of
   ``traceEvents``, each piece decoded and turned into Arrow columns before the next is read, so
   neither the whole text nor all events are ever in memory at once.
@@ -32,11 +33,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgspec
-import pyarrow as pa
 
 from tcreport.ingest.common import limits
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
+from tcreport.ingest.kineto import rawtext
 from tcreport.ingest.kineto.stdlib import open_trace
 
 #: Decompressed bytes read at a time; a piece is at least this long (a few thousand events).
@@ -147,7 +148,6 @@ class _Doc(msgspec.Struct, gc=False):
 
 _DOC = msgspec.json.Decoder(_Doc)
 _ITEMS = msgspec.json.Decoder(list[_Item])
-_ANY = msgspec.json.Decoder()
 
 
 def parse(path: Path) -> ev.Parsed:
@@ -423,48 +423,17 @@ class _Reader:
         if ev.STREAM in need:
             r.stream = [a.stream for a in args]
         if ev.GRID in need:
-            r.grid = _triples([a.grid for a in args], self._grids)
+            r.grid = rawtext.triples([a.grid for a in args], self._grids)
         if ev.BLOCK in need:
-            r.block = _triples([a.block for a in args], self._grids)
+            r.block = rawtext.triples([a.block for a in args], self._grids)
         if ev.BYTES in need:
             r.nbytes = [a.bytes for a in args]
         if ev.DIMS in need:
-            r.dims = _texts([a.dims for a in args], self._dims, col.dims_json)
+            r.dims = rawtext.texts([a.dims for a in args], self._dims, col.dims_json)
         if ev.DTYPE in need:
-            r.dtype = _texts([a.types for a in args], self._types, col.first_float_type)
+            r.dtype = rawtext.texts([a.types for a in args], self._types, col.first_float_type)
         if ev.CONCRETE in need:
-            r.concrete = _texts([a.concrete for a in args], self._concrete, col.dims_json)
+            r.concrete = rawtext.texts([a.concrete for a in args], self._concrete, col.dims_json)
         if ev.COLL in need:
             r.coll = tuple([getattr(a, c) for a in args] for c in ev.COLL_COLUMNS)
         return r
-
-
-def _texts(
-    raws: list[msgspec.Raw], memo: dict[bytes, str | None], convert: Callable[[Any], str | None]
-) -> pa.Array:
-    """``convert`` of each raw JSON value as a string column, decoding each distinct text once
-    (ops repeat: a few thousand distinct texts over 190,000 ops); Arrow finds the distinct ones."""
-    keys = pa.array(list(map(bytes, raws)), pa.binary()).dictionary_encode()
-    texts: list[str | None] = []
-    for key in keys.dictionary.to_pylist():
-        if key not in memo:
-            memo[key] = convert(_ANY.decode(key)) if key else None
-        texts.append(memo[key])
-    return pa.array(texts, pa.string()).take(keys.indices)
-
-
-def _triples(
-    raws: list[msgspec.Raw], memo: dict[bytes, Any]
-) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """The x, y, z columns of raw ``grid``/``block`` values: each distinct text is decoded once
-    and :func:`columns.dims_columns` converts the distinct values (a value's result does not
-    depend on its neighbours), spread to the rows by Arrow's dictionary encoding. Decoding the
-    triples in place made two lists and six ints per kernel."""
-    keys = pa.array(list(map(bytes, raws)), pa.binary()).dictionary_encode()
-    values = []
-    for key in keys.dictionary.to_pylist():
-        if key not in memo:
-            memo[key] = _ANY.decode(key) if key else None
-        values.append(memo[key])
-    x, y, z = (axis.take(keys.indices) for axis in col.dims_columns(values))
-    return x, y, z
