@@ -291,9 +291,15 @@ def swallowed_note(act: Activity | None, rows: tuple[StepRow, ...]) -> str | Non
 
 
 def _active_pairs(iteration: np.ndarray, device: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (iteration, device) pairs, vectorised (one per step and GPU come out)."""
-    both = np.unique(np.stack([iteration.astype(np.int64), device.astype(np.int64)]), axis=1)
-    return both[0], both[1]
+    """The distinct (iteration, device) pairs, vectorised (one per step and GPU come out), in
+    order. A lexsort of the two int64 columns: ``np.unique(axis=1)`` compared the pairs as opaque
+    records, 0.1 s of the V100 x8 trace's 72,000 GPU activities."""
+    it, dev = iteration.astype(np.int64), device.astype(np.int64)
+    order = np.lexsort((dev, it))
+    it, dev = it[order], dev[order]
+    first = np.ones(len(it), bool)
+    first[1:] = (it[1:] != it[:-1]) | (dev[1:] != dev[:-1])
+    return it[first], dev[first]
 
 
 def _row(
