@@ -181,6 +181,11 @@ def main() -> None:
         action="store_true",
         help="whole commands: `tcreport summary --json` against HTA's load + temporal breakdown",
     )
+    ap.add_argument(
+        "--baseline-python",
+        help="with --command: another tcreport (say an older tree on PYTHONPATH in a wrapper "
+        "script) run in the same alternation, its CPU time compared with this one's",
+    )
     args = ap.parse_args()
     trace = args.trace.resolve()
     size = trace.stat().st_size / 2**20
@@ -191,10 +196,13 @@ def main() -> None:
 
     ours: list[Sample] = []
     theirs: list[Sample] = []
+    base: list[Sample] = []
     hta_error = None
     load = []
     for _ in range(args.repeat):  # interleaved, so drift in a shared machine hits both alike
         load.append(os.getloadavg()[0])
+        if args.command and args.baseline_python:
+            base.append(_one(args.baseline_python, ours_code, str(trace)))
         ours.append(_one(args.tcreport_python, ours_code, str(trace)))
         if hta_error is None:
             try:
@@ -206,6 +214,14 @@ def main() -> None:
         f"trace                {trace} ({size:,.0f} MiB), {args.repeat} runs each, "
         f"load average {_span(load, '.1f')}"
     )
+    if base:
+        rel = [o.cpu / b.cpu for o, b in zip(ours, base, strict=True)]
+        print(
+            f"{'baseline summary':<20} CPU {_span([x.cpu for x in base], '.2f'):>11} s   "
+            f"wall {_span([x.wall for x in base], '.2f'):>11} s   "
+            f"peak RSS {_span([x.peak_mib for x in base], ',.0f'):>11} MiB   "
+            f"(this tree's CPU: {_span(rel, '.2f')}x the baseline's)"
+        )
     _report(args, ours, theirs)
     if hta_error:
         print(f"HTA failed: {hta_error}")
