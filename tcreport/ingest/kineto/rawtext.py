@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 
 from tcreport.ingest.kineto import columns as col
@@ -23,12 +24,24 @@ from tcreport.ingest.kineto import columns as col
 _ANY = msgspec.json.Decoder()
 
 
+def _distinct(raws: list[msgspec.Raw]) -> pa.DictionaryArray:
+    """The raw texts as one dictionary-encoded binary column (an absent value is empty text).
+
+    Built from their lengths and one join of them (both C loops over the buffers), not a bytes
+    object per value: a third of the time on the 567,000 raw op arguments of the x8 trace."""
+    n = len(raws)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, raws), np.int64, n), out=offsets[1:])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))]
+    return pa.Array.from_buffers(pa.large_binary(), n, buffers).dictionary_encode()
+
+
 def texts(
     raws: list[msgspec.Raw], memo: dict[bytes, str | None], convert: Callable[[Any], str | None]
 ) -> pa.Array:
     """``convert`` of each raw JSON value as a string column, decoding each distinct text once
     (ops repeat: a few thousand distinct texts over 190,000 ops); Arrow finds the distinct ones."""
-    keys = pa.array(list(map(bytes, raws)), pa.binary()).dictionary_encode()
+    keys = _distinct(raws)
     texts: list[str | None] = []
     for key in keys.dictionary.to_pylist():
         if key not in memo:
@@ -42,7 +55,7 @@ def triples(raws: list[msgspec.Raw], memo: dict[bytes, Any]) -> tuple[pa.Array, 
     and :func:`columns.dims_columns` converts the distinct values (a value's result does not
     depend on its neighbours), spread to the rows by Arrow's dictionary encoding. Decoding the
     triples in place made two lists and six ints per kernel."""
-    keys = pa.array(list(map(bytes, raws)), pa.binary()).dictionary_encode()
+    keys = _distinct(raws)
     values = []
     for key in keys.dictionary.to_pylist():
         if key not in memo:
