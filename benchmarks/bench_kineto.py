@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -127,8 +128,13 @@ def _one(python: str, code: str, arg: str) -> Sample:
 
 
 def _span(values: list[float], fmt: str) -> str:
+    """low-high, or low-median-high from three values on (the form benchmarks/README.md uses)."""
     lo, hi = min(values), max(values)
-    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
+    if f"{lo:{fmt}}" == f"{hi:{fmt}}":
+        return f"{lo:{fmt}}"
+    if len(values) < 3:
+        return f"{lo:{fmt}}-{hi:{fmt}}"
+    return f"{lo:{fmt}}-{statistics.median(values):{fmt}}-{hi:{fmt}}"
 
 
 def _report(args: argparse.Namespace, ours: list[Sample], theirs: list[Sample]) -> None:
