@@ -346,8 +346,16 @@ class _Reader:
         if ev.CORR in need:
             r.corr = [a.correlation for a in args]
         if ev.EID in need:
-            unset = msgspec.UNSET
-            r.eid = [a.eid_legacy if a.eid is unset else a.eid for a in args]
+            eid = [a.eid for a in args]  # UNSET: no "External id", so "external id" speaks
+            unset = eid.count(msgspec.UNSET)
+            if unset == len(eid):
+                eid = [a.eid_legacy for a in args]
+            elif unset:
+                eid = [
+                    a.eid_legacy if v is msgspec.UNSET else v
+                    for a, v in zip(args, eid, strict=True)
+                ]
+            r.eid = eid
         if ev.DEVICE in need:
             r.device = [a.device for a in args]
         if ev.STREAM in need:

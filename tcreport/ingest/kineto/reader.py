@@ -434,12 +434,16 @@ def _op_ids(eid: pa.Array) -> pa.Array:
         first = np.r_[True, sorted_ids[1:] != sorted_ids[:-1]]
         group_start = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
         rank[rows[order]] = np.arange(len(rows)) - group_start
-    rank_arr = pa.array(rank)
-    suffix = pc.if_else(
-        pc.greater(rank_arr, 0),
-        pc.binary_join_element_wise("#", rank_arr.cast(pa.string()), ""),
-        "",
-    )
-    ids = pc.binary_join_element_wise(eid.cast(pa.string()), suffix, "")
+    ids = eid.cast(pa.string())
+    if rank.any():  # a repeated id: ``#<n>`` on its repeats
+        rank_arr = pa.array(rank)
+        suffix = pc.if_else(
+            pc.greater(rank_arr, 0),
+            pc.binary_join_element_wise("#", rank_arr.cast(pa.string()), ""),
+            "",
+        )
+        ids = pc.binary_join_element_wise(ids, suffix, "")
+    if len(rows) == n:  # every op has an id: no ``op<row>`` needed
+        return ids
     row_ids = pc.binary_join_element_wise("op", pa.array(np.arange(n)).cast(pa.string()), "")
     return pc.coalesce(ids, row_ids)
