@@ -14,6 +14,7 @@ not a copy. Callers that pack codes into a wider key widen them first (:func:`co
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +68,45 @@ def _indices(indices: pa.Array) -> np.ndarray:
     return np.asarray(indices.to_numpy(zero_copy_only=False), dtype)
 
 
+#: :func:`_repeats` of the dictionaries seen last, by their buffers: the readers' op_id
+#: dictionary (one value per op, shared by the ops, kernels and memory tables) is coded a dozen
+#: times per analysis, and hashing its strings each time was most of the analysis of a
+#: 190,000-op Kineto trace. Each entry holds its array, so the buffers its key names cannot be
+#: freed (and their addresses reused) while it is cached.
+#: Small dictionaries (names: a few hundred values) are hashed again, at no cost worth a slot.
+_SEEN: dict[tuple[object, ...], tuple[pa.Array, tuple[np.ndarray, pa.Array] | None]] = {}
+_SEEN_MAX = 4
+_SEEN_MIN = 1 << 12
+_SEEN_LOCK = threading.Lock()  # notebook users may analyse in threads
+
+
+def _repeats(values: pa.Array) -> tuple[np.ndarray, pa.Array] | None:
+    """None when ``values`` are distinct, else (each value's code, the distinct values)."""
+    if len(values) < _SEEN_MIN:
+        return _hash_repeats(values)
+    key = (
+        str(values.type),
+        len(values),
+        values.offset,
+        tuple(None if b is None else (b.address, b.size) for b in values.buffers()),
+    )
+    with _SEEN_LOCK:
+        seen = _SEEN.pop(key, None)  # re-inserted: the oldest entry is the least recently used
+    found = _hash_repeats(values) if seen is None else seen[1]
+    with _SEEN_LOCK:
+        while len(_SEEN) >= _SEEN_MAX:
+            del _SEEN[next(iter(_SEEN))]
+        _SEEN[key] = (values, found)
+    return found
+
+
+def _hash_repeats(values: pa.Array) -> tuple[np.ndarray, pa.Array] | None:
+    distinct = pc.dictionary_encode(values)  # a null value gets a null index: -1 in codes
+    if len(distinct.dictionary) < len(values):
+        return _indices(distinct.indices), distinct.dictionary
+    return None
+
+
 def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
     """Integer codes of a column: a dictionary column's indices, any other column encoded."""
     arr = _single(col)
@@ -78,10 +118,10 @@ def codes(col: pa.ChunkedArray | pa.Array) -> Codes:
     values = arr.dictionary
     idx = _indices(indices)
     if len(values) <= _DEDUPE_MAX:
-        distinct = pc.dictionary_encode(values)  # a null value gets a null index: -1 below
-        if len(distinct.dictionary) < len(values):
-            remap = _indices(distinct.indices)
-            return Codes(np.where(idx >= 0, remap[np.maximum(idx, 0)], -1), distinct.dictionary)
+        repeats = _repeats(values)
+        if repeats is not None:
+            remap, distinct = repeats
+            return Codes(np.where(idx >= 0, remap[np.maximum(idx, 0)], -1), distinct)
     if values.null_count:  # a null inside the dictionary is a null row
         null_value = np.asarray(pc.is_null(values).to_numpy(zero_copy_only=False), dtype=bool)
         idx = np.where((idx >= 0) & ~null_value[np.maximum(idx, 0)], idx, -1)

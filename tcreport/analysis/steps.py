@@ -291,13 +291,17 @@ def swallowed_note(act: Activity | None, rows: tuple[StepRow, ...]) -> str | Non
 
 
 def _active_pairs(iteration: np.ndarray, device: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (iteration, device) pairs (one per step and GPU come out), from one int64
-    key per event: both are int32 (:class:`Activity`), the iteration in the high half, the
-    device's 32 bits in the low one. ``np.unique(axis=1)`` of the pairs sorted them as opaque
-    records, ~40x slower (1.2 s against 0.03 s for a 2.3 M-event rank of the x1000 export)."""
-    key = (iteration.astype(np.int64) << 32) | (device.astype(np.int64) & 0xFFFFFFFF)
-    both = np.unique(key)
-    return both >> 32, (both & 0xFFFFFFFF).astype(np.uint32).astype(np.int32)
+    """The distinct (iteration, device) pairs, vectorised (one per step and GPU come out), in
+    signed order, as ``np.unique(axis=1)`` gave them. A lexsort of the two int64 columns:
+    ``np.unique(axis=1)`` compared the pairs as opaque records, 0.1 s of the V100 x8 trace's
+    72,000 GPU activities and 1.2 s of a 2.3 M-event rank of the x1000 export (a packed int64 key
+    was as fast but put a negative device after the others)."""
+    it, dev = iteration.astype(np.int64), device.astype(np.int64)
+    order = np.lexsort((dev, it))
+    it, dev = it[order], dev[order]
+    first = np.ones(len(it), bool)
+    first[1:] = (it[1:] != it[:-1]) | (dev[1:] != dev[:-1])
+    return it[first], dev[first]
 
 
 def _row(

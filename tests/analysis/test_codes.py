@@ -158,6 +158,25 @@ def test_codes_repeated_value_with_null_indices() -> None:
     assert c.codes.tolist() == [0, -1, 0, 1, -1]
 
 
+def test_codes_of_a_large_dictionary_again_from_the_remembered_answer() -> None:
+    """A dictionary coded again (the op ids, a dozen times per analysis) gives the same codes
+    whether it is distinct or not; only its buffers identify it, so a new array with the same
+    text is hashed afresh and a slice of the same buffers is not taken for the whole."""
+    n = _codes._SEEN_MIN
+    distinct = pa.array([f"op{i}" for i in range(n)])
+    repeated = pa.array([f"op{i % (n // 2)}" for i in range(n)])
+    for values in (distinct, repeated, distinct, repeated):
+        col = pa.DictionaryArray.from_arrays(pa.array([n - 1, 0, None, n // 2], pa.int32()), values)
+        c = _codes.codes(col)
+        want = [n - 1, 0, -1, n // 2] if values is distinct else [n // 2 - 1, 0, -1, 0]
+        assert c.codes.tolist() == want
+        assert len(c.values) == (n if values is distinct else n // 2)
+    part = repeated.slice(0, n // 2)  # the same buffers, another offset and length: distinct
+    c = _codes.codes(pa.DictionaryArray.from_arrays(pa.array([0, n // 2 - 1]), part))
+    assert c.codes.tolist() == [0, n // 2 - 1]
+    assert len(c.values) == n // 2
+
+
 def test_codes_chunks_with_different_dictionaries() -> None:
     a = pa.DictionaryArray.from_arrays(pa.array([0, 1, None]), pa.array(["a", "b"]))
     b = pa.DictionaryArray.from_arrays(pa.array([1, 0, 2]), pa.array(["b", "c", "a"]))

@@ -8,10 +8,12 @@ gets exactly the columns of one read whole (the json path).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,6 +55,29 @@ def _no_bools(values: list[Any]) -> list[Any]:
     return [None if type(v) is bool else v for v in values]
 
 
+def _infer(values: list[Any]) -> pa.Array | None:
+    try:
+        return pa.array(values)
+    except _CONVERSION_ERRORS:
+        return None
+
+
+def _inferred(values: list[Any]) -> tuple[list[Any], pa.Array | None]:
+    """``values`` without booleans (:func:`_no_bools`) and the array Arrow infers from them
+    (None: it refused them).
+
+    Arrow refuses a boolean among integers or strings, so a list it reads as int64, null or
+    string holds none and skips the scan for them (the usual integer columns); only floats
+    (where Arrow takes ``true`` as 1.0), booleans and refusals pay it."""
+    arr = _infer(values)
+    if arr is not None and (
+        arr.type == pa.int64() or pa.types.is_null(arr.type) or pa.types.is_string(arr.type)
+    ):
+        return values, arr
+    clean = _no_bools(values)
+    return (values, arr) if clean is values else (clean, _infer(clean))
+
+
 def _in_range(arr: pa.Array, bound: float) -> pa.Array:
     """|arr| <= bound, with an integer bound for integer arrays: comparing int64 with a float
     bound casts to double, which Arrow refuses above 2**53 (and abs(INT64_MIN) wraps)."""
@@ -60,22 +85,45 @@ def _in_range(arr: pa.Array, bound: float) -> pa.Array:
     return pc.and_(pc.greater_equal(arr, -b), pc.less_equal(arr, b))
 
 
+def within(arr: pa.Array, lo: int, hi: int) -> bool:
+    """Every non-null value of an integer column in ``[lo, hi]`` (one pass: the usual case,
+    which then needs no masking)."""
+    mm = pc.min_max(arr)
+    low, high = mm["min"].as_py(), mm["max"].as_py()
+    return low is None or (low >= lo and high <= hi)
+
+
+def _bounded(arr: pa.Array, lo: int, hi: int) -> pa.Array:
+    if (lo > -_INT64_MAX or hi < _INT64_MAX) and not within(arr, lo, hi):
+        ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
+        arr = pc.if_else(ok, arr, pa.scalar(None, pa.int64()))
+    return arr
+
+
+def _parsed_strings(arr: pa.Array, parse_str: bool) -> pa.Array:
+    """:func:`_clean_int` of a column of strings (and nulls), each distinct text parsed once
+    (the 2021 format's tids: a few distinct strings over every event)."""
+    enc = arr.dictionary_encode()
+    texts = enc.dictionary.to_pylist()
+    ints = pa.array([_clean_int(v, parse_str) for v in texts], type=pa.int64())
+    return ints.take(enc.indices)
+
+
 def int_column(
     values: list[Any], parse_str: bool = False, lo: int = -_INT64_MAX, hi: int = _INT64_MAX
 ) -> pa.Array:
     """int64 column; anything that is not an integer (in ``[lo, hi]``) becomes null."""
-    arr: pa.Array | None
-    values = _no_bools(values)
-    try:
-        arr = pa.array(values)
-    except _CONVERSION_ERRORS:
-        arr = None
+    if values.count(None) == len(values):  # an argument this category's events lack
+        return pa.nulls(len(values), pa.int64())
+    values, arr = _inferred(values)
     if arr is not None and pa.types.is_floating(arr.type):
         whole = pc.and_(pc.is_finite(arr), _in_range(arr, _MAX_WHOLE_FLOAT))
         whole = pc.and_(whole, pc.equal(pc.floor(arr), arr))
         arr = pc.if_else(whole, arr, pa.scalar(None, arr.type)).cast(pa.int64())
     elif arr is not None and (pa.types.is_null(arr.type) or arr.type == pa.int64()):
         arr = arr.cast(pa.int64())
+    elif arr is not None and pa.types.is_string(arr.type):
+        arr = _parsed_strings(arr, parse_str)
     else:
         memo: dict[str, int | None] = {}  # tids repeat: parse each distinct string once
         arr = pa.array(
@@ -87,10 +135,7 @@ def int_column(
             ],
             type=pa.int64(),
         )
-    if lo > -_INT64_MAX or hi < _INT64_MAX:
-        ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
-        arr = pc.if_else(ok, arr, pa.scalar(None, pa.int64()))
-    return arr
+    return _bounded(arr, lo, hi)
 
 
 def ns_column(values: list[Any]) -> pa.Array:
@@ -99,11 +144,7 @@ def ns_column(values: list[Any]) -> pa.Array:
     Floats are split into whole and fractional microseconds before scaling: multiplying an
     epoch-sized float by 1000 would lose nanoseconds, and truncating would turn .313 into 312 ns.
     """
-    values = _no_bools(values)
-    try:
-        arr = pa.array(values)
-    except _CONVERSION_ERRORS:
-        arr = None
+    values, arr = _inferred(values)
     if arr is None or not (
         pa.types.is_integer(arr.type)
         or pa.types.is_floating(arr.type)
@@ -118,6 +159,8 @@ def ns_column(values: list[Any]) -> pa.Array:
         )
     if pa.types.is_null(arr.type):
         arr = arr.cast(pa.int64())
+    if pa.types.is_integer(arr.type) and within(arr, -int(_MAX_US), int(_MAX_US)):
+        return pc.multiply(arr.cast(pa.int64()), 1000)  # the usual integer column: no masking
     ok = _in_range(arr, _MAX_US)
     if pa.types.is_floating(arr.type):
         ok = pc.and_(pc.is_finite(arr), ok)
@@ -135,6 +178,8 @@ def clean_str(v: str) -> str:
 
 
 def str_column(values: list[Any]) -> pa.Array:
+    if values.count(None) == len(values):
+        return pa.nulls(len(values), pa.string())
     try:
         arr = pa.array(values, type=pa.string())
     except _CONVERSION_ERRORS:
@@ -142,11 +187,27 @@ def str_column(values: list[Any]) -> pa.Array:
     return arr
 
 
-def dims_column(values: list[Any], i: int) -> pa.Array:
-    """Element ``i`` of ``grid``/``block`` triples, null unless a positive int32."""
-    return int_column(
-        [v[i] if type(v) is list and len(v) == 3 else None for v in values], lo=0, hi=2**31 - 1
+def dims_columns(values: list[Any]) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The x, y and z of ``grid``/``block`` triples, each null unless a positive int32.
+
+    The usual column (every value a list of three) is converted as one flat column, read back
+    three values apart (each value's result does not depend on its neighbours, so this is the
+    axis-by-axis result); anything else goes value by value."""
+    n = len(values)
+    if n and set(map(type, values)) == {list} and set(map(len, values)) == {3}:
+        flat = int_column(list(itertools.chain.from_iterable(values)), lo=0, hi=2**31 - 1)
+        step = np.arange(0, 3 * n, 3)
+        x, y, z = (flat.take(step + i) for i in range(3))
+        return x, y, z
+    x, y, z = (
+        int_column(
+            [v[i] if type(v) is list and len(v) == 3 else None for v in values],
+            lo=0,
+            hi=2**31 - 1,
+        )
+        for i in range(3)
     )
+    return x, y, z
 
 
 _COMPACT = json.JSONEncoder(

@@ -110,7 +110,8 @@ class Rows:
 
     Argument lists the category does not need (see :data:`ARGS`) stay empty. ``eid`` is
     ``External id``, or ``external id`` when that key is absent; ``dims``, ``dtype`` and
-    ``concrete`` (``Concrete Inputs``) are already reduced to text (the parsers memoise that work differently)."""
+    ``concrete`` (``Concrete Inputs``) are already reduced to text, as a list or a string column
+    (the parsers memoise that work differently)."""
 
     name: list[Any]
     pid: list[Any]
@@ -121,12 +122,13 @@ class Rows:
     eid: list[Any] = field(default_factory=list)
     device: list[Any] = field(default_factory=list)
     stream: list[Any] = field(default_factory=list)
-    grid: list[Any] = field(default_factory=list)
-    block: list[Any] = field(default_factory=list)
+    #: raw values, or (as the msgspec parser hands them) the x, y and z columns already
+    grid: list[Any] | tuple[pa.Array, pa.Array, pa.Array] = field(default_factory=list)
+    block: list[Any] | tuple[pa.Array, pa.Array, pa.Array] = field(default_factory=list)
     nbytes: list[Any] = field(default_factory=list)
-    dims: list[str | None] = field(default_factory=list)
-    dtype: list[str | None] = field(default_factory=list)
-    concrete: list[str | None] = field(default_factory=list)
+    dims: list[str | None] | pa.Array = field(default_factory=list)
+    dtype: list[str | None] | pa.Array = field(default_factory=list)
+    concrete: list[str | None] | pa.Array = field(default_factory=list)
     tensor: list[bool | None] = field(default_factory=list)
     gpu_time: list[Any] = field(default_factory=list)
     #: KERNEL: the raw values of :data:`COLL_COLUMNS`, one list per column
@@ -144,6 +146,10 @@ def _collective_columns(values: tuple[list[Any], ...], n: int) -> dict[str, pa.A
         "group_size": col.int_column(group, lo=1, hi=2**31 - 1),
         "pg_name": col.str_column([None if v is None else str(v) for v in pg]),
     }
+
+
+def _strings(values: list[str | None] | pa.Array) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
 
 
 def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
@@ -173,16 +179,17 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
         cols[STREAM] = col.int_column(r.stream)
     for key, values in ((GRID, r.grid), (BLOCK, r.block)):
         if key in need:
-            for i, axis in enumerate("xyz"):
-                cols[f"{key}_{axis}"] = col.dims_column(values, i)
+            axes = values if isinstance(values, tuple) else col.dims_columns(values)
+            for axis, arr in zip("xyz", axes, strict=True):
+                cols[f"{key}_{axis}"] = arr
     if BYTES in need:
         cols[BYTES] = col.int_column(r.nbytes, lo=0)
     if DIMS in need:
-        cols[DIMS] = pa.array(r.dims, pa.string())
+        cols[DIMS] = _strings(r.dims)
     if DTYPE in need:
-        cols[DTYPE] = pa.array(r.dtype, pa.string())
+        cols[DTYPE] = _strings(r.dtype)
     if CONCRETE in need:
-        cols[CONCRETE] = pa.array(r.concrete, pa.string())
+        cols[CONCRETE] = _strings(r.concrete)
     if TENSOR in need:
         cols[TENSOR] = pa.array(r.tensor, pa.bool_())
     if GPU_TIME in need:
@@ -190,6 +197,10 @@ def _table(kind: int, r: Rows) -> tuple[pa.Table, int]:
     if COLL in need:
         cols.update(_collective_columns(r.coll, len(r.name)))
     table = pa.table(cols)
+    if not (name.null_count or start.null_count or dur.null_count) and col.within(
+        dur, 0, MAX_INTERVAL_NS - 1
+    ):
+        return table, 0  # the usual piece: every event kept, no mask to build
     ok = pc.and_(
         pc.and_(pc.is_valid(name), pc.is_valid(start)),
         pc.fill_null(pc.and_(pc.greater_equal(dur, 0), pc.less(dur, MAX_INTERVAL_NS)), False),

@@ -2,9 +2,11 @@
 
 Why it is fast and lean (230 MiB grown V100 trace: see benchmarks/README-kineto.md):
 
-* typed decoding: events decode into structs that declare only the fields the reader uses, so
-  ``Call stack`` strings, flow ids and the like are skipped without becoming Python objects;
-  ``Input Dims``/``Input type``/``Concrete Inputs`` stay raw bytes and each distinct text is converted once;
+* typed decoding: events decode into structs (:mod:`.structs`) that declare only the fields the
+  reader uses, so ``Call stack`` strings, flow ids and the like are skipped without becoming
+  Python objects;
+  ``Input Dims``/``Input type``/``Concrete Inputs``/``grid``/``block`` stay raw bytes and each
+  distinct text is converted once (:mod:`.rawtext`);
 * streaming: the (decompressed) text is read 2 MiB at a time and cut between two events of
   ``traceEvents``, each piece decoded and turned into Arrow columns before the next is read, so
   neither the whole text nor all events are ever in memory at once.
@@ -24,17 +26,20 @@ skips are accepted here and refused by ``json`` (scanning every byte for them co
 
 from __future__ import annotations
 
+import gc
 import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from tcreport.ingest.common import limits
 from tcreport.ingest.kineto import columns as col
 from tcreport.ingest.kineto import events as ev
+from tcreport.ingest.kineto import rawtext
+from tcreport.ingest.kineto import structs as st
 from tcreport.ingest.kineto.stdlib import open_trace
 
 #: Decompressed bytes read at a time; a piece is at least this long (a few thousand events).
@@ -47,109 +52,20 @@ _SENTINEL = b'{"ph":"\\u0000tcreport:cut"}'
 _BOM = b"\xef\xbb\xbf"
 _WS = frozenset(b" \t\r\n")
 _MAX_CANDIDATES = 4096  # ``{`` looked at per search for a cut (a hostile file may have millions)
-_NO_RAW = msgspec.Raw()
 
 
 class FastPathError(Exception):
     """The msgspec parser will not read this file the way ``json`` does; use the stdlib parser."""
 
 
-# JSON values are objects (a Struct in these unions) or one of these.
-_Scalar = str | int | float | bool | None
-_Other = list[Any] | _Scalar
-
-
-class _Args(
-    msgspec.Struct,
-    gc=False,
-    rename={
-        "eid": "External id",
-        "eid_legacy": "external id",
-        "dims": "Input Dims",
-        "types": "Input type",
-        "concrete": "Concrete Inputs",
-        "coll_name": "Collective name",
-        "in_nelems": "In msg nelems",
-        "out_nelems": "Out msg nelems",
-        "coll_dtype": "dtype",
-        "group_size": "Group size",
-        "pg_name": "Process Group Name",
-    },
-):
-    correlation: Any = None
-    eid: Any = msgspec.UNSET  # absent, not null, lets "external id" speak
-    eid_legacy: Any = None
-    device: Any = None
-    stream: Any = None
-    grid: Any = None
-    block: Any = None
-    bytes: Any = None
-    dims: msgspec.Raw = _NO_RAW
-    types: msgspec.Raw = _NO_RAW
-    concrete: msgspec.Raw = _NO_RAW
-    coll_name: Any = None
-    in_nelems: Any = None
-    out_nelems: Any = None
-    coll_dtype: Any = None
-    group_size: Any = None
-    pg_name: Any = None
-
-
-class _Event(msgspec.Struct, gc=False):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    args: _Args | _Other = None
-
-
-_Item = _Event | _Other
-
-
-class _TorchEnv(msgspec.Struct, gc=False):
-    torch_version: Any = None
-
-
-class _System(msgspec.Struct, gc=False):
-    torch_env_info: _TorchEnv | _Other = None
-
-
-class _Metadata(msgspec.Struct, gc=False):
-    """Only the path to the torch version: the rest (the environment) is never decoded."""
-
-    system: _System | _Other = None
-
-
-class _Device(msgspec.Struct, gc=False):
-    id: Any = None
-    name: Any = None
-    computeMajor: Any = None
-    computeMinor: Any = None
-    numSms: Any = None
-
-
-class _Doc(msgspec.Struct, gc=False):
-    traceEvents: list[_Item] | msgspec.UnsetType = msgspec.UNSET
-    schemaVersion: Any = msgspec.UNSET
-    cuda_runtime_version: Any = msgspec.UNSET
-    baseTimeNanoseconds: Any = msgspec.UNSET
-    metadata: _Metadata | _Other | msgspec.UnsetType = msgspec.UNSET
-    distributedInfo: dict[str, Any] | _Other | msgspec.UnsetType = msgspec.UNSET
-    deviceProperties: list[_Device | _Other] | dict[str, Any] | _Scalar | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-
-
-_DOC = msgspec.json.Decoder(_Doc)
-_ITEMS = msgspec.json.Decoder(list[_Item])
-_ANY = msgspec.json.Decoder()
-
-
 def parse(path: Path) -> ev.Parsed:
-    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead."""
+    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead.
+
+    The cyclic garbage collector is paused meanwhile: the parse makes lists by the hundred
+    thousand and no reference cycle, so each collection only scanned them (and the whole heap
+    once: 40 ms of the V100 x8 trace's parse); it runs again, as it was, when the parse ends."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         with open_trace(path) as src:
             return _Reader(src.read, path).run()
@@ -160,8 +76,12 @@ def parse(path: Path) -> ev.Parsed:
         msgspec.DecodeError,  # ValidationError included
         UnicodeDecodeError,
         RecursionError,
+        BufferError,
     ) as exc:
         raise FastPathError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _last_cut(buf: bytearray, lo: int) -> tuple[int, int] | None:
@@ -193,7 +113,7 @@ def _decode(decoder: msgspec.json.Decoder[Any], text: bytes) -> Any:
 
 
 def _is_sentinel(item: Any) -> bool:
-    return type(item) is _Event and item.ph == _SENTINEL_PH
+    return type(item) is st.Event and item.ph == _SENTINEL_PH
 
 
 class _Reader:
@@ -205,10 +125,11 @@ class _Reader:
         self.buf = bytearray()
         self.eof = False
         self.out = ev.Collector()
-        self.docs: list[_Doc] = []  # the first piece's, the last piece's
+        self.docs: list[st.Doc] = []  # the first piece's, the last piece's
         self._dims: dict[bytes, str | None] = {}
         self._types: dict[bytes, str | None] = {}
         self._concrete: dict[bytes, str | None] = {}
+        self._grids: dict[bytes, Any] = {}
 
     def _fill(self) -> None:
         if self._max_value and len(self.buf) > self._max_value:
@@ -261,25 +182,46 @@ class _Reader:
             if first:
                 text = b"".join((head, self.buf[:comma], b",", _SENTINEL, b"]}"))
                 done = self._doc(text, sentinel=-1)
+                del text  # before the next read
             else:
-                text = b"".join((b"[", self.buf[:comma], b"]"))
-                done = self._items(text)
-            del text  # before the next read
+                done = self._middle(comma)
             if done:
-                del self.buf[:brace]
-                self.consumed += brace
+                # keep the byte before the next event (whitespace or the comma) as its ``[``
+                del self.buf[: brace - 1]
+                self.buf[0] = 0x5B
+                self.consumed += brace - 1
                 first, want, lo = False, PIECE, 0
             else:
                 want = 2 * len(self.buf)  # a wrong guess: try again with twice the text
         if first:
             self._doc(head + self.buf, sentinel=None)
         else:
-            self._doc(b"".join((b'{"traceEvents":[', _SENTINEL, b",", self.buf)), sentinel=0)
+            rest = memoryview(self.buf)[1:]
+            self._doc(b"".join((b'{"traceEvents":[', _SENTINEL, b",", rest)), sentinel=0)
+            del rest
         self.buf = bytearray()
 
-    def _items(self, text: bytes) -> bool:
+    def _middle(self, comma: int) -> bool:
+        """Decode a middle piece, ``buf[:comma]`` with ``buf[0]`` already its ``[``, in place: the
+        comma ending it is ``]`` while it is decoded. Joining a copy of each piece between
+        brackets was two copies of the whole text. A view of ``buf`` must be gone before ``buf``
+        is resized (a raw value still holding it makes that a BufferError: the json parser then
+        reads the file)."""
+        buf = self.buf
+        buf[comma] = 0x5D
         try:
-            items = _decode(_ITEMS, text)
+            view = memoryview(buf)[: comma + 1]
+            if not buf.isascii():  # the whole buffer, so it does not copy the piece to ask
+                bytes(view).decode("utf-8")  # msgspec does not check the strings it skips
+            done = self._items(view)
+            del view
+        finally:
+            buf[comma] = 0x2C
+        return done
+
+    def _items(self, text: memoryview) -> bool:
+        try:
+            items = st.ITEMS.decode(text)
         except msgspec.ValidationError:
             raise
         except msgspec.DecodeError:
@@ -293,7 +235,7 @@ class _Reader:
         ``sentinel`` is where the sentinel event must be in ``traceEvents``; only the first piece
         may fail quietly (the guess was wrong), the others are the end of the road."""
         try:
-            doc = _decode(_DOC, text)
+            doc = _decode(st.DOC, text)
         except msgspec.ValidationError:
             raise
         except msgspec.DecodeError:
@@ -326,48 +268,65 @@ class _Reader:
             return None
 
         meta = pick("metadata")
-        system = meta.system if type(meta) is _Metadata else None
-        env = system.torch_env_info if type(system) is _System else None
+        system = meta.system if type(meta) is st.Metadata else None
+        env = system.torch_env_info if type(system) is st.System else None
         props = pick("deviceProperties")
         return ev.Header(
             schema_version=pick("schemaVersion"),
             cuda_runtime_version=pick("cuda_runtime_version"),
             base_time_ns=pick("baseTimeNanoseconds"),
-            torch_version=env.torch_version if type(env) is _TorchEnv else None,
+            torch_version=env.torch_version if type(env) is st.TorchEnv else None,
             distributed=pick("distributedInfo"),
             devices=tuple(
                 (p.id, p.name, p.computeMajor, p.computeMinor, p.numSms)
                 for p in (props if type(props) is list else ())
-                if type(p) is _Device
+                if type(p) is st.Device
             ),
         )
 
     # ------------------------------------------------------------------ events to rows
 
     def _collect(self, items: list[Any]) -> None:
+        """Sort a piece's events into their categories (:func:`events.kind_of`, written out here
+        because it runs once per event: 600,000 calls on the grown V100 trace)."""
         out = self.out
-        lists: list[list[_Event]] = [[] for _ in ev.KINDS]
-        kind_of = ev.kind_of
+        lists: list[list[st.Event]] = [[] for _ in ev.KINDS]
+        category = ev.CATEGORY.get
+        unread_device = ev.UNREAD_DEVICE
+        legacy_categories = ev.LEGACY_CATEGORIES
+        legacy = False
         for e in items:
-            if type(e) is not _Event:
+            if type(e) is not st.Event:
                 out.malformed += 1
                 continue
-            kind, legacy = kind_of(e.cat, e.ph, e.name)
-            if kind == ev.RANGE:
-                # the counters are args keys no struct can declare in advance; such traces are
-                # small (the range profiler replays every kernel), so json reads them
-                raise FastPathError("cuda_profiler_range counters are read by the json parser")
-            if kind is not None:
-                lists[kind].append(e)
-                out.legacy = out.legacy or legacy
-            else:
-                out.unread(e.cat)
+            cat = e.cat
+            kind = category(cat) if type(cat) is str and e.ph == "X" else None
+            if kind is not None and kind >= ev.OP:
+                name = e.name
+                if kind == ev.OP:
+                    if type(name) is str and name.startswith(ev.STEP_PREFIX):
+                        kind = ev.ANNOTATION
+                elif kind == ev.MODULE:
+                    if type(name) is not str or not name.startswith(ev.MODULE_PREFIX):
+                        kind = None
+                elif kind == ev.RANGE:
+                    # the counters are args keys no struct can declare in advance; such traces
+                    # are small (the range profiler replays every kernel), so json reads them
+                    raise FastPathError("cuda_profiler_range counters are read by the json parser")
+            if kind is None:
+                if type(cat) is str and cat in unread_device:
+                    out.unread(cat)
+                continue
+            lists[kind].append(e)
+            if not legacy and cat in legacy_categories:
+                legacy = True
+        out.legacy = out.legacy or legacy
         items.clear()
         for kind in ev.KINDS:
             if lists[kind]:
                 out.add(kind, self._rows(kind, lists[kind]))
 
-    def _rows(self, kind: int, events: list[_Event]) -> ev.Rows:
+    def _rows(self, kind: int, events: list[st.Event]) -> ev.Rows:
         need = ev.ARGS[kind]
         r = ev.Rows(
             name=[e.name for e in events],
@@ -378,42 +337,41 @@ class _Reader:
         )
         if not need:
             return r
-        none = _Args()
-        args = [a if type(a) is _Args else none for a in [e.args for e in events]]
+        raw = [e.args for e in events]
+        if set(map(type, raw)) == {st.Args}:
+            args = cast(list[st.Args], raw)
+        else:  # an event without args (or odd ones): empty args
+            none = st.Args()
+            args = [a if type(a) is st.Args else none for a in raw]
         if ev.CORR in need:
             r.corr = [a.correlation for a in args]
         if ev.EID in need:
-            unset = msgspec.UNSET
-            r.eid = [a.eid_legacy if a.eid is unset else a.eid for a in args]
+            eid = [a.eid for a in args]  # UNSET: no "External id", so "external id" speaks
+            unset = eid.count(msgspec.UNSET)
+            if unset == len(eid):
+                eid = [a.eid_legacy for a in args]
+            elif unset:
+                eid = [
+                    a.eid_legacy if v is msgspec.UNSET else v
+                    for a, v in zip(args, eid, strict=True)
+                ]
+            r.eid = eid
         if ev.DEVICE in need:
             r.device = [a.device for a in args]
         if ev.STREAM in need:
             r.stream = [a.stream for a in args]
         if ev.GRID in need:
-            r.grid = [a.grid for a in args]
+            r.grid = rawtext.triples([a.grid for a in args], self._grids)
         if ev.BLOCK in need:
-            r.block = [a.block for a in args]
+            r.block = rawtext.triples([a.block for a in args], self._grids)
         if ev.BYTES in need:
             r.nbytes = [a.bytes for a in args]
         if ev.DIMS in need:
-            r.dims = _texts([a.dims for a in args], self._dims, col.dims_json)
+            r.dims = rawtext.texts([a.dims for a in args], self._dims, col.dims_json)
         if ev.DTYPE in need:
-            r.dtype = _texts([a.types for a in args], self._types, col.first_float_type)
+            r.dtype = rawtext.texts([a.types for a in args], self._types, col.first_float_type)
         if ev.CONCRETE in need:
-            r.concrete = _texts([a.concrete for a in args], self._concrete, col.dims_json)
+            r.concrete = rawtext.texts([a.concrete for a in args], self._concrete, col.dims_json)
         if ev.COLL in need:
             r.coll = tuple([getattr(a, c) for a in args] for c in ev.COLL_COLUMNS)
         return r
-
-
-def _texts(
-    raws: list[msgspec.Raw], memo: dict[bytes, str | None], convert: Callable[[Any], str | None]
-) -> list[str | None]:
-    """``convert`` of each raw JSON value, decoding each distinct text once (ops repeat)."""
-    out: list[str | None] = []
-    for raw in raws:
-        key = bytes(raw)
-        if key not in memo:
-            memo[key] = convert(_ANY.decode(key)) if key else None
-        out.append(memo[key])
-    return out
