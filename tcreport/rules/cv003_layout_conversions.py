@@ -46,7 +46,7 @@ def check(analysis: Analysis) -> list[Finding]:
     )
     fix = {
         c.Flavour.TF: f"Keep the convolutions in NHWC: {tf}.",
-        c.Flavour.TORCH: f"{torch[0].upper()}{torch[1:]}.",
+        c.Flavour.TORCH: f"{torch}.",
         c.Flavour.ANY: f"Keep the convolutions' tensors channels-last. PyTorch: {torch}. "
         f"TensorFlow/Keras: {tf}.",
     }[c.flavour(analysis)]

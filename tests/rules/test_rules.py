@@ -248,7 +248,8 @@ def test_cv003_fires_on_layout_conversions_and_names_channels_last() -> None:
     (f,) = findings(_layout_run(100), "CV003")
     assert f.title == "cuDNN layout conversions (NCHW ↔ NHWC) take 20.0% of GPU time"
     assert f.severity is Severity.HIGH and f.estimated_saving_ns == 100 * US
-    assert "channels_last" in (f.fix or "") and "nchwToNhwcKernel" in f.evidence[0].key
+    assert (f.fix or "").startswith("model = model.to(memory_format=torch.channels_last)")
+    assert "nchwToNhwcKernel" in f.evidence[0].key
 
 
 def test_cv003_fix_follows_the_framework() -> None:
