@@ -19,30 +19,17 @@ PIPE = "sm__inst_executed_pipe_tensor"
 HFMA2 = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipe.sum minus hfma2.avg: rollups are chosen per family and then subtracted, so an "
-    "elementwise kernel (4 HFMA2.MMA moves, nothing else) is counted as matrix math",
-)
 def test_mixed_rollups_are_not_subtracted() -> None:
     # the real fp16 CNN's float16_copy kernel: .sum 4 / 4, .avg 0.03 / 0.03; hfma2.sum missing
     got = tensor_evidence([(f"{PIPE}.sum", 4.0), (f"{HFMA2}.avg", 0.03)])
     assert got is not TensorEvidence.MATRIX
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a negative HFMA2.MMA count (damage) makes pipe - hfma2 > 0: a measured 'matrix'",
-)
 def test_negative_counter_is_not_a_verdict() -> None:
     got = tensor_evidence([(f"{PIPE}.sum", 4.0), (f"{HFMA2}.sum", -1.0)])
     assert got is not TensorEvidence.MATRIX
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="'.sum.per_second' ranks as '.sum': a rate is subtracted from a count",
-)
 def test_submetric_is_not_the_total() -> None:
     got = tensor_evidence(
         [(f"{PIPE}.sum.per_second", 4e6), (f"{PIPE}.sum", 4.0), (f"{HFMA2}.sum", 4.0)]

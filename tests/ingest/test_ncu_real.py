@@ -21,6 +21,8 @@ from tcreport.ingest.ncu import reader as ncu_csv
 from tcreport.model import SourceFormat
 
 NCU = H200_NCU / "ncu"
+PIPE = "sm__inst_executed_pipe_tensor"
+HFMA2 = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2"
 DECIDING = ["ncu3_mix.csv", "ncu3_cnn_fp32.csv", "ncu3_cnn_fp16.csv", "ncu3_cnn_bf16fixed.csv"]
 #: file -> (profiled launches, launches that used the Tensor Cores), from GROUND_TRUTH.md
 SHAPES = {
@@ -187,7 +189,43 @@ def test_cycle_noise_is_no_verdict() -> None:
         ),
         ({"dram__bytes_read.sum": 3.0}, "unmeasured"),
         ({"sm__inst_executed_pipe_tensor.sum": None}, "unmeasured"),
+        # counts of one rollup are subtracted, never a total and a mean (hostile4)
+        ({f"{PIPE}.avg": 0.5, f"{HFMA2}.avg": 0.25, f"{HFMA2}.sum": None}, "matrix"),
+        ({f"{PIPE}.avg": 0.03, f"{HFMA2}.avg": 0.03, f"{PIPE}.sum": 4.0}, "none"),
+        ({f"sm__{PIPE[4:]}.avg": 0.5, f"smsp__{HFMA2[4:]}.avg": 0.1}, "undecided"),
+        ({f"sm__{PIPE[4:]}.sum": 4.0, f"smsp__{HFMA2[4:]}.sum": 4.0}, "none"),
+        ({f"{PIPE}.max": 4.0, f"{HFMA2}.max": 2.0}, "undecided"),
+        # rates, percentages and damaged values are no counts
+        ({"sm__ops_path_tensor_src_fp16.sum.per_second": 1e9}, "unmeasured"),
+        ({"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": 80.0}, "unmeasured"),
+        ({"sm__ops_path_tensor_src_fp16.sum": -3.0}, "unmeasured"),
+        ({"sm__ops_path_tensor_src_fp16.sum": float("inf")}, "unmeasured"),
+        ({f"{PIPE}.sum": float("nan"), f"{HFMA2}.sum": 4.0}, "undecided"),
+        ({f"{PIPE}.sum": -1.0, f"{PIPE}.avg": 0.5, f"{HFMA2}.avg": 0.5}, "none"),
     ],
 )
 def test_evidence_rules(metrics: dict[str, float | None], evidence: str) -> None:
     assert counters.tensor_evidence(metrics.items()) == evidence
+
+
+@pytest.mark.parametrize("damage", ["n/a", "-1", "", "inf"])
+def test_a_damaged_hfma2_total_leaves_the_real_verdicts_as_they_are(
+    tmp_path: Path, damage: str
+) -> None:
+    """hostile4: with the HFMA2.MMA total of every launch missing or damaged, the verdict falls
+    back to the means (pipe mean minus HFMA2 mean, both per SM), never to a total minus a mean,
+    which made every elementwise fp16 kernel "matrix math" (TC share 32 % -> 63 %)."""
+    src = NCU / "ncu3_cnn_fp16.csv"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    head, units, *rows = csv.reader(lines[start:])
+    j = head.index(f"{HFMA2}.sum")
+    for r in rows:
+        r[j] = damage
+    out = tmp_path / "damaged.csv"
+    with out.open("w", encoding="utf-8", newline="") as fh:
+        fh.writelines(lines[:start])
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([head, units, *rows])
+    k = ncu_csv.read(out).kernels
+    assert k is not None
+    assert k.column("counter_uses_tc").to_pylist() == _oracle(src)

@@ -20,6 +20,12 @@ tensor counter at 0. A bare tensor-pipe or HMMA count above 0 without them is *u
 be nothing but moves. Cycle counts never decide (the MMA-type cycle metric shows noise on kernels
 with no tensor-path operations). DMMA (fp64) counts as Tensor Cores: it runs on the tensor pipe,
 and NVIDIA names it "FP64 Tensor Core" on A100 and H100.
+
+Only counts are evidence: a rollup's rate, percentage or peak (``.sum.per_second``,
+``.avg.pct_of_peak_sustained_active``) and ``.min`` never are, and a count that is missing, not
+finite or negative (damage: counts are not) is not measured. The subtraction in 2 takes both counts
+of one rollup (the total first, else a mean over the same unit): a total minus a mean is not a count
+of anything, and turned elementwise kernels whose HFMA2 total was missing into "matrix math".
 """
 
 from __future__ import annotations
@@ -54,8 +60,15 @@ _PIPE = "inst_executed_pipe_tensor"
 _HMMA = "inst_executed_pipe_tensor_op_hmma"
 _HFMA2 = "inst_executed_pipe_tensor_op_hmma_type_hfma2"
 _NEVER_MOVES = tuple(f"inst_executed_pipe_tensor_op_{op}" for op in ("gmma", "imma", "dmma"))
-#: Rollups by preference: the total first; ``.min`` last (it can be negative noise).
+#: Rollups that are counts (or a count's mean or maximum over units), by preference: the total
+#: first. ``.min`` is left out (it can be negative noise), and so is every sub-metric
+#: (``.sum.per_second``, ``.avg.pct_of_peak_sustained_active``, ``.sum.peak_sustained``): a rate,
+#: a percentage or a peak is not a count, and subtracting one from a count means nothing.
 _ROLLUP_RANK = {"sum": 0, "": 1, "avg": 2, "max": 3}
+#: The rollups whose difference is the difference of the counts: the total (``sm__`` and ``smsp__``
+#: totals are the same count) and the mean over one unit kind (same denominator). Not ``.max``:
+#: two maxima can come from different units.
+_SUBTRACTABLE = ("sum", "", "avg")
 
 
 class TensorEvidence(StrEnum):
@@ -64,42 +77,69 @@ class TensorEvidence(StrEnum):
     MATRIX = "matrix"  # matrix instructions ran on the Tensor Cores
     NONE = "none"  # no matrix instruction (at most HFMA2.MMA moves)
     UNDECIDED = "undecided"  # a tensor-pipe count above 0, but nothing that tells MMA from moves
-    UNMEASURED = "unmeasured"  # no tensor counter collected (or none a finite number)
+    UNMEASURED = "unmeasured"  # no tensor count collected (or none a finite, non-negative number)
 
 
 def is_tensor_metric(name: str) -> bool:
     return bool(TENSOR_METRIC.search(name.split(".")[0]))
 
 
-def _family(name: str) -> tuple[str, int]:
-    """``sm__inst_executed_pipe_tensor.sum`` -> (``inst_executed_pipe_tensor``, rank of ``sum``):
-    ``sm__`` and ``smsp__`` totals are the same count."""
+def _parse(name: str) -> tuple[str, str, str] | None:
+    """``sm__inst_executed_pipe_tensor.sum`` -> (``inst_executed_pipe_tensor``, ``sum``, form):
+    the counter family, its rollup, and the form whose values may be subtracted from each other
+    (``sum`` for ``sm__`` and ``smsp__`` totals alike, ``sm:avg`` for a mean over SMs). None for a
+    metric that is not a tensor count: another metric, ``.min``, or a rate, percentage or peak."""
     base, _, rollup = name.partition(".")
+    if "." in rollup or rollup not in _ROLLUP_RANK or not TENSOR_METRIC.search(base):
+        return None
     unit, sep, rest = base.partition("__")
     family = rest if sep and unit in ("sm", "smsp") else base
-    return family, _ROLLUP_RANK.get(rollup.split(".")[0], 9)
+    form = f"{unit}:{rollup}" if rollup in ("avg", "max") else rollup
+    return family, rollup, form
 
 
-def _values(metrics: Iterable[tuple[str, float | None]]) -> dict[str, float]:
-    """One finite value per tensor metric family, from its most telling rollup."""
+def _values(
+    metrics: Iterable[tuple[str, float | None]],
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Per tensor family its value from the most telling rollup, and per form (see
+    :func:`_parse`) the values of that form alone. A value that is missing, not finite or negative
+    (counts are not) is not measured."""
     best: dict[str, tuple[int, float]] = {}
+    forms: dict[str, dict[str, float]] = {}
     for name, value in metrics:
-        if value is None or not math.isfinite(value) or not is_tensor_metric(name):
+        parsed = _parse(name)
+        if parsed is None or value is None or not math.isfinite(value) or value < 0:
             continue
-        family, rank = _family(name)
+        family, rollup, form = parsed
+        rank = _ROLLUP_RANK[rollup]
         if family not in best or rank < best[family][0]:
             best[family] = (rank, value)
-    return {f: v for f, (_, v) in best.items()}
+        forms.setdefault(form, {}).setdefault(family, value)
+    return {f: v for f, (_, v) in best.items()}, forms
+
+
+def _not_moves(forms: dict[str, dict[str, float]]) -> float | None:
+    """Tensor-pipe (or HMMA) instructions minus HFMA2.MMA moves, both of one form (the total
+    first): never one rollup minus another."""
+    ordered = sorted(
+        (f for f in forms if f.rpartition(":")[2] in _SUBTRACTABLE),
+        key=lambda f: (_SUBTRACTABLE.index(f.rpartition(":")[2]), f),
+    )
+    for form in ordered:
+        values = forms[form]
+        pipe, hfma2 = values.get(_PIPE, values.get(_HMMA)), values.get(_HFMA2)
+        if pipe is not None and hfma2 is not None:
+            return pipe - hfma2
+    return None
 
 
 def tensor_evidence(metrics: Iterable[tuple[str, float | None]]) -> TensorEvidence:
     """The evidence of one kernel launch's ``(metric name, value)`` pairs (see module doc)."""
-    values = _values(metrics)
+    values, forms = _values(metrics)
     if not values:
         return TensorEvidence.UNMEASURED
     ops = [v for f, v in values.items() if f.startswith(_OPS_PATH)]
-    pipe, hfma2 = values.get(_PIPE, values.get(_HMMA)), values.get(_HFMA2)
-    not_moves = None if pipe is None or hfma2 is None else pipe - hfma2
+    not_moves = _not_moves(forms)
     if (
         any(v > 0 for v in ops)
         or any(values.get(f, 0) > 0 for f in _NEVER_MOVES)
