@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic import doubling_mangled_name
 
 from tcreport.ingest.common.counters import TensorEvidence, tensor_evidence
 from tcreport.kernel_names import demangle
@@ -37,36 +38,8 @@ def test_submetric_is_not_the_total() -> None:
     assert got is not TensorEvidence.MATRIX
 
 
-def _doubling_name(levels: int) -> str:
-    """An Itanium name whose every template argument repeats the previous type twice through
-    substitutions: linear in mangled length, 2**levels in demangled length."""
-    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-    def sub(i: int) -> str:
-        if i == 0:
-            return "S_"
-        n, s = i - 1, ""
-        while True:
-            s = digits[n % 36] + s
-            n //= 36
-            if not n:
-                return f"S{s}_"
-
-    body, last = "1X1AIS_S_E", 2
-    for _ in range(levels):
-        body += f"{sub(1)}I{sub(last)}{sub(last)}E"
-        last += 1
-    return "_Z1f" + body
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 8 KiB cap bounds the input, not the output: a 212-character kernel name "
-    "demangles to ~6.8 MB (a 322-character one to 7 GB, 55 s); `summary` of a Kineto trace with "
-    "one such name takes 16 s (212 chars), 62 s (234), >120 s (256)",
-)
 def test_demangled_name_is_bounded() -> None:
-    name = _doubling_name(18)
+    name = doubling_mangled_name(18)
     assert len(name) < 300
     assert len(demangle(name)) < 100_000
 
