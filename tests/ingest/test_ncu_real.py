@@ -229,3 +229,36 @@ def test_a_damaged_hfma2_total_leaves_the_real_verdicts_as_they_are(
     k = ncu_csv.read(out).kernels
     assert k is not None
     assert k.column("counter_uses_tc").to_pylist() == _oracle(src)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["1,205.00", " 3 ", "0", "1e5", ".5", "5.", "-2", "+1", "1,2,3"],
+        ["1", "1e999", "-1e999", "2"],
+        ["n/a", "", "-", "nan", "inf", "-inf", "abc", "1_000", "12.5", "0x10", "1,205.00"],
+    ],
+)
+def test_a_column_of_values_parses_as_each_value_does(texts: list[str]) -> None:
+    """The ``raw`` page parses a metric column at once; every value as :func:`number` would."""
+    got = ncu_csv._numbers(texts).tolist()
+    want = [ncu_csv.number(t) for t in texts]
+    assert [None if g != g else g for g in got] == want
+
+
+@pytest.mark.parametrize("name", DECIDING)
+def test_the_column_evidence_is_each_launchs_evidence(name: str) -> None:
+    """The table-wide evidence of the ``raw`` page equals the per-launch evidence of its metrics,
+    with the deciding columns and without them."""
+    launches = ncu_csv._order(ncu_csv._wide(*ncu_csv._table(NCU / name)))
+    assert [x.evidence for x in launches] == [ncu_csv.tensor_evidence(x.metrics) for x in launches]
+    columns = [
+        (k, [ncu_csv.number(x.metrics[k][1]) for x in launches])
+        for k in launches[0].metrics
+        if "ops_path" not in k and "hfma2" not in k
+    ]
+    bare = counters.evidence_columns(columns, len(launches))
+    assert bare == [
+        counters.tensor_evidence((k, col[i]) for k, col in columns) for i in range(len(launches))
+    ]
+    assert counters.TensorEvidence.UNDECIDED in bare

@@ -30,10 +30,13 @@ of anything, and turned elementwise kernels whose HFMA2 total was missing into "
 
 from __future__ import annotations
 
-import math
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import Any
+
+import numpy as np
 
 #: Kernel duration as both profilers measure it (ns), replayed under the profiler.
 DURATION = "gpu__time_duration.sum"
@@ -80,15 +83,27 @@ class TensorEvidence(StrEnum):
     UNMEASURED = "unmeasured"  # no tensor count collected (or none a finite, non-negative number)
 
 
+_EVIDENCE = np.array(list(TensorEvidence), dtype=object)
+_MATRIX, _NONE, _UNDECIDED, _UNMEASURED = range(4)
+_VERDICTS = {
+    TensorEvidence.MATRIX: True,
+    TensorEvidence.NONE: False,
+    TensorEvidence.UNDECIDED: None,
+    TensorEvidence.UNMEASURED: None,
+}
+
+
 def is_tensor_metric(name: str) -> bool:
     return bool(TENSOR_METRIC.search(name.split(".")[0]))
 
 
+@functools.cache
 def _parse(name: str) -> tuple[str, str, str] | None:
     """``sm__inst_executed_pipe_tensor.sum`` -> (``inst_executed_pipe_tensor``, ``sum``, form):
     the counter family, its rollup, and the form whose values may be subtracted from each other
     (``sum`` for ``sm__`` and ``smsp__`` totals alike, ``sm:avg`` for a mean over SMs). None for a
-    metric that is not a tensor count: another metric, ``.min``, or a rate, percentage or peak."""
+    metric that is not a tensor count: another metric, ``.min``, or a rate, percentage or peak.
+    Cached: a name is classified once, however many launches carry it."""
     base, _, rollup = name.partition(".")
     if "." in rollup or rollup not in _ROLLUP_RANK or not TENSOR_METRIC.search(base):
         return None
@@ -98,66 +113,91 @@ def _parse(name: str) -> tuple[str, str, str] | None:
     return family, rollup, form
 
 
-def _values(
-    metrics: Iterable[tuple[str, float | None]],
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Per tensor family its value from the most telling rollup, and per form (see
-    :func:`_parse`) the values of that form alone. A value that is missing, not finite or negative
-    (counts are not) is not measured."""
-    best: dict[str, tuple[int, float]] = {}
-    forms: dict[str, dict[str, float]] = {}
-    for name, value in metrics:
-        parsed = _parse(name)
-        if parsed is None or value is None or not math.isfinite(value) or value < 0:
-            continue
-        family, rollup, form = parsed
-        rank = _ROLLUP_RANK[rollup]
-        if family not in best or rank < best[family][0]:
-            best[family] = (rank, value)
-        forms.setdefault(form, {}).setdefault(family, value)
-    return {f: v for f, (_, v) in best.items()}, forms
+def is_tensor_count(name: str) -> bool:
+    """A metric that is evidence: a tensor counter's total, mean or maximum (:func:`_parse`)."""
+    return _parse(name) is not None
 
 
-def _not_moves(forms: dict[str, dict[str, float]]) -> float | None:
+def _first(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+    """Per launch the value of ``a``, or of ``b`` where ``a`` has none."""
+    return b if a is None else np.where(np.isnan(a), b, a)
+
+
+def _any(arrays: Iterable[np.ndarray], test: Callable[[np.ndarray], np.ndarray], n: int) -> Any:
+    out = np.zeros(n, dtype=bool)
+    for a in arrays:
+        out |= test(a)
+    return out
+
+
+def _not_moves(forms: dict[str, dict[str, np.ndarray]], n: int) -> np.ndarray:
     """Tensor-pipe (or HMMA) instructions minus HFMA2.MMA moves, both of one form (the total
-    first): never one rollup minus another."""
+    first): never one rollup minus another. NaN where no form has both."""
     ordered = sorted(
         (f for f in forms if f.rpartition(":")[2] in _SUBTRACTABLE),
         key=lambda f: (_SUBTRACTABLE.index(f.rpartition(":")[2]), f),
     )
+    out = np.full(n, np.nan)
     for form in ordered:
         values = forms[form]
-        pipe, hfma2 = values.get(_PIPE, values.get(_HMMA)), values.get(_HFMA2)
-        if pipe is not None and hfma2 is not None:
-            return pipe - hfma2
-    return None
+        pipe = values.get(_PIPE)
+        if _HMMA in values:
+            pipe = _first(pipe, values[_HMMA])
+        if pipe is not None and _HFMA2 in values:
+            out = _first(out, pipe - values[_HFMA2])
+    return out
+
+
+def evidence_columns(columns: Iterable[tuple[str, Any]], n: int) -> list[TensorEvidence]:
+    """The evidence of ``n`` kernel launches from ``(metric name, values per launch)`` columns (see
+    module doc); a value that is None, not finite or negative is not measured. Each name is
+    classified once and each column handled whole, so a CSV of a million launches costs numpy
+    passes, not a Python step per launch and metric."""
+    best: dict[str, np.ndarray] = {}
+    ranked: list[tuple[int, str, np.ndarray]] = []
+    forms: dict[str, dict[str, np.ndarray]] = {}
+    for name, values in columns:
+        parsed = _parse(name)
+        if parsed is None:
+            continue
+        family, rollup, form = parsed
+        v = np.array(values, dtype=np.float64)  # None -> NaN
+        v[~np.isfinite(v) | (v < 0)] = np.nan
+        ranked.append((_ROLLUP_RANK[rollup], family, v))
+        forms.setdefault(form, {})[family] = _first(forms.get(form, {}).get(family), v)
+    for _, family, v in sorted(ranked, key=lambda x: x[0]):
+        best[family] = _first(best.get(family), v)
+    ops = [v for f, v in best.items() if f.startswith(_OPS_PATH)]
+    never_moves = [best[f] for f in _NEVER_MOVES if f in best]
+    not_moves = _not_moves(forms, n)
+    matrix = _any(ops, lambda v: v > 0, n) | _any(never_moves, lambda v: v > 0, n) | (not_moves > 0)
+    present = _any(best.values(), lambda v: ~np.isnan(v), n)
+    all_zero = ~_any(best.values(), lambda v: v > 0, n)
+    decided = _any(ops, lambda v: ~np.isnan(v), n) | ~np.isnan(not_moves) | all_zero
+    codes = np.select(
+        [~present, matrix, decided], [_UNMEASURED, _MATRIX, _NONE], default=_UNDECIDED
+    )
+    return list(_EVIDENCE[codes])
 
 
 def tensor_evidence(metrics: Iterable[tuple[str, float | None]]) -> TensorEvidence:
     """The evidence of one kernel launch's ``(metric name, value)`` pairs (see module doc)."""
-    values, forms = _values(metrics)
-    if not values:
-        return TensorEvidence.UNMEASURED
-    ops = [v for f, v in values.items() if f.startswith(_OPS_PATH)]
-    not_moves = _not_moves(forms)
-    if (
-        any(v > 0 for v in ops)
-        or any(values.get(f, 0) > 0 for f in _NEVER_MOVES)
-        or (not_moves is not None and not_moves > 0)
-    ):
-        return TensorEvidence.MATRIX
-    if ops or not_moves is not None or all(v <= 0 for v in values.values()):
-        return TensorEvidence.NONE
-    return TensorEvidence.UNDECIDED
+    firsts: dict[str, float | None] = {}
+    for name, value in metrics:
+        firsts.setdefault(name, value)
+    return evidence_columns(((k, [v]) for k, v in firsts.items()), 1)[0]
+
+
+def verdicts(evidence: list[TensorEvidence]) -> list[bool | None]:
+    """True for matrix instructions on the Tensor Cores, False for none, None when the counters
+    collected cannot tell, per launch."""
+    return [_VERDICTS[e] for e in evidence]
 
 
 def tensor_verdict(metrics: Iterable[tuple[str, float | None]]) -> bool | None:
     """True for matrix instructions on the Tensor Cores, False for none, None when the counters
     collected cannot tell (:class:`TensorEvidence`)."""
-    evidence = tensor_evidence(metrics)
-    if evidence is TensorEvidence.MATRIX:
-        return True
-    return False if evidence is TensorEvidence.NONE else None
+    return _VERDICTS[tensor_evidence(metrics)]
 
 
 def undecided_note(launches: int, total: int) -> str:
