@@ -1,5 +1,6 @@
 """Hostile reproductions (branch hostile4) for the counter verdict, the demangler and the template
-cache: each is a known failure, marked xfail(strict=True) with its reason, so a fix flips it."""
+cache: each was a failure, marked xfail(strict=True) until its fix (branch hostfix4) flipped it;
+they stay as guards of those fixes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from synthetic import doubling_mangled_name
 
 from tcreport.ingest.common.counters import TensorEvidence, tensor_evidence
@@ -44,11 +44,6 @@ def test_demangled_name_is_bounded() -> None:
     assert len(demangle(name)) < 100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cache file with a valid header whose marshal payload is not a code object escapes "
-    "_TemplateCache.load_bytecode and ends 'report' in an AttributeError traceback",
-)
 def test_damaged_template_cache_is_no_cache(tmp_path: Path) -> None:
     from jinja2.bccache import bc_magic
 
