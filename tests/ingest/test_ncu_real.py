@@ -15,6 +15,7 @@ import pytest
 from trace_paths import H200_NCU
 
 from tcreport import api
+from tcreport.errors import InputError
 from tcreport.ingest import detect
 from tcreport.ingest.common import counters
 from tcreport.ingest.ncu import reader as ncu_csv
@@ -54,7 +55,7 @@ def _oracle(path: Path) -> list[bool]:
 
 def _launch_metrics(path: Path) -> list[dict[str, tuple[str, str]]]:
     header, rows = ncu_csv._table(path)
-    return [x.metrics for x in ncu_csv._order(ncu_csv._wide(header, rows))]
+    return [x.metrics for x in ncu_csv._order(ncu_csv._wide(header, rows, path))]
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))
@@ -250,7 +251,7 @@ def test_a_column_of_values_parses_as_each_value_does(texts: list[str]) -> None:
 def test_the_column_evidence_is_each_launchs_evidence(name: str) -> None:
     """The table-wide evidence of the ``raw`` page equals the per-launch evidence of its metrics,
     with the deciding columns and without them."""
-    launches = ncu_csv._order(ncu_csv._wide(*ncu_csv._table(NCU / name)))
+    launches = ncu_csv._order(ncu_csv._wide(*ncu_csv._table(NCU / name), NCU / name))
     assert [x.evidence for x in launches] == [ncu_csv.tensor_evidence(x.metrics) for x in launches]
     columns = [
         (k, [ncu_csv.number(x.metrics[k][1]) for x in launches])
@@ -262,3 +263,71 @@ def test_the_column_evidence_is_each_launchs_evidence(name: str) -> None:
         counters.tensor_evidence((k, col[i]) for k, col in columns) for i in range(len(launches))
     ]
     assert counters.TensorEvidence.UNDECIDED in bare
+
+
+def _joined(tmp_path: Path, *parts: str) -> Path:
+    out = tmp_path / "joined.csv"
+    out.write_text("".join(parts), encoding="utf-8")
+    return out
+
+
+def _names(path: Path) -> list[str]:
+    k = ncu_csv.read(path).kernels
+    assert k is not None
+    return k.column("long_name").to_pylist()
+
+
+@pytest.mark.parametrize("second", ["ncu3_cnn_fp16.csv", "ncu3_cnn_bf16fixed.csv"])
+def test_two_raw_csvs_joined_by_cat_read_as_both(tmp_path: Path, second: str) -> None:
+    """hostile4: ``cat a.csv b.csv`` made the second header a kernel named "Kernel Name" and the
+    second units row an unnamed launch. Both are skipped; the launches are both files'."""
+    a, b = (NCU / n for n in ("ncu3_cnn_fp16.csv", second))
+    joined = _joined(tmp_path, a.read_text(encoding="utf-8"), b.read_text(encoding="utf-8"))
+    names = _names(joined)
+    assert len(names) == len(_names(a)) + len(_names(b))
+    assert "Kernel Name" not in names and "(unnamed)" not in names
+    assert sorted(names) == sorted(_names(a) + _names(b))
+
+
+def test_a_repeated_units_row_is_no_launch(tmp_path: Path) -> None:
+    lines = (NCU / "ncu3_cnn_fp16.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    units = lines[start + 1]
+    joined = _joined(tmp_path, *lines[: start + 10], units, *lines[start + 10 :])
+    assert _names(joined) == _names(NCU / "ncu3_cnn_fp16.csv")
+
+
+def test_a_second_units_row_with_other_units_is_refused(tmp_path: Path) -> None:
+    lines = (NCU / "ncu3_cnn_fp16.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    units = lines[start + 1].replace('"ns"', '"us"', 1)
+    assert units != lines[start + 1]
+    joined = _joined(tmp_path, *lines[: start + 10], units, *lines[start + 10 :])
+    with pytest.raises(InputError, match=r"joined\.csv: line \d+: a second units row"):
+        ncu_csv.read(joined)
+
+
+def test_a_second_header_with_other_columns_is_refused(tmp_path: Path) -> None:
+    joined = _joined(
+        tmp_path,
+        (NCU / "ncu3_cnn_fp16.csv").read_text(encoding="utf-8"),
+        (NCU / "ncu_details_mix_h.csv").read_text(encoding="utf-8"),
+    )
+    with pytest.raises(InputError, match=r"line \d+: a second CSV header with other columns"):
+        ncu_csv.read(joined)
+
+
+@pytest.mark.parametrize("page", ["ncu3_cnn_fp16.csv", "ncu_details_mix_h.csv"])
+def test_a_column_named_twice_is_refused(tmp_path: Path, page: str) -> None:
+    """hostile4: two columns of one name silently kept the last one's values."""
+    lines = (NCU / page).read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    rows = list(csv.reader(lines[start:]))
+    j = rows[0].index("Kernel Name") + 1  # duplicate the column after the kernel name
+    rows = [r[:j] + [r[j]] + r[j:] for r in rows]
+    out = tmp_path / "twice.csv"
+    with out.open("w", encoding="utf-8", newline="") as fh:
+        fh.writelines(lines[:start])
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    with pytest.raises(InputError, match=r"twice\.csv: column 'Context' appears twice"):
+        ncu_csv.read(out)

@@ -33,6 +33,7 @@ import csv
 import io
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +93,9 @@ class _Launch:
 
 def read(path: Path) -> Run:
     header, rows = _table(path)
-    launches = _long(header, rows, path) if all(c in header for c in _LONG) else _wide(header, rows)
+    launches = (
+        _long(header, rows, path) if all(c in header for c in _LONG) else _wide(header, rows, path)
+    )
     if not launches:
         raise InputError("no profiled kernels in the CSV (header only)", path)
     return _build(path, launches)
@@ -132,7 +135,22 @@ def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     missing = [c for c in ("ID", "Kernel Name") if c not in header]
     if missing:  # pragma: no cover - the header line was found by these names
         raise InputError(f"no {missing[0]!r} column", path)
-    body = [(n, r) for n, r in records[1:] if any(f.strip() for f in r)]
+    twice = next((h for h, k in Counter(header).items() if k > 1), None)
+    if twice is not None:  # which of the two values would be the metric's?
+        raise InputError(f"column {twice[:80]!r} appears twice in the CSV header", path)
+    body = []
+    for n, r in records[1:]:
+        if not any(f.strip() for f in r):
+            continue
+        if r[0].strip() == "ID" and "Kernel Name" in (f.strip() for f in r):
+            if [f.strip() for f in r] != header:  # `cat a.csv b.csv` of different metrics
+                raise InputError(
+                    f"line {n}: a second CSV header with other columns; two `ncu --csv` "
+                    "outputs joined? Read them one at a time",
+                    path,
+                )
+            continue  # `cat a.csv b.csv` of one kind: the same table goes on
+        body.append((n, r))
     for n, r in body:
         if len(r) < len(header):
             raise InputError(
@@ -167,13 +185,24 @@ def _metric_name(label: str) -> str:
     return m.group(1) if m else _LABELS.get(label, label)
 
 
-def _wide(header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
-    """``raw`` page: the first record after the header may be the units row (empty ID)."""
+def _wide(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> list[_Launch]:
+    """``raw`` page: the first record after the header may be the units row (empty ID); the same
+    row again (a second file's, after ``cat``) is skipped, different units are refused."""
     id_i = header.index("ID")
     units = [""] * len(header)
     if rows and not rows[0][1][id_i].strip():
         units = [u.strip() for u in rows[0][1]]
         rows = rows[1:]
+    if any(u for u in units):
+        again = [(n, r) for n, r in rows if not r[id_i].strip() and _is_units(r, units)]
+        for n, r in again:
+            if [u.strip() for u in r] != units:
+                raise InputError(
+                    f"line {n}: a second units row with other units; two `ncu --csv` outputs "
+                    "joined? Read them one at a time",
+                    path,
+                )
+        rows = [x for x in rows if x[1][id_i].strip() or not _is_units(x[1], units)]
     first_metric = next(
         (i for i, h in enumerate(header) if "__" in h), len(header)
     )  # identity columns come before the first ``unit__counter`` name
@@ -191,6 +220,12 @@ def _wide(header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]
         }
         out.append(_Launch(ident, metrics, e))
     return out
+
+
+def _is_units(r: list[str], units: list[str]) -> bool:
+    """A record that is a units row: every cell empty where the first units row's is, no kernel
+    name, and a unit where the first has one (``usecond`` for ``msecond`` is still one)."""
+    return all(bool(f.strip()) == bool(u) for f, u in zip(r, units, strict=False))
 
 
 # --------------------------------------------------------------------------- values
