@@ -274,7 +274,7 @@ def _joined(tmp_path: Path, *parts: str) -> Path:
 def _names(path: Path) -> list[str]:
     k = ncu_csv.read(path).kernels
     assert k is not None
-    return k.column("long_name").to_pylist()
+    return [str(n) for n in k.column("long_name").to_pylist()]
 
 
 @pytest.mark.parametrize("second", ["ncu3_cnn_fp16.csv", "ncu3_cnn_bf16fixed.csv"])

@@ -62,7 +62,7 @@ def test_a_damaged_cache_file_is_compiled_again(
     ids=["not-code", "other-code", "raising-code"],
 )
 def test_a_valid_header_over_code_that_does_not_load_is_compiled_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: object
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: int | types.CodeType
 ) -> None:
     cold = _render_with(tmp_path, monkeypatch)
     for p in tmp_path.iterdir():
