@@ -13,6 +13,8 @@ import functools
 import re
 from typing import Any
 
+from tcreport import _mangled
+
 
 def short_name(full: str) -> str:
     """``void at::native::k<4, float>(int, float*)`` -> ``k``, the short form Nsight Systems keeps.
@@ -39,6 +41,10 @@ def short_name(full: str) -> str:
 #: Longer mangled names are left as they are: real kernel names are under 2,000 characters, and
 #: the demangler recurses per nesting level (a hostile trace must not exhaust the stack).
 MAX_MANGLED = 8192
+#: Names whose demangled form could be longer are left as they are too: substitutions make the
+#: output exponential in the input (a 322-character name demangles to 7 GB), and the demangler
+#: cannot be stopped once called. Real kernel names estimate under 50,000 characters.
+MAX_DEMANGLED = 1 << 20
 #: Where ``__cxa_demangle`` lives: the process itself when a C++ library is loaded already,
 #: libstdc++ (Linux), libc++abi (macOS, some Linux). Tried in order, once per process.
 _DEMANGLER_LIBS = (None, "libstdc++.so.6", "libc++abi.dylib", "libc++abi.so.1", "libc++.so.1")
@@ -68,8 +74,9 @@ def _demangler() -> tuple[Any, Any] | None:
 def demangle(name: str) -> str:
     """An Itanium-mangled name (``_Z...``) as ``__cxa_demangle`` writes it, which is the form the
     PyTorch profiler and Nsight Systems show; any other name, one the demangler rejects, or one
-    too long comes back unchanged. Call it per distinct name, never per row."""
-    if not name.startswith("_Z") or len(name) > MAX_MANGLED:
+    too long or whose demangled form could be too long comes back unchanged. Call it per distinct
+    name, never per row."""
+    if not name.startswith("_Z") or len(name) > MAX_MANGLED or not _bounded(name):
         return name
     found = _demangler()
     if found is None:
@@ -88,6 +95,14 @@ def demangle(name: str) -> str:
     finally:
         free(ptr)
     return text if status.value == 0 and text else name
+
+
+def _bounded(name: str) -> bool:
+    """Whether ``name``'s demangled form is at most :data:`MAX_DEMANGLED` characters (an estimate
+    from the mangled grammar, :mod:`tcreport._mangled`), or, where the estimate cannot parse it,
+    whether it has no reference that could reprint an earlier component."""
+    size = _mangled.demangled_size(name)
+    return size <= MAX_DEMANGLED if size is not None else not _mangled.has_references(name)
 
 
 # --------------------------------------------------------------------------- one key, two spellings

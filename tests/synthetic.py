@@ -245,3 +245,25 @@ def op_row(
 
 def range_row(name: str, start: int, end: int, depth: int = 0) -> dict[str, Any]:
     return {"name": name, "start_ns": start, "end_ns": end, "depth": depth, "thread_id": 1}
+
+
+def doubling_mangled_name(levels: int) -> str:
+    """An Itanium name whose every template argument repeats the previous type twice through
+    substitutions: linear in mangled length, 2**levels in demangled length (hostile4's bomb)."""
+    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def sub(i: int) -> str:
+        if i == 0:
+            return "S_"
+        n, s = i - 1, ""
+        while True:
+            s = digits[n % 36] + s
+            n //= 36
+            if not n:
+                return f"S{s}_"
+
+    body, last = "1X1AIS_S_E", 2
+    for _ in range(levels):
+        body += f"{sub(1)}I{sub(last)}{sub(last)}E"
+        last += 1
+    return "_Z1f" + body

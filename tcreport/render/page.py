@@ -13,7 +13,15 @@ time: the compiled code is kept in Jinja2's own per-user cache folder (its
 ``FileSystemBytecodeCache`` default: the temp folder's ``_jinja2-cache-<uid>``, mode 0700, refused
 if anyone else owns it), keyed by each template's path and checked against its source, so an edited
 template is compiled afresh. The cache is best effort: a folder that cannot be made or written
-leaves every page rendered as before, only compiled again.
+leaves every page rendered as before, only compiled again, and a cache file that cannot be read or
+whose compiled code does not load (damaged: truncated, another payload under a valid header) is
+compiled afresh and replaced (:class:`_Loader`), never a traceback.
+
+What the cache cannot guard against, by Jinja2's design: a cache file altered into *valid*
+compiled code is run as the template, so it can change every report silently (or run anything as
+the user). The folder is the user's own (0700, refused if anyone else owns it), so only someone
+who can already write the user's files can do that; a shared or untrusted temp folder is not
+defended against beyond that ownership check.
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ import base64
 import contextlib
 import hashlib
 import pickle
-from collections.abc import Callable
+import types
+from collections.abc import Callable, MutableMapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -52,10 +62,41 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
             super().load_bytecode(bucket)
         except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):  # damaged
             bucket.reset()
+        if bucket.code is not None and not isinstance(bucket.code, types.CodeType):
+            bucket.reset()  # a valid header over another payload: no code at all
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         with contextlib.suppress(OSError):  # a read-only or full temp folder: compile next time
             super().dump_bytecode(bucket)
+
+
+class _Loader(jinja2.FileSystemLoader):
+    """The templates folder's loader, except that compiled code from the cache that does not load
+    (it raises while the template is made from it) is no cache: the template is compiled from its
+    source, as without a cache, and the cache file is replaced."""
+
+    def load(
+        self,
+        environment: jinja2.Environment,
+        name: str,
+        globals: MutableMapping[str, Any] | None = None,
+    ) -> jinja2.Template:
+        try:
+            return super().load(environment, name, globals)
+        except jinja2.TemplateError:
+            raise  # not found, a syntax error: the template's own, cache or not
+        except Exception:  # code from the cache that does not load: whatever it raises
+            bcc = environment.bytecode_cache
+            if bcc is None:
+                raise
+        source, filename, uptodate = self.get_source(environment, name)
+        code = environment.compile(source, name, filename)
+        bucket = jinja2.bccache.Bucket(
+            environment, bcc.get_cache_key(name, filename), bcc.get_source_checksum(source)
+        )
+        bucket.code = code
+        bcc.set_bucket(bucket)
+        return environment.template_class.from_code(environment, code, globals or {}, uptodate)
 
 
 def _bytecode_cache(env: jinja2.Environment) -> jinja2.BytecodeCache | None:
@@ -85,7 +126,7 @@ def environment(filters: tuple[tuple[str, Callable[..., str]], ...] = ()) -> jin
     """The Jinja2 environment of every HTML renderer: autoescape on, strict undefined, and control
     characters of every printed string shown visibly (:func:`tcreport.render.escape.html`)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
+        loader=_Loader(str(template_dir())),
         autoescape=True,
         finalize=escape.html_finalize,
         undefined=jinja2.StrictUndefined,

@@ -266,3 +266,21 @@ def test_synthetic_cuda_graph_replays_belong_to_what_replayed_them(tmp_path: Pat
     assert (
         sum(o.gpu_ns or 0 for o in view.analysis.breakdown.ops) == view.analysis.time.gpu_kernel_ns
     )
+
+
+def test_range_counters_that_are_no_numbers_are_no_counts() -> None:
+    """One column per counter name for every range event at once; a bool, a string, an int past
+    float's range or a negative value is no count (hostile4), and an event without the counter
+    has none."""
+    from tcreport.ingest.kineto.columns import range_tensor_verdicts
+
+    args: list[dict[str, Any]] = [
+        {TENSOR: 8192, HFMA2_MMA: 0},  # ints are counts
+        {TENSOR: True, HFMA2_MMA: False},
+        {TENSOR: "8192", HFMA2_MMA: 0.0},  # the one count left is 0: none
+        {TENSOR: 10**400, HFMA2_MMA: 0.0},
+        {TENSOR: 4.0, HFMA2_MMA: -1.0},
+        {TENSOR: 4.0, HFMA2_MMA: 4.0},
+        {"name": "no counters"},
+    ]
+    assert range_tensor_verdicts(args) == [True, None, False, False, None, False, None]

@@ -1,5 +1,6 @@
 """Hostile reproductions (branch hostile4) for the counter verdict, the demangler and the template
-cache: each is a known failure, marked xfail(strict=True) with its reason, so a fix flips it."""
+cache: each was a failure, marked xfail(strict=True) until its fix (branch hostfix4) flipped it;
+they stay as guards of those fixes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from synthetic import doubling_mangled_name
 
 from tcreport.ingest.common.counters import TensorEvidence, tensor_evidence
 from tcreport.kernel_names import demangle
@@ -19,30 +20,17 @@ PIPE = "sm__inst_executed_pipe_tensor"
 HFMA2 = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipe.sum minus hfma2.avg: rollups are chosen per family and then subtracted, so an "
-    "elementwise kernel (4 HFMA2.MMA moves, nothing else) is counted as matrix math",
-)
 def test_mixed_rollups_are_not_subtracted() -> None:
     # the real fp16 CNN's float16_copy kernel: .sum 4 / 4, .avg 0.03 / 0.03; hfma2.sum missing
     got = tensor_evidence([(f"{PIPE}.sum", 4.0), (f"{HFMA2}.avg", 0.03)])
     assert got is not TensorEvidence.MATRIX
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a negative HFMA2.MMA count (damage) makes pipe - hfma2 > 0: a measured 'matrix'",
-)
 def test_negative_counter_is_not_a_verdict() -> None:
     got = tensor_evidence([(f"{PIPE}.sum", 4.0), (f"{HFMA2}.sum", -1.0)])
     assert got is not TensorEvidence.MATRIX
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="'.sum.per_second' ranks as '.sum': a rate is subtracted from a count",
-)
 def test_submetric_is_not_the_total() -> None:
     got = tensor_evidence(
         [(f"{PIPE}.sum.per_second", 4e6), (f"{PIPE}.sum", 4.0), (f"{HFMA2}.sum", 4.0)]
@@ -50,45 +38,12 @@ def test_submetric_is_not_the_total() -> None:
     assert got is not TensorEvidence.MATRIX
 
 
-def _doubling_name(levels: int) -> str:
-    """An Itanium name whose every template argument repeats the previous type twice through
-    substitutions: linear in mangled length, 2**levels in demangled length."""
-    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-    def sub(i: int) -> str:
-        if i == 0:
-            return "S_"
-        n, s = i - 1, ""
-        while True:
-            s = digits[n % 36] + s
-            n //= 36
-            if not n:
-                return f"S{s}_"
-
-    body, last = "1X1AIS_S_E", 2
-    for _ in range(levels):
-        body += f"{sub(1)}I{sub(last)}{sub(last)}E"
-        last += 1
-    return "_Z1f" + body
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 8 KiB cap bounds the input, not the output: a 212-character kernel name "
-    "demangles to ~6.8 MB (a 322-character one to 7 GB, 55 s); `summary` of a Kineto trace with "
-    "one such name takes 16 s (212 chars), 62 s (234), >120 s (256)",
-)
 def test_demangled_name_is_bounded() -> None:
-    name = _doubling_name(18)
+    name = doubling_mangled_name(18)
     assert len(name) < 300
     assert len(demangle(name)) < 100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a cache file with a valid header whose marshal payload is not a code object escapes "
-    "_TemplateCache.load_bytecode and ends 'report' in an AttributeError traceback",
-)
 def test_damaged_template_cache_is_no_cache(tmp_path: Path) -> None:
     from jinja2.bccache import bc_magic
 

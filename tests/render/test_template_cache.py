@@ -3,9 +3,14 @@ compiled afresh, and a cache that cannot be read or written is no cache, never a
 
 from __future__ import annotations
 
+import io
+import marshal
+import pickle
+import types
 from pathlib import Path
 
 import pytest
+from jinja2.bccache import bc_magic
 from synthetic import HOSTILE, hostile_run
 
 from tcreport import api
@@ -45,6 +50,34 @@ def test_a_damaged_cache_file_is_compiled_again(
         p.write_bytes(p.read_bytes()[:40] + b"\x00not marshal data")
     again = _render_with(tmp_path, monkeypatch)
     assert again == cold
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        5,  # not code at all (hostile4: an AttributeError traceback and no report)
+        compile("x = 1", "<other>", "exec"),  # code, but not a template's: no ``root``
+        compile("raise RuntimeError('boom')", "<other>", "exec"),  # code that raises when run
+    ],
+    ids=["not-code", "other-code", "raising-code"],
+)
+def test_a_valid_header_over_code_that_does_not_load_is_compiled_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: int | types.CodeType
+) -> None:
+    cold = _render_with(tmp_path, monkeypatch)
+    for p in tmp_path.iterdir():
+        fh = io.BytesIO(p.read_bytes())
+        assert fh.read(len(bc_magic)) == bc_magic
+        pickle.load(fh)  # the source checksum: kept, so the entry is up to date
+        p.write_bytes(p.read_bytes()[: fh.tell()] + marshal.dumps(payload))
+    assert _render_with(tmp_path, monkeypatch) == cold
+    for p in tmp_path.iterdir():  # replaced by the freshly compiled code
+        fh = io.BytesIO(p.read_bytes())
+        fh.read(len(bc_magic))
+        pickle.load(fh)
+        code = marshal.load(fh)
+        assert isinstance(code, types.CodeType) and "root" in code.co_names
+    assert _render_with(tmp_path, monkeypatch) == cold
 
 
 def test_a_cache_folder_that_cannot_be_written_renders_all_the_same(

@@ -20,14 +20,23 @@ tensor counter at 0. A bare tensor-pipe or HMMA count above 0 without them is *u
 be nothing but moves. Cycle counts never decide (the MMA-type cycle metric shows noise on kernels
 with no tensor-path operations). DMMA (fp64) counts as Tensor Cores: it runs on the tensor pipe,
 and NVIDIA names it "FP64 Tensor Core" on A100 and H100.
+
+Only counts are evidence: a rollup's rate, percentage or peak (``.sum.per_second``,
+``.avg.pct_of_peak_sustained_active``) and ``.min`` never are, and a count that is missing, not
+finite or negative (damage: counts are not) is not measured. The subtraction in 2 takes both counts
+of one rollup (the total first, else a mean over the same unit): a total minus a mean is not a count
+of anything, and turned elementwise kernels whose HFMA2 total was missing into "matrix math".
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
+from typing import Any
+
+import numpy as np
 
 #: Kernel duration as both profilers measure it (ns), replayed under the profiler.
 DURATION = "gpu__time_duration.sum"
@@ -54,8 +63,15 @@ _PIPE = "inst_executed_pipe_tensor"
 _HMMA = "inst_executed_pipe_tensor_op_hmma"
 _HFMA2 = "inst_executed_pipe_tensor_op_hmma_type_hfma2"
 _NEVER_MOVES = tuple(f"inst_executed_pipe_tensor_op_{op}" for op in ("gmma", "imma", "dmma"))
-#: Rollups by preference: the total first; ``.min`` last (it can be negative noise).
+#: Rollups that are counts (or a count's mean or maximum over units), by preference: the total
+#: first. ``.min`` is left out (it can be negative noise), and so is every sub-metric
+#: (``.sum.per_second``, ``.avg.pct_of_peak_sustained_active``, ``.sum.peak_sustained``): a rate,
+#: a percentage or a peak is not a count, and subtracting one from a count means nothing.
 _ROLLUP_RANK = {"sum": 0, "": 1, "avg": 2, "max": 3}
+#: The rollups whose difference is the difference of the counts: the total (``sm__`` and ``smsp__``
+#: totals are the same count) and the mean over one unit kind (same denominator). Not ``.max``:
+#: two maxima can come from different units.
+_SUBTRACTABLE = ("sum", "", "avg")
 
 
 class TensorEvidence(StrEnum):
@@ -64,60 +80,124 @@ class TensorEvidence(StrEnum):
     MATRIX = "matrix"  # matrix instructions ran on the Tensor Cores
     NONE = "none"  # no matrix instruction (at most HFMA2.MMA moves)
     UNDECIDED = "undecided"  # a tensor-pipe count above 0, but nothing that tells MMA from moves
-    UNMEASURED = "unmeasured"  # no tensor counter collected (or none a finite number)
+    UNMEASURED = "unmeasured"  # no tensor count collected (or none a finite, non-negative number)
+
+
+_EVIDENCE = np.array(list(TensorEvidence), dtype=object)
+_MATRIX, _NONE, _UNDECIDED, _UNMEASURED = range(4)
+_VERDICTS = {
+    TensorEvidence.MATRIX: True,
+    TensorEvidence.NONE: False,
+    TensorEvidence.UNDECIDED: None,
+    TensorEvidence.UNMEASURED: None,
+}
 
 
 def is_tensor_metric(name: str) -> bool:
     return bool(TENSOR_METRIC.search(name.split(".")[0]))
 
 
-def _family(name: str) -> tuple[str, int]:
-    """``sm__inst_executed_pipe_tensor.sum`` -> (``inst_executed_pipe_tensor``, rank of ``sum``):
-    ``sm__`` and ``smsp__`` totals are the same count."""
+@functools.cache
+def _parse(name: str) -> tuple[str, str, str] | None:
+    """``sm__inst_executed_pipe_tensor.sum`` -> (``inst_executed_pipe_tensor``, ``sum``, form):
+    the counter family, its rollup, and the form whose values may be subtracted from each other
+    (``sum`` for ``sm__`` and ``smsp__`` totals alike, ``sm:avg`` for a mean over SMs). None for a
+    metric that is not a tensor count: another metric, ``.min``, or a rate, percentage or peak.
+    Cached: a name is classified once, however many launches carry it."""
     base, _, rollup = name.partition(".")
+    if "." in rollup or rollup not in _ROLLUP_RANK or not TENSOR_METRIC.search(base):
+        return None
     unit, sep, rest = base.partition("__")
     family = rest if sep and unit in ("sm", "smsp") else base
-    return family, _ROLLUP_RANK.get(rollup.split(".")[0], 9)
+    form = f"{unit}:{rollup}" if rollup in ("avg", "max") else rollup
+    return family, rollup, form
 
 
-def _values(metrics: Iterable[tuple[str, float | None]]) -> dict[str, float]:
-    """One finite value per tensor metric family, from its most telling rollup."""
-    best: dict[str, tuple[int, float]] = {}
-    for name, value in metrics:
-        if value is None or not math.isfinite(value) or not is_tensor_metric(name):
+def is_tensor_count(name: str) -> bool:
+    """A metric that is evidence: a tensor counter's total, mean or maximum (:func:`_parse`)."""
+    return _parse(name) is not None
+
+
+def _first(a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+    """Per launch the value of ``a``, or of ``b`` where ``a`` has none."""
+    return b if a is None else np.where(np.isnan(a), b, a)
+
+
+def _any(arrays: Iterable[np.ndarray], test: Callable[[np.ndarray], np.ndarray], n: int) -> Any:
+    out = np.zeros(n, dtype=bool)
+    for a in arrays:
+        out |= test(a)
+    return out
+
+
+def _not_moves(forms: dict[str, dict[str, np.ndarray]], n: int) -> np.ndarray:
+    """Tensor-pipe (or HMMA) instructions minus HFMA2.MMA moves, both of one form (the total
+    first): never one rollup minus another. NaN where no form has both."""
+    ordered = sorted(
+        (f for f in forms if f.rpartition(":")[2] in _SUBTRACTABLE),
+        key=lambda f: (_SUBTRACTABLE.index(f.rpartition(":")[2]), f),
+    )
+    out = np.full(n, np.nan)
+    for form in ordered:
+        values = forms[form]
+        pipe = values.get(_PIPE)
+        if _HMMA in values:
+            pipe = _first(pipe, values[_HMMA])
+        if pipe is not None and _HFMA2 in values:
+            out = _first(out, pipe - values[_HFMA2])
+    return out
+
+
+def evidence_columns(columns: Iterable[tuple[str, Any]], n: int) -> list[TensorEvidence]:
+    """The evidence of ``n`` kernel launches from ``(metric name, values per launch)`` columns (see
+    module doc); a value that is None, not finite or negative is not measured. Each name is
+    classified once and each column handled whole, so a CSV of a million launches costs numpy
+    passes, not a Python step per launch and metric."""
+    best: dict[str, np.ndarray] = {}
+    ranked: list[tuple[int, str, np.ndarray]] = []
+    forms: dict[str, dict[str, np.ndarray]] = {}
+    for name, values in columns:
+        parsed = _parse(name)
+        if parsed is None:
             continue
-        family, rank = _family(name)
-        if family not in best or rank < best[family][0]:
-            best[family] = (rank, value)
-    return {f: v for f, (_, v) in best.items()}
+        family, rollup, form = parsed
+        v = np.array(values, dtype=np.float64)  # None -> NaN
+        v[~np.isfinite(v) | (v < 0)] = np.nan
+        ranked.append((_ROLLUP_RANK[rollup], family, v))
+        forms.setdefault(form, {})[family] = _first(forms.get(form, {}).get(family), v)
+    for _, family, v in sorted(ranked, key=lambda x: x[0]):
+        best[family] = _first(best.get(family), v)
+    ops = [v for f, v in best.items() if f.startswith(_OPS_PATH)]
+    never_moves = [best[f] for f in _NEVER_MOVES if f in best]
+    not_moves = _not_moves(forms, n)
+    matrix = _any(ops, lambda v: v > 0, n) | _any(never_moves, lambda v: v > 0, n) | (not_moves > 0)
+    present = _any(best.values(), lambda v: ~np.isnan(v), n)
+    all_zero = ~_any(best.values(), lambda v: v > 0, n)
+    decided = _any(ops, lambda v: ~np.isnan(v), n) | ~np.isnan(not_moves) | all_zero
+    codes = np.select(
+        [~present, matrix, decided], [_UNMEASURED, _MATRIX, _NONE], default=_UNDECIDED
+    )
+    return list(_EVIDENCE[codes])
 
 
 def tensor_evidence(metrics: Iterable[tuple[str, float | None]]) -> TensorEvidence:
     """The evidence of one kernel launch's ``(metric name, value)`` pairs (see module doc)."""
-    values = _values(metrics)
-    if not values:
-        return TensorEvidence.UNMEASURED
-    ops = [v for f, v in values.items() if f.startswith(_OPS_PATH)]
-    pipe, hfma2 = values.get(_PIPE, values.get(_HMMA)), values.get(_HFMA2)
-    not_moves = None if pipe is None or hfma2 is None else pipe - hfma2
-    if (
-        any(v > 0 for v in ops)
-        or any(values.get(f, 0) > 0 for f in _NEVER_MOVES)
-        or (not_moves is not None and not_moves > 0)
-    ):
-        return TensorEvidence.MATRIX
-    if ops or not_moves is not None or all(v <= 0 for v in values.values()):
-        return TensorEvidence.NONE
-    return TensorEvidence.UNDECIDED
+    firsts: dict[str, float | None] = {}
+    for name, value in metrics:
+        firsts.setdefault(name, value)
+    return evidence_columns(((k, [v]) for k, v in firsts.items()), 1)[0]
+
+
+def verdicts(evidence: list[TensorEvidence]) -> list[bool | None]:
+    """True for matrix instructions on the Tensor Cores, False for none, None when the counters
+    collected cannot tell, per launch."""
+    return [_VERDICTS[e] for e in evidence]
 
 
 def tensor_verdict(metrics: Iterable[tuple[str, float | None]]) -> bool | None:
     """True for matrix instructions on the Tensor Cores, False for none, None when the counters
     collected cannot tell (:class:`TensorEvidence`)."""
-    evidence = tensor_evidence(metrics)
-    if evidence is TensorEvidence.MATRIX:
-        return True
-    return False if evidence is TensorEvidence.NONE else None
+    return _VERDICTS[tensor_evidence(metrics)]
 
 
 def undecided_note(launches: int, total: int) -> str:

@@ -267,11 +267,17 @@ def memcpy_kind(name: str | None) -> MemoryKind:
     return _MEMCPY_KINDS[m.group(1)] if m else MemoryKind.MEMCPY_OTHER
 
 
-def range_tensor_verdict(args: dict[str, Any]) -> bool | None:
-    """The Tensor Core verdict of one ``cuda_profiler_range`` event's counters (its args), as
-    ``counters.tensor_verdict`` gives it for an ncu launch."""
-    return counters.tensor_verdict(
-        (k, float(v))
-        for k, v in args.items()
-        if type(k) is str and type(v) in (int, float) and counters.is_tensor_metric(k)
-    )
+def _count(v: object) -> float | None:
+    """A counter value from JSON: a float, or an int a float can hold; nothing else."""
+    if type(v) is float:
+        return v
+    return float(v) if type(v) is int and abs(v) < 2**1023 else None
+
+
+def range_tensor_verdicts(args: list[dict[str, Any]]) -> list[bool | None]:
+    """The Tensor Core verdict of each ``cuda_profiler_range`` event's counters (its args), as
+    ``counters.tensor_verdict`` gives it for an ncu launch: a column per counter name, each name
+    classified once. A value that is not a number (a bool, a string) is no count."""
+    names = sorted(k for k in set().union(*args) if type(k) is str and counters.is_tensor_metric(k))
+    columns = ((k, [_count(a.get(k)) for a in args]) for k in names)
+    return counters.verdicts(counters.evidence_columns(columns, len(args)))

@@ -191,7 +191,7 @@ def _rows(kind: int, events: list[JsonObj]) -> ev.Rows:
     if ev.CONCRETE in need:
         r.concrete = [col.dims_json(a.get("Concrete Inputs")) for a in args]
     if ev.TENSOR in need:
-        r.tensor = [col.range_tensor_verdict(a) for a in args]
+        r.tensor = col.range_tensor_verdicts(args)
     if ev.GPU_TIME in need:
         r.gpu_time = [a.get(counters.DURATION) for a in args]
     if ev.COLL in need:

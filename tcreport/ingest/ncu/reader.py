@@ -33,15 +33,18 @@ import csv
 import io
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tcreport.errors import InputError
 from tcreport.ingest.common import counters
-from tcreport.ingest.common.counters import DURATION, is_tensor_metric
+from tcreport.ingest.common.counters import DURATION, is_tensor_count, is_tensor_metric
 from tcreport.ingest.common.counters import TENSOR_METRIC as TENSOR_METRIC  # re-exported
 from tcreport.ingest.common.text import read_text
 from tcreport.kernel_names import short_name
@@ -58,14 +61,10 @@ _LABEL_NAME = re.compile(r"\(([a-z0-9]+__[A-Za-z0-9_.]+)\)\s*$")
 _NS_PER = {"nsecond": 1, "ns": 1, "usecond": 10**3, "us": 10**3, "msecond": 10**6, "ms": 10**6}
 _NS_PER |= {"second": 10**9, "s": 10**9}
 _DIMS = re.compile(r"^\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?$")
+_PLAIN_NUMBER = r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$"  # what Arrow casts as float() would
+_NO_VALUE = ("", "")
 _GPU_NAME = "device__attribute_display_name"
 _SM_COUNT = "device__attribute_multiprocessor_count"
-_VERDICT = {
-    counters.TensorEvidence.MATRIX: True,
-    counters.TensorEvidence.NONE: False,
-    counters.TensorEvidence.UNDECIDED: None,
-    counters.TensorEvidence.UNMEASURED: None,
-}
 
 
 def sniff(path: Path) -> bool:
@@ -89,11 +88,14 @@ class _Launch:
 
     ident: dict[str, str]
     metrics: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (unit, value)
+    evidence: counters.TensorEvidence | None = None  # found for the whole table (``raw`` page)
 
 
 def read(path: Path) -> Run:
     header, rows = _table(path)
-    launches = _long(header, rows, path) if all(c in header for c in _LONG) else _wide(header, rows)
+    launches = (
+        _long(header, rows, path) if all(c in header for c in _LONG) else _wide(header, rows, path)
+    )
     if not launches:
         raise InputError("no profiled kernels in the CSV (header only)", path)
     return _build(path, launches)
@@ -133,7 +135,22 @@ def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     missing = [c for c in ("ID", "Kernel Name") if c not in header]
     if missing:  # pragma: no cover - the header line was found by these names
         raise InputError(f"no {missing[0]!r} column", path)
-    body = [(n, r) for n, r in records[1:] if any(f.strip() for f in r)]
+    twice = next((h for h, k in Counter(header).items() if k > 1), None)
+    if twice is not None:  # which of the two values would be the metric's?
+        raise InputError(f"column {twice[:80]!r} appears twice in the CSV header", path)
+    body = []
+    for n, r in records[1:]:
+        if not any(f.strip() for f in r):
+            continue
+        if r[0].strip() == "ID" and "Kernel Name" in (f.strip() for f in r):
+            if [f.strip() for f in r] != header:  # `cat a.csv b.csv` of different metrics
+                raise InputError(
+                    f"line {n}: a second CSV header with other columns; two `ncu --csv` "
+                    "outputs joined? Read them one at a time",
+                    path,
+                )
+            continue  # `cat a.csv b.csv` of one kind: the same table goes on
+        body.append((n, r))
     for n, r in body:
         if len(r) < len(header):
             raise InputError(
@@ -168,26 +185,47 @@ def _metric_name(label: str) -> str:
     return m.group(1) if m else _LABELS.get(label, label)
 
 
-def _wide(header: list[str], rows: list[tuple[int, list[str]]]) -> list[_Launch]:
-    """``raw`` page: the first record after the header may be the units row (empty ID)."""
+def _wide(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> list[_Launch]:
+    """``raw`` page: the first record after the header may be the units row (empty ID); the same
+    row again (a second file's, after ``cat``) is skipped, different units are refused."""
     id_i = header.index("ID")
     units = [""] * len(header)
     if rows and not rows[0][1][id_i].strip():
         units = [u.strip() for u in rows[0][1]]
         rows = rows[1:]
+    if any(u for u in units):
+        again = [(n, r) for n, r in rows if not r[id_i].strip() and _is_units(r, units)]
+        for n, r in again:
+            if [u.strip() for u in r] != units:
+                raise InputError(
+                    f"line {n}: a second units row with other units; two `ncu --csv` outputs "
+                    "joined? Read them one at a time",
+                    path,
+                )
+        rows = [x for x in rows if x[1][id_i].strip() or not _is_units(x[1], units)]
     first_metric = next(
         (i for i, h in enumerate(header) if "__" in h), len(header)
     )  # identity columns come before the first ``unit__counter`` name
+    counts = {h: i for i, h in enumerate(header) if i >= first_metric and is_tensor_count(h)}
+    evidence = counters.evidence_columns(
+        ((h, _numbers([r[i] for _, r in rows])) for h, i in counts.items()), len(rows)
+    )
     out = []
-    for _, r in rows:
+    for (_, r), e in zip(rows, evidence, strict=True):
         ident = {h: r[i].strip() for i, h in enumerate(header[:first_metric])}
         metrics = {
             h: (units[i] if i < len(units) else "", r[i].strip())
             for i, h in enumerate(header)
             if i >= first_metric
         }
-        out.append(_Launch(ident, metrics))
+        out.append(_Launch(ident, metrics, e))
     return out
+
+
+def _is_units(r: list[str], units: list[str]) -> bool:
+    """A record that is a units row: every cell empty where the first units row's is, no kernel
+    name, and a unit where the first has one (``usecond`` for ``msecond`` is still one)."""
+    return all(bool(f.strip()) == bool(u) for f, u in zip(r, units, strict=False))
 
 
 # --------------------------------------------------------------------------- values
@@ -233,7 +271,7 @@ def tensor_evidence(metrics: dict[str, tuple[str, str]]) -> counters.TensorEvide
 def tensor_verdict(metrics: dict[str, tuple[str, str]]) -> bool | None:
     """True for matrix instructions on the Tensor Cores, False for none, None when the collected
     counters cannot tell."""
-    return _VERDICT[tensor_evidence(metrics)]
+    return counters.verdicts([tensor_evidence(metrics)])[0]
 
 
 def _dims(text: str | None) -> tuple[int | None, int | None, int | None]:
@@ -265,9 +303,47 @@ def _columns(launches: list[_Launch]) -> Iterator[tuple[str, list[object]]]:
         dims = [_dims(i.get(column)) for i in ident]
         for k, axis in enumerate("xyz"):
             yield f"{key}_{axis}", [d[k] for d in dims]
-    evidence = [tensor_evidence(x.metrics) for x in launches]  # one per profiled launch: small
-    yield "counter_uses_tc", [_VERDICT[e] for e in evidence]
+    evidence = _evidence(launches)
+    yield "counter_uses_tc", list[object](counters.verdicts(evidence))
     yield "_evidence", list[object](evidence)
+
+
+def _evidence(launches: list[_Launch]) -> list[counters.TensorEvidence]:
+    """Every launch's evidence: the ``raw`` page's, found column by column as it was read, or, for
+    the ``details`` page, a column per tensor count name (each name classified once)."""
+    found = [x.evidence for x in launches]
+    if None not in found:
+        return found  # type: ignore[return-value]  # None was just ruled out
+    names = set().union(*(x.metrics.keys() for x in launches))
+    tensor = sorted(n for n in names if is_tensor_count(n))  # ncu's column order is irrelevant
+    return counters.evidence_columns(
+        ((n, _numbers([x.metrics.get(n, _NO_VALUE)[1] for x in launches])) for n in tensor),
+        len(launches),
+    )
+
+
+def _numbers(texts: list[str]) -> np.ndarray:
+    """:func:`number` of every text at once: decimals (thousands separators dropped, as there)
+    through Arrow's cast, the rest (``n/a``, empty) through :func:`number`, once per distinct
+    text."""
+    arr = pc.replace_substring(pc.utf8_trim_whitespace(pa.array(texts, pa.string())), ",", "")
+    out: np.ndarray | None = None
+    try:  # the common case: every value is a plain decimal
+        if not pc.any(pc.match_substring_regex(arr, r"^$|[^0-9.eE+-]")).as_py():
+            out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False).copy()
+    except pa.ArrowInvalid:
+        pass
+    if out is None:
+        plain = pc.match_substring_regex(arr, _PLAIN_NUMBER)
+        cast = pc.cast(pc.if_else(plain, arr, None), pa.float64())
+        out = cast.to_numpy(zero_copy_only=False).copy()
+        other = np.flatnonzero(~plain.to_numpy(zero_copy_only=False))
+        if len(other):
+            rest = pc.take(arr, pa.array(other)).to_pylist()
+            parsed = {t: number(t) for t in set(rest)}
+            out[other] = [np.nan if parsed[t] is None else parsed[t] for t in rest]
+    out[~np.isfinite(out)] = np.nan  # ``1e999``: no number, as for :func:`number`
+    return out
 
 
 def _order(launches: list[_Launch]) -> list[_Launch]:
