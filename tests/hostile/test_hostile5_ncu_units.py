@@ -14,12 +14,9 @@ from tcreport.ingest.ncu import reader
 SAMPLE = Path(__file__).parents[2] / "sample_traces/h200-torch-cnn-ncu/ncu/ncu3_cnn_fp16.csv"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile5: a units row after a repeated header whose blank cells differ from the first "
-    "units row's is neither skipped nor refused: it becomes a launch with no ID and no name",
-)
 def test_second_units_row_is_never_a_launch(tmp_path: Path) -> None:
+    """A units row after a repeated header, one unit left blank, is a units row: refused as other
+    units (found by hostile5), never a launch with no ID and no name."""
     lines = [ln for ln in SAMPLE.read_text().splitlines(keepends=True) if not ln.startswith("==")]
     rows = list(csv.reader(lines))
     header, units, data = rows[0], rows[1], rows[2:]
@@ -36,3 +33,16 @@ def test_second_units_row_is_never_a_launch(tmp_path: Path) -> None:
         return  # refused, as a second units row with other units is
     assert run.kernels is not None
     assert run.kernels.num_rows == 2 * len(data)
+
+
+def test_units_after_a_part_without_units_are_refused(tmp_path: Path) -> None:
+    """``cat`` of an ncu CSV without a units row and one with: the second part's units row is
+    refused in one line, not read as a launch that nulls every duration."""
+    lines = [ln for ln in SAMPLE.read_text().splitlines(keepends=True) if not ln.startswith("==")]
+    rows = list(csv.reader(lines))
+    header, units, data = rows[0], rows[1], rows[2:]
+    path = tmp_path / "cat_no_units_then_units_synthetic.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows([header, *data, header, units, *data])
+    with pytest.raises(InputError, match="second units row"):
+        reader.read(path)

@@ -193,19 +193,24 @@ def _wide(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> l
     if rows and not rows[0][1][id_i].strip():
         units = [u.strip() for u in rows[0][1]]
         rows = rows[1:]
-    if any(u for u in units):
-        again = [(n, r) for n, r in rows if not r[id_i].strip() and _is_units(r, units)]
-        for n, r in again:
-            if [u.strip() for u in r] != units:
-                raise InputError(
-                    f"line {n}: a second units row with other units; two `ncu --csv` outputs "
-                    "joined? Read them one at a time",
-                    path,
-                )
-        rows = [x for x in rows if x[1][id_i].strip() or not _is_units(x[1], units)]
     first_metric = next(
         (i for i, h in enumerate(header) if "__" in h), len(header)
     )  # identity columns come before the first ``unit__counter`` name
+
+    def units_row(r: list[str]) -> bool:
+        return not r[id_i].strip() and (
+            (any(units) and _is_units(r, units)) or _unit_words(r, first_metric)
+        )
+
+    again = [(n, r) for n, r in rows if units_row(r)]
+    for n, r in again:
+        if [u.strip() for u in r] != units:
+            raise InputError(
+                f"line {n}: a second units row with other units; two `ncu --csv` outputs "
+                "joined? Read them one at a time",
+                path,
+            )
+    rows = [x for x in rows if not units_row(x[1])]
     counts = {h: i for i, h in enumerate(header) if i >= first_metric and is_tensor_count(h)}
     evidence = counters.evidence_columns(
         ((h, _numbers([r[i] for _, r in rows])) for h, i in counts.items()), len(rows)
@@ -220,6 +225,16 @@ def _wide(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> l
         }
         out.append(_Launch(ident, metrics, e))
     return out
+
+
+def _unit_words(r: list[str], first_metric: int) -> bool:
+    """A record shaped like a units row whatever the first one was: no identity cell, and some
+    metric cell that holds a word (a unit), none a number. Such a row after a repeated header is
+    a units row, never a launch without ID or name."""
+    if any(c.strip() for c in r[:first_metric]):
+        return False
+    cells = [c.strip() for c in r[first_metric:] if c.strip()]
+    return bool(cells) and all(number(c) is None and c.lower() != "n/a" for c in cells)
 
 
 def _is_units(r: list[str], units: list[str]) -> bool:
