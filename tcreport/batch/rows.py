@@ -110,40 +110,29 @@ def run_figures(view: Report) -> dict[str, Any]:
     }
 
 
-def op_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
-    """``ops``: one row per distinct op (already aggregated by the analysis), not per call."""
-    ops = a.breakdown.ops
-    n = len(ops)
+def _distinct_rows(
+    run_id: str, rank: int | None, rows: Sequence[Any], fields: tuple[str, ...]
+) -> dict[str, list[Any]]:
+    """One row per analysed row (distinct ops or kernels, already aggregated: few), its run and
+    rank first, then ``fields`` as the analysis named them."""
+    n = len(rows)
     return {
         "run_id": [run_id] * n,
         "rank": [rank] * n,
-        "name": [o.name for o in ops],
-        "type": [o.type for o in ops],
-        "dtype": [o.dtype for o in ops],
-        "calls": [o.calls for o in ops],
-        "gpu_ns": [o.gpu_ns for o in ops],
-        "cpu_ns": [o.cpu_ns for o in ops],
-        "share": [o.share for o in ops],
-        "tc_eligible": [o.tc_eligible for o in ops],
-        "uses_tc": [o.uses_tc for o in ops],
+        **{f: [getattr(r, f) for r in rows] for f in fields},
     }
+
+
+def op_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
+    """``ops``: one row per distinct op (already aggregated by the analysis), not per call."""
+    fields = ("name", "type", "dtype", "calls", "gpu_ns", "cpu_ns", "share", "tc_eligible")
+    return _distinct_rows(run_id, rank, a.breakdown.ops, (*fields, "uses_tc"))
 
 
 def kernel_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
     """``kernels``: one row per distinct kernel, not per launch."""
-    kernels = a.breakdown.kernels
-    n = len(kernels)
-    return {
-        "run_id": [run_id] * n,
-        "rank": [rank] * n,
-        "name": [k.name for k in kernels],
-        "calls": [k.calls for k in kernels],
-        "gpu_ns": [k.gpu_ns for k in kernels],
-        "share": [k.share for k in kernels],
-        "uses_tc": [k.uses_tc for k in kernels],
-        "tc_rule": [k.tc_rule for k in kernels],
-        "profiler_uses_tc": [k.profiler_uses_tc for k in kernels],
-    }
+    fields = ("name", "calls", "gpu_ns", "share", "uses_tc", "tc_rule", "profiler_uses_tc")
+    return _distinct_rows(run_id, rank, a.breakdown.kernels, fields)
 
 
 def finding_columns(run_id: str, fs: Sequence[Finding]) -> dict[str, list[Any]]:
