@@ -350,6 +350,13 @@ def check(
 # -- the terminal ------------------------------------------------------------------------------
 
 
+def fix_first_text(view: Report) -> str | None:
+    """The report's fix-first finding as the terminal outputs name it (not escaped), or None."""
+    from tcreport.render import terminal
+
+    return terminal.fix_first_text(view)
+
+
 def print_summary(view: Report) -> None:
     """The verdict and the top rows as tables on the terminal (``tcreport summary``)."""
     from tcreport.render import terminal

@@ -103,17 +103,13 @@ def _write(out: Path, result: CaptureResult, slc: Slice) -> tuple[Path, str]:
 
 def _verdict(view: Report) -> None:
     """The answer the user ran ``profile`` for, on the terminal as well as in the files: the
-    analysis' one-line verdict and the one fix to make first, in the report's own words."""
-    from tcreport import fmt
+    analysis' one-line verdict and the one fix to make first, as ``summary`` words them."""
+    from tcreport import api
 
-    lead, rest = view.analysis.verdict.sentence
-    if view.analysis.host.cpu_only:  # the sentence's "below" is the report's, not the terminal's
-        rest = " The report has host time by op and op type."
-    say(f"tcreport: {lead}{rest}")
-    ff = view.fix_first
+    say("tcreport: " + "".join(view.analysis.verdict.sentence))
+    ff = api.fix_first_text(view)
     if ff is not None:
-        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
-        say(f"tcreport: fix first: {ff.id}: {ff.title}{saving}")
+        say(f"tcreport: fix first: {ff}")
 
 
 def capture_and_report(request: ProfileRequest, slc: Slice) -> None:

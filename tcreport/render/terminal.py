@@ -217,21 +217,23 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
 
 
 def _lead(out: Console, view: Report) -> None:
-    """The lines a reviewer reads first: a CPU-only run says so, then the one fix to make."""
-    a = view.analysis
-    if a.host.cpu_only:
-        out.print(
-            f"CPU-only run: no GPU kernels, so no {a.verdict.words.unit_one} verdict; host time "
-            "by op and op type below.",
-            markup=False,
-            soft_wrap=True,
-        )
+    """The lines a reviewer reads first: a CPU-only run says so (the verdict section's sentence),
+    then the one fix to make."""
+    if view.analysis.host.cpu_only:
+        out.print(plain("".join(view.analysis.verdict.sentence)), markup=False, soft_wrap=True)
+    ff = fix_first_text(view)
+    line = f"Fix first: {ff}" if ff else "Fix first: no actionable finding"
+    out.print(plain(line), markup=False, soft_wrap=True)
+
+
+def fix_first_text(view: Report) -> str | None:
+    """``ID: title (saves ~…)`` of the report's fix-first finding, None without one: how every
+    terminal output (``summary``, ``profile``) names it. Not escaped."""
     ff = view.fix_first
-    if ff is not None:
-        saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
-        out.print(plain(f"Fix first: {ff.id}: {ff.title}{saving}"), markup=False, soft_wrap=True)
-    else:
-        out.print("Fix first: no actionable finding", markup=False)
+    if ff is None:
+        return None
+    saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+    return f"{ff.id}: {ff.title}{saving}"
 
 
 def _headline(view: Report) -> Table:

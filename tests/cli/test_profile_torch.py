@@ -120,7 +120,9 @@ def test_auto_picks_torch_records_the_window_and_audits(tmp_path: Path) -> None:
     assert "expected on a GPU" in found["AU006"]["detail"]
     # the answer is on the terminal too, in the report's words: the verdict, then the fix first
     fix_first = summary["fix_first"]
-    assert "tcreport: CPU-only run: no GPU kernels. The report has host time" in result.stderr
+    assert (
+        "tcreport: CPU-only run: no GPU kernels. There is no Tensor Core verdict" in result.stderr
+    )
     assert f"tcreport: fix first: {fix_first['id']}: {fix_first['title']}" in result.stderr  # type: ignore[index]
 
 

@@ -213,8 +213,8 @@ def _sentence(
     if cpu_only:
         return (
             "CPU-only run: no GPU kernels.",
-            f" There is no {w.unit_one} verdict without a GPU; host time by op and op type is "
-            "below.",
+            f" There is no {w.unit_one} verdict without a GPU; the host time by op and op type "
+            "stands in for it.",
         )
     if tc_share is None:
         return f"{w.unit_one} use unknown:", " this input holds no kernel times."
