@@ -202,15 +202,16 @@ def _wide(header: list[str], rows: list[tuple[int, list[str]]], path: Path) -> l
             (any(units) and _is_units(r, units)) or _unit_words(r, first_metric)
         )
 
-    again = [(n, r) for n, r in rows if units_row(r)]
-    for n, r in again:
-        if [u.strip() for u in r] != units:
+    again = [units_row(r) for _, r in rows]  # judged once per record
+    for (n, r), is_units in zip(rows, again, strict=True):
+        if is_units and [u.strip() for u in r] != units:
             raise InputError(
                 f"line {n}: a second units row with other units; two `ncu --csv` outputs "
                 "joined? Read them one at a time",
                 path,
             )
-    rows = [x for x in rows if not units_row(x[1])]
+    if any(again):
+        rows = [x for x, is_units in zip(rows, again, strict=True) if not is_units]
     counts = {h: i for i, h in enumerate(header) if i >= first_metric and is_tensor_count(h)}
     evidence = counters.evidence_columns(
         ((h, _numbers([r[i] for _, r in rows])) for h, i in counts.items()), len(rows)
