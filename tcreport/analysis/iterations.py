@@ -222,7 +222,9 @@ def _split(
     meta = _with_iterations(run, info)
     if (note := unlaunched_note(run)) is not None:
         meta = dataclasses.replace(meta, notes=(*meta.notes, note))
-    kernels = _filter(_assign(run.kernels, starts, _launch_time(run.kernels)), lo, hi)
+    assigned = _assign(run.kernels, starts, _launch_time(run.kernels))
+    collectives = _filter(_with_kernel_iteration(run.collectives, assigned, starts), lo, hi)
+    kernels = _filter(assigned, lo, hi)
     ops = _filter(_assign(run.ops, starts, "start_ns"), lo, hi)
     out = run.replace(
         meta=meta,
@@ -233,8 +235,46 @@ def _split(
         # kernels kept with it, or op time outgrows the kernel time it is part of.
         ops=count_once(ops, kernels) if ops is not None else None,
         iterations=iterations,
+        collectives=collectives,
     )
     return out, Selection(info=info, key_node_found=found, sliced=(lo, hi) != (0, total - 1))
+
+
+#: What ties a collective call to its kernel launch (one row of each per launch).
+_LAUNCH_KEY = ("process_id", "device_id", "correlation_id", "start_ns")
+
+
+def _with_kernel_iteration(
+    coll: pa.Table | None, kernels: pa.Table | None, starts: np.ndarray
+) -> pa.Table | None:
+    """Each collective call in the iteration of the kernel launch it was recorded on, so it is in
+    the step whose host code launched it, like every GPU event (the module docstring); a call
+    whose kernel is not in ``kernels`` falls back to its GPU start, as an input without launches
+    does."""
+    if coll is None or coll.num_rows == 0:
+        return coll
+    own = _assign(coll, starts, "start_ns")
+    assert own is not None
+    if kernels is None or kernels.num_rows == 0:
+        return own
+    keys = list(_LAUNCH_KEY)
+    mine = kernels.filter(pc.is_in(kernels.column("correlation_id"), coll.column("correlation_id")))
+    # One iteration per launch key (a replayed graph could repeat one): the earliest. A kernel in
+    # no iteration (no launch record) keeps its call in none too.
+    by_key = mine.select([*keys, "iteration"]).group_by(keys).aggregate([("iteration", "min")])
+    by_key = by_key.append_column("found", pa.repeat(True, by_key.num_rows))
+    row = pa.array(np.arange(coll.num_rows, dtype=np.int64))
+    joined = (
+        coll.select(keys)
+        .append_column("row", row)
+        .join(by_key, keys=keys, join_type="left outer")
+        .sort_by("row")
+    )
+    found = pc.fill_null(joined.column("found"), False)
+    theirs = joined.column("iteration_min").cast(pa.int32())
+    it = pc.if_else(found, theirs, own.column("iteration"))
+    pos = own.schema.get_field_index("iteration")
+    return own.set_column(pos, own.schema.field("iteration"), it)
 
 
 def _keep_reported(
@@ -260,6 +300,7 @@ def _keep_reported(
         kernels=_filter(run.kernels, lo, hi),
         memory=_filter(run.memory, lo, hi),
         ops=_filter(run.ops, lo, hi),
+        collectives=_filter(run.collectives, lo, hi),
     )
     return out, Selection(info=narrowed, key_node_found=True, sliced=True)
 

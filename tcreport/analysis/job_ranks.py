@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tcreport.analysis import activity, collectives
+from tcreport.analysis import activity
 from tcreport.analysis.derived import step_idle_ns
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.steps import StepRow
@@ -195,23 +194,7 @@ def rank_figures(
         steps=steps,
         kernels=_kernel_times(a),
         ops=_op_times(a),
-        calls=collectives.calls(_in_range(run.collectives, run, a)),
+        calls=a.communication.calls,
         finding_ids=finding_ids,
         violations=a.violations,
     )
-
-
-def _in_range(coll: pa.Table | None, run: Run, a: Analysis) -> pa.Table | None:
-    """The collective calls inside the aggregated iterations (all of them for a whole run)."""
-    if coll is None or not a.iterations.sliced or run.iterations is None:
-        return coll
-    info = a.iterations.info
-    it = run.iterations.sort_by([("start_ns", "ascending")])
-    lo = info.start or 0
-    hi = info.stop if info.stop is not None else it.num_rows - 1
-    if lo >= it.num_rows:
-        return coll.slice(0, 0)
-    first = it["start_ns"][lo].as_py()
-    last = it["end_ns"][min(hi, it.num_rows - 1)].as_py()
-    start = coll["start_ns"]
-    return coll.filter(pc.and_(pc.greater_equal(start, first), pc.less_equal(start, last)))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
+from tcreport.analysis import collectives as calls_of
 from tcreport.analysis import communication
 from tcreport.analysis.communication import Communication as Collectives
 from tcreport.analysis.overlap import CommOverlap
@@ -19,10 +22,16 @@ class Communication:
     wall_share: float | None
     #: collective time, its overlap with compute and its streams; ``None`` without any
     overlap: CommOverlap | None
+    #: the collective calls of the aggregated iterations with their message sizes (a distributed
+    #: job's bandwidth is figured from every rank's); ``None`` when the trace recorded none
+    calls: pa.Table | None = None
 
 
 def build(run: Run, overlap: CommOverlap | None, wall_ns: int | None) -> Communication:
     c = communication.communication(run.kernels, overlap)
     return Communication(
-        collectives=c, wall_share=c.wall_share(wall_ns) if c is not None else None, overlap=overlap
+        collectives=c,
+        wall_share=c.wall_share(wall_ns) if c is not None else None,
+        overlap=overlap,
+        calls=calls_of.calls(run.collectives),
     )
