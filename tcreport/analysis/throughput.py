@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport import fmt
 from tcreport._arrays import exact_sums
 from tcreport.analysis import _codes, flops, peaks, per_call, roofline
 from tcreport.analysis.counts import Count
@@ -83,6 +84,27 @@ class Throughput:
         if self.mfu_note is not None or t is None or not p:
             return None
         return t / (p * max(1, self.gpus))
+
+    @property
+    def sentence(self) -> str:
+        """The report's line on model FLOP utilisation and the peak it is against."""
+        gpu = self.gpu
+        if self.mfu is not None and self.tflops is not None:
+            mfu = (
+                f"Model FLOP utilisation {fmt.pct(self.mfu, 2)}: {fmt.flops(self.flops)} in "
+                f"{fmt.ns(self.wall_ns)} on {self.gpus} GPU(s), {fmt.tflops(self.tflops)} achieved."
+            )
+        else:
+            mfu = f"No model FLOP utilisation: {self.mfu_note}."
+        if gpu is not None and self.peak_tflops:
+            peak = f"Peak: {gpu.model} {self.precision} {self.peak_tflops} TFLOP/s dense ({gpu.source})."
+        elif gpu is not None:
+            peak = f"Peak: {gpu.model} ({gpu.source}); no % of peak without counted FLOPs."
+        elif self.no_peaks:
+            peak = f"Peak: none, {self.no_peaks}; so no % of peak."
+        else:
+            peak = "Peak: the trace does not name a GPU model in the peaks table, so no % of peak."
+        return f"{mfu} {peak}"
 
     def iteration_mfu(self, it: IterationThroughput) -> float | None:
         t, p = it.tflops(), self.peak_tflops

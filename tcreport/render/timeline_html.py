@@ -195,22 +195,7 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
         for o in t.ops[:TOP_OPS]
         if o.kind != "other"
     )  # fmt: skip
-    peak = (
-        f"Peak: {t.gpu.model} {t.precision} {t.peak_tflops} TFLOP/s dense ({t.gpu.source})."
-        if t.gpu is not None and t.peak_tflops
-        else f"Peak: {t.gpu.model} ({t.gpu.source}); no % of peak without counted FLOPs."
-        if t.gpu is not None
-        else f"Peak: none, {t.no_peaks}; so no % of peak."
-        if t.no_peaks
-        else "Peak: the trace does not name a GPU model in the peaks table, so no % of peak."
-    )
-    mfu = (
-        f"Model FLOP utilisation {fmt.pct(t.mfu, 2)}: {fmt.flops(t.flops)} in {fmt.ns(t.wall_ns)} "
-        f"on {t.gpus} GPU(s), {fmt.tflops(t.tflops)} achieved."
-        if t.mfu is not None and t.tflops is not None
-        else f"No model FLOP utilisation: {t.mfu_note}."
-    )
-    return rows, f"{mfu} {peak}"
+    return rows, t.sentence
 
 
 def _timeline(a: Analysis) -> TimelineView | None:
