@@ -138,6 +138,7 @@ def summary_dict(view: Report) -> dict[str, Any]:
             {"invariant": v.invariant.value, "figure": v.figure, "message": v.message}
             for v in a.violations
         ],
+        "notes": list(m.notes),
         **summary_steps.keys(a),
     }
 
