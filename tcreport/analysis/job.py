@@ -333,15 +333,26 @@ def section(
     """The job section of the ranks present (sorted by rank); ``sizes_note``: what the traces'
     format says of collective message sizes when they record none (an nsys export's NVTX)."""
     ranks = sorted(ranks, key=lambda r: r.rank)
-    order, keyed, how = aligned(ranks)
+    # A rank with no timed GPU step (a CPU-only or damaged trace) is compared like an absent one:
+    # the others' iterations are still the job's, and the notes name it.
+    timed = [r for r in ranks if r.aggregated_steps] or ranks
+    untimed = [r.rank for r in ranks if r not in timed]
+    order, keyed, how = aligned(timed)
     cells, rows = cells_of(order, keyed)
-    straggler = _straggler(ranks, cells, rows) if len(ranks) > 1 else None
+    straggler = _straggler(timed, cells, rows) if len(timed) > 1 else None
     names = [r.gpu_name for r in ranks if r.gpu_name]
     notes = []
     multi = [r.rank for r in ranks if r.devices > 1]
     if multi:
         notes.append(
             f"ranks {', '.join(map(str, multi))} ran on several GPUs: their figures are of the busiest"
+        )
+    if untimed:
+        which = ", ".join(map(str, untimed))
+        notes.append(
+            f"rank{'s' if len(untimed) > 1 else ''} {which}: no GPU activity with timestamps in "
+            "the aggregated iterations (see that trace's own notes), so left out of the "
+            "per-iteration figures"
         )
     if not cells:
         notes.append(
@@ -357,7 +368,7 @@ def section(
         bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names, sizes_note),
         matching=how,
         step_ns=_mean([float(r.step_ns) for r in rows]),
-        wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(ranks) > 1 else None,
+        wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,
         matrix_unit=ranks[0].matrix_unit if ranks else "Tensor Cores",
         notes=tuple(notes),
     )

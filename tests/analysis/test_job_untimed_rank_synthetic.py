@@ -1,0 +1,47 @@
+"""A rank whose trace holds no timed GPU step (every kernel malformed, or a CPU-only rank) is
+compared like an absent rank: the other ranks' per-iteration figures stand, and a note names it.
+Before, one such rank turned every rank's step figures into n/a (hostile round 5)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from job_synthetic import write_job
+
+from tcreport import api
+
+
+def _break_kernels(path: Path) -> None:
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["dur"] = -5  # ends before it starts: the reader skips it
+    with gzip.open(path, "wt") as fh:
+        json.dump(doc, fh)
+
+
+def test_synthetic_rank_without_gpu_steps_is_left_out_and_named(tmp_path: Path) -> None:
+    paths = write_job(tmp_path, 3, slow=(2,), sleep_us=20_000)
+    _break_kernels(paths[1])
+    job = api.find_job(tmp_path)
+    assert job is not None
+    sec = api.analyze_job(job).section
+    assert {c.rank for c in sec.cells} == {0, 2}
+    assert len(sec.iterations) == 3
+    assert sec.straggler is not None and sec.straggler.rank == 2
+    assert any(n.startswith("rank 1: no GPU activity") for n in sec.notes), sec.notes
+    assert not any("no per-iteration figures" in n for n in sec.notes)
+    assert sec.violations == ()
+
+
+def test_synthetic_job_with_no_timed_rank_still_says_why(tmp_path: Path) -> None:
+    for path in write_job(tmp_path, 2):
+        _break_kernels(path)
+    job = api.find_job(tmp_path)
+    assert job is not None
+    sec = api.analyze_job(job).section
+    assert not sec.cells
+    assert any("no per-iteration figures" in n for n in sec.notes)
