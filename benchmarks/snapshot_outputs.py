@@ -55,8 +55,8 @@ def traces(realtraces: Path) -> list[Path]:
 
 
 def _not_a_sample_trace(path: Path) -> bool:
-    """A sample's provenance scripts (``make/``) and capture sidecars are not traces."""
-    return "make" in path.parts or path.name == "tcreport-capture.json"
+    """A sample's provenance scripts (``make/``), capture sidecars and oracles are not traces."""
+    return "make" in path.parts or path.name in {"tcreport-capture.json", *NOT_TRACES}
 
 
 def slug(path: Path) -> str:

@@ -23,13 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hta_figures import FIGURES, SPLIT, _close, _hta
+from hta_figures import _compare, _hta, _mine, _step_numbers
 from trace_paths import REALTRACES, ROOT
 
 from tcreport import api
 from tcreport.analysis import activity, steps
-from tcreport.analysis.steps import StepRow
-from tcreport.model import Run
 
 FIXTURES = ROOT / "tests" / "fixtures" / "hta_oracles"
 KINETO = sorted((REALTRACES / "kineto").glob("*/*.json.gz")) if REALTRACES.exists() else []
@@ -46,41 +44,6 @@ def _fixture(path: Path) -> dict[str, Any]:
 def _ranks(path: Path) -> dict[str, dict[str, float]]:
     ranks: dict[str, dict[str, float]] = _fixture(path)["ranks"]
     return ranks
-
-
-def _step_numbers(run: Run) -> list[int]:
-    """``ProfilerStep#N`` numbers in start order: tcreport's iteration k is the k-th."""
-    assert run.ranges is not None
-    seen = {
-        (r["start_ns"], int(m.group(1)))
-        for r in run.ranges.select(["name", "start_ns"]).to_pylist()
-        if (m := re.fullmatch(r"ProfilerStep#(\d+)", r["name"]))
-    }
-    return [n for _, n in sorted(seen)]
-
-
-def _mine(s: StepRow) -> dict[str, float]:
-    """tcreport's figures in HTA's terms, µs. Compute is every compute category: compute wins
-    overlapped time in the sweep, so its time is the union of compute kernels."""
-    out = {
-        "span": s.span_ns,
-        "idle": s.idle_launch_ns + s.idle_host_ns,
-        "compute_union": s.tc_compute_ns + s.other_compute_ns + s.unknown_compute_ns,
-        "comm_union": s.communication_total_ns,
-        "mem_union": s.memory_total_ns,
-    }
-    if s.idle_queue is not None:
-        out.update(zip(SPLIT, s.idle_queue, strict=True))
-    return {k: v / 1e3 for k, v in out.items()}
-
-
-def _compare(mine: dict[str, float], hta: dict[str, float], where: str) -> None:
-    for key in FIGURES:
-        assert _close(mine[key], hta[key]), f"{where} {key}: tcreport {mine[key]} HTA {hta[key]}"
-    split = [hta.get(k, 0.0) for k in SPLIT]
-    if _close(sum(split), hta["idle"]):  # one busy stream at a time: HTA's split is the GPU's
-        for key, value in zip(SPLIT, split, strict=True):
-            assert _close(mine[key], value), f"{where} {key}: tcreport {mine[key]} HTA {value}"
 
 
 @pytest.mark.parametrize("path", KINETO, ids=lambda p: f"{p.parent.name}/{p.name}")
