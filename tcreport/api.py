@@ -375,8 +375,8 @@ def print_rows(columns: list[str], rows: list[list[str]]) -> None:
 
 
 def batch(
-    root: Path,
-    out: Path,
+    root: str | Path,
+    out: str | Path,
     *,
     jobs: int = 1,
     force: bool = False,
@@ -391,8 +391,8 @@ def batch(
     from tcreport.batch import runner
 
     return runner.run_batch(
-        root,
-        out,
+        Path(root),
+        Path(out),
         jobs=jobs,
         force=force,
         executor=runner.Executor(executor),
@@ -402,11 +402,11 @@ def batch(
     )
 
 
-def query(out: Path, sql: str, *, timeout: float | None = None) -> pa.Table:
+def query(out: str | Path, sql: str, *, timeout: float | None = None) -> pa.Table:
     """``sql`` over a batch dataset's views, sandboxed (``tcreport query``)."""
     from tcreport.batch import query as q
 
-    return q.run(out, sql, timeout=timeout)
+    return q.run(Path(out), sql, timeout=timeout)
 
 
 def query_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:

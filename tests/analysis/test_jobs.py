@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from tcreport import api, ingest
 from tcreport.analysis import collectives
 from tcreport.cli.app import app
-from tcreport.errors import UnsupportedFormatError
+from tcreport.errors import InputError, UnsupportedFormatError
 from tcreport.job_report import JobReport
 from tcreport.notebook_job import AnalysedJob
 
@@ -66,6 +66,17 @@ def test_two_sampled_ranks_are_one_job_of_2_of_128() -> None:
     assert [r.rank for r in job.ranks] == [0, 1]
     assert (job.world_size, job.backend, job.detected_by) == (128, "nccl", "distributedInfo")
     assert job.describe().startswith("2 of 128 ranks")
+
+
+def test_analyze_job_takes_the_folder_as_a_str_or_a_path(sampled: JobReport) -> None:
+    """Like every path the facade takes, the job's folder may be given as a str or a Path (a
+    str used to fail with AttributeError); a folder that holds no job is one InputError."""
+    for given in (str(SAMPLED), SAMPLED):
+        jr = api.analyze_job(given)
+        assert jr.rank_files == sampled.rank_files
+        assert jr.section.verdict == sampled.section.verdict
+    with pytest.raises(InputError, match="not a distributed job"):
+        api.analyze_job(str(ALEXNET))
 
 
 def test_per_rank_step_figures_equal_htas(sampled: JobReport) -> None:
