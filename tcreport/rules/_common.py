@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from tcreport.analysis import gpu_arch
-from tcreport.analysis.figures import OpRow
+from tcreport.analysis.figures import OpRow, in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.analysis.vendor import Vendor
@@ -138,8 +138,8 @@ def missed_ns(ops: Iterable[OpRow]) -> int:
 
 def partly(ops: Iterable[OpRow]) -> str:
     """A remark for ops that used Tensor Cores in other calls, or "" when none did."""
-    n = sum(1 for o in ops if o.partly_missed)
-    return f" ({n} of them in some calls only)" if n else ""
+    listed = list(ops)
+    return in_some_calls_only(sum(1 for o in listed if o.partly_missed), len(listed))
 
 
 def whose_time(ops: Iterable[OpRow], subject: str = "they") -> str:

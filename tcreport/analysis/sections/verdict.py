@@ -17,7 +17,7 @@ from tcreport import fmt
 from tcreport.analysis import counters, eligibility, gpu_arch, tc_kernels, vendor, why_not
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import per_iteration
-from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share
+from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share, in_some_calls_only
 from tcreport.analysis.kernel_evidence import fp32_kernel_per_op, tf32_families
 from tcreport.analysis.sections.headline import Headline, Tone
 from tcreport.analysis.tc_kernels import Agreement
@@ -228,8 +228,7 @@ def _sentence(
         )
     rest = ""
     if n:
-        partly = f" ({e.partly} of them in some calls only)" if e.partly else ""
-        rest = f"; {n} eligible {ops} did not{partly}"
+        rest = f"; {n} eligible {ops} did not{in_some_calls_only(e.partly or 0, n)}"
     return f"{fmt.pct(tc_share)} of GPU kernel time ran on {w.unit}", rest + "."
 
 
