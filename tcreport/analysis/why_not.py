@@ -59,6 +59,7 @@ class WhyNot:
     fix: str
     padding: str | None  # "pad N 50257 → 50264" when a dimension is misaligned
     precision: str | None = None  # the precision whose alignment was judged (UNALIGNED only)
+    problem: Problem | None = None  # the GEMM/conv sizes its recorded shapes give, if any
 
 
 # --- framework wording ------------------------------------------------------------------------------
@@ -231,7 +232,15 @@ class _Case:
         pad = padding_for(self.problem, precision)
         if pad and reason is not Reason.UNALIGNED:
             fix = f"{fix}; then {pad} (multiples of {ALIGN[precision]} for {precision})"
-        return WhyNot(str(self.row["op_id"]), str(self.row["name"]), reason, message, fix, pad)
+        return WhyNot(
+            str(self.row["op_id"]),
+            str(self.row["name"]),
+            reason,
+            message,
+            fix,
+            pad,
+            problem=self.problem,
+        )
 
 
 def _one(
@@ -332,6 +341,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
             f"{pad}{layout}",
             pad,
             precision,
+            problem,
         )
     if problem is not None and problem.macs is not None and problem.macs < TINY_MACS:
         return case.why(
