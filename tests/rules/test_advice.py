@@ -560,3 +560,30 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
     out = io.StringIO()
     terminal.render(view, Console(file=out, width=300))
     assert HOSTILE in out.getvalue() and markup in out.getvalue()
+
+
+def test_cpu_only_run_claims_no_saving_even_where_a_rule_measures_one_synthetic(
+    tmp_path: Path,
+) -> None:
+    """Host steps of 1 to 4 ms make IT003 fire on a CPU-only trace; its saving (time above the
+    median host step) would contradict the run's own words that savings need a GPU run."""
+    events = []
+    for n, dur in enumerate([1000, 4000, 1000, 3000, 1000, 4000, 1000, 3500]):
+        t0 = 10_000.0 * (n + 1)
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": dur}
+        )  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
+             "dur": dur - 2, "args": {"Input type": ["float", "float"]}}
+        )  # fmt: skip
+    path = tmp_path / "cpu_steps_synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    view = api.analyze(api.load(path))
+    assert view.analysis.host.cpu_only
+    assert "savings in time for each finding" in (view.analysis.host.gpu_run_adds or "")
+    it003 = next(f for f in view.findings if f.id == "IT003")
+    assert it003.estimated_saving_ns is None and "CPU-only" in (it003.assumptions or "")
+    assert all(f.estimated_saving_ns is None for f in view.findings)
+    assert "saves ~" not in api.render_markdown(view)
