@@ -34,14 +34,14 @@ from tcreport.analysis.shapes import (
     parse_shapes,
     problem_of,
 )
-from tcreport.model import Gpu
+from tcreport.model import AuditKey, Gpu, ModelAudit
 
 
 class Reason(StrEnum):
     FP64 = "fp64"
     FP32_TF32_OFF = "fp32-tf32-off"  # TF32 available (cc >= 8.0 or unknown) but not used
     FP32_NO_TF32 = "fp32-no-tf32"  # cc < 8.0: fp32 has no Tensor Core path at all
-    OUTSIDE_AUTOCAST = "outside-autocast"  # fp32 op in a run that otherwise uses fp16/bf16
+    FLOAT32_AMONG_HALF = "float32-among-half"  # fp32 op in a run that otherwise uses fp16/bf16
     DTYPE_UNSUPPORTED = "dtype-unsupported"  # fp8 below cc 8.9, integer types, ...
     UNALIGNED = "unaligned-dims"
     TINY = "tiny-problem"
@@ -133,12 +133,15 @@ def explain(
     framework: str | None,
     gpus: tuple[Gpu, ...],
     tf32_seen_in: frozenset[str] = frozenset(),
+    autocast: bool | None = None,
 ) -> list[WhyNot]:
     """One :class:`WhyNot` per eligible op whose ``uses_tc`` is False, in table order.
 
     ``tf32_seen_in``: library families ("conv", "gemm") whose TF32 Tensor Core kernels ran in this
     run (:func:`tcreport.analysis.kernel_evidence.tf32_families`): a float32 miss of that family is
-    not "TF32 off"."""
+    not "TF32 off". ``autocast``: whether the script entered an autocast
+    (:func:`autocast_in_use`), so a float32 op beside fp16/bf16 work is called "outside autocast"
+    only where there was one."""
     if ops.num_rows == 0:
         return []
     if ops.column("tc_eligible").null_count == ops.num_rows:
@@ -156,7 +159,19 @@ def explain(
     flavour = _flavour(framework)
     distinct = missed.take(pa.array(_first_of_each(missed)))
     seen = tf32_seen_in | _tf32_families(ops, flavour)
-    return [_one(r, flavour, gpus, run_uses_half, family(r) in seen) for r in distinct.to_pylist()]
+    return [
+        _one(r, flavour, gpus, run_uses_half, family(r) in seen, autocast)
+        for r in distinct.to_pylist()
+    ]
+
+
+def autocast_in_use(audit: ModelAudit | None) -> bool | None:
+    """Whether the script entered a ``torch.autocast``: what ``tcreport profile``'s audit saw;
+    ``None`` for a trace alone, which does not record it (a float32 op beside float16 tensors
+    may be outside autocast or in a script that casts by hand, as make/mix.py of the H200 sample)."""
+    if audit is None or audit.framework != "pytorch":
+        return None
+    return bool(audit.all(AuditKey.TORCH_AUTOCAST))
 
 
 def family(row: Mapping[str, object]) -> str:
@@ -219,6 +234,7 @@ class _Case:
     flavour: str
     cc: float | None
     problem: Problem | None
+    autocast: bool | None = None  # the script entered an autocast (None: not known)
 
     @property
     def cc_text(self) -> str:
@@ -249,6 +265,7 @@ def _one(
     gpus: Sequence[Gpu],
     run_uses_half: bool,
     tf32_on: bool = False,
+    autocast: bool | None = None,
 ) -> WhyNot:
     """The reason one missed op gives: its data type first, then its shapes, then its kernels."""
     op_type = str(row["type"] or row["name"])
@@ -256,9 +273,8 @@ def _one(
     device = row["device_id"] if isinstance(row["device_id"], int) else None
     shapes = parse_shapes(row["input_shapes"] if isinstance(row["input_shapes"], str) else None)
     dtype, label = _kernel_dtype(row, dtype, normalise_op_type(op_type))
-    case = _Case(
-        row, label, flavour, _cc(gpus, device), problem_of(op_type, shapes, flavour == "tf")
-    )
+    problem = problem_of(op_type, shapes, flavour == "tf")
+    case = _Case(row, label, flavour, _cc(gpus, device), problem, autocast)
     by_dtype = _by_dtype(case, dtype, run_uses_half)
     if by_dtype is not None:
         return by_dtype
@@ -286,17 +302,7 @@ def _by_dtype(case: _Case, dtype: str | None, run_uses_half: bool) -> WhyNot | N
             case.target,
         )
     if dtype == "fp32" and run_uses_half:
-        fix = (
-            "move the op inside the autocast region (or remove the autocast(enabled=False) / explicit .float() around it)"
-            if flavour != "tf"
-            else "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
-        )
-        return case.why(
-            Reason.OUTSIDE_AUTOCAST,
-            f"{label} runs in float32 while the rest of the run uses fp16/bf16: it is outside autocast",
-            fix,
-            case.target,
-        )
+        return _float32_among_half(case)
     if dtype == "fp32" and cc is not None and cc < 8.0:
         return case.why(
             Reason.FP32_NO_TF32,
@@ -319,6 +325,25 @@ def _by_dtype(case: _Case, dtype: str | None, run_uses_half: bool) -> WhyNot | N
             case.target,
         )
     return None
+
+
+def _float32_among_half(case: _Case) -> WhyNot:
+    """A float32 op in a run that computes in fp16/bf16 elsewhere: "outside autocast" only where
+    the script entered one; without one (or not known) the fix casts the op's inputs instead."""
+    plain = f"{case.label} runs in float32 while the rest of the run uses fp16/bf16"
+    if case.flavour == "tf":
+        message = plain + ": it is outside the mixed-precision policy"
+        fix = "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
+    elif case.autocast:
+        message = plain + ": it is outside autocast"
+        fix = "move the op inside the autocast region (or remove the autocast(enabled=False) / explicit .float() around it)"
+    else:
+        message = plain + ("; the script enters no autocast" if case.autocast is False else "")
+        fix = (
+            "compute it in fp16/bf16 too: cast its inputs (.half() or .to(torch.bfloat16)) "
+            "or run it under torch.autocast(device_type='cuda')"
+        )
+    return case.why(Reason.FLOAT32_AMONG_HALF, message, fix, case.target)
 
 
 def _by_shape(case: _Case, dtype: str | None) -> WhyNot:

@@ -4,6 +4,7 @@ need no loss scaler, float32 ops outside autocast. The A100 sample is real; the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -23,7 +24,7 @@ from tcreport.analysis import host_time
 from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
 from tcreport.errors import OptionError
-from tcreport.model import Run, SourceFormat
+from tcreport.model import AuditKey, AuditSetting, ModelAudit, Run, SourceFormat
 from tcreport.render import terminal
 from tcreport.report import Report
 
@@ -73,6 +74,8 @@ def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
 
 
 def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
+    """ "Outside autocast" only where the capture's audit saw the script enter one; a trace alone
+    (or a script that casts by hand, as make/mix.py of the H200 sample) is "beside fp16/bf16"."""
     run = synthetic_rows_run(
         kernels=[
             kernel_row("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
@@ -84,7 +87,27 @@ def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
         ],
     )
     (f,) = [f for f in api.analyze(run).findings if f.id == "TC004"]
-    assert f.title == "1 eligible op run in float32 outside autocast"
+    assert f.title == "1 eligible op run in float32 beside fp16/bf16 work"
+    assert "autocast" not in f.detail and ".half()" in (f.fix or "")
+    entered = AuditSetting(AuditKey.TORCH_AUTOCAST.value, "float16 on cuda", "train.py:30")
+    for settings, title, words in (
+        ((entered,), "outside autocast", "it is outside autocast"),
+        ((), "beside fp16/bf16 work", "the script enters no autocast"),
+    ):
+        audited = run.replace(
+            meta=dataclasses.replace(run.meta, audit=ModelAudit("pytorch", (), settings))
+        )
+        (f,) = [f for f in api.analyze(audited).findings if f.id == "TC004"]
+        assert f.title == f"1 eligible op run in float32 {title}" and words in f.detail
+
+
+def test_mix_trace_without_autocast_never_says_autocast() -> None:
+    """make/mix.py (real, H200) computes fp16 GEMMs from fp16 tensors and an fp32 GEMM with TF32
+    off, with no autocast anywhere: TC004 must not explain the fp32 GEMM by autocast."""
+    view = api.analyze(api.load(SAMPLES / "h200-torch-cnn-ncu" / "mix" / "kineto_mix_h.json.gz"))
+    (f,) = [f for f in view.findings if f.id == "TC004"]
+    assert "beside fp16/bf16 work" in f.title
+    assert "autocast" not in f.title + f.detail
 
 
 def _compile_run(name: str, compile_ms: float) -> Run:

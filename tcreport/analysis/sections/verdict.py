@@ -120,6 +120,8 @@ class Verdict:
     classified_card: Headline
     op_level_card: Headline | None  # the op-level share, where there is one
     op_level_sentence: str | None  # the same, as a sentence (Markdown)
+    #: the script entered a torch.autocast (the capture's audit); None: not known from a trace
+    autocast: bool | None = None
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -201,7 +203,11 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
     ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
     return tuple(
         why_not.explain(
-            ops, run.meta.framework, run.meta.gpus, tf32_seen_in=tf32_families(run.kernels)
+            ops,
+            run.meta.framework,
+            run.meta.gpus,
+            tf32_seen_in=tf32_families(run.kernels),
+            autocast=why_not.autocast_in_use(run.meta.audit),
         )
     )
 
@@ -347,4 +353,5 @@ def build(
         ),
         op_level_card=op_level_card,
         op_level_sentence=op_level_sentence,
+        autocast=why_not.autocast_in_use(run.meta.audit),
     )
