@@ -66,7 +66,11 @@ class WhyNot:
 
 
 def _flavour(framework: str | None) -> str:
+    """The framework whose words a fix uses: "torch", "tf" (TensorFlow/Keras/XLA), "jax" (XLA
+    too, but its own switches: no Keras policy, no tf.config) or "any"."""
     f = (framework or "").lower()
+    if "jax" in f:
+        return "jax"
     if "torch" in f:
         return "torch"
     if "tensorflow" in f or "keras" in f or f.startswith("tf") or "jax" in f or "xla" in f:
@@ -78,6 +82,8 @@ _AMP = {
     "torch": "run the model under torch.autocast(device_type='cuda', dtype={dt}) (AMP){scaler}",
     "tf": "tf.keras.mixed_precision.set_global_policy('mixed_{policy}')",
     "any": "use mixed precision: torch.autocast (PyTorch) or the mixed_{policy} policy (Keras)",
+    "jax": "compute in {policy}: cast the parameters and inputs to jnp.{policy} (keep float32 "
+    "parameters for the update)",
 }
 #: PyTorch's two TF32 switches, one per library family (:func:`family`).
 _TORCH_TF32 = {
@@ -98,9 +104,12 @@ def tf32_fix(flavour: str, families: frozenset[str]) -> str:
 
 
 _TORCH_AMP = "or AMP: torch.autocast(device_type='cuda', dtype=torch.bfloat16)"
+#: JAX's one switch for float32 matmuls and convolutions on TF32 Tensor Cores.
+JAX_TF32 = "jax.config.update('jax_default_matmul_precision', 'tensorfloat32')"
 _TF32 = {
     "torch": f"{_TORCH_TF32['gemm']}; {_TORCH_TF32['conv']}; {_TORCH_AMP}",
     "tf": "tf.config.experimental.enable_tensor_float_32_execution(True), or the mixed_bfloat16 policy",
+    "jax": JAX_TF32 + ", or compute in bfloat16",
     "any": "enable TF32 (PyTorch: torch.backends.cuda.matmul.allow_tf32; TensorFlow: "
     "enable_tensor_float_32_execution) or use mixed precision",
 }
@@ -199,7 +208,7 @@ def _tf32_families(ops: pa.Table, flavour: str) -> frozenset[str]:
     rows = ops.select(["type", "name"]).filter(used)
     if rows.num_rows == 0:
         return frozenset()
-    if flavour == "tf":
+    if flavour in ("tf", "jax"):  # one switch for both families
         return frozenset({"conv", "gemm"})
     keys = [_codes.codes(rows.column(c)).codes for c in ("type", "name")]
     distinct = rows.take(pa.array(_codes.first_rows(_codes.combine(*keys))))
@@ -273,7 +282,7 @@ def _one(
     device = row["device_id"] if isinstance(row["device_id"], int) else None
     shapes = parse_shapes(row["input_shapes"] if isinstance(row["input_shapes"], str) else None)
     dtype, label = _kernel_dtype(row, dtype, normalise_op_type(op_type))
-    problem = problem_of(op_type, shapes, flavour == "tf")
+    problem = problem_of(op_type, shapes, flavour in ("tf", "jax"))
     case = _Case(row, label, flavour, _cc(gpus, device), problem, autocast)
     by_dtype = _by_dtype(case, dtype, run_uses_half)
     if by_dtype is not None:
@@ -331,7 +340,9 @@ def _float32_among_half(case: _Case) -> WhyNot:
     """A float32 op in a run that computes in fp16/bf16 elsewhere: "outside autocast" only where
     the script entered one; without one (or not known) the fix casts the op's inputs instead."""
     plain = f"{case.label} runs in float32 while the rest of the run uses fp16/bf16"
-    if case.flavour == "tf":
+    if case.flavour == "jax":
+        message, fix = plain, "compute it in bfloat16 too: cast its inputs to jnp.bfloat16"
+    elif case.flavour == "tf":
         message = plain + ": it is outside the mixed-precision policy"
         fix = "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
     elif case.autocast:
@@ -354,7 +365,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
     if pad:
         layout = (
             "; for convolutions also use channels_last (NHWC) memory format"
-            if problem is not None and problem.kind == "conv" and case.flavour != "tf"
+            if problem is not None and problem.kind == "conv" and case.flavour in ("torch", "any")
             else ""
         )
         what = "GEMM M/N/K" if problem is not None and problem.kind == "gemm" else "conv C/K"

@@ -63,6 +63,26 @@ def test_tf32_off_from_kernel_names_in_tensorflow_words_synthetic() -> None:
     assert "enable_tensor_float_32_execution(True)" in (f.fix or "")
 
 
+def test_jax_runs_get_jax_switches_never_tensorflows_synthetic() -> None:
+    """JAX writes the same XSpace as TensorFlow, but tf.config and the Keras policy do nothing in
+    JAX: its TF32 switch is jax_default_matmul_precision, its mixed precision a cast."""
+    for dtype, rule in ((None, "TC001"), ("float32", "TC001")):
+        run = synthetic_rows_run(
+            kernels=[kernel_row("ampere_sgemm_128x64_nn", "mm", 1000, 800 * US)],
+            ops=[op_row("mm", "dot_general", dtype, 800 * US)],
+            framework="JAX",
+            cc="8.0",
+        )
+        view = api.analyze(run)
+        (f,) = [f for f in view.findings if f.id == rule]
+        words = (f.fix or "") + " ".join(w.fix for w in view.analysis.verdict.why_not)
+        assert "jax_default_matmul_precision" in words, words
+        assert "tf.config" not in words and "tensor_float_32" not in words
+        assert "set_global_policy" not in words and "torch" not in words
+        (it001,) = [f for f in view.findings if f.id == "IT001"]
+        assert "jax.profiler.StepTraceAnnotation" in (it001.fix or "")
+
+
 def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
     run = synthetic_rows_run(
         kernels=[kernel_row("volta_sgemm_128x64_nn", "mm", 1000, 800 * US)],
