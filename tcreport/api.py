@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
 from tcreport.api_jobs import (
+    JOB_FORMS,
     analyze_job,
     check_job,
     diff_jobs,
@@ -58,6 +59,7 @@ __all__ = [
     "analyze_job",
     "check_job",
     "diff_jobs",
+    "JOB_FORMS",
     "find_job",
     "print_job_summary",
     "render_job_diff",
@@ -168,7 +170,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     if job is not None:
         return _open_job(job, path, slc, counters, rank)
     if rank is not None:
-        raise UsageError(f"{path}: rank= is for a folder of a distributed job's traces")
+        raise UsageError(f"{path}: rank= is for {JOB_FORMS}; this is not one")
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)

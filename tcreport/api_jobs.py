@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from tcreport.job_report import JobReport, Mapper
 
 
+#: What a distributed job is, as every option and message that needs one (``--rank``) says it:
+#: the forms :func:`find_job` recognises.
+JOB_FORMS = (
+    "a distributed job (a folder of its per-rank traces, or one Nsight Systems export of a "
+    "multi-process launch, or a folder holding that export)"
+)
+
+
 def find_job(path: str | Path) -> Job | None:
     """The distributed job ``path`` holds (a folder of the per-rank traces of one job and nothing
     else), or ``None``: then :func:`tcreport.api.load` reads it as before

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hta_figures import FIGURES, _close, _hta
 from job_synthetic import NELEMS, TRANSFER_US, write_job
-from trace_paths import REALTRACES
+from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
 from tcreport import api, ingest
@@ -378,7 +378,16 @@ def test_rank_option_refusals(slow_rank_job: tuple[Path, JobReport], tmp_path: P
     )
     one = next(folder.glob("*rank-0*"))
     result = runner.invoke(app, ["report", str(one), "--rank", "0", "-o", str(tmp_path / "x.html")])
-    assert result.exit_code == 2 and "--rank is for a folder" in result.stderr
+    assert result.exit_code == 2 and "--rank is for a distributed job (a folder" in result.stderr
+
+
+def test_rank_help_names_every_form_of_a_job() -> None:
+    """--rank works on one Nsight Systems export of a multi-process launch too (the bundled
+    nsys-h100x2-bf16 sample), not only on a folder of per-rank traces: its help says so."""
+    text = " ".join(runner.invoke(app, ["report", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "--rank N For a distributed job (a folder of its per-rank traces, or one Nsight" in text
+    export = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+    assert api.find_job(export) is not None  # what the help promises
 
 
 def test_hostile_kernel_names_stay_text_in_the_job_outputs(tmp_path: Path) -> None:
