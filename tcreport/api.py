@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 from tcreport import __version__, _fs
 from tcreport._fs import write_atomic, write_text_atomic
 from tcreport.api_jobs import (
+    JOB_FORMS,
     analyze_job,
     check_job,
     diff_jobs,
@@ -58,6 +59,7 @@ __all__ = [
     "analyze_job",
     "check_job",
     "diff_jobs",
+    "JOB_FORMS",
     "find_job",
     "print_job_summary",
     "render_job_diff",
@@ -168,7 +170,7 @@ def open(  # tcreport.open(path): the notebook entry point (shadows the builtin 
     if job is not None:
         return _open_job(job, path, slc, counters, rank)
     if rank is not None:
-        raise UsageError(f"{path}: rank= is for a folder of a distributed job's traces")
+        raise UsageError(f"{path}: rank= is for {JOB_FORMS}; this is not one")
     run = load(path)
     if counters is not None:
         run = attach_counters(run, counters)
@@ -375,8 +377,8 @@ def print_rows(columns: list[str], rows: list[list[str]]) -> None:
 
 
 def batch(
-    root: Path,
-    out: Path,
+    root: str | Path,
+    out: str | Path,
     *,
     jobs: int = 1,
     force: bool = False,
@@ -391,8 +393,8 @@ def batch(
     from tcreport.batch import runner
 
     return runner.run_batch(
-        root,
-        out,
+        Path(root),
+        Path(out),
         jobs=jobs,
         force=force,
         executor=runner.Executor(executor),
@@ -402,11 +404,11 @@ def batch(
     )
 
 
-def query(out: Path, sql: str, *, timeout: float | None = None) -> pa.Table:
+def query(out: str | Path, sql: str, *, timeout: float | None = None) -> pa.Table:
     """``sql`` over a batch dataset's views, sandboxed (``tcreport query``)."""
     from tcreport.batch import query as q
 
-    return q.run(out, sql, timeout=timeout)
+    return q.run(Path(out), sql, timeout=timeout)
 
 
 def query_csv(table: pa.Table, escape: Callable[[str], str] | None = None) -> str:

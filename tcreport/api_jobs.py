@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from tcreport.job_report import JobReport, Mapper
 
 
+#: What a distributed job is, as every option and message that needs one (``--rank``) says it:
+#: the forms :func:`find_job` recognises.
+JOB_FORMS = (
+    "a distributed job (a folder of its per-rank traces, or one Nsight Systems export of a "
+    "multi-process launch, or a folder holding that export)"
+)
+
+
 def find_job(path: str | Path) -> Job | None:
     """The distributed job ``path`` holds (a folder of the per-rank traces of one job and nothing
     else), or ``None``: then :func:`tcreport.api.load` reads it as before
@@ -31,7 +39,7 @@ def find_job(path: str | Path) -> Job | None:
 
 
 def analyze_job(
-    job: Job,
+    job: Job | str | Path,
     slc: Slice | None = None,
     *,
     source_path: str | None = None,
@@ -43,12 +51,14 @@ def analyze_job(
     """Every rank of ``job`` analysed one at a time (or through ``mapper``), then the job:
     per-rank figures, stragglers, collective wait and bandwidth (:mod:`tcreport.job_report`).
     ``slc`` (:class:`Slice`) applies to every rank, as :func:`tcreport.api.analyze` applies it
-    to one run; ``rank`` is the rank shown in full (default: the straggler)."""
+    to one run; ``rank`` is the rank shown in full (default: the straggler). ``job`` may be
+    the path of the job's folder, as every other path the facade takes (a str or a Path); a path
+    that holds no job raises :class:`~tcreport.errors.InputError`."""
     from tcreport import job_report
     from tcreport.analysis.slicing import WHOLE
 
     return job_report.build(
-        job,
+        _as_job(job),
         slc if slc is not None else WHOLE,
         source_path=source_path,
         rank=rank,
@@ -56,6 +66,18 @@ def analyze_job(
         with_timeline=with_timeline,
         mapper=mapper,
     )
+
+
+def _as_job(job: Job | str | Path) -> Job:
+    """A Job as given, or the job a path holds (``str`` and ``Path`` alike)."""
+    if not isinstance(job, str | Path):
+        return job
+    found = find_job(job)
+    if found is None:
+        from tcreport.errors import InputError
+
+        raise InputError(f"{job}: not a distributed job (a folder of per-rank traces of one job)")
+    return found
 
 
 def render_job_json(jr: JobReport) -> str:

@@ -54,17 +54,22 @@ class GpuLike(Protocol):
     def compute_capability(self) -> str | None: ...
 
 
-def gpus(devices: Iterable[GpuLike], *, per_device: bool = False) -> str:
-    """A run's GPUs for a heading: the distinct model names, sorted, ``UNKNOWN_GPU`` for a missing
-    name or an empty list ('NVIDIA A100-SXM4-80GB'). ``per_device``: every device with its compute
-    capability, for the run's metadata table ('0: NVIDIA H100 (sm 9.0); 1: unknown')."""
+def gpus(
+    devices: Iterable[GpuLike], *, per_device: bool = False, unnamed: str | None = None
+) -> str:
+    """A run's GPUs for a heading: the distinct model names, sorted, ``unnamed`` (else
+    ``UNKNOWN_GPU``) for a missing name or an empty list ('NVIDIA A100-SXM4-80GB'). ``per_device``:
+    every device with its compute capability, for the run's metadata table ('0: NVIDIA H100 (sm
+    9.0); 1: unknown'). ``unnamed`` is the analysis' word for a GPU the trace does not name
+    (:attr:`tcreport.analysis.gpu_arch.GpuIdentity.inferred`)."""
     if per_device:
         return "; ".join(
-            f"{g.device_id}: {g.name or 'unknown'}"
+            f"{g.device_id}: {g.name or unnamed or 'unknown'}"
             + (f" (sm {g.compute_capability})" if g.compute_capability else "")
             for g in devices
         )
-    return ", ".join(sorted({g.name or UNKNOWN_GPU for g in devices})) or UNKNOWN_GPU
+    missing = unnamed or UNKNOWN_GPU
+    return ", ".join(sorted({g.name or missing for g in devices})) or missing
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -101,6 +101,20 @@ class OpRow:
         return (self.missed_gpu_ns or 0) if self.partly_missed else 0
 
 
+def in_some_calls_only(partly: int, total: int) -> str:
+    """The remark after a count of ops that missed Tensor Cores, for the ``partly`` of ``total``
+    that missed only in some of their calls; "" when none did. One wording for the verdict line
+    and every rule, read after "1 eligible op did not" as after "3 eligible ops did not"."""
+    if partly <= 0:
+        return ""
+    if total <= 1:
+        return " (only in some of its calls)"
+    if partly >= total:
+        return " (each only in some of its calls)"
+    their = "its" if partly == 1 else "their"
+    return f" ({partly} of them only in some of {their} calls)"
+
+
 @dataclass(frozen=True)
 class KernelRow:
     name: str

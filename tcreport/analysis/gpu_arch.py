@@ -78,10 +78,19 @@ class GpuIdentity:
     generation: str | None  # the generation the kernel names were built for (None: CPU-only)
 
     @property
-    def label(self) -> str | None:
-        if self.model:
-            return self.model
+    def inferred(self) -> str | None:
+        """The name a GPU the trace does not name is given: its generation, said to be inferred."""
         return f"{self.generation} (inferred from kernel names)" if self.generation else None
+
+    @property
+    def label(self) -> str | None:
+        return self.model or self.inferred
+
+    @property
+    def unnamed(self) -> str:
+        """What a report says of one device with no recorded name (never a bare "unknown" where
+        the diff, reading the same kernel names, says "Hopper")."""
+        return self.inferred or "unknown"
 
 
 def identity(gpus: Iterable[Gpu], kernel_names: Iterable[str], cpu_only: bool) -> GpuIdentity:

@@ -84,6 +84,15 @@ class CommOverlap:
     def on_compute_stream(self) -> tuple[CollectiveStream, ...]:
         return tuple(s for s in self.streams if s.is_compute_stream)
 
+    @property
+    def where(self) -> str:
+        """Where :attr:`collective_ns` was counted, after the figure: "summed over 2 GPUs", or
+        "on GPU 0" when one GPU is in view (a single rank's trace has nothing to sum over)."""
+        if len(self.devices) == 1:
+            d = self.devices[0].device_id
+            return f"on GPU {d}" if d is not None else "on its GPU"
+        return f"summed over {len(self.devices)} GPUs"
+
 
 def _opt(v: int) -> int | None:
     return None if v < 0 else v

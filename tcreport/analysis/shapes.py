@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tcreport.analysis.eligibility import normalise_op_type
@@ -149,13 +149,50 @@ def _conv(shapes: Sequence[Shape], tensorflow: bool) -> Problem | None:
     return Problem("conv", (("C", c), ("K", k)), macs)
 
 
+def unaligned(dims: Iterable[tuple[str, int]], precision: str) -> tuple[tuple[str, int, int], ...]:
+    """(name, size, padded size) of every dimension that breaks the alignment of ``precision``:
+    the one padding decision, for a trace's recorded shapes (why-not, TC003) and for the layer
+    sizes the model audit read (AU001) alike. Every size counts, small ones too: the first
+    convolution's 3 input channels made cuDNN miss the Tensor Cores in the H200 fp16 CNN sample."""
+    a = ALIGN.get(precision)
+    if a is None:
+        return ()
+    return tuple((name, v, -(-v // a) * a) for name, v in dims if v % a)
+
+
 def padding_for(problem: Problem | None, precision: str) -> str | None:
     """ "pad N 50257 → 50264" for every dimension that breaks the alignment of ``precision``."""
-    if problem is None or precision not in ALIGN:
+    if problem is None:
         return None
-    a = ALIGN[precision]
-    bad = [f"{name} {v} → {-(-v // a) * a}" for name, v in problem.dims if v % a]
+    bad = [f"{name} {v} → {padded}" for name, v, padded in unaligned(problem.dims, precision)]
     return "pad " + ", ".join(bad) if bad else None
+
+
+#: A model layer's size attributes (PyTorch's and Keras's names) as the dimensions of the GEMM or
+#: convolution it runs, so the audit's layers and the trace's recorded problems can be compared.
+_LAYER_DIMS = {
+    "in_features": "K",
+    "out_features": "N",
+    "units": "N",
+    "in_channels": "C",
+    "out_channels": "K",
+    "filters": "K",
+}
+
+
+def layer_problem(kind: str, dims: Iterable[tuple[str, int]]) -> Problem | None:
+    """The GEMM or convolution dims an audited layer (``Linear``, ``Dense``, ``Conv2d``) runs,
+    named as :func:`problem_of` names a recorded op's; ``None`` for other layers."""
+    k = "conv" if _CONV.search(kind.lower()) else "gemm" if kind in ("Linear", "Dense") else None
+    named = tuple((_LAYER_DIMS[n], v) for n, v in dims if n in _LAYER_DIMS)
+    return Problem(k, named, None) if k is not None and named else None
+
+
+def same_sizes(layer: Problem, recorded: Problem) -> bool:
+    """Whether a recorded op's problem has every size the layer fixes (a layer does not know the
+    batch, so a GEMM's M never decides)."""
+    have = dict(recorded.dims)
+    return layer.kind == recorded.kind and all(have.get(n) == v for n, v in layer.dims)
 
 
 # --- scalar arguments -----------------------------------------------------------------------------

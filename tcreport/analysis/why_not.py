@@ -34,14 +34,14 @@ from tcreport.analysis.shapes import (
     parse_shapes,
     problem_of,
 )
-from tcreport.model import Gpu
+from tcreport.model import AuditKey, Gpu, ModelAudit
 
 
 class Reason(StrEnum):
     FP64 = "fp64"
     FP32_TF32_OFF = "fp32-tf32-off"  # TF32 available (cc >= 8.0 or unknown) but not used
     FP32_NO_TF32 = "fp32-no-tf32"  # cc < 8.0: fp32 has no Tensor Core path at all
-    OUTSIDE_AUTOCAST = "outside-autocast"  # fp32 op in a run that otherwise uses fp16/bf16
+    FLOAT32_AMONG_HALF = "float32-among-half"  # fp32 op in a run that otherwise uses fp16/bf16
     DTYPE_UNSUPPORTED = "dtype-unsupported"  # fp8 below cc 8.9, integer types, ...
     UNALIGNED = "unaligned-dims"
     TINY = "tiny-problem"
@@ -59,13 +59,18 @@ class WhyNot:
     fix: str
     padding: str | None  # "pad N 50257 → 50264" when a dimension is misaligned
     precision: str | None = None  # the precision whose alignment was judged (UNALIGNED only)
+    problem: Problem | None = None  # the GEMM/conv sizes its recorded shapes give, if any
 
 
 # --- framework wording ------------------------------------------------------------------------------
 
 
 def _flavour(framework: str | None) -> str:
+    """The framework whose words a fix uses: "torch", "tf" (TensorFlow/Keras/XLA), "jax" (XLA
+    too, but its own switches: no Keras policy, no tf.config) or "any"."""
     f = (framework or "").lower()
+    if "jax" in f:
+        return "jax"
     if "torch" in f:
         return "torch"
     if "tensorflow" in f or "keras" in f or f.startswith("tf") or "jax" in f or "xla" in f:
@@ -77,6 +82,8 @@ _AMP = {
     "torch": "run the model under torch.autocast(device_type='cuda', dtype={dt}) (AMP){scaler}",
     "tf": "tf.keras.mixed_precision.set_global_policy('mixed_{policy}')",
     "any": "use mixed precision: torch.autocast (PyTorch) or the mixed_{policy} policy (Keras)",
+    "jax": "compute in {policy}: cast the parameters and inputs to jnp.{policy} (keep float32 "
+    "parameters for the update)",
 }
 #: PyTorch's two TF32 switches, one per library family (:func:`family`).
 _TORCH_TF32 = {
@@ -97,9 +104,12 @@ def tf32_fix(flavour: str, families: frozenset[str]) -> str:
 
 
 _TORCH_AMP = "or AMP: torch.autocast(device_type='cuda', dtype=torch.bfloat16)"
+#: JAX's one switch for float32 matmuls and convolutions on TF32 Tensor Cores.
+JAX_TF32 = "jax.config.update('jax_default_matmul_precision', 'tensorfloat32')"
 _TF32 = {
     "torch": f"{_TORCH_TF32['gemm']}; {_TORCH_TF32['conv']}; {_TORCH_AMP}",
     "tf": "tf.config.experimental.enable_tensor_float_32_execution(True), or the mixed_bfloat16 policy",
+    "jax": JAX_TF32 + ", or compute in bfloat16",
     "any": "enable TF32 (PyTorch: torch.backends.cuda.matmul.allow_tf32; TensorFlow: "
     "enable_tensor_float_32_execution) or use mixed precision",
 }
@@ -132,12 +142,15 @@ def explain(
     framework: str | None,
     gpus: tuple[Gpu, ...],
     tf32_seen_in: frozenset[str] = frozenset(),
+    autocast: bool | None = None,
 ) -> list[WhyNot]:
     """One :class:`WhyNot` per eligible op whose ``uses_tc`` is False, in table order.
 
     ``tf32_seen_in``: library families ("conv", "gemm") whose TF32 Tensor Core kernels ran in this
     run (:func:`tcreport.analysis.kernel_evidence.tf32_families`): a float32 miss of that family is
-    not "TF32 off"."""
+    not "TF32 off". ``autocast``: whether the script entered an autocast
+    (:func:`autocast_in_use`), so a float32 op beside fp16/bf16 work is called "outside autocast"
+    only where there was one."""
     if ops.num_rows == 0:
         return []
     if ops.column("tc_eligible").null_count == ops.num_rows:
@@ -155,7 +168,19 @@ def explain(
     flavour = _flavour(framework)
     distinct = missed.take(pa.array(_first_of_each(missed)))
     seen = tf32_seen_in | _tf32_families(ops, flavour)
-    return [_one(r, flavour, gpus, run_uses_half, family(r) in seen) for r in distinct.to_pylist()]
+    return [
+        _one(r, flavour, gpus, run_uses_half, family(r) in seen, autocast)
+        for r in distinct.to_pylist()
+    ]
+
+
+def autocast_in_use(audit: ModelAudit | None) -> bool | None:
+    """Whether the script entered a ``torch.autocast``: what ``tcreport profile``'s audit saw;
+    ``None`` for a trace alone, which does not record it (a float32 op beside float16 tensors
+    may be outside autocast or in a script that casts by hand, as make/mix.py of the H200 sample)."""
+    if audit is None or audit.framework != "pytorch":
+        return None
+    return bool(audit.all(AuditKey.TORCH_AUTOCAST))
 
 
 def family(row: Mapping[str, object]) -> str:
@@ -183,7 +208,7 @@ def _tf32_families(ops: pa.Table, flavour: str) -> frozenset[str]:
     rows = ops.select(["type", "name"]).filter(used)
     if rows.num_rows == 0:
         return frozenset()
-    if flavour == "tf":
+    if flavour in ("tf", "jax"):  # one switch for both families
         return frozenset({"conv", "gemm"})
     keys = [_codes.codes(rows.column(c)).codes for c in ("type", "name")]
     distinct = rows.take(pa.array(_codes.first_rows(_codes.combine(*keys))))
@@ -218,6 +243,7 @@ class _Case:
     flavour: str
     cc: float | None
     problem: Problem | None
+    autocast: bool | None = None  # the script entered an autocast (None: not known)
 
     @property
     def cc_text(self) -> str:
@@ -231,7 +257,15 @@ class _Case:
         pad = padding_for(self.problem, precision)
         if pad and reason is not Reason.UNALIGNED:
             fix = f"{fix}; then {pad} (multiples of {ALIGN[precision]} for {precision})"
-        return WhyNot(str(self.row["op_id"]), str(self.row["name"]), reason, message, fix, pad)
+        return WhyNot(
+            str(self.row["op_id"]),
+            str(self.row["name"]),
+            reason,
+            message,
+            fix,
+            pad,
+            problem=self.problem,
+        )
 
 
 def _one(
@@ -240,6 +274,7 @@ def _one(
     gpus: Sequence[Gpu],
     run_uses_half: bool,
     tf32_on: bool = False,
+    autocast: bool | None = None,
 ) -> WhyNot:
     """The reason one missed op gives: its data type first, then its shapes, then its kernels."""
     op_type = str(row["type"] or row["name"])
@@ -247,9 +282,8 @@ def _one(
     device = row["device_id"] if isinstance(row["device_id"], int) else None
     shapes = parse_shapes(row["input_shapes"] if isinstance(row["input_shapes"], str) else None)
     dtype, label = _kernel_dtype(row, dtype, normalise_op_type(op_type))
-    case = _Case(
-        row, label, flavour, _cc(gpus, device), problem_of(op_type, shapes, flavour == "tf")
-    )
+    problem = problem_of(op_type, shapes, flavour in ("tf", "jax"))
+    case = _Case(row, label, flavour, _cc(gpus, device), problem, autocast)
     by_dtype = _by_dtype(case, dtype, run_uses_half)
     if by_dtype is not None:
         return by_dtype
@@ -277,17 +311,7 @@ def _by_dtype(case: _Case, dtype: str | None, run_uses_half: bool) -> WhyNot | N
             case.target,
         )
     if dtype == "fp32" and run_uses_half:
-        fix = (
-            "move the op inside the autocast region (or remove the autocast(enabled=False) / explicit .float() around it)"
-            if flavour != "tf"
-            else "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
-        )
-        return case.why(
-            Reason.OUTSIDE_AUTOCAST,
-            f"{label} runs in float32 while the rest of the run uses fp16/bf16: it is outside autocast",
-            fix,
-            case.target,
-        )
+        return _float32_among_half(case)
     if dtype == "fp32" and cc is not None and cc < 8.0:
         return case.why(
             Reason.FP32_NO_TF32,
@@ -312,6 +336,27 @@ def _by_dtype(case: _Case, dtype: str | None, run_uses_half: bool) -> WhyNot | N
     return None
 
 
+def _float32_among_half(case: _Case) -> WhyNot:
+    """A float32 op in a run that computes in fp16/bf16 elsewhere: "outside autocast" only where
+    the script entered one; without one (or not known) the fix casts the op's inputs instead."""
+    plain = f"{case.label} runs in float32 while the rest of the run uses fp16/bf16"
+    if case.flavour == "jax":
+        message, fix = plain, "compute it in bfloat16 too: cast its inputs to jnp.bfloat16"
+    elif case.flavour == "tf":
+        message = plain + ": it is outside the mixed-precision policy"
+        fix = "let the op follow the mixed-precision policy (no dtype='float32' override on the layer)"
+    elif case.autocast:
+        message = plain + ": it is outside autocast"
+        fix = "move the op inside the autocast region (or remove the autocast(enabled=False) / explicit .float() around it)"
+    else:
+        message = plain + ("; the script enters no autocast" if case.autocast is False else "")
+        fix = (
+            "compute it in fp16/bf16 too: cast its inputs (.half() or .to(torch.bfloat16)) "
+            "or run it under torch.autocast(device_type='cuda')"
+        )
+    return case.why(Reason.FLOAT32_AMONG_HALF, message, fix, case.target)
+
+
 def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
     """Misaligned or tiny dimensions, the library's own kernel choice, or no evidence at all."""
     label, problem = case.label, case.problem
@@ -320,7 +365,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
     if pad:
         layout = (
             "; for convolutions also use channels_last (NHWC) memory format"
-            if problem is not None and problem.kind == "conv" and case.flavour != "tf"
+            if problem is not None and problem.kind == "conv" and case.flavour in ("torch", "any")
             else ""
         )
         what = "GEMM M/N/K" if problem is not None and problem.kind == "gemm" else "conv C/K"
@@ -332,6 +377,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
             f"{pad}{layout}",
             pad,
             precision,
+            problem,
         )
     if problem is not None and problem.macs is not None and problem.macs < TINY_MACS:
         return case.why(

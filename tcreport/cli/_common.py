@@ -79,8 +79,8 @@ Rank = Annotated[
         "--rank",
         min=0,
         metavar="N",
-        help="For a folder of a distributed job's traces: the rank shown in full, with its "
-        "timeline (default: the straggler).",
+        help=f"For {api.JOB_FORMS}: the rank shown in full, with its timeline (default: the "
+        "straggler).",
     ),
 ]
 ReplaceReadOnly = Annotated[
@@ -243,7 +243,7 @@ def find_job(path: Path, rank: int | None = None, counters: Path | None = None) 
     with status(f"Looking at {path}"):
         job = api.find_job(path)
     if job is None and rank is not None:
-        raise UsageError(f"--rank is for a folder of a distributed job's traces; {path} is not one")
+        raise UsageError(f"--rank is for {api.JOB_FORMS}; {path} is not one")
     if job is not None and counters is not None:
         raise UsageError("--counters takes one trace's Nsight Compute CSV, not a job's")
     return job

@@ -59,6 +59,31 @@ Force = Annotated[
     ),
 ]
 
+_COUNTERS_HELP = (
+    "Nsight Compute CSV (ncu --csv) of {whose}, as summary's --counters: its tensor-pipe "
+    "counters decide Tensor Core use where they exist."
+)
+
+
+def _counters(flag: str, whose: str) -> object:
+    return typer.Option(flag, help=_COUNTERS_HELP.format(whose=whose), metavar="NCU_CSV")
+
+
+BaseCounters = Annotated[Path | None, _counters("--base-counters", "BASE's workload")]
+HeadCounters = Annotated[Path | None, _counters("--head-counters", "HEAD's workload")]
+CheckCounters = Annotated[Path | None, _counters("--counters", "PATH's workload")]
+BaselineCounters = Annotated[
+    Path | None, _counters("--baseline-counters", "the --baseline run's workload")
+]
+
+
+def _job_of(path: Path, counters: Path | None, flag: str) -> Job | None:
+    """As :func:`find_job`, naming the flag that takes one trace's counters, not a job's."""
+    job = find_job(path)
+    if job is not None and counters is not None:
+        raise UsageError(f"{flag} takes one trace's Nsight Compute CSV, not a job's")
+    return job
+
 
 @app.command()
 def diff(
@@ -90,6 +115,8 @@ def diff(
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
+    base_counters: BaseCounters = None,
+    head_counters: HeadCounters = None,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
@@ -97,14 +124,18 @@ def diff(
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
         guard_output(
-            output, [base, head], follow_link=follow_link, replace_read_only=replace_read_only
+            output,
+            [base, head, base_counters, head_counters],
+            follow_link=follow_link,
+            replace_read_only=replace_read_only,
         )
         slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
-        if find_job(base) is not None or find_job(head) is not None:
+        bjob = _job_of(base, base_counters, "--base-counters")
+        if bjob is not None or _job_of(head, head_counters, "--head-counters") is not None:
             text = _diff_jobs(base, head, fmt, slc, force)
             return write_text_output(output if output is not None else Path("-"), text, follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip
-        b = load_and_analyze(base, slc, output=output)
-        h = load_and_analyze(head, slc, output=output)
+        b = load_and_analyze(base, slc, output=output, counters=base_counters)
+        h = load_and_analyze(head, slc, output=output, counters=head_counters)
         d = api.diff(b, h, force=force)
         if d.forced:
             say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
@@ -186,6 +217,8 @@ def check(
     iter_stop: IterStop = None,
     force: Force = False,
     allow_empty: AllowEmpty = False,
+    counters: CheckCounters = None,
+    baseline_counters: BaselineCounters = None,
 ) -> None:
     """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
     with user_errors():
@@ -203,12 +236,16 @@ def check(
             "max_eligible_not_tc_share": max_eligible_not_tc_share,
             "max_regression": max_regression,
         }
-        job = find_job(path)
+        if baseline_counters is not None and baseline is None:
+            raise UsageError("--baseline-counters needs --baseline")
+        job = _job_of(path, counters, "--counters")
         if job is not None:
+            if baseline is not None:
+                _job_of(baseline, baseline_counters, "--baseline-counters")
             jr, bjr = _job_and_baseline(job, path, baseline, slc)
             return _print_check(api.check_job(jr, bjr, **gates, force=force))
-        view = load_and_analyze(path, slc)
-        base = load_and_analyze(baseline, slc) if baseline else None
+        view = load_and_analyze(path, slc, counters=counters)
+        base = load_and_analyze(baseline, slc, counters=baseline_counters) if baseline else None
         _print_check(api.check(view, base, **gates, force=force))
 
 

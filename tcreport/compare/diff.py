@@ -17,8 +17,9 @@ noise when ``|Δ| < 2 × sqrt((s_base² + s_head²) / 2)`` (a side without a spr
 side's). Without per-iteration rows, the relative spread of the iteration durations
 (``selection.info.std_ns / mean_ns``, two or more iterations) is used instead; with no spread at all,
 the threshold is 1 % of the base value (1 percentage point for shares). Op and kernel rows use the
-run's relative spread (``2 × pooled std / mean``), never less than 1 %. The constants are
-:data:`~tcreport.compare.model.NOISE_SIGMAS` and :data:`~tcreport.compare.model.NOISE_FLOOR`.
+run's relative spread (``2 × pooled std / mean``), never less than 1 % nor than 1 µs per
+iteration. The constants are :data:`~tcreport.compare.model.NOISE_SIGMAS`,
+:data:`~tcreport.compare.model.NOISE_FLOOR` and :data:`~tcreport.compare.model.ROW_NOISE_FLOOR_NS`.
 
 Rows (ops, op types, kernels) are one model (:class:`~tcreport.compare.model.RowDiff`): first
 present, gone or new (an op that ran nothing itself on one side is not on that side), then the
@@ -35,6 +36,7 @@ from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
     NOISE_SIGMAS,
+    ROW_NOISE_FLOOR_NS,
     Better,
     Change,
     Diff,
@@ -307,7 +309,8 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         notes.append("no GPU time in either run (CPU-only capture): ops compared by host time")
     rule = (
         f"noise: |Δ| < {NOISE_SIGMAS:g} × pooled per-iteration std (base: {sb.source}; "
-        f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known"
+        f"head: {sh.source}); {NOISE_FLOOR:.0%} of the base value where no spread is known; "
+        f"op and kernel rows: never under {dur(ROW_NOISE_FLOOR_NS)} per iteration"
     )
     figures = _figures(ba, ha)
     op_rows, kernel_rows = ops, rows.kernels(ba, ha, rel_thr)

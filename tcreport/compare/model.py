@@ -19,6 +19,12 @@ from tcreport.errors import UsageError
 #: smaller. Renderers read each figure's and row's verdict; none compares a delta to a threshold.
 NOISE_FLOOR = 0.01
 NOISE_SIGMAS = 2.0
+#: An op, op type or kernel row whose per-iteration time moves by less than this is noise
+#: whatever its relative change: a 32 ns step of a 2 µs kernel (+1.7 %) is below what a
+#: profiler's timestamps resolve reliably across two runs, and no PR is judged by it.
+ROW_NOISE_FLOOR_NS = 1_000
+#: The label of a row that pools the ops of one type whose names ran on one side only.
+TYPE_ROW = "ops of type {type}"
 
 
 class NotComparableError(UsageError):

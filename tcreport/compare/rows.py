@@ -11,7 +11,15 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from tcreport.compare.model import Better, Change, FindingChange, Presence, RowDiff
+from tcreport.compare.model import (
+    ROW_NOISE_FLOOR_NS,
+    TYPE_ROW,
+    Better,
+    Change,
+    FindingChange,
+    Presence,
+    RowDiff,
+)
 from tcreport.compare.noise import judge
 
 if TYPE_CHECKING:
@@ -73,7 +81,7 @@ def _row(
     h = h if presence is not Presence.GONE else None
     bn = b.ns if b and b.has_time else None
     hn = h.ns if h and h.has_time else None
-    thr = rel_thr * abs(bn) if bn is not None else None
+    thr = max(rel_thr * abs(bn), ROW_NOISE_FLOOR_NS) if bn is not None else None
     delta, rel, time = judge(bn, hn, thr, Better.LOWER)
     if presence is not Presence.BOTH:
         delta, rel = None, None
@@ -188,7 +196,10 @@ def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, 
     named = set(ab) & set(ah)
     rows = [_row(k, ab[k], ah[k], "name", rel_thr) for k in named]
     tb, th = _by_type(ab, set(ab) - named), _by_type(ah, set(ah) - named)
-    rows += [_row(f"type: {t}", tb.get(t), th.get(t), "type", rel_thr) for t in set(tb) | set(th)]
+    rows += [
+        _row(TYPE_ROW.format(type=t), tb.get(t), th.get(t), "type", rel_thr)
+        for t in set(tb) | set(th)
+    ]
     by_type = sum(1 for r in rows if r is not None and r.matched_by == "type")
     if not ab or not ah:
         matching = "no op rows on one side; ops not compared"

@@ -66,7 +66,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         )
         if v
     )
-    gpus = view.analysis.host.device or fmt.gpus(m.gpus, per_device=True)
+    gpus = view.analysis.gpu_names(per_device=True)
     rng = (
         f"{it.start}–{it.stop} of {fmt.count(it.total)}"
         if it.start is not None and it.stop is not None

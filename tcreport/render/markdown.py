@@ -67,7 +67,7 @@ def render(view: Report) -> str:
     a = view.analysis
     w = a.verdict.words
     m = a.meta
-    gpus = a.host.device or fmt.gpus(m.gpus)
+    gpus = a.gpu_names()
     lines = [
         f"### tcreport: {_esc(view.source_path)}",
         "",

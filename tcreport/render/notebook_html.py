@@ -30,7 +30,7 @@ def _e(text: object) -> str:
 def _head(view: Report) -> list[str]:
     a = view.analysis
     m = a.meta
-    gpus = a.host.device or fmt.gpus(m.gpus)
+    gpus = a.gpu_names()
     iters = a.iterations.phrase
     return [
         f'<div style="font-weight:bold">tcreport: {_e(view.source_path)}</div>',

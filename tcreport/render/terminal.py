@@ -66,7 +66,7 @@ def render(view: Report, console: Console | None = None) -> None:
     out = console or Console(highlight=False)
     a = view.analysis
     m = a.meta
-    gpus = a.host.device or fmt.gpus(m.gpus)
+    gpus = a.gpu_names()
     out.print(
         f"[bold]{_cell(view.source_path)}[/bold]  ({_cell(m.format.value)}; "
         f"{_cell(m.profiler or 'unknown profiler')}; {_cell(gpus)})",

@@ -174,7 +174,7 @@ def _comm(a: Analysis) -> str | None:
         else "on their own streams"
     )
     return (
-        f"Collectives ({', '.join(cm.names[:3])}) ran {fmt.ns(cm.collective_ns)} summed over GPUs, "
+        f"Collectives ({', '.join(cm.names[:3])}) ran {fmt.ns(cm.collective_ns)} {cm.where}, "
         f"{fmt.pct(cm.overlap_share)} of it hidden under compute, {where}; "
         f"{fmt.ns(cm.exposed_ns)} exposed."
     )

@@ -128,6 +128,19 @@ CPU_TOO = frozenset({"PR002"})
 AUDIT_PREFIX = "AU"
 
 
+#: What a finding of a CPU-only run says instead of a saving: the run's words (Host.gpu_run_adds)
+#: promise savings only from a GPU run, and host step times without GPU work say nothing of one.
+CPU_ONLY_NO_SAVING = (
+    "no saving claimed: a CPU-only run measures none (a GPU run of the script does)"
+)
+
+
+def _no_saving(f: Finding) -> Finding:
+    if f.estimated_saving_ns is None:
+        return f
+    return dataclasses.replace(f, estimated_saving_ns=None, assumptions=CPU_ONLY_NO_SAVING)
+
+
 def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
     bound = _bound(analysis)
     rules = list(REGISTRY.items())
@@ -139,8 +152,12 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
         rules = [
             (rid, r) for rid, r in rules if rid not in tc005_no_matrix_units.PRESUME_MATRIX_UNITS
         ]
-    found = [_normalise(f, analysis, bound) for _, rule in rules for f in rule(analysis)]
     cpu_only = analysis.host.cpu_only
+    found = [
+        _normalise(_no_saving(f) if cpu_only else f, analysis, bound)
+        for _, rule in rules
+        for f in rule(analysis)
+    ]
     # high and medium findings first, each group by saving: a low-severity finding (a library's
     # own choice, a note) never sits above one a reviewer should act on, whatever its bound. On
     # a CPU-only run the model audit's and the dtype findings lead: they are the advice such a

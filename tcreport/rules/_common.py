@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
-from tcreport.analysis import gpu_arch
-from tcreport.analysis.figures import OpRow
+from tcreport.analysis import gpu_arch, why_not
+from tcreport.analysis.figures import OpRow, in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.analysis.vendor import Vendor
@@ -45,6 +45,17 @@ def flavour(analysis: Analysis) -> Flavour:
     return Flavour.ANY
 
 
+def is_jax(analysis: Analysis) -> bool:
+    """A JAX run (its XSpace says so): TensorFlow's flavour for most advice (XLA's), but never
+    TensorFlow's switches (tf.config TF32, the Keras policy), which JAX does not read."""
+    return "jax" in (analysis.meta.framework or "").lower()
+
+
+def words_flavour(analysis: Analysis) -> str:
+    """The flavour :mod:`tcreport.analysis.why_not`'s fixes take: "jax" for JAX runs."""
+    return "jax" if is_jax(analysis) else flavour(analysis).value
+
+
 def compute_capability(analysis: Analysis) -> float | None:
     """The lowest known compute capability in the run; a guess from the GPU name, else from the
     kernel names' architecture marks, when absent (:func:`gpu_arch.run_compute_capability`)."""
@@ -62,10 +73,12 @@ def is_nvidia(analysis: Analysis) -> bool:
 def amp_fix(analysis: Analysis) -> str:
     """How to turn on mixed precision (and TF32 where the GPU has it), in the framework's words,
     for the run's framework, GPU and vendor."""
-    return amp_text(flavour(analysis), compute_capability(analysis), is_nvidia(analysis))
+    return amp_text(
+        flavour(analysis), compute_capability(analysis), is_nvidia(analysis), is_jax(analysis)
+    )
 
 
-def amp_text(fl: Flavour, cc: float | None, nvidia: bool) -> str:
+def amp_text(fl: Flavour, cc: float | None, nvidia: bool, jax: bool = False) -> str:
     """:func:`amp_fix` for a framework and compute capability known otherwise (the model audit's);
     TF32 is NVIDIA's, so it is not offered for another vendor's GPU."""
     bf16 = cc is not None and cc >= 8.0
@@ -85,6 +98,11 @@ def amp_text(fl: Flavour, cc: float | None, nvidia: bool) -> str:
         "enable_tensor_float_32_execution in TensorFlow)",
     }[fl]
     main = {Flavour.TORCH: torch, Flavour.TF: tf, Flavour.ANY: f"PyTorch: {torch}; Keras: {tf}"}[fl]
+    if jax:  # XLA's flavour elsewhere, but TensorFlow's switches do nothing in JAX
+        main = f"compute in {dt}: cast the parameters and inputs to jnp.{dt}" + (
+            "" if bf16 else " and scale the loss (jmp's DynamicLossScale)"
+        )
+        tf32 = why_not.JAX_TF32
     if not nvidia:
         return f"{main}."
     if cc is None:
@@ -138,8 +156,8 @@ def missed_ns(ops: Iterable[OpRow]) -> int:
 
 def partly(ops: Iterable[OpRow]) -> str:
     """A remark for ops that used Tensor Cores in other calls, or "" when none did."""
-    n = sum(1 for o in ops if o.partly_missed)
-    return f" ({n} of them in some calls only)" if n else ""
+    listed = list(ops)
+    return in_some_calls_only(sum(1 for o in listed if o.partly_missed), len(listed))
 
 
 def whose_time(ops: Iterable[OpRow], subject: str = "they") -> str:

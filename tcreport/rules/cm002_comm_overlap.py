@@ -37,10 +37,16 @@ def _fix(fl: c.Flavour) -> str:
 
 
 def _detail(cm: CommOverlap, share: float | None) -> str:
-    per_dev = "; ".join(
-        f"GPU {d.device_id}: {fmt.ns(d.collective_ns)} of collectives, "
-        f"{fmt.pct_text(d.overlap_share or 0.0)} under compute"
-        for d in cm.devices
+    per_dev = (  # one GPU: its figures are the totals already given
+        " "
+        + "; ".join(
+            f"GPU {d.device_id}: {fmt.ns(d.collective_ns)} of collectives, "
+            f"{fmt.pct_text(d.overlap_share or 0.0)} under compute"
+            for d in cm.devices
+        )
+        + "."
+        if len(cm.devices) > 1
+        else ""
     )
     on = cm.on_compute_stream
     where = (
@@ -52,8 +58,8 @@ def _detail(cm: CommOverlap, share: float | None) -> str:
     )
     return (
         f"Collectives ({', '.join(cm.names) or 'by kernel name'}) take {fmt.ns(cm.collective_ns)} "
-        f"summed over GPUs, {fmt.pct_text(share or 0.0)} of the kernel span, and {fmt.pct_text(cm.overlap_share or 0.0)} "
-        f"of that time is hidden under compute; {where}. {per_dev}."
+        f"{cm.where}, {fmt.pct_text(share or 0.0)} of the kernel span, and {fmt.pct_text(cm.overlap_share or 0.0)} "
+        f"of that time is hidden under compute; {where}.{per_dev}"
     )
 
 

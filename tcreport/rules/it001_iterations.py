@@ -46,6 +46,8 @@ def check(analysis: Analysis) -> list[Finding]:
         how = {c.Flavour.TORCH: torch, c.Flavour.TF: tf}.get(
             c.flavour(analysis), f"PyTorch: {torch}; TensorFlow: {tf}"
         )
+        if c.is_jax(analysis):  # JAX's own step marker, not TensorFlow's
+            how = "wrap each step in jax.profiler.StepTraceAnnotation('train_step', step_num=step)"
         fix = f"Mark the training step: {how}; then --key-node train_step --iter-start 1."
     return [
         Finding(

@@ -92,7 +92,7 @@ def check(analysis: Analysis) -> list[Finding]:
             f"TF32 is off: {fmt.plural(len(ops), 'eligible op')} "
             f"{'runs' if len(ops) == 1 else 'run'} float32 {what} on CUDA cores"
         )
-        fix = f"Turn TF32 on: {why_not.tf32_fix(c.flavour(analysis).value, families)}."
+        fix = f"Turn TF32 on: {why_not.tf32_fix(c.words_flavour(analysis), families)}."
     else:
         title = (
             f"Mixed precision is off: {fmt.plural(len(ops), 'eligible op')} run in "

@@ -47,8 +47,9 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=c.tc_severity(sh),
             title=f"{fmt.plural(len(ops), 'op')} missed {w.unit}: dimensions not multiples of "
             f"{multiple}",
+            # "the calls that missed" already says some ops used Tensor Cores in other calls
             detail=f"{rows[0][1].message}. {c.whose_time(ops, 'these ops').capitalize()}"
-            + f"{c.partly(ops)} take {fmt.ns(gpu)}"
+            + f" take {fmt.ns(gpu)}"
             + (f" ({fmt.pct_text(sh)} of GPU kernel time)" if sh is not None else "")
             + f". Padding needed: {pads}.",
             fix="Pad the named dimensions (vocabulary, hidden size, channels, batch) up to a "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.why_not import Reason
 from tcreport.rules import _common as c
 from tcreport.rules import tc001_mixed_precision_off, tc003_unaligned_dims, thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
@@ -43,11 +44,13 @@ def check(analysis: Analysis) -> list[Finding]:
     if rows:
         detail += f". {rows[0][1].message}"
     title = f"{eligible} did not use {unit.unit}"
-    if reasons == ["outside-autocast"]:  # the cause is known: name it in the title
+    if reasons == [Reason.FLOAT32_AMONG_HALF]:  # the cause is known: name it in the title
         where = (
             "outside the mixed-precision policy"
             if c.flavour(analysis) is c.Flavour.TF
             else "outside autocast"
+            if analysis.verdict.autocast
+            else "beside fp16/bf16 work"  # no autocast entered, or none the trace can show
         )
         title = f"{fmt.plural(len(ops), 'eligible op')} run in float32 {where}"
     title += c.partly(ops)  # the headline counts an op on TC in some calls as using them

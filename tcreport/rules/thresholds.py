@@ -6,7 +6,7 @@ finding. Changing a value here changes when a rule fires; ``docs/findings.md`` q
 
 from __future__ import annotations
 
-from tcreport.analysis import derived, shapes, timeline
+from tcreport.analysis import derived, timeline
 
 # --- Tensor Cores and precision --------------------------------------------------------------------
 
@@ -148,11 +148,6 @@ COLLECTIVE_WAIT_HIGH_SHARE = 0.25
 COLLECTIVE_WAIT_RECOVERABLE = 0.5
 # --- Model audit (``tcreport profile``'s in-process facts) -----------------------------------------
 
-#: Layer sizes the model audit wants as multiples of this under float16/bfloat16: cuBLAS and cuDNN
-#: pick Tensor Core kernels for fp16/bf16 GEMMs and convolutions whose M/N/K and C/K are multiples
-#: of 8 (the same rule the trace-based TC003 applies to recorded shapes).
-AUDIT_HALF_ALIGN = shapes.ALIGN["fp16"]
-
-#: Sizes below this are left alone: a 10-class output or a 3-channel image input is tiny next to
-#: the hidden layers, and padding it buys nothing measurable.
-AUDIT_MIN_DIM = 16
+#: The model audit's layer sizes are judged by the trace's padding rule
+#: (:func:`tcreport.analysis.shapes.unaligned`, multiples of ``shapes.ALIGN``), so AU001 and TC003
+#: pad the same layer alike: every size counts, a 3-channel image input too.

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from hta_figures import FIGURES, _close, _hta
 from job_synthetic import NELEMS, TRANSFER_US, write_job
-from trace_paths import REALTRACES
+from trace_paths import REALTRACES, SAMPLES
 from typer.testing import CliRunner
 
 from tcreport import api, ingest
 from tcreport.analysis import collectives
 from tcreport.cli.app import app
-from tcreport.errors import UnsupportedFormatError
+from tcreport.errors import InputError, UnsupportedFormatError
 from tcreport.job_report import JobReport
 from tcreport.notebook_job import AnalysedJob
 
@@ -66,6 +66,17 @@ def test_two_sampled_ranks_are_one_job_of_2_of_128() -> None:
     assert [r.rank for r in job.ranks] == [0, 1]
     assert (job.world_size, job.backend, job.detected_by) == (128, "nccl", "distributedInfo")
     assert job.describe().startswith("2 of 128 ranks")
+
+
+def test_analyze_job_takes_the_folder_as_a_str_or_a_path(sampled: JobReport) -> None:
+    """Like every path the facade takes, the job's folder may be given as a str or a Path (a
+    str used to fail with AttributeError); a folder that holds no job is one InputError."""
+    for given in (str(SAMPLED), SAMPLED):
+        jr = api.analyze_job(given)
+        assert jr.rank_files == sampled.rank_files
+        assert jr.section.verdict == sampled.section.verdict
+    with pytest.raises(InputError, match="not a distributed job"):
+        api.analyze_job(str(ALEXNET))
 
 
 def test_per_rank_step_figures_equal_htas(sampled: JobReport) -> None:
@@ -367,7 +378,16 @@ def test_rank_option_refusals(slow_rank_job: tuple[Path, JobReport], tmp_path: P
     )
     one = next(folder.glob("*rank-0*"))
     result = runner.invoke(app, ["report", str(one), "--rank", "0", "-o", str(tmp_path / "x.html")])
-    assert result.exit_code == 2 and "--rank is for a folder" in result.stderr
+    assert result.exit_code == 2 and "--rank is for a distributed job (a folder" in result.stderr
+
+
+def test_rank_help_names_every_form_of_a_job() -> None:
+    """--rank works on one Nsight Systems export of a multi-process launch too (the bundled
+    nsys-h100x2-bf16 sample), not only on a folder of per-rank traces: its help says so."""
+    text = " ".join(runner.invoke(app, ["report", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "--rank N For a distributed job (a folder of its per-rank traces, or one Nsight" in text
+    export = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
+    assert api.find_job(export) is not None  # what the help promises
 
 
 def test_hostile_kernel_names_stay_text_in_the_job_outputs(tmp_path: Path) -> None:

@@ -76,3 +76,15 @@ def test_no_collectives_no_communication_figures() -> None:
     )
     assert a.communication.overlap is None
     assert cm002_comm_overlap.check(a) == []
+
+
+def test_h100x2_collective_total_says_summed_only_over_several_gpus() -> None:
+    """Read whole, the export's two GPUs are summed (and listed per GPU); as the job's rank 0 (one
+    GPU in view, what `tcreport summary` of the export shows) nothing is summed over GPUs."""
+    whole = api.analyze(api.load(H100X2))
+    (f,) = [f for f in whole.findings if f.id == "CM002"]
+    assert "take 33.7 ms summed over 2 GPUs," in f.detail and "GPU 1: 23.8 ms" in f.detail
+    rank0 = api.analyze_job(H100X2, rank=0).detail
+    (f,) = [f for f in rank0.findings if f.id == "CM002"]
+    assert "take 10.0 ms on GPU 0," in f.detail and "summed" not in f.detail
+    assert "GPU 0: 10.0 ms" not in f.detail  # the one GPU's figures are the totals already given

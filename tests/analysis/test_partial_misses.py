@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from synthetic import run_meta
 from trace_paths import ROOT
 
 from tcreport import api, schema
 from tcreport.analysis import tc_kernels
-from tcreport.analysis.figures import OpRow
+from tcreport.analysis.figures import OpRow, in_some_calls_only
 from tcreport.analysis.why_not import Reason
 from tcreport.model import Gpu, Granularity, IterationInfo, Run, SourceFormat
 from tcreport.report import Report
@@ -78,7 +79,7 @@ def test_synthetic_partly_missed_conv_gets_the_padding_not_tf32_off() -> None:
     assert w.reason == Reason.UNALIGNED
     assert w.padding is not None and "3 → 4" in w.padding
     (f,) = [f for f in view.findings if f.id == "TC003"]
-    assert "(1 of them in some calls only)" in f.detail and "3.0 µs" in f.detail
+    assert "The calls that missed take 3.0 µs" in f.detail and "of them" not in f.detail
     assert f.estimated_saving_ns == int(3_000 * (1 - 1 / thresholds.TC_SPEEDUP))  # missed time only
 
 
@@ -140,4 +141,22 @@ def test_alexnet_first_convolution_calls_count_as_missed() -> None:
 
 def test_alexnet_verdict_line_says_some_calls_only() -> None:
     html = api.render_html(api.analyze(api.load(SAMPLE)))
-    assert "2 eligible ops did not (1 of them in some calls only)." in html
+    assert "2 eligible ops did not (1 of them only in some of its calls)." in html
+
+
+@pytest.mark.parametrize(
+    ("partly", "total", "text"),
+    [
+        (0, 3, ""),
+        (1, 1, " (only in some of its calls)"),
+        (2, 2, " (each only in some of its calls)"),
+        (1, 3, " (1 of them only in some of its calls)"),
+        (2, 3, " (2 of them only in some of their calls)"),
+    ],
+)
+def test_some_calls_only_reads_for_one_op_and_for_several(
+    partly: int, total: int, text: str
+) -> None:
+    """The remark after "N eligible ops did not" (the verdict line and TC001/TC004): one wording
+    in the analysis, grammatical for one op and for several (it read "(1 of them ...)" for one)."""
+    assert in_some_calls_only(partly, total) == text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from synthetic import synthetic_run
+from trace_paths import H200_NCU, SAMPLES
 from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
@@ -101,3 +103,34 @@ def test_usage_errors_exit_2(runs: dict[str, Path], args: list[str], message: st
     result = runner.invoke(app, ["check", str(runs["fp32"]), *args])
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+MIX = H200_NCU / "mix" / "kineto_mix_h.json.gz"
+MIX_NCU = H200_NCU / "ncu" / "ncu3_mix.csv"
+
+
+def test_check_and_diff_take_counters_as_summary_does() -> None:
+    """The real H200 mix trace: by kernel names 18.5 % on Tensor Cores (tile_product, a Triton
+    tl.dot kernel, unknown); with its ncu CSV the counters decide it, 21.3 %. A gate at 20 %
+    fails without the counters and passes with them; diff reads each side's CSV."""
+    gate = ["check", str(MIX), "--min-tc-share", "0.2"]
+    assert runner.invoke(app, gate).exit_code == 1
+    with_counters = runner.invoke(app, [*gate, "--counters", str(MIX_NCU)])
+    assert with_counters.exit_code == 0, with_counters.output
+    both = ["--baseline", str(MIX), "--baseline-counters", str(MIX_NCU)]
+    assert runner.invoke(app, [*gate, "--counters", str(MIX_NCU), *both]).exit_code == 0
+    lone = runner.invoke(app, [*gate, "--baseline-counters", str(MIX_NCU)])
+    assert lone.exit_code == 2 and "--baseline-counters needs --baseline" in lone.output
+    diff = runner.invoke(
+        app, ["diff", str(MIX), str(MIX), "-f", "json", "--head-counters", str(MIX_NCU)]
+    )
+    assert diff.exit_code == 0, diff.output
+    share = {f["key"]: f for f in json.loads(diff.stdout)["figures"]}["tc_share"]
+    assert share["base"] == pytest.approx(0.1853, abs=1e-4)
+    assert share["head"] == pytest.approx(0.2131, abs=1e-4)
+
+
+def test_counters_of_a_job_are_refused_naming_the_flag() -> None:
+    job = SAMPLES / "nsys-h100x2-bf16"
+    r = runner.invoke(app, ["diff", str(job), str(job), "--base-counters", str(MIX_NCU)])
+    assert r.exit_code == 2 and "--base-counters takes one trace's" in r.output

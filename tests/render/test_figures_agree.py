@@ -45,7 +45,7 @@ def test_a100_counts_agree_between_headline_and_finding() -> None:
     assert by_id["TC001"].title.startswith("TF32 is off: 1 eligible op runs")
     assert by_id["TC004"].title.startswith("1 Tensor Core eligible op did not use")
     assert tc.eligible_not_using_op_count == 2
-    assert "(1 of them in some calls only)" in by_id["TC004"].title
+    assert by_id["TC004"].title.endswith("did not use Tensor Cores (only in some of its calls)")
     console = Console(width=200, record=True, file=io.StringIO())
     terminal.render(r, console)
     assert "2 / 1 (1 in some calls only)" in console.export_text()
@@ -142,15 +142,20 @@ def _terminal_text(view: Report) -> str:
 
 @pytest.mark.parametrize("path", [A100, H100], ids=["a100-named", "h100x2-unnamed"])
 def test_gpu_label_is_one_text_in_every_renderer(path: Path) -> None:
-    """The A100 sample names its GPU; the H100 export has no TARGET_INFO_GPU table (no name)."""
+    """The A100 sample names its GPU; the H100 export has no TARGET_INFO_GPU table (no name), so
+    every output says the generation its kernel names give, as the diff does (it said "unknown"
+    beside the diff's "Hopper")."""
     from tcreport.render import markdown, notebook_html
 
     view = _report(path)
-    label = fmt.gpus(view.analysis.meta.gpus)
-    assert label == ("NVIDIA A100-PG509-200" if path == A100 else fmt.UNKNOWN_GPU)
+    label = view.analysis.gpu_names()
+    hopper = "Hopper (inferred from kernel names)"
+    assert label == ("NVIDIA A100-PG509-200" if path == A100 else hopper)
+    assert label == view.analysis.gpu.label == api.diff(view, view).head.gpu
     assert f"; {label})" in _terminal_text(view)
     assert f" · {label} · " in markdown.render(view)
     assert f" · {label} · " in notebook_html.render(view)
+    assert f"<dt>GPU 0</dt><dd>{label}" in html.render(view)
 
 
 def test_flop_figures_and_gap_label_in_html_come_from_fmt() -> None:

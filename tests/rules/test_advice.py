@@ -4,6 +4,7 @@ need no loss scaler, float32 ops outside autocast. The A100 sample is real; the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -23,7 +24,7 @@ from tcreport.analysis import host_time
 from tcreport.analysis.figures import KernelRow
 from tcreport.cli import app
 from tcreport.errors import OptionError
-from tcreport.model import Run, SourceFormat
+from tcreport.model import AuditKey, AuditSetting, ModelAudit, Run, SourceFormat
 from tcreport.render import terminal
 from tcreport.report import Report
 
@@ -62,6 +63,26 @@ def test_tf32_off_from_kernel_names_in_tensorflow_words_synthetic() -> None:
     assert "enable_tensor_float_32_execution(True)" in (f.fix or "")
 
 
+def test_jax_runs_get_jax_switches_never_tensorflows_synthetic() -> None:
+    """JAX writes the same XSpace as TensorFlow, but tf.config and the Keras policy do nothing in
+    JAX: its TF32 switch is jax_default_matmul_precision, its mixed precision a cast."""
+    for dtype, rule in ((None, "TC001"), ("float32", "TC001")):
+        run = synthetic_rows_run(
+            kernels=[kernel_row("ampere_sgemm_128x64_nn", "mm", 1000, 800 * US)],
+            ops=[op_row("mm", "dot_general", dtype, 800 * US)],
+            framework="JAX",
+            cc="8.0",
+        )
+        view = api.analyze(run)
+        (f,) = [f for f in view.findings if f.id == rule]
+        words = (f.fix or "") + " ".join(w.fix for w in view.analysis.verdict.why_not)
+        assert "jax_default_matmul_precision" in words, words
+        assert "tf.config" not in words and "tensor_float_32" not in words
+        assert "set_global_policy" not in words and "torch" not in words
+        (it001,) = [f for f in view.findings if f.id == "IT001"]
+        assert "jax.profiler.StepTraceAnnotation" in (it001.fix or "")
+
+
 def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
     run = synthetic_rows_run(
         kernels=[kernel_row("volta_sgemm_128x64_nn", "mm", 1000, 800 * US)],
@@ -73,6 +94,8 @@ def test_fp32_kernel_on_pre_ampere_is_not_called_tf32_synthetic() -> None:
 
 
 def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
+    """ "Outside autocast" only where the capture's audit saw the script enter one; a trace alone
+    (or a script that casts by hand, as make/mix.py of the H200 sample) is "beside fp16/bf16"."""
     run = synthetic_rows_run(
         kernels=[
             kernel_row("volta_h884gemm_128x128_nn", "a", 1000, 100 * US),
@@ -84,7 +107,27 @@ def test_tc004_names_outside_autocast_in_its_title_synthetic() -> None:
         ],
     )
     (f,) = [f for f in api.analyze(run).findings if f.id == "TC004"]
-    assert f.title == "1 eligible op run in float32 outside autocast"
+    assert f.title == "1 eligible op run in float32 beside fp16/bf16 work"
+    assert "autocast" not in f.detail and ".half()" in (f.fix or "")
+    entered = AuditSetting(AuditKey.TORCH_AUTOCAST.value, "float16 on cuda", "train.py:30")
+    for settings, title, words in (
+        ((entered,), "outside autocast", "it is outside autocast"),
+        ((), "beside fp16/bf16 work", "the script enters no autocast"),
+    ):
+        audited = run.replace(
+            meta=dataclasses.replace(run.meta, audit=ModelAudit("pytorch", (), settings))
+        )
+        (f,) = [f for f in api.analyze(audited).findings if f.id == "TC004"]
+        assert f.title == f"1 eligible op run in float32 {title}" and words in f.detail
+
+
+def test_mix_trace_without_autocast_never_says_autocast() -> None:
+    """make/mix.py (real, H200) computes fp16 GEMMs from fp16 tensors and an fp32 GEMM with TF32
+    off, with no autocast anywhere: TC004 must not explain the fp32 GEMM by autocast."""
+    view = api.analyze(api.load(SAMPLES / "h200-torch-cnn-ncu" / "mix" / "kineto_mix_h.json.gz"))
+    (f,) = [f for f in view.findings if f.id == "TC004"]
+    assert "beside fp16/bf16 work" in f.title
+    assert "autocast" not in f.title + f.detail
 
 
 def _compile_run(name: str, compile_ms: float) -> Run:
@@ -560,3 +603,30 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
     out = io.StringIO()
     terminal.render(view, Console(file=out, width=300))
     assert HOSTILE in out.getvalue() and markup in out.getvalue()
+
+
+def test_cpu_only_run_claims_no_saving_even_where_a_rule_measures_one_synthetic(
+    tmp_path: Path,
+) -> None:
+    """Host steps of 1 to 4 ms make IT003 fire on a CPU-only trace; its saving (time above the
+    median host step) would contradict the run's own words that savings need a GPU run."""
+    events = []
+    for n, dur in enumerate([1000, 4000, 1000, 3000, 1000, 4000, 1000, 3500]):
+        t0 = 10_000.0 * (n + 1)
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": dur}
+        )  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
+             "dur": dur - 2, "args": {"Input type": ["float", "float"]}}
+        )  # fmt: skip
+    path = tmp_path / "cpu_steps_synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    view = api.analyze(api.load(path))
+    assert view.analysis.host.cpu_only
+    assert "savings in time for each finding" in (view.analysis.host.gpu_run_adds or "")
+    it003 = next(f for f in view.findings if f.id == "IT003")
+    assert it003.estimated_saving_ns is None and "CPU-only" in (it003.assumptions or "")
+    assert all(f.estimated_saving_ns is None for f in view.findings)
+    assert "saves ~" not in api.render_markdown(view)

@@ -165,7 +165,8 @@ def test_torch_float16_without_scaler_channels_last_benchmark_and_sizes() -> Non
     assert "train.py:30" in _one(run, "AU002").detail
     assert "GradScaler" in (_one(run, "AU002").fix or "")
     sizes = _one(run, "AU001").detail
-    assert "Net.conv (net.py:8): out_channels 30 → 32" in sizes
+    # the 3 input channels too: the padding rule TC003 applies to the same convolution
+    assert "Net.conv (net.py:8): in_channels 3 → 8, out_channels 30 → 32" in sizes
     assert "Net.fc (net.py:9): in_features 30 → 32, out_features 333 → 336" in sizes
     bench = _one(run, "AU004")
     assert (

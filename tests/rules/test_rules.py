@@ -83,7 +83,7 @@ def test_tc004_fires_on_fp32_op_outside_autocast() -> None:
     )
     view = api.analyze(run)
     (f,) = [f for f in view.findings if f.id == "TC004"]
-    assert "outside-autocast" in f.detail and [e.key for e in f.evidence] == ["/model/b/linear"]
+    assert "float32-among-half" in f.detail and [e.key for e in f.evidence] == ["/model/b/linear"]
     assert not [f for f in view.findings if f.id == "TC001"]  # one op, one rule
 
 

@@ -148,7 +148,7 @@ def test_fp32_op_in_half_run_is_outside_autocast() -> None:
     t = ops([("linear", "float32", None), ("aten::mm", "bfloat16", "[[64, 64], [64, 64]]")])
     t = t.set_column(t.schema.get_field_index("uses_tc"), "uses_tc", pa.array([False, True]))
     (w,) = wn.explain(t, "PyTorch", H100)
-    assert (w.op_id, w.reason) == ("op0", Reason.OUTSIDE_AUTOCAST)
+    assert (w.op_id, w.reason) == ("op0", Reason.FLOAT32_AMONG_HALF)
     assert "autocast" in w.fix
 
 

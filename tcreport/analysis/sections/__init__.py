@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from tcreport import fmt
 from tcreport.analysis import gpu_arch
 from tcreport.analysis.gpu_arch import GpuIdentity
 from tcreport.analysis.sections.breakdown import Breakdown
@@ -62,4 +63,11 @@ class Analysis:
         """The GPU as every output names it: recorded, else inferred from kernel names."""
         return gpu_arch.identity(
             self.meta.gpus, (k.name for k in self.breakdown.kernels), self.host.cpu_only
+        )
+
+    def gpu_names(self, per_device: bool = False) -> str:
+        """The run's GPUs as every output's heading names them: the host's device on a CPU-only
+        run, the recorded models, else the generation the kernel names give, as the diff does."""
+        return self.host.device or fmt.gpus(
+            self.meta.gpus, per_device=per_device, unnamed=self.gpu.inferred
         )

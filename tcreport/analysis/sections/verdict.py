@@ -17,7 +17,7 @@ from tcreport import fmt
 from tcreport.analysis import counters, eligibility, gpu_arch, tc_kernels, vendor, why_not
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import per_iteration
-from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share
+from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share, in_some_calls_only
 from tcreport.analysis.kernel_evidence import fp32_kernel_per_op, tf32_families
 from tcreport.analysis.sections.headline import Headline, Tone
 from tcreport.analysis.tc_kernels import Agreement
@@ -120,6 +120,8 @@ class Verdict:
     classified_card: Headline
     op_level_card: Headline | None  # the op-level share, where there is one
     op_level_sentence: str | None  # the same, as a sentence (Markdown)
+    #: the script entered a torch.autocast (the capture's audit); None: not known from a trace
+    autocast: bool | None = None
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -201,7 +203,11 @@ def _why_not(run: Run) -> tuple[WhyNot, ...]:
     ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
     return tuple(
         why_not.explain(
-            ops, run.meta.framework, run.meta.gpus, tf32_seen_in=tf32_families(run.kernels)
+            ops,
+            run.meta.framework,
+            run.meta.gpus,
+            tf32_seen_in=tf32_families(run.kernels),
+            autocast=why_not.autocast_in_use(run.meta.audit),
         )
     )
 
@@ -228,8 +234,7 @@ def _sentence(
         )
     rest = ""
     if n:
-        partly = f" ({e.partly} of them in some calls only)" if e.partly else ""
-        rest = f"; {n} eligible {ops} did not{partly}"
+        rest = f"; {n} eligible {ops} did not{in_some_calls_only(e.partly or 0, n)}"
     return f"{fmt.pct(tc_share)} of GPU kernel time ran on {w.unit}", rest + "."
 
 
@@ -348,4 +353,5 @@ def build(
         ),
         op_level_card=op_level_card,
         op_level_sentence=op_level_sentence,
+        autocast=why_not.autocast_in_use(run.meta.audit),
     )
