@@ -3,7 +3,10 @@
 Why this shape: a convolution block, then 333- and 77-wide linear layers, the sizes a first model
 often has, and nothing set for speed. It runs on a CPU in seconds (synthetic data, no downloads);
 on a GPU it uses CUDA. ``--fixed`` is the same model as the audit advises it: sizes padded to
-multiples of 8, TF32 and cuDNN autotuning on, channels_last, and a GradScaler with float16.
+multiples of 8, TF32 and cuDNN autotuning on, channels_last, and a GradScaler with float16. It
+keeps the 3 input (RGB) channels of the first convolution, which the audit (AU001) and the trace
+(TC003) still name: padding the images to 8 channels is left to try, so that the H200 recordings
+in sample_traces/h200-torch-cnn-ncu stay what ``--fixed`` runs.
 
     python examples/torch_cnn.py --precision float16
     tcreport profile examples/torch_cnn.py -- --precision float16
@@ -18,7 +21,11 @@ import argparse
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--precision", choices=["float32", "float16", "bfloat16"], default="float32")
-    p.add_argument("--fixed", action="store_true", help="Apply every fix the audit suggests.")
+    p.add_argument(
+        "--fixed",
+        action="store_true",
+        help="Apply the audit's fixes (all but padding the 3 input channels).",
+    )
     p.add_argument("--steps", type=int, default=10, help="Training steps in total.")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--image-size", type=int, default=32)

@@ -48,9 +48,12 @@ def judge(
     why_not: Sequence[WhyNot],
     ops: Sequence[OpRow],
     tensorflow: bool,
+    gpu_trace: bool = True,
 ) -> tuple[LayerSizes, ...]:
     """Each layer with a size to pad for ``precision`` ("fp16", "bf16"), with the trace's word on
-    it. Per layer, not per call: a model has tens of layers and a trace's ops are grouped."""
+    it. Per layer, not per call: a model has tens of layers and a trace's ops are grouped.
+    ``gpu_trace``: False for a CPU-only run, whose calls ran on no matrix unit at all, so they
+    say nothing of whether these sizes would miss one (every layer's ``seen`` is None)."""
     recorded = {
         p.kind
         for o in ops
@@ -66,7 +69,11 @@ def judge(
     for layer in layers:
         pads = unaligned(layer.dims, precision)
         if pads:
-            seen = _seen(layer_problem(layer.kind, layer.dims), misses, recorded)
+            seen = (
+                _seen(layer_problem(layer.kind, layer.dims), misses, recorded)
+                if gpu_trace
+                else None
+            )
             out.append(LayerSizes(layer, pads, seen))
     return tuple(out)
 

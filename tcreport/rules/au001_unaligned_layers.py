@@ -53,6 +53,7 @@ def check(analysis: Analysis) -> list[Finding]:
         analysis.verdict.why_not,
         analysis.breakdown.ops,
         c.flavour(analysis) is c.Flavour.TF,
+        gpu_trace=not analysis.host.cpu_only,
     )
     if not rows:
         return []
