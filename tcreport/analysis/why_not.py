@@ -23,7 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import _codes, gpu_arch
+from tcreport.analysis import framework as framework_mod
 from tcreport.analysis.eligibility import classify_ops, normalise_op_type
+from tcreport.analysis.framework import flavour as framework_flavour
 from tcreport.analysis.shapes import (
     ALIGN,
     HALF,
@@ -65,17 +67,15 @@ class WhyNot:
 # --- framework wording ------------------------------------------------------------------------------
 
 
-def _flavour(framework: str | None) -> str:
-    """The framework whose words a fix uses: "torch", "tf" (TensorFlow/Keras/XLA), "jax" (XLA
-    too, but its own switches: no Keras policy, no tf.config) or "any"."""
-    f = (framework or "").lower()
-    if "jax" in f:
-        return "jax"
-    if "torch" in f:
-        return "torch"
-    if "tensorflow" in f or "keras" in f or f.startswith("tf") or "jax" in f or "xla" in f:
-        return "tf"
-    return "any"
+def _flavour(framework: str | None, ops: pa.Table) -> str:
+    """The framework whose words a fix uses (:func:`tcreport.analysis.framework.flavour`, the one
+    decision): "torch", "tf", "jax" or "any". The analysis passes its decided flavour word; a
+    framework name alone (the Python API) is told by the op names where it is silent."""
+    decided = framework_flavour(framework)
+    if decided != framework_mod.ANY or ops.num_rows == 0:
+        return decided
+    names = ops.column("name").unique().to_pylist()
+    return framework_flavour(None, (n for n in names if isinstance(n, str)))
 
 
 _AMP = {
@@ -165,7 +165,7 @@ def explain(
         pc.fill_null(pc.invert(ops.column("uses_tc")), False),
     )
     missed = ops.select(cols).filter(is_missed)  # the columns used only: the table is wide
-    flavour = _flavour(framework)
+    flavour = _flavour(framework, ops)
     distinct = missed.take(pa.array(_first_of_each(missed)))
     seen = tf32_seen_in | _tf32_families(ops, flavour)
     return [

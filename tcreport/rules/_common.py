@@ -7,11 +7,10 @@ are plain text; their durations and shares are written with :mod:`tcreport.fmt`,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from enum import StrEnum
 
-from tcreport.analysis import gpu_arch, why_not
+from tcreport.analysis import framework, gpu_arch, why_not
 from tcreport.analysis.figures import OpRow, in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
@@ -27,33 +26,23 @@ class Flavour(StrEnum):
     ANY = "any"
 
 
-_TF = re.compile(r"tensorflow|keras|\btf\b|jax|xla", re.IGNORECASE)
-
-
 def flavour(analysis: Analysis) -> Flavour:
-    """The framework family, from the run metadata, else from op names (``aten::`` is PyTorch)."""
-    fw = (analysis.meta.framework or "").lower()
-    if "torch" in fw:
-        return Flavour.TORCH
-    if fw and _TF.search(fw):
-        return Flavour.TF
-    names = [o.name for o in analysis.breakdown.ops[:200]]
-    if any(n.startswith("aten::") or "autograd::" in n for n in names):
-        return Flavour.TORCH
-    if any(n.startswith(("tf_", "XLA", "xla")) or "/" in n and n[:1].isupper() for n in names):
-        return Flavour.TF
-    return Flavour.ANY
+    """The framework family of the advice: the analysis' one decision
+    (:attr:`Verdict.flavour <tcreport.analysis.sections.verdict.Verdict.flavour>`), JAX's advice
+    being XLA's, as TensorFlow's, apart from the switches :func:`is_jax` guards."""
+    f = analysis.verdict.flavour
+    return Flavour.TF if f == framework.JAX else Flavour(f)
 
 
 def is_jax(analysis: Analysis) -> bool:
     """A JAX run (its XSpace says so): TensorFlow's flavour for most advice (XLA's), but never
     TensorFlow's switches (tf.config TF32, the Keras policy), which JAX does not read."""
-    return "jax" in (analysis.meta.framework or "").lower()
+    return analysis.verdict.flavour == framework.JAX
 
 
 def words_flavour(analysis: Analysis) -> str:
-    """The flavour :mod:`tcreport.analysis.why_not`'s fixes take: "jax" for JAX runs."""
-    return "jax" if is_jax(analysis) else flavour(analysis).value
+    """The flavour :mod:`tcreport.analysis.why_not`'s fixes take ("jax" for JAX runs)."""
+    return analysis.verdict.flavour
 
 
 def compute_capability(analysis: Analysis) -> float | None:

@@ -502,6 +502,7 @@ def test_three_and_four_iterations_of_the_same_model_compare() -> None:
 def test_guard_reasons_synthetic() -> None:
     import dataclasses
 
+    from tcreport.analysis import framework
     from tcreport.compare import diff as compare
     from tcreport.model import Gpu
 
@@ -515,14 +516,18 @@ def test_guard_reasons_synthetic() -> None:
     a = base.analysis
 
     # **meta: RunMeta fields of several types, forwarded to dataclasses.replace (which checks them)
+    # (the framework's flavour is decided with the verdict, so a changed framework changes it too)
     def variant(kernels: tuple[KernelRow, ...] | None = None, **meta: Any) -> Report:
         ks = a.breakdown.kernels if kernels is None else kernels
+        fw = meta.get("framework", a.meta.framework)
+        flavour = framework.flavour(fw, (o.name for o in a.breakdown.ops))
         return dataclasses.replace(
             base,
             analysis=dataclasses.replace(
                 a,
                 breakdown=dataclasses.replace(a.breakdown, kernels=ks),
                 meta=dataclasses.replace(a.meta, **meta),
+                verdict=dataclasses.replace(a.verdict, flavour=flavour),
             ),
         )
 

@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcreport import fmt
-from tcreport.analysis import counters, eligibility, gpu_arch, tc_kernels, vendor, why_not
+from tcreport.analysis import (
+    counters,
+    eligibility,
+    framework,
+    gpu_arch,
+    tc_kernels,
+    vendor,
+    why_not,
+)
 from tcreport.analysis.counters import CounterDisagreement
 from tcreport.analysis.derived import per_iteration
 from tcreport.analysis.figures import KernelRow, OpRow, TimeFigures, _share, in_some_calls_only
@@ -122,6 +130,9 @@ class Verdict:
     op_level_sentence: str | None  # the same, as a sentence (Markdown)
     #: the script entered a torch.autocast (the capture's audit); None: not known from a trace
     autocast: bool | None = None
+    #: whose words the fixes take: "torch", "tf", "jax" or "any" (analysis.framework.flavour,
+    #: decided once here from the run's framework, else its op names; every rule reads it)
+    flavour: str = "any"
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -197,14 +208,14 @@ def _agreements(run: Run) -> tuple[Agreement | None, Agreement | None, Agreement
     return kernel, elig, uses
 
 
-def _why_not(run: Run) -> tuple[WhyNot, ...]:
+def _why_not(run: Run, fix_flavour: str) -> tuple[WhyNot, ...]:
     if run.ops is None or run.ops.num_rows == 0:
         return ()
     ops = run.ops.append_column("fp32_kernel", fp32_kernel_per_op(run.ops, run.kernels))
     return tuple(
         why_not.explain(
             ops,
-            run.meta.framework,
+            fix_flavour,
             run.meta.gpus,
             tf32_seen_in=tf32_families(run.kernels),
             autocast=why_not.autocast_in_use(run.meta.audit),
@@ -293,6 +304,7 @@ def build(
     """The verdict of ``run`` (classified and sliced to the aggregated iterations), from its time
     figures and its op and kernel rows."""
     w = words_for(gpu_vendor)
+    fix_flavour = framework.flavour(run.meta.framework, (o.name for o in ops))
     e = _eligibility(run, ops, cpu_only)
     tc_share = _share(time.tc_kernel_ns, time.gpu_kernel_ns)
     classified = tc_kernels.classified_share(run.kernels) if run.kernels is not None else None
@@ -325,7 +337,8 @@ def build(
         partly_using_op_count=e.partly,
         eligible_listed=sum(1 for o in ops if o.tc_eligible),
         eligible_untimed=sum(1 for o in ops if o.tc_eligible and not o.counts_as_eligible),
-        why_not=() if cpu_only else _why_not(run),
+        why_not=() if cpu_only else _why_not(run, fix_flavour),
+        flavour=fix_flavour,
         kernel_agreement=kernel,
         op_eligibility_agreement=op_elig,
         op_tc_agreement=op_uses,
