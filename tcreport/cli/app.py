@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from tcreport import __version__
 from tcreport._no_pandas import refuse_pandas
+from tcreport.cli import _plain_params
 from tcreport.fmt import visible as plain
 
 # Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
@@ -104,6 +105,7 @@ def _plain_argument_help() -> None:
 
 
 _plain_argument_help()
+_plain_params.install()  # values converted without importing pydantic (see the module)
 
 
 def _version(value: bool) -> None:
