@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import device_table
 
 #: Bytes per element of the dtypes PyTorch names in NCCL kernel args (``c10::ScalarType`` names).
@@ -161,13 +162,13 @@ def bandwidth(
                          "carry no 'In msg nelems' / 'dtype' args (PyTorch records them in recent "
                          "versions)")  # fmt: skip
     t = _keyed(present)
-    per_call = t.group_by(["key", "k"]).aggregate(
-        [("duration_ns", "min"), ("rank", "count_distinct")]
+    per_call = aggregate_by(t, ["key", "k"], [("duration_ns", "min"), ("rank", "count_distinct")])
+    per_key = aggregate_by(
+        per_call,
+        "key",
+        [("duration_ns_min", "sum"), ("k", "count"), ("rank_count_distinct", "max")],
     )
-    per_key = per_call.group_by("key").aggregate(
-        [("duration_ns_min", "sum"), ("k", "count"), ("rank_count_distinct", "max")]
-    )
-    firsts = t.group_by("key", use_threads=False).aggregate([(c, "first") for c in CALL_COLUMNS])
+    firsts = aggregate_by(t, "key", [(c, "first") for c in CALL_COLUMNS], use_threads=False)
     meta = {r["key"]: r for r in firsts.to_pylist()}  # one per distinct message: small
     peak, note = _peak(gpu_names)
     rows = [_row(meta[r["key"]], r, peak) for r in per_key.to_pylist()]

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport._arrays import exact_sums
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import activity
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.overlap import CommOverlap
@@ -63,12 +64,11 @@ def communication(
         return Communication(0, 0.0 if total else None, 0, devices, ())
     mask = pa.array(coll)
     part = {c: kernels.column(c).filter(mask) for c in ("name", "duration_ns")}  # not every column
-    by_name = (
-        pa.table({"n": part["name"].cast(pa.string()), "d": part["duration_ns"]})
-        .group_by("n")
-        .aggregate([("d", "sum")])
-        .sort_by([("d_sum", "descending"), ("n", "ascending")])
-    )
+    by_name = aggregate_by(
+        pa.table({"n": part["name"].cast(pa.string()), "d": part["duration_ns"]}),
+        "n",
+        [("d", "sum")],
+    ).sort_by([("d_sum", "descending"), ("n", "ascending")])
     ns = int(dur[coll].sum())
     return Communication(
         kernel_ns=ns,

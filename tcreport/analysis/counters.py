@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import tc_kernels
 from tcreport.errors import InputError
 from tcreport.kernel_names import demangle, loose_key, readable, short_name
@@ -81,8 +82,11 @@ def disagreements(kernels: pa.Table) -> tuple[CounterDisagreement, ...]:
     ).filter(differ)
     if sub.num_rows == 0:
         return ()
-    grouped = sub.group_by(["name", "named", "rule", "measured"], use_threads=False).aggregate(
-        [("calls", "sum"), ("dur", "sum")]
+    grouped = aggregate_by(
+        sub,
+        ["name", "named", "rule", "measured"],
+        [("calls", "sum"), ("dur", "sum")],
+        use_threads=False,
     )
     out = [
         CounterDisagreement(
@@ -306,12 +310,12 @@ def _largest_unmeasured(kernels: pa.Table, total: int) -> str:
         return ""
     cols = {"name": left.column("name").cast(pa.string()), "ns": left.column("duration_ns")}
     mangled = pc.starts_with(pc.fill_null(left.column("long_name").cast(pa.string()), ""), "_Z")
-    per = (
-        pa.table({**cols, "mangled": mangled})
-        .group_by("name", use_threads=False)
-        .aggregate([("ns", "sum"), ("mangled", "any")])
-        .sort_by([("ns_sum", "descending"), ("name", "ascending")])
-    )
+    per = aggregate_by(
+        pa.table({**cols, "mangled": mangled}),
+        "name",
+        [("ns", "sum"), ("mangled", "any")],
+        use_threads=False,
+    ).sort_by([("ns_sum", "descending"), ("name", "ascending")])
     top = per.slice(0, 2).to_pylist()
     names = ", ".join(f"{_shown(r['name'])} ({r['ns_sum'] / total:.0%})" for r in top)
     hint = (

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis.figures import TimeFigures
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.steps import StepRow
@@ -224,7 +225,7 @@ class IterationRow:
 def _sums(
     table: pa.Table, keys: list[str], cols: dict[str, str]
 ) -> dict[tuple[object, ...], dict[str, int]]:
-    g = table.group_by(keys, use_threads=False).aggregate([(c, "sum") for c in cols.values()])
+    g = aggregate_by(table, keys, [(c, "sum") for c in cols.values()], use_threads=False)
     out: dict[tuple[object, ...], dict[str, int]] = {}
     for r in g.to_pylist():  # one row per (iteration, GPU): small
         out[tuple(r[k] for k in keys)] = {n: int(r[f"{c}_sum"] or 0) for n, c in cols.items()}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis.figures import _share
 from tcreport.model import Run
 
@@ -41,17 +42,15 @@ def device_rows(run: Run) -> list[DeviceRow]:
             "calls": k.column("calls"),
         }
     )
-    g = kt.group_by("device_id", use_threads=False).aggregate(
-        [("dur", "sum"), ("tc", "sum"), ("calls", "sum")]
+    g = aggregate_by(
+        kt, "device_id", [("dur", "sum"), ("tc", "sum"), ("calls", "sum")], use_threads=False
     )
     mem: dict[int | None, int] = {}
     if run.memory is not None and run.memory.num_rows:
         mt = pa.table(
             {"device_id": run.memory.column("device_id"), "dur": run.memory.column("duration_ns")}
         )
-        for r in (
-            mt.group_by("device_id", use_threads=False).aggregate([("dur", "sum")]).to_pylist()
-        ):
+        for r in aggregate_by(mt, "device_id", [("dur", "sum")], use_threads=False).to_pylist():
             mem[r["device_id"]] = int(r["dur_sum"])
     elif run.memory is None and run.meta.reported.memory_ns is not None:
         # no memory rows, only the profiler's total (a DLProf CSV folder): one GPU had it all;

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import _codes
 from tcreport.model import IterationInfo, Run
 
@@ -263,7 +264,7 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
     call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
-    g = t.group_by("name", use_threads=False).aggregate(_OP_AGGREGATES)
+    g = aggregate_by(t, "name", _OP_AGGREGATES, use_threads=False)
     del t, name, typ, dtype, scope
     g = g.append_column("name_text", names.take(g.column("name")))
     # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.
@@ -359,14 +360,17 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
             "prof": k.column("profiler_uses_tc"),
         }
     )
-    g = t.group_by("name", use_threads=False).aggregate(
+    g = aggregate_by(
+        t,
+        "name",
         [
             ("calls", "sum"),
             ("dur", "sum"),
             ("uses_tc", "first"),
             ("rule", "first"),
             ("prof", "first"),
-        ]
+        ],
+        use_threads=False,
     )
     g = g.append_column("name_text", names.take(g.column("name")))
     g = g.sort_by([("dur_sum", "descending"), ("name_text", "ascending")])

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import _codes
 from tcreport.analysis.figures import OpRow, TimeFigures
 from tcreport.model import RunMeta
@@ -128,7 +129,7 @@ def self_ns(ops: pa.Table) -> dict[str, int]:
         pa.int64(),
     )
     parts = pa.table({"name": pc.cast(names, pa.string()), "ns": spent})
-    g = parts.group_by("name", use_threads=False).aggregate([("ns", "sum")])
+    g = aggregate_by(parts, "name", [("ns", "sum")], use_threads=False)
     return dict(zip(g["name"].to_pylist(), g["ns_sum"].to_pylist(), strict=True))
 
 

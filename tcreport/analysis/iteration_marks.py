@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.analysis import _codes
 from tcreport.model import IterationMethod, Run
 
@@ -87,11 +88,7 @@ def _profiler_steps(run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
             "end_ns": sel.column("end_ns"),
         }
     )
-    g = (
-        steps.group_by("n")
-        .aggregate([("start_ns", "min"), ("end_ns", "max")])
-        .sort_by("start_ns_min")
-    )
+    g = aggregate_by(steps, "n", [("start_ns", "min"), ("end_ns", "max")]).sort_by("start_ns_min")
     return (
         g.column("n").to_numpy(),
         g.column("start_ns_min").to_numpy(),
@@ -171,11 +168,11 @@ def _repeating_outer_range(run: Run) -> tuple[str | None, str | None]:
         }
     )
     # Per process, so two ranks' copies of one step do not count twice.
-    per = names.group_by(["name", "pid"]).aggregate([("dur", "sum"), ("dur", "count")])
+    per = aggregate_by(names, ["name", "pid"], [("dur", "sum"), ("dur", "count")])
     per = per.filter(pc.greater_equal(per.column("dur_count"), 2))
     if per.num_rows == 0:
         return None, None
-    best = per.group_by("name").aggregate([("dur_sum", "max")])
+    best = aggregate_by(per, "name", [("dur_sum", "max")])
     best = best.append_column("text", name.values.take(best.column("name")))
     best = best.sort_by([("dur_sum_max", "descending"), ("text", "ascending")])
     why = None

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport._group_by import aggregate_by
 from tcreport.errors import InputError
 
 #: ``tc_rule`` value when our rules could not decide and the profiler's own label was used.
@@ -376,12 +377,12 @@ def compare_labels(
     sub = table.filter(mask)
     if sub.num_rows == 0:
         return Agreement(0, 0, ())
-    grouped = (
+    grouped = aggregate_by(
         pa.table(
             {"k": sub.column(key).cast(pa.string()), "o": sub.column(ours), "t": sub.column(theirs)}
-        )
-        .group_by(["k", "o", "t"])
-        .aggregate([([], "count_all")])
+        ),
+        ["k", "o", "t"],
+        [([], "count_all")],
     )
     agreeing = 0
     bad: list[Disagreement] = []

@@ -57,6 +57,20 @@ def test_a_json_summary_imports_no_template_engine_parquet_or_query_engine() -> 
     assert "adbc_driver_manager.dbapi" not in names
 
 
+def test_a_summary_imports_neither_pydantic_nor_pyarrow_dataset() -> None:
+    """Typer would convert every option through pydantic (~70 ms of a small run's CPU): plain
+    values are converted without it (tcreport/cli/_plain_params.py). pyarrow's group-by would
+    import ``pyarrow.dataset`` and its Parquet and cloud filesystem modules (~16 ms):
+    tcreport/_group_by.py builds the same plan without them."""
+    names, out = _imported(
+        "summary", str(NSYS_SAMPLE), "--json", "--iter-start", "0", "-o", "-", "--allow-empty"
+    )
+    assert '"schema": "tcreport.job/1"' in out
+    assert sorted(n for n in names if n.split(".")[0] in ("pydantic", "pydantic_core")) == []
+    unused = ("pyarrow.dataset", "pyarrow._dataset", "pyarrow._parquet", "pyarrow._s3fs")
+    assert sorted(n for n in names if n.startswith(unused)) == []
+
+
 def test_a_command_that_runs_a_users_script_keeps_pandas_importable() -> None:
     """``profile`` runs the script in this interpreter (the TF backend): the script may use
     pandas, so the refusal is not installed there (its ``--help`` goes through the same group

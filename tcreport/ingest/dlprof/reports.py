@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import schema
+from tcreport._group_by import aggregate_by
 from tcreport.errors import InputError, SchemaError
 from tcreport.ingest.dlprof.sections import (
     SUMMARY_KV,
@@ -193,9 +194,7 @@ def _per_op(kernels: pa.Table, ops: Columns, tc_gpu: dict[str, object]) -> list[
     k = k.append_column("dev", kernels["device_id"].cast(pa.int64()))
     aggs = [("ns", "sum"), ("n", "sum"), ("dev", "min")]
     aggs += [("input_shapes", "first"), ("output_shapes", "first")] if shapes else []
-    per = {
-        r["op_id"]: r for r in k.group_by("op_id", use_threads=False).aggregate(aggs).to_pylist()
-    }
+    per = {r["op_id"]: r for r in aggregate_by(k, "op_id", aggs, use_threads=False).to_pylist()}
     ids = [str(x) for x in ops["op_id"]]
     for col, key, none in (
         ("gpu_ns", "ns_sum", 0),
