@@ -31,7 +31,6 @@ skips are accepted here and refused by ``json`` (scanning every byte for them co
 
 from __future__ import annotations
 
-import gc
 import re
 import zlib
 from collections.abc import Callable
@@ -69,15 +68,10 @@ class FastPathError(Exception):
 
 
 def parse(path: Path) -> ev.Parsed:
-    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead.
-
-    The cyclic garbage collector is paused meanwhile: the parse makes lists by the hundred
-    thousand and no reference cycle, so each collection only scanned them (and the whole heap
-    once: 40 ms of the V100 x8 trace's parse); it runs again, as it was, when the parse ends."""
-    collecting = gc.isenabled()
-    gc.disable()
+    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead; the
+    garbage collector is paused meanwhile (:func:`events.gc_paused`)."""
     try:
-        with open_trace(path) as src:
+        with ev.gc_paused(), open_trace(path) as src:
             return _Reader(src.read, path).run()
     except (
         OSError,  # gzip.BadGzipFile included
@@ -89,9 +83,6 @@ def parse(path: Path) -> ev.Parsed:
         BufferError,
     ) as exc:
         raise FastPathError(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _last_cut(buf: bytearray, lo: int) -> tuple[int, int] | None:
