@@ -133,10 +133,9 @@ def test_a_string_of_cut_lookalikes_alone_goes_to_json(
     assert kernels is not None and kernels.num_rows == 1
 
 
-def test_many_braces_in_strings_stay_on_the_msgspec_path(tmp_path: Path) -> None:
-    """The third case's file with the default limits: the cuts are found, no hand-over."""
-    events = [e for i in range(600) for e in (_launch(i), {**_kernel(i), "name": "k" + "{" * 5000})]
-    path = tmp_path / "braces_synthetic.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    parsed = fast.parse(path)
-    assert parsed.parser == "msgspec" and len(parsed.frames[0]) == 600
+def test_many_braces_in_strings_hide_no_cut() -> None:
+    """The third case's root: the search for a cut looked at 4,096 ``{`` at most, from the end, so
+    a string holding more hid the cut before it (and each later search starts where it ended)."""
+    buf = bytearray(b'{"ph":"X"}, {"name":"k' + b"{" * 10_000)
+    assert fast._last_cut(buf, 0) == (10, 12)
+    assert fast._last_cut(buf, 13) is None  # only cuts whose ``{`` is at or after ``lo``
