@@ -94,7 +94,11 @@ def within(arr: pa.Array, lo: int, hi: int) -> bool:
 
 
 def _bounded(arr: pa.Array, lo: int, hi: int) -> pa.Array:
-    if (lo > -_INT64_MAX or hi < _INT64_MAX) and not within(arr, lo, hi):
+    """Nulls outside ``[lo, hi]``; checked even at the default bounds, since INT64_MIN lies below
+    ``-INT64_MAX``: a list of ints alone keeps it as int64 where, beside a float, Arrow refuses
+    it and :func:`_clean_int` nulls it (a piece of the msgspec parser and the whole trace of the
+    ``json`` one would then differ). One ``min_max`` pass per column."""
+    if not within(arr, lo, hi):
         ok = pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi))
         arr = pc.if_else(ok, arr, pa.scalar(None, pa.int64()))
     return arr

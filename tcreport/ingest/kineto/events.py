@@ -10,6 +10,9 @@ parsed, which keeps the Python objects of at most one piece alive at a time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +105,21 @@ def kind_of(cat: Any, ph: Any, name: Any) -> tuple[int | None, bool]:
     elif kind == OP and type(name) is str and name.startswith(STEP_PREFIX):
         kind = ANNOTATION
     return kind, cat in LEGACY_CATEGORIES
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Both parsers make objects by the hundred thousand (dicts, lists, structs) and no reference
+    cycle, so every collection during a parse only scans them: with it, the ``json`` parse of
+    the V100 x8 trace took 7.4 s of CPU instead of 3.6 s, the msgspec one 40 ms more. The
+    collector runs again, as it was, when the parse ends."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass

@@ -11,14 +11,19 @@ Why it is fast and lean (230 MiB grown V100 trace: see benchmarks/README-kineto.
   ``traceEvents``, each piece decoded and turned into Arrow columns before the next is read, so
   neither the whole text nor all events are ever in memory at once.
 
-Why it is safe: a cut is a guess (``}`` ``,`` ``{`` with only whitespace between), but a piece is
-accepted only if ``[`` + piece + ``]`` is valid JSON, which cannot happen when the guess fell inside
-a string or a nested value, or after the end of the array; the first piece must close
-``traceEvents`` with a sentinel event where expected and the last must open it, which also catches
-duplicate ``traceEvents`` keys. A rejected guess only makes the next piece longer. Anything this
-parser would read differently from the ``json`` module (``NaN``, lone surrogates, numbers beyond
-double range, damaged input) raises :class:`FastPathError` and the reader starts again with
-:mod:`.stdlib`, the reference, which also words every error a user sees.
+Why it is safe: a cut is a guess (the last ``}`` ``,`` ``{`` with only whitespace between), but a
+piece is accepted only if ``[`` + piece + ``]`` is valid JSON, which cannot happen when the guess
+fell inside a string or a nested value, or after the end of the array. The first piece, closed
+with a sentinel event, is accepted only if the ``traceEvents`` value the decoder kept is the array
+from the key's ``[`` to the ``]`` written after the sentinel; the last, opened with one, only if the
+kept value starts at that ``[`` (a ``msgspec.Raw`` is a view into the text, so its address says
+where it lies). A sentinel the file itself holds, a cut inside another top-level array and a later
+duplicate ``traceEvents`` key all fail these checks. A rejected guess only makes the next piece
+longer; past ``TCREPORT_MAX_VALUE_MB`` of text with no accepted cut the file is refused as one
+value too large when no guess was seen there, and handed to ``json`` when guesses were rejected.
+Anything this parser would read differently from the ``json`` module (``NaN``, lone surrogates,
+numbers beyond double range, damaged input) raises :class:`FastPathError` and the reader starts
+again with :mod:`.stdlib`, the reference, which also words every error a user sees.
 
 Known difference: integer literals longer than Python's 4,300-digit limit in fields the reader
 skips are accepted here and refused by ``json`` (scanning every byte for them costs 2 s per 230 MiB).
@@ -26,7 +31,6 @@ skips are accepted here and refused by ``json`` (scanning every byte for them co
 
 from __future__ import annotations
 
-import gc
 import re
 import zlib
 from collections.abc import Callable
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgspec
+import numpy as np
 
 from tcreport.ingest.common import limits
 from tcreport.ingest.kineto import columns as col
@@ -49,9 +54,13 @@ PIECE = 2 << 20
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _SENTINEL_PH = "\x00tcreport:cut"
 _SENTINEL = b'{"ph":"\\u0000tcreport:cut"}'
+_LAST_OPEN = b'{"traceEvents":['
 _BOM = b"\xef\xbb\xbf"
-_WS = frozenset(b" \t\r\n")
-_MAX_CANDIDATES = 4096  # ``{`` looked at per search for a cut (a hostile file may have millions)
+#: The last ``}`` ``,`` ``{`` (JSON whitespace between): matched from a position, the greedy
+#: ``.*`` backtracks from the end to it, in C, however many ``{`` the strings before it hold.
+_CUT = re.compile(rb"(?s:.*)\}[ \t\r\n]*(,)[ \t\r\n]*(\{)")
+#: How far before the text read since the last search a cut's ``}`` may lie.
+_BACK = 4096
 
 
 class FastPathError(Exception):
@@ -59,15 +68,10 @@ class FastPathError(Exception):
 
 
 def parse(path: Path) -> ev.Parsed:
-    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead.
-
-    The cyclic garbage collector is paused meanwhile: the parse makes lists by the hundred
-    thousand and no reference cycle, so each collection only scanned them (and the whole heap
-    once: 40 ms of the V100 x8 trace's parse); it runs again, as it was, when the parse ends."""
-    collecting = gc.isenabled()
-    gc.disable()
+    """Raises :class:`FastPathError` for anything the stdlib parser should judge instead; the
+    garbage collector is paused meanwhile (:func:`events.gc_paused`)."""
     try:
-        with open_trace(path) as src:
+        with ev.gc_paused(), open_trace(path) as src:
             return _Reader(src.read, path).run()
     except (
         OSError,  # gzip.BadGzipFile included
@@ -79,31 +83,19 @@ def parse(path: Path) -> ev.Parsed:
         BufferError,
     ) as exc:
         raise FastPathError(f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _last_cut(buf: bytearray, lo: int) -> tuple[int, int] | None:
     """``(comma, brace)`` of the last ``}``, ``,``, ``{`` (whitespace between) whose ``{`` is at or
-    after ``lo``."""
-    i = len(buf)
-    for _ in range(_MAX_CANDIDATES):
-        i = buf.rfind(b"{", lo, i)
-        if i <= 0:
-            return None
-        k = i - 1
-        while k > 0 and buf[k] in _WS:
-            k -= 1
-        if buf[k] != 0x2C:  # ,
-            continue
-        comma = k
-        k -= 1
-        while k > 0 and buf[k] in _WS:
-            k -= 1
-        if buf[k] == 0x7D:  # }
-            return comma, i
-    return None
+    after ``lo``. Linear in the text searched, even for hostile text (``}, `` repeated)."""
+    m = _CUT.match(buf, max(0, lo - _BACK))
+    if m is None or m.start(2) < lo:
+        return None
+    return m.start(1), m.start(2)
+
+
+def _address(buffer: Any) -> int:
+    return int(np.frombuffer(buffer, np.uint8).ctypes.data)
 
 
 def _decode(decoder: msgspec.json.Decoder[Any], text: bytes) -> Any:
@@ -124,6 +116,7 @@ class _Reader:
         self.consumed = 0  # bytes of text taken off the front of ``buf`` so far
         self.buf = bytearray()
         self.eof = False
+        self.rejected = False  # a cut was guessed and refused since the last accepted one
         self.out = ev.Collector()
         self.docs: list[st.Doc] = []  # the first piece's, the last piece's
         self._dims: dict[bytes, str | None] = {}
@@ -132,14 +125,27 @@ class _Reader:
         self._grids: dict[bytes, Any] = {}
 
     def _fill(self) -> None:
-        if self._max_value and len(self.buf) > self._max_value:
-            # no event boundary (or no traceEvents key) in this much text: one absurd value
-            raise limits.value_too_large(len(self.buf), self.consumed, self._path)
         chunk = self._read(PIECE)
         if chunk:
             self.buf += chunk
         else:
             self.eof = True
+
+    def _too_long(self) -> None:
+        """Past the value limit with no accepted cut: one absurd value when no cut was even
+        guessed (no event boundary, or no traceEvents key, in this much text); when guesses were
+        refused (cuts hidden in strings), the ``json`` parser, which needs none, reads it."""
+        if not self._max_value or len(self.buf) <= self._max_value:
+            return
+        if self.rejected:
+            raise FastPathError(f"no cut accepted in {len(self.buf)} bytes of text")
+        raise limits.value_too_large(len(self.buf), self.consumed, self._path)
+
+    def _more(self, want: int) -> int:
+        """What to read up to after a search found no cut (the value limit and one byte, at most,
+        so that a last search of more than the limit decides)."""
+        self._too_long()
+        return min(want, self._max_value + 1) if self._max_value else want
 
     def run(self) -> ev.Parsed:
         self._fill()
@@ -147,7 +153,7 @@ class _Reader:
             del self.buf[:3]
         head = self._head()
         if head is None:  # no cut anywhere: one piece, the whole document
-            self._doc(bytes(self.buf), sentinel=None)
+            self._doc(bytes(self.buf), sentinel=None, start=-1)
         else:
             self._pieces(head)
         return self.out.finish(self._header(), "msgspec")
@@ -159,6 +165,7 @@ class _Reader:
             if self.eof:
                 return None
             pos = len(self.buf)
+            self._too_long()
             self._fill()
         head = bytes(self.buf[: m.end()])
         del self.buf[: m.end()]
@@ -176,12 +183,12 @@ class _Reader:
             cut = _last_cut(self.buf, lo)
             lo = len(self.buf)  # a later search only needs the text read after this one
             if cut is None:
-                want = len(self.buf) + PIECE
+                want = self._more(len(self.buf) + PIECE)
                 continue
             comma, brace = cut
             if first:
                 text = b"".join((head, self.buf[:comma], b",", _SENTINEL, b"]}"))
-                done = self._doc(text, sentinel=-1)
+                done = self._doc(text, sentinel=-1, start=len(head) - 1)
                 del text  # before the next read
             else:
                 done = self._middle(comma)
@@ -190,15 +197,17 @@ class _Reader:
                 del self.buf[: brace - 1]
                 self.buf[0] = 0x5B
                 self.consumed += brace - 1
-                first, want, lo = False, PIECE, 0
+                first, want, lo, self.rejected = False, PIECE, 0, False
             else:
-                want = 2 * len(self.buf)  # a wrong guess: try again with twice the text
+                self.rejected = True
+                want = self._more(2 * len(self.buf))  # a wrong guess: twice the text
         if first:
-            self._doc(head + self.buf, sentinel=None)
+            self._doc(head + self.buf, sentinel=None, start=-1)
         else:
             rest = memoryview(self.buf)[1:]
-            self._doc(b"".join((b'{"traceEvents":[', _SENTINEL, b",", rest)), sentinel=0)
+            text = b"".join((_LAST_OPEN, _SENTINEL, b",", rest))
             del rest
+            self._doc(text, sentinel=0, start=len(_LAST_OPEN) - 1)
         self.buf = bytearray()
 
     def _middle(self, comma: int) -> bool:
@@ -229,11 +238,13 @@ class _Reader:
         self._collect(items)
         return True
 
-    def _doc(self, text: bytes, sentinel: int | None) -> bool:
+    def _doc(self, text: bytes, sentinel: int | None, start: int) -> bool:
         """Decode a document (the first piece closed, the last one opened, or the whole text).
 
-        ``sentinel`` is where the sentinel event must be in ``traceEvents``; only the first piece
-        may fail quietly (the guess was wrong), the others are the end of the road."""
+        ``sentinel`` is where the sentinel event must be in ``traceEvents``, and ``start`` where
+        the array holding it opens in ``text``: the first piece's must also end at the ``]`` after
+        the sentinel (the text's last but one byte). Only the first piece may fail quietly (the
+        guess was wrong); the others are the end of the road."""
         try:
             doc = _decode(st.DOC, text)
         except msgspec.ValidationError:
@@ -242,14 +253,19 @@ class _Reader:
             if sentinel == -1:
                 return False
             raise
-        events = doc.traceEvents
-        if events is msgspec.UNSET:
+        raw = doc.traceEvents
+        if raw is msgspec.UNSET:
             raise FastPathError("no traceEvents list")
         if sentinel is not None:
-            if not events or not _is_sentinel(events[sentinel]):
-                if sentinel == -1:  # valid JSON, but the cut was after the end of the array
+            at = _address(raw) - _address(text)
+            if at != start or (sentinel == -1 and at + len(raw) != len(text) - 1):
+                if sentinel == -1:  # valid JSON, but the sentinel is not in the kept array
                     return False
                 raise FastPathError("traceEvents is not one array (duplicate keys?)")
+        events = st.ITEMS.decode(raw)
+        if sentinel is not None:
+            if not events or not _is_sentinel(events[sentinel]):
+                raise FastPathError("the sentinel is not where it was written")
             del events[sentinel]
         doc.traceEvents = msgspec.UNSET
         self.docs.append(doc)
@@ -294,20 +310,22 @@ class _Reader:
         category = ev.CATEGORY.get
         unread_device = ev.UNREAD_DEVICE
         legacy_categories = ev.LEGACY_CATEGORIES
+        event, op, module = st.Event, ev.OP, ev.MODULE  # locals: looked up once per event
+        step, scope = ev.STEP_PREFIX, ev.MODULE_PREFIX
         legacy = False
         for e in items:
-            if type(e) is not st.Event:
+            if type(e) is not event:
                 out.malformed += 1
                 continue
             cat = e.cat
             kind = category(cat) if type(cat) is str and e.ph == "X" else None
-            if kind is not None and kind >= ev.OP:
+            if kind is not None and kind >= op:
                 name = e.name
-                if kind == ev.OP:
-                    if type(name) is str and name.startswith(ev.STEP_PREFIX):
+                if kind == op:
+                    if type(name) is str and name.startswith(step):
                         kind = ev.ANNOTATION
-                elif kind == ev.MODULE:
-                    if type(name) is not str or not name.startswith(ev.MODULE_PREFIX):
+                elif kind == module:
+                    if type(name) is not str or not name.startswith(scope):
                         kind = None
                 elif kind == ev.RANGE:
                     # the counters are args keys no struct can declare in advance; such traces
@@ -373,5 +391,12 @@ class _Reader:
         if ev.CONCRETE in need:
             r.concrete = rawtext.texts([a.concrete for a in args], self._concrete, col.dims_json)
         if ev.COLL in need:
-            r.coll = tuple([getattr(a, c) for a in args] for c in ev.COLL_COLUMNS)
+            r.coll = (  # in the order of ev.COLL_COLUMNS; getattr by name took 3x as long
+                [a.coll_name for a in args],
+                [a.in_nelems for a in args],
+                [a.out_nelems for a in args],
+                [a.coll_dtype for a in args],
+                [a.group_size for a in args],
+                [a.pg_name for a in args],
+            )
         return r

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from tcreport.ingest.kineto import columns as col
+from tcreport.ingest.kineto.structs import NO_RAW
 
 _ANY = msgspec.json.Decoder()
 
@@ -41,6 +42,8 @@ def texts(
 ) -> pa.Array:
     """``convert`` of each raw JSON value as a string column, decoding each distinct text once
     (ops repeat: a few thousand distinct texts over 190,000 ops); Arrow finds the distinct ones."""
+    if raws[0] is NO_RAW and raws.count(NO_RAW) == len(raws):  # a key the piece lacks
+        return pa.nulls(len(raws), pa.string())  # (``Concrete Inputs`` before torch 2.1)
     keys = _distinct(raws)
     texts: list[str | None] = []
     for key in keys.dictionary.to_pylist():

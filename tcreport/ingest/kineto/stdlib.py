@@ -135,6 +135,12 @@ def _parse(holder: list[bytes], path: Path) -> Any:
 
 
 def parse(path: Path) -> ev.Parsed:
+    """The whole document to dicts, the garbage collector paused (:func:`events.gc_paused`)."""
+    with ev.gc_paused():
+        return _parse_events(path)
+
+
+def _parse_events(path: Path) -> ev.Parsed:
     doc = load_document(path)
     events = doc.pop("traceEvents", None)
     if not isinstance(events, list):

@@ -94,7 +94,10 @@ class Device(msgspec.Struct, gc=False):
 
 
 class Doc(msgspec.Struct, gc=False):
-    traceEvents: list[_Item] | msgspec.UnsetType = msgspec.UNSET
+    """``traceEvents`` stays undecoded text: a Raw is a view into the decoded text, so where it
+    lies says which array the decoder kept (:mod:`.fast` checks it), then :data:`ITEMS` decodes it."""
+
+    traceEvents: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     schemaVersion: Any = msgspec.UNSET
     cuda_runtime_version: Any = msgspec.UNSET
     baseTimeNanoseconds: Any = msgspec.UNSET
