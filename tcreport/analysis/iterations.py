@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import fmt, schema
+from tcreport._group_by import aggregate_by
 from tcreport.analysis.eligibility import count_once
 from tcreport.analysis.iteration_marks import MIN_ITERATION_COVERAGE as MIN_ITERATION_COVERAGE
 from tcreport.analysis.iteration_marks import _occurrences as _occurrences
@@ -261,7 +262,7 @@ def _with_kernel_iteration(
     mine = kernels.filter(pc.is_in(kernels.column("correlation_id"), coll.column("correlation_id")))
     # One iteration per launch key (a replayed graph could repeat one): the earliest. A kernel in
     # no iteration (no launch record) keeps its call in none too.
-    by_key = mine.select([*keys, "iteration"]).group_by(keys).aggregate([("iteration", "min")])
+    by_key = aggregate_by(mine.select([*keys, "iteration"]), keys, [("iteration", "min")])
     by_key = by_key.append_column("found", pa.repeat(True, by_key.num_rows))
     row = pa.array(np.arange(coll.num_rows, dtype=np.int64))
     joined = (

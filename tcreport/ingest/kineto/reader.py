@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._group_by import aggregate_by
 from tcreport.ingest.common import capture, started
 from tcreport.ingest.common.distributed import distributed_from
 from tcreport.ingest.kineto import columns as col
@@ -310,12 +311,10 @@ class _Builder:
         return conform(cols, TableKind.MEMORY)
 
     def _op_gpu_time(self, ops: pa.Table, kernels: pa.Table, at: pa.Table) -> pa.Table:
-        per_op = (
-            pa.table({"op_row": at["op_row"], "d": kernels["duration_ns"]})
-            .filter(pc.is_valid(at["op_row"]))
-            .group_by("op_row")
-            .aggregate([("d", "sum"), ("d", "count")])
+        linked = pa.table({"op_row": at["op_row"], "d": kernels["duration_ns"]}).filter(
+            pc.is_valid(at["op_row"])
         )
+        per_op = aggregate_by(linked, "op_row", [("d", "sum"), ("d", "count")])
         m = links.lookup(pa.array(np.arange(ops.num_rows, dtype=np.int64)), per_op, "op_row")
         ops = ops.append_column("gpu_ns", pc.fill_null(m["d_sum"], 0))
         ops = ops.append_column("kernel_calls", pc.fill_null(m["d_count"], 0))
