@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport import fmt, schema
-from tcreport._group_by import aggregate_by
 from tcreport.analysis.eligibility import count_once
 from tcreport.analysis.iteration_marks import MIN_ITERATION_COVERAGE as MIN_ITERATION_COVERAGE
 from tcreport.analysis.iteration_marks import _occurrences as _occurrences
@@ -245,35 +244,58 @@ def _split(
 _LAUNCH_KEY = ("process_id", "device_id", "correlation_id", "start_ns")
 
 
+_NONE = np.iinfo(np.int64).max  # an iteration-less row, sorted after every iteration
+
+
+def _launch_keys(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's launch key as one structured value (compared field by field, in order), and
+    whether the row can be matched: a correlation id and a GPU start. The process and device
+    are compared as recorded, unknown (null) with unknown: a kernel whose launch record is
+    missing has no process in a Kineto trace, and neither has its collective call."""
+    key = np.empty(t.num_rows, dtype=[(f, np.int64) for f in _LAUNCH_KEY])
+    ok = np.ones(t.num_rows, bool)
+    for f in _LAUNCH_KEY:
+        col = t.column(f)
+        if col.null_count and f in ("correlation_id", "start_ns"):
+            ok &= pc.is_valid(col).to_numpy(zero_copy_only=False)
+        key[f] = pc.fill_null(col.cast(pa.int64()), -1).to_numpy()
+    return key, ok
+
+
 def _with_kernel_iteration(
     coll: pa.Table | None, kernels: pa.Table | None, starts: np.ndarray
 ) -> pa.Table | None:
     """Each collective call in the iteration of the kernel launch it was recorded on, so it is in
-    the step whose host code launched it, like every GPU event (the module docstring); a call
-    whose kernel is not in ``kernels`` falls back to its GPU start, as an input without launches
-    does."""
+    the step whose host code launched it, like every GPU event (the module docstring). A call
+    whose kernel is not in ``kernels`` is in none where the kernels record launches (it was
+    queued before profiling began, like its kernel), else in the one its GPU start is in, as
+    the kernels of an input without launches are."""
     if coll is None or coll.num_rows == 0:
         return coll
     own = _assign(coll, starts, "start_ns")
     assert own is not None
     if kernels is None or kernels.num_rows == 0:
         return own
-    keys = list(_LAUNCH_KEY)
     mine = kernels.filter(pc.is_in(kernels.column("correlation_id"), coll.column("correlation_id")))
+    k_key, k_ok = _launch_keys(mine)
+    c_key, c_ok = _launch_keys(coll)
+    k_it = pc.fill_null(mine.column("iteration").cast(pa.int64()), _NONE).to_numpy()
+    k_key, k_it = k_key[k_ok], k_it[k_ok]
     # One iteration per launch key (a replayed graph could repeat one): the earliest. A kernel in
     # no iteration (no launch record) keeps its call in none too.
-    by_key = aggregate_by(mine.select([*keys, "iteration"]), keys, [("iteration", "min")])
-    by_key = by_key.append_column("found", pa.repeat(True, by_key.num_rows))
-    row = pa.array(np.arange(coll.num_rows, dtype=np.int64))
-    joined = (
-        coll.select(keys)
-        .append_column("row", row)
-        .join(by_key, keys=keys, join_type="left outer")
-        .sort_by("row")
-    )
-    found = pc.fill_null(joined.column("found"), False)
-    theirs = joined.column("iteration_min").cast(pa.int32())
-    it = pc.if_else(found, theirs, own.column("iteration"))
+    order = np.lexsort((k_it, *(k_key[f] for f in reversed(_LAUNCH_KEY))))
+    k_key, k_it = k_key[order], k_it[order]
+    first = np.r_[True, k_key[1:] != k_key[:-1]] if k_key.size else np.zeros(0, bool)
+    k_key, k_it = k_key[first], k_it[first]
+    pos = np.minimum(np.searchsorted(k_key, c_key), max(k_key.size - 1, 0))
+    found = c_ok & (k_key.size > 0)
+    if k_key.size:
+        found &= k_key[pos] == c_key
+    theirs = np.where(found, k_it[pos] if k_key.size else _NONE, _NONE)
+    mine_it = pa.array(theirs.astype(np.int32), mask=theirs == _NONE)
+    launched = _launch_time(kernels) == "launch_ns"
+    fallback = pa.nulls(coll.num_rows, pa.int32()) if launched else own.column("iteration")
+    it = pc.if_else(pa.array(found), mine_it, fallback)
     pos = own.schema.get_field_index("iteration")
     return own.set_column(pos, own.schema.field("iteration"), it)
 

@@ -59,3 +59,28 @@ def test_real_ddp_calls_are_split_by_step_like_their_kernels() -> None:
     whole = api.analyze(run).analysis.communication.calls
     assert whole is not None and whole.num_rows == 21 == sum(counts)
     assert counts == [7, 7, 7]
+
+
+def test_synthetic_call_whose_kernel_has_no_launch_is_in_no_step(tmp_path: Path) -> None:
+    """A collective kernel without its runtime call was queued before profiling began: in no
+    iteration, like every such GPU event, so its call is in none of the job's steps either."""
+    for path in write_job(tmp_path, 2, steps=3):
+        with gzip.open(path, "rt") as fh:
+            doc = json.load(fh)
+        nccl = {
+            e["args"]["correlation"]
+            for e in doc["traceEvents"]
+            if e["cat"] == "kernel" and "Collective name" in e["args"]
+        }
+        first = min(nccl)
+        doc["traceEvents"] = [
+            e
+            for e in doc["traceEvents"]
+            if not (e["cat"] == "cuda_runtime" and e["args"]["correlation"] == first)
+        ]
+        with gzip.open(path, "wt") as fh:
+            json.dump(doc, fh)
+    job = api.find_job(tmp_path)
+    assert job is not None
+    (row,) = api.analyze_job(job).section.bandwidth.rows
+    assert (row.calls, row.ranks) == (2, 2)  # the first step's call is in no step
