@@ -34,7 +34,7 @@ INSTALL_HINTS = {
     Backend.NSYS: "nsys on PATH (Nsight Systems, from the CUDA toolkit or "
     "developer.nvidia.com/nsight-systems)",
     Backend.TF: "TensorFlow and xprof in this Python (pip install 'tcreport[tf]')",
-    Backend.TORCH: "PyTorch in this Python (pip install 'tcreport[torch]')",
+    Backend.TORCH: "PyTorch in this Python (your own build: see pytorch.org)",
 }
 
 

@@ -25,7 +25,12 @@ from tcreport.capture.tf_window import window
 from tcreport.capture.torch_window import TorchWindow, schedule
 from tcreport.errors import CaptureError, ScriptFailedError, UsageError
 
-_INSTALL = "pip install 'tcreport[torch]'"
+#: The README's advice: the user's own PyTorch build (plain ``pip install torch`` on Linux takes a
+#: CUDA build of several GB; the CPU wheel is on PyTorch's own index).
+_INSTALL = (
+    "install your PyTorch build first (https://pytorch.org/get-started/locally/; on a machine "
+    "without a GPU: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+)
 
 
 def import_torch() -> Any:

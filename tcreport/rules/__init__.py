@@ -1,7 +1,8 @@
 """Finding rules: one module per rule, a stable id each, evaluated in a sorted registry.
 
-Findings are ranked by estimated saving (largest first), then severity, then id, so the ordering
-is deterministic and the most valuable change comes first. Savings are normalised here, once, for
+Findings are ranked high and medium severity first, each group by estimated saving (largest
+first), then severity, then id, so the ordering is deterministic and the most valuable change a
+reviewer should act on comes first. Savings are normalised here, once, for
 every rule: clamped to [0, the aggregated wall or GPU time] so no rule can promise more time than
 the run has, and expressed as a share of the aggregated wall time and per iteration.
 """

@@ -60,11 +60,12 @@ class Host:
 
     @property
     def findings_order(self) -> str:
-        """How the findings are ranked (:func:`tcreport.rules.evaluate`): by measured saving,
-        except on a CPU-only run, which measures none and puts the model's own findings first."""
+        """How the findings are ranked (:func:`tcreport.rules.evaluate`): high and medium
+        severity first, each group by measured saving, except on a CPU-only run, which measures
+        none and puts the model's own findings first."""
         if self.cpu_only:
             return "the model audit and data types first"
-        return "ranked by estimated saving"
+        return "high and medium first, each ranked by estimated saving"
 
     @property
     def more_ops(self) -> int:
