@@ -1,0 +1,204 @@
+"""Hostile reproductions (branch hostile9) against this session's changes: collective calls sliced
+by their kernel's iteration, untimed ranks in a job, job diff, counters on check/diff, and the
+job verdict's words. Each is marked xfail(strict=True) until the fix flips it; inputs are the
+synthetic jobs of tests/job_synthetic.py (mutated copies) and the bundled H200 mix trace."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from job_synthetic import write_job
+from trace_paths import SAMPLES
+
+from tcreport import api
+from tcreport.compare.model import Change
+from tcreport.errors import TcreportError
+
+H200 = SAMPLES / "h200-torch-cnn-ncu"
+
+
+def _edit(path: Path, fn: Callable[[dict[str, Any]], None]) -> None:
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    fn(doc)
+    with gzip.open(path, "wt") as fh:
+        json.dump(doc, fh)
+
+
+def _break_kernels(doc: dict[str, Any]) -> None:
+    """Every kernel ends before it starts: the reader skips them (a damaged rank)."""
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["dur"] = -5
+
+
+def _drop_first_allreduce_launch(doc: dict[str, Any]) -> None:
+    """The first step's NCCL kernel loses its cudaLaunchKernel (queued before profiling began)."""
+    corr = min(
+        e["args"]["correlation"]
+        for e in doc["traceEvents"]
+        if e["cat"] == "kernel" and e["name"].startswith("ncclKernel")
+    )
+    doc["traceEvents"] = [
+        e
+        for e in doc["traceEvents"]
+        if not (e["cat"] == "cuda_runtime" and e["args"].get("correlation") == corr)
+    ]
+
+
+def _drop_first_allreduce_correlation(doc: dict[str, Any]) -> None:
+    """The first step's NCCL kernel records no correlation id (so no launch links to it)."""
+    first = min(
+        (e for e in doc["traceEvents"] if e["cat"] == "kernel" and "nccl" in e["name"]),
+        key=lambda e: e["ts"],
+    )
+    del first["args"]["correlation"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: a collective whose kernel has no launch record keeps its call in the "
+    "iteration of its GPU start (analysis/iterations.py _with_kernel_iteration: the launch key's "
+    "process_id/correlation_id is null for such a kernel and null keys never join), while the "
+    "kernel itself is left out of every iteration: bandwidth counts a call whose time is not in "
+    "the kernel time",
+)
+@pytest.mark.parametrize(
+    "damage", [_drop_first_allreduce_launch, _drop_first_allreduce_correlation]
+)
+def test_unlaunched_collective_is_left_out_like_its_kernel(
+    tmp_path: Path, damage: Callable[[dict[str, Any]], None]
+) -> None:
+    (path,) = write_job(tmp_path, 2, ranks=(0,))
+    _edit(path, damage)
+    a = api.analyze(api.load(path)).analysis
+    assert a.time.gpu_kernel_ns == 100_000_000  # 3 x 35 ms less the unlaunched 5 ms all-reduce
+    calls = a.communication.calls
+    assert calls is not None
+    assert calls.num_rows == 2  # the two launched all-reduces, as the kernel time counts
+
+
+def _job(folder: Path, untimed: int) -> Path:
+    paths = write_job(folder, 3, slow=(2,))
+    _edit(paths[untimed], _break_kernels)
+    return folder
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: job diff calls a rank present on both sides but untimed on one 'gone' / "
+    "'new' (compare/job_diff.py _ranks judges None step time as absence), while both sides "
+    "say '3 of 3 ranks present' and no note names the untimed rank",
+)
+def test_job_diff_does_not_call_a_present_untimed_rank_gone(tmp_path: Path) -> None:
+    base = api.analyze_job(_job(tmp_path / "base", untimed=1))
+    head = api.analyze_job(_job(tmp_path / "head", untimed=0))
+    assert base.section.identity.ranks == head.section.identity.ranks == (0, 1, 2)
+    d = api.diff_jobs(base, head)
+    verdicts = {r.rank: r.verdict for r in d.ranks}
+    assert verdicts[0] not in (Change.GONE, Change.NEW), verdicts
+    assert verdicts[1] not in (Change.GONE, Change.NEW), verdicts
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: a trace that names its GPU (deviceProperties: A100) and launched kernels "
+    "whose events are all malformed is called 'CPU-only (no GPU)' (analysis/host_time.py "
+    "is_cpu_only ignores meta.gpus and the launches), while the job's rank table, batch's "
+    "gpu_model and summary --json system.gpus name the A100 for the same rank",
+)
+def test_gpu_trace_with_damaged_kernels_is_not_cpu_only(tmp_path: Path) -> None:
+    (path,) = write_job(tmp_path, 2, ranks=(1,))
+    _edit(path, _break_kernels)
+    run = api.load(path)
+    assert [g.name for g in run.meta.gpus] == ["NVIDIA A100-SXM4-40GB"]
+    a = api.analyze(run).analysis
+    assert not a.host.cpu_only
+
+
+def _memcpy_only(doc: dict[str, Any]) -> None:
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["cat"], e["name"] = "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: the straggler line says '15.0 ms more ... most of it memory copies/sets "
+    "(+55.0 ms)': a part's excess larger than the whole excess is not 'most of it' "
+    "(analysis/job.py _straggler_text; parts can be negative, the named one is not a share)",
+)
+def test_straggler_most_of_it_is_never_more_than_the_excess(tmp_path: Path) -> None:
+    paths = write_job(tmp_path, 3, slow=(2,))
+    _edit(paths[1], _memcpy_only)
+    sec = api.analyze_job(tmp_path).section
+    s = sec.straggler
+    assert s is not None and s.rank == 1
+    named = next(p for p in s.parts if p.excess_ns > 0)
+    assert "most of it" in s.text
+    assert named.excess_ns <= s.excess_ns, s.text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: with Nsight Compute counters that judge a kernel name launch by launch "
+    "(Triton tile_product: one launch on Tensor Cores, one not), the kernel table shows the name "
+    "as 'TC yes' for all 450.9 us (analysis/figures.py kernel_rows takes uses_tc 'first' per "
+    "name) while the Tensor Core kernel time counts 40.7 us of it",
+)
+def test_kernel_rows_agree_with_tc_time_under_per_launch_counters() -> None:
+    run = api.attach_counters(
+        api.load(H200 / "mix" / "kineto_mix_h.json.gz"), H200 / "ncu" / "ncu3_mix.csv"
+    )
+    a = api.analyze(run).analysis
+    rows = a.breakdown.kernels
+    assert sum(k.gpu_ns for k in rows) == a.time.gpu_kernel_ns  # every kernel name is a row
+    assert sum(k.gpu_ns for k in rows if k.uses_tc) == a.time.tc_kernel_ns
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: --counters (summary/report/check/diff) given a folder that holds one "
+    "Nsight Compute CSV says 'no supported trace in this directory (looked for ... Nsight "
+    "Compute CSV ...)' (api.attach_counters uses ingest.detect, which never looks inside a "
+    "folder), a false statement where every other PATH argument reads the folder's one trace",
+)
+def test_counters_folder_is_read_or_refused_truthfully(tmp_path: Path) -> None:
+    folder = tmp_path / "ncu"
+    folder.mkdir()
+    shutil.copy(H200 / "ncu" / "ncu3_mix.csv", folder)
+    run = api.load(H200 / "mix" / "kineto_mix_h.json.gz")
+    try:
+        api.attach_counters(run, folder)
+    except TcreportError as e:
+        assert "no supported trace" not in str(e), str(e)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: the job verdict says 'across the 2 ranks read' (analysis/job.py verdict "
+    "counts the ranks with kernel times) beside '3 of 3 ranks present' when one rank's kernels "
+    "are damaged: three traces were read",
+)
+def test_job_verdict_counts_the_ranks_read(tmp_path: Path) -> None:
+    sec = api.analyze_job(_job(tmp_path, untimed=1)).section
+    assert sec.identity.presence == "3 of 3 ranks present"
+    assert "across the 2 ranks read" not in sec.verdict.text, sec.verdict.text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: api.analyze_job's refusal names only 'a folder of per-rank traces' "
+    "(api_jobs._as_job), not api.JOB_FORMS as --rank's help and refusals now do (a multi-process "
+    "Nsight Systems export is a job too)",
+)
+def test_analyze_job_refusal_names_every_form_of_a_job(tmp_path: Path) -> None:
+    with pytest.raises(TcreportError) as e:
+        api.analyze_job(str(tmp_path))
+    assert "Nsight Systems export" in str(e.value), str(e.value)
