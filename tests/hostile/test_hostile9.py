@@ -252,3 +252,50 @@ def test_allow_empty_goes_on_past_the_last_profiler_step() -> None:
         app, ["summary", "--json", str(DDP), "--iter-start", "7", "--allow-empty"]
     )
     assert result.exit_code == 0, result.stderr
+
+
+def _jax_fix(rule: str, kernels: list[dict[str, Any]], ops: list[dict[str, Any]]) -> str:
+    from synthetic import synthetic_rows_run
+
+    run = synthetic_rows_run(kernels=kernels, ops=ops, framework="JAX", cc="8.0")
+    (f,) = [f for f in api.analyze(run).findings if f.id == rule]
+    return f.fix or ""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: JAX runs were to get JAX's switches, 'never tf.config / the Keras policy' "
+    "(d4a6acb), but PR001 (rules/pr001_fp16_where_bf16.py) and PR002 "
+    "(rules/pr002_half_softmax_loss.py) still pick their fix by c.flavour, not c.is_jax: "
+    "'Use tf.keras.mixed_precision.set_global_policy(...)', 'tf.keras.layers.Activation(...)'; "
+    "OP001 (rules/op001_heavy_non_tc_op.py) tells a JAX run, XLA-compiled already, to "
+    "'Compile the step with XLA (tf.function(jit_compile=True))'",
+)
+@pytest.mark.parametrize("rule", ["PR001", "PR002", "OP001"])
+def test_jax_fp16_findings_never_name_keras_synthetic(rule: str) -> None:
+    from synthetic import MS, US, kernel_row, op_row
+
+    gemm = "ampere_fp16_s16816gemm_fp16_128x128"
+    if rule == "PR001":
+        kernels = [
+            kernel_row(gemm, "dot", 1000, 5 * MS),
+            kernel_row("loop_is_finite_fusion", "fin", 6 * MS, 20 * US),
+        ]
+        ops = [
+            op_row("dot", "dot_general", "float16", 5 * MS, "[[64, 512], [512, 512]]"),
+            op_row("fin", "is_finite", "float16", 20 * US),
+        ]
+    elif rule == "PR002":
+        kernels = [kernel_row(gemm, "sm", 1000, 5 * MS)]
+        ops = [op_row("sm", "softmax", "float16", 5 * MS)]
+    else:
+        kernels = [
+            kernel_row(gemm, "dot", 1000, 5 * MS),
+            kernel_row("loop_add_fusion", "add", 6 * MS, 3 * MS),
+        ]
+        ops = [
+            op_row("dot", "dot_general", "float16", 5 * MS, "[[64, 512], [512, 512]]"),
+            op_row("add", "add", "float16", 3 * MS),
+        ]
+    fix = _jax_fix(rule, kernels, ops)
+    assert "keras" not in fix.lower() and "tf." not in fix, fix
