@@ -500,3 +500,25 @@ def test_terminal_uses_the_one_in_some_calls_wording() -> None:
     result = CliRunner().invoke(app, ["summary", str(H200 / "mix" / "kineto_mix_h.json.gz")])
     assert result.exit_code == 0, result.output
     assert "in some calls only" not in result.output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hostile9: an NCCL kernel whose args say 'In msg nelems' 2**62 (16 EiB of floats) "
+    "gives a bandwidth row of 2**64 bytes and 3.7e12 GB/s busbw, 1.2e10 times the NVLink peak, "
+    "with no note: the collectives table skips ingest's plausibility bound on bytes "
+    "(ingest/common/plausible.py MAX_BYTES, 'no profile's'); analysis/collectives.py _row "
+    "multiplies whatever it is given",
+)
+def test_implausible_message_size_is_not_a_bandwidth(tmp_path: Path) -> None:
+    from tcreport.ingest.common.plausible import MAX_BYTES
+
+    def huge(doc: dict[str, Any]) -> None:
+        for e in doc["traceEvents"]:
+            if e["cat"] == "kernel" and "nccl" in e["name"]:
+                e["args"].update({"In msg nelems": 2**62, "Out msg nelems": 2**62})
+
+    for path in write_job(tmp_path, 2):
+        _edit(path, huge)
+    (row,) = api.analyze_job(tmp_path).section.bandwidth.rows
+    assert row.message_bytes is None or row.message_bytes <= MAX_BYTES, row
