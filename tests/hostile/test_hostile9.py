@@ -61,14 +61,6 @@ def _drop_first_allreduce_correlation(doc: dict[str, Any]) -> None:
     del first["args"]["correlation"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: a collective whose kernel has no launch record keeps its call in the "
-    "iteration of its GPU start (analysis/iterations.py _with_kernel_iteration: the launch key's "
-    "process_id/correlation_id is null for such a kernel and null keys never join), while the "
-    "kernel itself is left out of every iteration: bandwidth counts a call whose time is not in "
-    "the kernel time",
-)
 @pytest.mark.parametrize(
     "damage", [_drop_first_allreduce_launch, _drop_first_allreduce_correlation]
 )
@@ -214,14 +206,6 @@ def _overrun_first_allreduce(doc: dict[str, Any]) -> None:
     nccl[0]["dur"] = nccl[2]["ts"] + 10 - nccl[0]["ts"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: ingest drops an impossible NCCL kernel from the kernels table with the "
-    "note 'they are left out of every figure' (ingest/common/plausible.py checked: "
-    "streams.containing filters kernels only), but its row in the collectives table stays, so "
-    "the job's bandwidth counts 3 calls and 80.3 ms (busbw 3.7 GB/s) instead of the 2 calls "
-    "its kernel time keeps",
-)
 def test_dropped_collective_kernel_leaves_the_bandwidth_too(tmp_path: Path) -> None:
     for path in write_job(tmp_path, 2):
         _edit(path, _overrun_first_allreduce)
