@@ -217,9 +217,9 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
 
 
 def _lead(out: Console, view: Report) -> None:
-    """The lines a reviewer reads first: a CPU-only run says so (the verdict section's sentence),
-    then the one fix to make."""
-    if view.analysis.host.cpu_only:
+    """The lines a reviewer reads first: a CPU-only run, or one without kernel times, says so
+    (the verdict section's sentence: the share card below says only n/a), then the one fix."""
+    if view.analysis.host.cpu_only or view.analysis.verdict.tc_share is None:
         out.print(plain("".join(view.analysis.verdict.sentence)), markup=False, soft_wrap=True)
     ff = fix_first_text(view)
     line = f"Fix first: {ff}" if ff else "Fix first: no actionable finding"

@@ -98,13 +98,6 @@ def test_job_diff_does_not_call_a_present_untimed_rank_gone(tmp_path: Path) -> N
     assert verdicts[1] not in (Change.GONE, Change.NEW), verdicts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: a trace that names its GPU (deviceProperties: A100) and launched kernels "
-    "whose events are all malformed is called 'CPU-only (no GPU)' (analysis/host_time.py "
-    "is_cpu_only ignores meta.gpus and the launches), while the job's rank table, batch's "
-    "gpu_model and summary --json system.gpus name the A100 for the same rank",
-)
 def test_gpu_trace_with_damaged_kernels_is_not_cpu_only(tmp_path: Path) -> None:
     (path,) = write_job(tmp_path, 2, ranks=(1,))
     _edit(path, _break_kernels)
@@ -285,14 +278,6 @@ def test_jax_fp16_findings_never_name_keras_synthetic(rule: str) -> None:
     assert "keras" not in fix.lower() and "tf." not in fix, fix
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: diff (and check --baseline) of two 3-rank A100 jobs is refused 'not "
-    "comparable: one run has GPU kernels and the other is CPU-only' when the head's straggler "
-    "is a rank whose trace is damaged on the base side: cli/compare_cmds.py diffs the base's "
-    "same rank in full (compare/job_diff.py diff -> compare.diff), which the job section now "
-    "leaves out as untimed but the detail diff judges as a CPU-only run",
-)
 def test_job_diff_survives_a_damaged_rank_on_one_side(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

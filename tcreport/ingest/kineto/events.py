@@ -286,6 +286,10 @@ class Parsed:
     unread_device: dict[str, int] = field(default_factory=dict)  # UNREAD_DEVICE category counts
 
 
+#: The GPU activity categories, named as a note names them.
+_DEVICE_KINDS = {KERNEL: "kernel", MEMCPY: "gpu_memcpy", MEMSET: "gpu_memset"}
+
+
 class Collector:
     """Gathers the pieces of each category as they are parsed."""
 
@@ -305,9 +309,18 @@ class Collector:
         if rows.name:
             table, dropped = _table(kind, rows)
             self._parts[kind].append(table)
-            self.dropped += dropped
+            self._drop(kind, dropped)
 
-    def _placed(self, table: pa.Table) -> pa.Table:
+    def _drop(self, kind: int, n: int) -> None:
+        """Count ``n`` dropped events; dropped GPU events (a kernel that ends before it starts)
+        also count as device events not read, so a trace whose every kernel was malformed is not
+        taken for a capture without a GPU (:func:`tcreport.analysis.host_time.is_cpu_only`)."""
+        self.dropped += n
+        if n and kind in _DEVICE_KINDS:
+            label = f"malformed {_DEVICE_KINDS[kind]}"
+            self.unread_device[label] = self.unread_device.get(label, 0) + n
+
+    def _placed(self, kind: int, table: pa.Table) -> pa.Table:
         """The events starting inside :data:`schema.POSITIONS_NS` (base time added); the others
         are counted as dropped (a ``ts`` of 4e15 us on a base time, a negative epoch)."""
         lo, hi = POSITIONS_NS
@@ -316,7 +329,7 @@ class Collector:
         kept = pc.sum(ok).as_py() or 0
         if kept == table.num_rows:
             return table
-        self.dropped += table.num_rows - kept
+        self._drop(kind, table.num_rows - kept)
         return table.filter(ok)
 
     def finish(self, header: Header, parser: str) -> Parsed:
@@ -329,7 +342,7 @@ class Collector:
             if base_ns:
                 i = table.schema.get_field_index("start_ns")
                 table = table.set_column(i, "start_ns", pc.add(table.column(i), base_ns))
-            frames.append(Frame(self._placed(table)))
+            frames.append(Frame(self._placed(kind, table)))
         self._parts = [[] for _ in KINDS]
         return Parsed(
             header,
