@@ -48,6 +48,8 @@ class RankSpec:
     keep_report: bool = False  # hand the Report back (the serial path only: never pickled)
     process_id: int | None = None  # the rank's process in a multi-process export
     with_timeline: bool = False  # draw the timeline (a rank that may be the one shown in full)
+    #: let go of the rank's rows once analysed (a multi-process export's: never asked for again)
+    release: bool = False
 
     @property
     def trace(self) -> RankTrace:
@@ -70,7 +72,13 @@ def analyse_rank(spec: RankSpec) -> RankResult:
 
     trace = spec.trace
     run = ingest.load_rank(trace)
-    view = report.build(run, spec.slc, source_path=spec.path, with_timeline=spec.with_timeline)
+    view = report.build(
+        run,
+        spec.slc,
+        source_path=spec.path,
+        with_timeline=spec.with_timeline,
+        overlap=ingest.held_beside(trace) <= OVERLAP_BESIDE,
+    )
     figures = rank_figures(
         spec.rank,
         trace.name,
@@ -79,6 +87,9 @@ def analyse_rank(spec: RankSpec) -> RankResult:
         tuple(dict.fromkeys(f.id for f in view.findings)),
     )
     extra = spec.extra(spec.rank, view) if spec.extra is not None else None
+    if spec.release:
+        del run
+        ingest.release_rank(trace)
     return RankResult(figures, extra, view if spec.keep_report else None)
 
 
@@ -118,6 +129,13 @@ def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str
     first = sec.identity.ranks[0]
     return first, "the only rank" if len(sec.identity.ranks) == 1 else "the first rank"
 
+
+#: A rank of a multi-process export is analysed with its step analysis beside the rest
+#: (:func:`result.compute`'s ``overlap``) only while the export holds at most this many bytes of
+#: other ranks' rows beside it: the x1000 export's rank 0 is analysed beside ~0.5 GiB of rank
+#: 1's, and the two threads' temporaries (~0.25 GiB more than one after the other) made the
+#: run's peak.
+OVERLAP_BESIDE = 256 << 20
 
 #: Up to this many ranks, the serial path draws every rank's timeline (when the page shows one)
 #: so that the rank shown in full is not analysed again: on the x1000 export's rank 0 the
@@ -178,21 +196,28 @@ def _build(
 
     if rank is not None and rank not in {r.rank for r in job.ranks}:
         job.rank_path(rank)
+    # Every Report the serial path may show is kept up to TIMELINE_IN_PASS ranks (or only the
+    # rank asked for), so no rank is analysed again and a multi-process export's rows of a rank
+    # can go once it is analysed; a worker's are its own export's.
+    keep_all = mapper is None and (rank is not None or len(job.ranks) <= TIMELINE_IN_PASS)
+    release = mapper is not None or keep_all
     specs = [
-        RankSpec(str(r.path), r.rank, slc, extra, keep, r.process_id, drawn)
+        RankSpec(str(r.path), r.rank, slc, extra, keep, r.process_id, drawn, release)
         for r in job.ranks
         for keep, drawn in [_kept(r.rank, rank, with_timeline, mapper is None, len(job.ranks))]
     ]
     figures: list[RankFigures] = []
     extras: list[Any] = []
-    kept: tuple[int, Report] | None = None
+    kept: dict[int, Report] = {}
     most = -1
     for result in (mapper or _serial)(analyse_rank, specs):
         figures.append(result.figures)
         extras.append((result.figures.rank, result.extra))
         own = sum(s.own_ns for s in result.figures.aggregated_steps)
-        if result.report is not None and own > most:  # the likeliest straggler so far
-            kept, most = (result.figures.rank, result.report), own
+        if result.report is not None and keep_all:
+            kept[result.figures.rank] = result.report
+        elif result.report is not None and own > most:  # the likeliest straggler so far
+            kept, most = {result.figures.rank: result.report}, own
         del result
     if not figures:
         raise UsageError("no rank could be read", job.folder)
@@ -202,8 +227,8 @@ def _build(
     source = source_path if source_path is not None else str(job.folder)
     sec = job_invariants.enforce(section(identity, figures, job.sizes_note), figures, source)
     chosen, why = _detail_rank(sec, rank, job)
-    detail = kept[1] if kept is not None and kept[0] == chosen else None
-    kept = None
+    detail = kept.get(chosen)
+    kept = {}
     if detail is None:
         from tcreport import ingest
 
