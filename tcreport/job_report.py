@@ -5,10 +5,12 @@ trace. Built by :func:`build`, which reads the ranks one at a time (or through `
 process pool or a Dask cluster), keeps only each rank's :class:`RankFigures` and drops its tables
 before the next is read, so a job of N ranks needs about the memory of its largest rank plus the
 per-rank figures. The rank shown in full (with its timeline in the HTML report) is the straggler
-unless one is asked for. Read one after the other, the rank asked for (or the likeliest straggler
-so far) keeps its Report, timeline drawn where the page shows one (:func:`_kept`); the rank shown
-is analysed once more at the end only where that is not it (a worker's Report is never sent
-back), the price of not keeping N analyses.
+unless one is asked for. Read one after the other, the rank asked for (or, up to
+:data:`TIMELINE_IN_PASS` ranks, every rank; past that the likeliest straggler so far) keeps its
+Report, timeline drawn where the page shows one (:func:`_kept`); the rank shown is analysed once
+more at the end only where that was not kept (a worker's Report is never sent back), the price of
+not keeping N analyses. Where no rank is analysed again, a multi-process export's rows of each
+rank go once it is analysed (``ingest.release_rank``).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def _kept(
 ) -> tuple[bool, bool]:
     """(keep its Report, draw its timeline) for rank ``this``: a rank that may be the one shown
     in full keeps its Report on the serial path (a worker's is never sent back), the rank asked
-    for or, without one, every rank (the likeliest straggler's is kept: :func:`_build`); the
+    for or, without one, every rank (all of them up to :data:`TIMELINE_IN_PASS` ranks, past that
+    the likeliest straggler's: :func:`_build`); the
     timeline only where the rank's Report is kept and drawing it is cheaper than analysing it
     again (:data:`TIMELINE_IN_PASS`)."""
     keep = serial and asked in (None, this)

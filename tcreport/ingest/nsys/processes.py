@@ -177,10 +177,11 @@ class Export:
 
     def held_beside(self, process_id: int) -> int:
         """Bytes of the rows of processes other than ``process_id`` still held (an upper bound:
-        buffers shared between tables, as the op ids' dictionary, count once per table)."""
+        buffers shared between tables, as the op ids' dictionary, count once per table; a table
+        left without rows holds only such shared buffers, and counts nothing)."""
         tables = [*self._rest.values()]
         tables += [t for pid, ts in self._taken.items() if pid != process_id for t in ts.values()]
-        return sum(t.nbytes for t in tables if t is not None)
+        return sum(t.nbytes for t in tables if t is not None and t.num_rows)
 
 
 def _take(rest: dict[str, pa.Table | None], process_id: int) -> dict[str, pa.Table | None]:
