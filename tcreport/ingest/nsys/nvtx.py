@@ -59,6 +59,8 @@ from tcreport.ingest.nsys.tables import (
 )
 
 _NONE = np.zeros(0, dtype=np.int64)
+#: Leaves (ops) placed in the nesting at a time.
+_LEAF_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -95,52 +97,68 @@ class Outline:
 
 
 def outline(nvtx: Ranges) -> Outline:
+    """What attribution needs of ``nvtx``, whose columns are emptied once read (the caller
+    holds no other use for them: the reader's ranges of the export)."""
     labels = pc.dictionary_encode(nvtx.parsed.label)
     lab_of = _np(labels.indices)
     threads, out = _outer(nvtx)
     release_free_memory()  # the sort of every range is over; what follows is on the outermost
     rows, tcode, st, en, op = out
+    del out  # else the tuple keeps each array alive to the end, past each del below
     code = nvtx.code[rows]
     kind = nvtx.parsed.kind[code]
+    # What the ops and ranges tables need of every range, taken now: the ranges' columns (~35 B
+    # a range left after the scan) then go before the nesting's arrays are made, where the
+    # outline peaks (the caller has no other use for them).
+    others = np.flatnonzero(kind == OTHER)
+    op_rows = np.flatnonzero(op)
+    op_rows = op_rows[np.argsort(st[op_rows], kind="stable")]  # start order, then thread order
+    plain_ranges = _subset(nvtx, np.concatenate([rows[others], np.flatnonzero(nvtx.start_end)]))
+    taken = rows[op_rows]
+    op_start, op_end, op_gtid = nvtx.start[taken], nvtx.end[taken], nvtx.gtid[taken]
+    del taken, rows
+    push_pop = not nvtx.start_end.all()
+    nvtx.start = nvtx.end = nvtx.gtid = nvtx.domain = nvtx.code = _NONE
+    nvtx.start_end = np.zeros(0, dtype=bool)
 
     # Nesting of the non-op ranges left; ops and zero-length ranges hang below it as leaves.
     around = np.flatnonzero(~op & (en > st))
     nest = Nesting(tcode[around], st[around], en[around])
-    parent = np.full(len(rows), -1, dtype=np.int64)
-    depth = np.zeros(len(rows), dtype=np.int64)
+    parent = np.full(len(code), -1, dtype=np.int64)
+    depth = np.zeros(len(code), dtype=np.int64)
     parent[around] = np.where(nest.parent >= 0, around[np.maximum(nest.parent, 0)], -1)
     depth[around] = nest.depth
     leaves = np.flatnonzero(op | (en <= st))
-    if len(around):
-        inner = nest.innermost(tcode[leaves], st[leaves])
-        parent[leaves] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
-        depth[leaves] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
-    else:  # every range is an op (an autograd-nvtx run without a range of the user's own)
-        inner = np.full(len(leaves), -1)
-    del around, nest, leaves, inner
+    # every op is a leaf (millions): a block at a time, so that the lookups' temporaries stay
+    # a block's, not 40-50 B a leaf beside the outline's peak
+    for at in range(0, len(leaves) if len(around) else 0, _LEAF_BLOCK):
+        block = leaves[at : at + _LEAF_BLOCK]
+        inner = nest.innermost(tcode[block], st[block])
+        parent[block] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
+        depth[block] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
+    # (no range around them: every range is an op, as in an autograd-nvtx run without a range
+    # of the user's own; parent -1 and depth 0 as filled in)
+    del around, nest, leaves
     plain, path, paths = _paths(parent, depth, kind, lab_of[code], labels.dictionary)
-    others = np.flatnonzero(kind == OTHER)
-    ranges = ranges_table(nvtx, rows[others], depth[others], lab_of, labels.dictionary)
-    del others, depth
-
-    op_rows = np.flatnonzero(op)
-    op_rows = op_rows[np.argsort(st[op_rows], kind="stable")]  # start order, then thread order
+    # the plain ranges come first in plain_ranges, the start/end ranges after them
+    ranges = ranges_table(
+        plain_ranges, np.arange(len(others)), depth[others], lab_of, labels.dictionary
+    )
+    del others, depth, plain_ranges
     par = parent[op_rows]
     marker = np.where((par >= 0) & (kind[np.maximum(par, 0)] == DLPROF_MARKER), code[par], -1)
     up = plain[op_rows]
     scope_path = np.where(up >= 0, path[np.maximum(up, 0)], -1)
     del par, up, parent, plain, path, kind
 
-    table_row = np.full(len(rows), -1, dtype=np.int64)
+    table_row = np.full(len(code), -1, dtype=np.int64)
     table_row[op_rows] = np.arange(len(op_rows))
     top = np.flatnonzero(op & (en > st))  # disjoint per thread, in (thread, start) order
     tops = (tcode[top], st[top], en[top], table_row[top])
     del top, table_row, tcode, st, en, op
-    rows = rows[op_rows]
     return Outline(
-        threads, tops, nvtx.start[rows], nvtx.end[rows], nvtx.gtid[rows], code[op_rows], marker,
-        scope_path, paths, labels.dictionary, lab_of, nvtx.parsed, ranges,
-        not nvtx.start_end.all(),
+        threads, tops, op_start, op_end, op_gtid, code[op_rows], marker,
+        scope_path, paths, labels.dictionary, lab_of, nvtx.parsed, ranges, push_pop,
     )  # fmt: skip
 
 
@@ -218,6 +236,14 @@ def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     # Everything inside an op is the op's business: keep the outermost ops and what is around them.
     keep = np.flatnonzero(~inside_op(tcode, st, en, op & (en > st)))
     return threads, (rows[keep], tcode[keep], st[keep], en[keep], op[keep])
+
+
+def _subset(nvtx: Ranges, rows: np.ndarray) -> Ranges:
+    """The ranges ``rows`` of ``nvtx``, in that order (codes still into ``nvtx.parsed``)."""
+    return Ranges(
+        nvtx.start[rows], nvtx.end[rows], nvtx.gtid[rows], nvtx.domain[rows],
+        nvtx.start_end[rows], nvtx.code[rows], nvtx.parsed, nvtx.span, nvtx.domains,
+    )  # fmt: skip
 
 
 def _no_op(n: int) -> pa.Array:
