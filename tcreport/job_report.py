@@ -79,7 +79,7 @@ def analyse_rank(spec: RankSpec) -> RankResult:
         spec.slc,
         source_path=spec.path,
         with_timeline=spec.with_timeline,
-        overlap=ingest.held_beside(trace) <= OVERLAP_BESIDE,
+        threaded=ingest.held_beside(trace) <= OVERLAP_BESIDE,
     )
     figures = rank_figures(
         spec.rank,
@@ -133,7 +133,7 @@ def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str
 
 
 #: A rank of a multi-process export is analysed with its step analysis beside the rest
-#: (:func:`result.compute`'s ``overlap``) only while the export holds at most this many bytes of
+#: (:func:`result.compute`'s ``threaded``) only while the export holds at most this many bytes of
 #: other ranks' rows beside it: the x1000 export's rank 0 is analysed beside ~0.5 GiB of rank
 #: 1's, and the two threads' temporaries (~0.25 GiB more than one after the other) made the
 #: run's peak.

@@ -190,7 +190,7 @@ class _Inline(Executor):
 
 
 def compute(
-    run: Run, slc: Slice = WHOLE, with_timeline: bool = False, *, overlap: bool = True
+    run: Run, slc: Slice = WHOLE, with_timeline: bool = False, *, threaded: bool = True
 ) -> Analysis:
     """Analyse the part of ``run`` that ``slc`` selects: classify, slice the iterations, build
     every section. A slice that selects nothing is refused here, before the costly figures.
@@ -199,7 +199,7 @@ def compute(
     (:attr:`Steps.timeline`); the other outputs do not draw it, and on a multi-million-launch
     trace it costs more than the rest of the step analysis.
 
-    ``overlap``: run the step analysis in a second thread, beside the per-name figures (about a
+    ``threaded``: run the step analysis in a second thread, beside the per-name figures (about a
     third of the time on big traces; False: one after the other, for the same CPU and about
     half the temporaries, where a caller holds much beside the run: a multi-process export's
     other ranks)."""
@@ -222,7 +222,7 @@ def compute(
     iteration_rows = derived.iteration_rows(all_iters, selection)
     # The step analysis (a third of the time on big traces) shares nothing with the per-name
     # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
-    pool = ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") if overlap else _Inline()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") if threaded else _Inline()
     with pool:
         steps_job = pool.submit(
             _steps, all_iters, iteration_rows, selection, slc.timeline_iter, with_timeline

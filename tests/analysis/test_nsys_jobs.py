@@ -247,18 +247,18 @@ def test_the_step_analysis_one_after_the_other_gives_the_same_report(
 
     job = api.find_job(NSYS)
     assert job is not None
-    overlapped: list[bool] = []
+    threads: list[bool] = []
     real = report.build
 
-    def recording(run: object, *args: object, overlap: bool = True, **kw: object) -> object:
-        overlapped.append(overlap)
-        return real(run, *args, overlap=overlap, **kw)  # type: ignore[arg-type]
+    def recording(run: object, *args: object, threaded: bool = True, **kw: object) -> object:
+        threads.append(threaded)
+        return real(run, *args, threaded=threaded, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(report, "build", recording)
     together = job_json.render(api.analyze_job(job))
-    assert overlapped == [True, True]  # the bundled export is small: both threads
+    assert threads == [True, True]  # the bundled export is small: both threads
     monkeypatch.setattr(job_report, "OVERLAP_BESIDE", 0)
-    overlapped.clear()
+    threads.clear()
     apart = job_json.render(api.analyze_job(job))
-    assert overlapped == [False, True]  # rank 1 is analysed once rank 0's rows are gone
+    assert threads == [False, True]  # rank 1 is analysed once rank 0's rows are gone
     assert apart == together
