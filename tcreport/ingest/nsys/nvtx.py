@@ -76,8 +76,8 @@ class Attribution:
 
 @dataclass(frozen=True)
 class Outline:
-    """What attribution needs from the NVTX ranges, worked out before any kernel is looked at
-    (so it can run beside the kernel-side joins): the outermost ops, in ops-table order, with the
+    """What attribution needs from the NVTX ranges, worked out without looking at any kernel
+    (the reader makes it after the launch joins): the outermost ops, in ops-table order, with the
     codes their names are made from, and those of them that hold launches, per thread."""
 
     threads: np.ndarray

@@ -358,8 +358,8 @@ def _launches(runtime: pa.Table, kernels: pa.Table, memory: pa.Table) -> tuple[L
     rkeys = _np(runtime["key"])
     by_key = np.argsort(rkeys, kind="stable")
     sorted_keys = rkeys[by_key]
-    # 8 B a call or a row each (~50 MiB at x1000), beside the NVTX outline where the reader
-    # peaks: each array goes once used, the clamp and the misses are written in place.
+    # 8 B a call or a row each (~50 MiB at x1000), beside the NVTX ranges read: each array goes
+    # once used, the clamp and the misses are written in place.
     del rkeys
     if len(sorted_keys):
         pos = np.searchsorted(sorted_keys, keys, "left")
