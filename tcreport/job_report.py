@@ -5,10 +5,12 @@ trace. Built by :func:`build`, which reads the ranks one at a time (or through `
 process pool or a Dask cluster), keeps only each rank's :class:`RankFigures` and drops its tables
 before the next is read, so a job of N ranks needs about the memory of its largest rank plus the
 per-rank figures. The rank shown in full (with its timeline in the HTML report) is the straggler
-unless one is asked for. Read one after the other, the rank asked for (or the likeliest straggler
-so far) keeps its Report, timeline drawn where the page shows one (:func:`_kept`); the rank shown
-is analysed once more at the end only where that is not it (a worker's Report is never sent
-back), the price of not keeping N analyses.
+unless one is asked for. Read one after the other, the rank asked for (or, up to
+:data:`TIMELINE_IN_PASS` ranks, every rank; past that the likeliest straggler so far) keeps its
+Report, timeline drawn where the page shows one (:func:`_kept`); the rank shown is analysed once
+more at the end only where that was not kept (a worker's Report is never sent back), the price of
+not keeping N analyses. Where no rank is analysed again, a multi-process export's rows of each
+rank go once it is analysed (``ingest.release_rank``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class RankSpec:
     keep_report: bool = False  # hand the Report back (the serial path only: never pickled)
     process_id: int | None = None  # the rank's process in a multi-process export
     with_timeline: bool = False  # draw the timeline (a rank that may be the one shown in full)
+    #: let go of the rank's rows once analysed (a multi-process export's: never asked for again)
+    release: bool = False
 
     @property
     def trace(self) -> RankTrace:
@@ -70,7 +74,13 @@ def analyse_rank(spec: RankSpec) -> RankResult:
 
     trace = spec.trace
     run = ingest.load_rank(trace)
-    view = report.build(run, spec.slc, source_path=spec.path, with_timeline=spec.with_timeline)
+    view = report.build(
+        run,
+        spec.slc,
+        source_path=spec.path,
+        with_timeline=spec.with_timeline,
+        threaded=ingest.held_beside(trace) <= OVERLAP_BESIDE,
+    )
     figures = rank_figures(
         spec.rank,
         trace.name,
@@ -79,6 +89,9 @@ def analyse_rank(spec: RankSpec) -> RankResult:
         tuple(dict.fromkeys(f.id for f in view.findings)),
     )
     extra = spec.extra(spec.rank, view) if spec.extra is not None else None
+    if spec.release:
+        del run
+        ingest.release_rank(trace)
     return RankResult(figures, extra, view if spec.keep_report else None)
 
 
@@ -119,6 +132,13 @@ def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str
     return first, "the only rank" if len(sec.identity.ranks) == 1 else "the first rank"
 
 
+#: A rank of a multi-process export is analysed with its step analysis beside the rest
+#: (:func:`result.compute`'s ``threaded``) only while the export holds at most this many bytes of
+#: other ranks' rows beside it: the x1000 export's rank 0 is analysed beside ~0.5 GiB of rank
+#: 1's, and the two threads' temporaries (~0.25 GiB more than one after the other) made the
+#: run's peak.
+OVERLAP_BESIDE = 256 << 20
+
 #: Up to this many ranks, the serial path draws every rank's timeline (when the page shows one)
 #: so that the rank shown in full is not analysed again: on the x1000 export's rank 0 the
 #: timeline costs 0.3-0.45 s of CPU and the analysis 2.6-2.8 s, so six timelines cost less than
@@ -131,7 +151,8 @@ def _kept(
 ) -> tuple[bool, bool]:
     """(keep its Report, draw its timeline) for rank ``this``: a rank that may be the one shown
     in full keeps its Report on the serial path (a worker's is never sent back), the rank asked
-    for or, without one, every rank (the likeliest straggler's is kept: :func:`_build`); the
+    for or, without one, every rank (all of them up to :data:`TIMELINE_IN_PASS` ranks, past that
+    the likeliest straggler's: :func:`_build`); the
     timeline only where the rank's Report is kept and drawing it is cheaper than analysing it
     again (:data:`TIMELINE_IN_PASS`)."""
     keep = serial and asked in (None, this)
@@ -178,21 +199,28 @@ def _build(
 
     if rank is not None and rank not in {r.rank for r in job.ranks}:
         job.rank_path(rank)
+    # Every Report the serial path may show is kept up to TIMELINE_IN_PASS ranks (or only the
+    # rank asked for), so no rank is analysed again and a multi-process export's rows of a rank
+    # can go once it is analysed; a worker's are its own export's.
+    keep_all = mapper is None and (rank is not None or len(job.ranks) <= TIMELINE_IN_PASS)
+    release = mapper is not None or keep_all
     specs = [
-        RankSpec(str(r.path), r.rank, slc, extra, keep, r.process_id, drawn)
+        RankSpec(str(r.path), r.rank, slc, extra, keep, r.process_id, drawn, release)
         for r in job.ranks
         for keep, drawn in [_kept(r.rank, rank, with_timeline, mapper is None, len(job.ranks))]
     ]
     figures: list[RankFigures] = []
     extras: list[Any] = []
-    kept: tuple[int, Report] | None = None
+    kept: dict[int, Report] = {}
     most = -1
     for result in (mapper or _serial)(analyse_rank, specs):
         figures.append(result.figures)
         extras.append((result.figures.rank, result.extra))
         own = sum(s.own_ns for s in result.figures.aggregated_steps)
-        if result.report is not None and own > most:  # the likeliest straggler so far
-            kept, most = (result.figures.rank, result.report), own
+        if result.report is not None and keep_all:
+            kept[result.figures.rank] = result.report
+        elif result.report is not None and own > most:  # the likeliest straggler so far
+            kept, most = {result.figures.rank: result.report}, own
         del result
     if not figures:
         raise UsageError("no rank could be read", job.folder)
@@ -202,8 +230,8 @@ def _build(
     source = source_path if source_path is not None else str(job.folder)
     sec = job_invariants.enforce(section(identity, figures, job.sizes_note), figures, source)
     chosen, why = _detail_rank(sec, rank, job)
-    detail = kept[1] if kept is not None and kept[0] == chosen else None
-    kept = None
+    detail = kept.get(chosen)
+    kept = {}
     if detail is None:
         from tcreport import ingest
 

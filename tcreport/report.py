@@ -41,12 +41,14 @@ def build(
     source_path: str | None = None,
     timestamp: str | None = None,
     with_timeline: bool = False,
+    threaded: bool = True,
 ) -> Report:
     """Classify, slice iterations, compute figures and findings: the one way a Report is made.
-    A slice that selects nothing is refused naming ``source_path`` (:class:`OptionError`)."""
+    A slice that selects nothing is refused naming ``source_path`` (:class:`OptionError`).
+    ``threaded``: the step analysis in a second thread (:func:`result.compute`)."""
     source = source_path if source_path is not None else run.meta.path
     try:
-        analysis = result.compute(run, slc, with_timeline=with_timeline)
+        analysis = result.compute(run, slc, with_timeline=with_timeline, threaded=threaded)
     except OptionError as exc:
         raise exc.at(source) from None
     findings = rules.evaluate(analysis)

@@ -11,8 +11,10 @@ names) that rows carry.
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -175,13 +177,32 @@ def _refuse_ineffective(slc: Slice, selection: Selection) -> None:
         raise OptionError(problem)
 
 
-def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analysis:
+T = TypeVar("T")
+
+
+class _Inline(Executor):
+    """An executor that runs each job at once, in the caller's thread."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        done: Future[T] = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
+
+
+def compute(
+    run: Run, slc: Slice = WHOLE, with_timeline: bool = False, *, threaded: bool = True
+) -> Analysis:
     """Analyse the part of ``run`` that ``slc`` selects: classify, slice the iterations, build
     every section. A slice that selects nothing is refused here, before the costly figures.
 
     ``with_timeline``: also lay out one iteration for the HTML report's timeline
     (:attr:`Steps.timeline`); the other outputs do not draw it, and on a multi-million-launch
-    trace it costs more than the rest of the step analysis."""
+    trace it costs more than the rest of the step analysis.
+
+    ``threaded``: run the step analysis in a second thread, beside the per-name figures (about a
+    third of the time on big traces; False: one after the other, for the same CPU and about
+    half the temporaries, where a caller holds much beside the run: a multi-process export's
+    other ranks)."""
     gpu_vendor = run_vendor(run)
     run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
@@ -201,7 +222,8 @@ def compute(run: Run, slc: Slice = WHOLE, with_timeline: bool = False) -> Analys
     iteration_rows = derived.iteration_rows(all_iters, selection)
     # The step analysis (a third of the time on big traces) shares nothing with the per-name
     # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
-    with ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") if threaded else _Inline()
+    with pool:
         steps_job = pool.submit(
             _steps, all_iters, iteration_rows, selection, slc.timeline_iter, with_timeline
         )

@@ -276,10 +276,34 @@ def load_rank(rank: RankTrace) -> Run:
     st = rank.path.stat()
     key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
     export = _WHOLE.get(key)
-    if export is None:
+    if export is None or not export.gives(rank.process_id):  # read again for a rank let go
         _WHOLE.clear()  # before reading: never two exports at once
         export = _WHOLE[key] = processes.Export(load(rank.path))
     return export.rank(rank.rank, rank.process_id)
+
+
+def _held(rank: RankTrace) -> Export | None:
+    if rank.process_id is None:
+        return None
+    try:
+        st = rank.path.stat()
+    except OSError:
+        return None
+    return _WHOLE.get((str(rank.path.resolve()), st.st_size, st.st_mtime_ns))
+
+
+def release_rank(rank: RankTrace) -> None:
+    """Let go of a multi-process export's rows of ``rank`` (analysed, never to be asked for
+    again: :func:`load_rank` would read the export again)."""
+    export = _held(rank)
+    if export is not None and rank.process_id is not None:
+        export.forget(rank.process_id)
+
+
+def held_beside(rank: RankTrace) -> int:
+    """Bytes of other ranks' rows :func:`load_rank` holds beside ``rank``'s (0: none)."""
+    export = _held(rank)
+    return 0 if export is None or rank.process_id is None else export.held_beside(rank.process_id)
 
 
 def forget_ranks() -> None:

@@ -200,3 +200,65 @@ def test_the_rank_shown_in_full_is_analysed_once(monkeypatch: pytest.MonkeyPatch
     asked = api.analyze_job(job, rank=1, with_timeline=True)
     assert built == [False, True] and asked.detail_rank == 1
     assert asked.detail.analysis.steps.timeline is not None
+
+
+def test_a_rank_let_go_is_not_held_and_is_read_again_if_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a rank is analysed its rows go (the next rank is not analysed beside them); asked
+    for again, the export is read again rather than handing out nothing."""
+    export = processes.Export(ingest.load(NSYS))
+    assert export.held_beside(148) > 0
+    export.rank(0, 148)
+    export.forget(148)
+    assert not export.gives(148) and export.gives(149) and 148 not in export._taken
+    with pytest.raises(ValueError, match="let go"):
+        export.rank(0, 148)
+    assert export.rank(1, 149).kernels is not None
+    assert export.held_beside(149) == 0  # rank 0's rows are gone, no third process has any
+
+    reads: list[Path] = []
+    real = ingest.load
+
+    def counting(path: Path, fmt: object = None) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(ingest, "load", counting)
+    job = api.find_job(NSYS)
+    assert job is not None
+    try:
+        first = ingest.load_rank(job.ranks[0])
+        ingest.release_rank(job.ranks[0])
+        again = ingest.load_rank(job.ranks[0])
+    finally:
+        ingest.forget_ranks()
+    assert reads == [NSYS, NSYS] and first.kernels is not None
+    assert again.kernels is not None and again.kernels.equals(first.kernels)
+
+
+def test_the_step_analysis_one_after_the_other_gives_the_same_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rank analysed beside other ranks' rows runs its step analysis without a second thread
+    (job_report.OVERLAP_BESIDE); the figures are the same either way."""
+    from tcreport import job_report
+    from tcreport.render import job_json
+
+    job = api.find_job(NSYS)
+    assert job is not None
+    threads: list[bool] = []
+    real = report.build
+
+    def recording(run: object, *args: object, threaded: bool = True, **kw: object) -> object:
+        threads.append(threaded)
+        return real(run, *args, threaded=threaded, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(report, "build", recording)
+    together = job_json.render(api.analyze_job(job))
+    assert threads == [True, True]  # the bundled export is small: both threads
+    monkeypatch.setattr(job_report, "OVERLAP_BESIDE", 0)
+    threads.clear()
+    apart = job_json.render(api.analyze_job(job))
+    assert threads == [False, True]  # rank 1 is analysed once rank 0's rows are gone
+    assert apart == together

@@ -31,7 +31,6 @@ string per scan chunk, never per range, and every step is numpy or Arrow, never 
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +59,8 @@ from tcreport.ingest.nsys.tables import (
 )
 
 _NONE = np.zeros(0, dtype=np.int64)
+#: Leaves (ops) placed in the nesting at a time.
+_LEAF_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ class Attribution:
 
 @dataclass(frozen=True)
 class Outline:
-    """What attribution needs from the NVTX ranges, worked out before any kernel is looked at
-    (so it can run beside the kernel-side joins): the outermost ops, in ops-table order, with the
+    """What attribution needs from the NVTX ranges, worked out without looking at any kernel
+    (the reader makes it after the launch joins): the outermost ops, in ops-table order, with the
     codes their names are made from, and those of them that hold launches, per thread."""
 
     threads: np.ndarray
@@ -96,83 +97,103 @@ class Outline:
 
 
 def outline(nvtx: Ranges) -> Outline:
+    """What attribution needs of ``nvtx``, whose columns are emptied once read (the caller
+    holds no other use for them: the reader's ranges of the export)."""
     labels = pc.dictionary_encode(nvtx.parsed.label)
     lab_of = _np(labels.indices)
     threads, out = _outer(nvtx)
     release_free_memory()  # the sort of every range is over; what follows is on the outermost
     rows, tcode, st, en, op = out
+    del out  # else the tuple keeps each array alive to the end, past each del below
     code = nvtx.code[rows]
     kind = nvtx.parsed.kind[code]
+    # What the ops and ranges tables need of every range, taken now: the ranges' columns (~35 B
+    # a range left after the scan) then go before the nesting's arrays are made, where the
+    # outline peaks (the caller has no other use for them).
+    others = np.flatnonzero(kind == OTHER)
+    op_rows = np.flatnonzero(op)
+    op_rows = op_rows[np.argsort(st[op_rows], kind="stable")]  # start order, then thread order
+    plain_ranges = _subset(nvtx, np.concatenate([rows[others], np.flatnonzero(nvtx.start_end)]))
+    taken = rows[op_rows]
+    op_start, op_end, op_gtid = nvtx.start[taken], nvtx.end[taken], nvtx.gtid[taken]
+    del taken, rows
+    push_pop = not nvtx.start_end.all()
+    nvtx.start = nvtx.end = nvtx.gtid = nvtx.domain = nvtx.code = _NONE
+    nvtx.start_end = np.zeros(0, dtype=bool)
 
     # Nesting of the non-op ranges left; ops and zero-length ranges hang below it as leaves.
     around = np.flatnonzero(~op & (en > st))
     nest = Nesting(tcode[around], st[around], en[around])
-    parent = np.full(len(rows), -1, dtype=np.int64)
-    depth = np.zeros(len(rows), dtype=np.int64)
+    parent = np.full(len(code), -1, dtype=np.int64)
+    depth = np.zeros(len(code), dtype=np.int64)
     parent[around] = np.where(nest.parent >= 0, around[np.maximum(nest.parent, 0)], -1)
     depth[around] = nest.depth
     leaves = np.flatnonzero(op | (en <= st))
-    if len(around):
-        inner = nest.innermost(tcode[leaves], st[leaves])
-        parent[leaves] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
-        depth[leaves] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
-    else:  # every range is an op (an autograd-nvtx run without a range of the user's own)
-        inner = np.full(len(leaves), -1)
-    del around, nest, leaves, inner
+    # every op is a leaf (millions): a block at a time, so that the lookups' temporaries stay
+    # a block's, not 40-50 B a leaf beside the outline's peak
+    for at in range(0, len(leaves) if len(around) else 0, _LEAF_BLOCK):
+        block = leaves[at : at + _LEAF_BLOCK]
+        inner = nest.innermost(tcode[block], st[block])
+        parent[block] = np.where(inner >= 0, around[np.maximum(inner, 0)], -1)
+        depth[block] = np.where(inner >= 0, nest.depth[np.maximum(inner, 0)] + 1, 0)
+    # (no range around them: every range is an op, as in an autograd-nvtx run without a range
+    # of the user's own; parent -1 and depth 0 as filled in)
+    del around, nest, leaves
     plain, path, paths = _paths(parent, depth, kind, lab_of[code], labels.dictionary)
-    others = np.flatnonzero(kind == OTHER)
-    ranges = ranges_table(nvtx, rows[others], depth[others], lab_of, labels.dictionary)
-    del others, depth
-
-    op_rows = np.flatnonzero(op)
-    op_rows = op_rows[np.argsort(st[op_rows], kind="stable")]  # start order, then thread order
+    # the plain ranges come first in plain_ranges, the start/end ranges after them
+    ranges = ranges_table(
+        plain_ranges, np.arange(len(others)), depth[others], lab_of, labels.dictionary
+    )
+    del others, depth, plain_ranges
     par = parent[op_rows]
     marker = np.where((par >= 0) & (kind[np.maximum(par, 0)] == DLPROF_MARKER), code[par], -1)
     up = plain[op_rows]
     scope_path = np.where(up >= 0, path[np.maximum(up, 0)], -1)
     del par, up, parent, plain, path, kind
 
-    table_row = np.full(len(rows), -1, dtype=np.int64)
+    table_row = np.full(len(code), -1, dtype=np.int64)
     table_row[op_rows] = np.arange(len(op_rows))
     top = np.flatnonzero(op & (en > st))  # disjoint per thread, in (thread, start) order
     tops = (tcode[top], st[top], en[top], table_row[top])
     del top, table_row, tcode, st, en, op
-    rows = rows[op_rows]
     return Outline(
-        threads, tops, nvtx.start[rows], nvtx.end[rows], nvtx.gtid[rows], code[op_rows], marker,
-        scope_path, paths, labels.dictionary, lab_of, nvtx.parsed, ranges,
-        not nvtx.start_end.all(),
+        threads, tops, op_start, op_end, op_gtid, code[op_rows], marker,
+        scope_path, paths, labels.dictionary, lab_of, nvtx.parsed, ranges, push_pop,
     )  # fmt: skip
 
 
-def attribute(outline: Handoff[Outline | None], kernels: Launches, memory: Launches) -> Attribution:
+def attribute(
+    outline: Handoff[Outline | None], launches: Handoff[tuple[Launches, Launches]]
+) -> Attribution:
     """Op of every kernel and memory row (through the thread and time of its launching call), the
-    op rows themselves, and the non-op ranges. The outline is handed off (:class:`Handoff`) so
-    that its arrays, a few hundred MiB on a big export, go as soon as they are used."""
+    op rows themselves, and the non-op ranges. The outline and the kernels' and copies' launches
+    are handed off (:class:`Handoff`) so that their arrays, a few hundred MiB on a big export, go
+    as soon as they are used."""
     nvtx = outline.take()
+    kernels, memory = launches.take()
     if nvtx is None:
         return Attribution(_no_op(len(kernels.time)), _no_op(len(memory.time)), None, None)
     k_row = _op_row(kernels, nvtx.threads, *nvtx.top)
     m_row = _op_row(memory, nvtx.threads, *nvtx.top)
     nvtx = dataclasses.replace(nvtx, top=(_NONE,) * 4)  # the top ops' keys (~30 B an op) go
     ops = ops_columns(nvtx.start, nvtx.end, nvtx.gtid, k_row, m_row, kernels, memory)
+    del kernels, memory  # the launching threads (8 B a row) go before the strings are made
     code, lab_of, labels, push_pop, ranges = (
         nvtx.code, nvtx.lab_of, nvtx.labels, nvtx.push_pop, nvtx.ranges,
     )  # fmt: skip
-    # Two string jobs that share nothing: the op ids (and the kernels' and copies' columns of
-    # them) here, the name columns in a second thread; Arrow builds strings without the GIL.
-    with ThreadPoolExecutor(1) as pool:
-        names = pool.submit(
-            ops_names, code, nvtx.marker, nvtx.scope_path, nvtx.paths, labels, lab_of, nvtx.parsed
-        )
-        del nvtx  # the thread holds what it needs; the rest of the outline goes now
-        ids = op_ids(lab_of[code], labels)
-        # One dictionary for the three op_id columns: analysis then joins kernels to ops on
-        # the indices (analysis._codes.joint) instead of hashing millions of id strings.
-        k_col, m_col = op_id_column(ids, k_row), op_id_column(ids, m_row)
-        del k_row, m_row
-        ops["op_id"] = op_id_column(ids, np.arange(len(ids)))
-        ops |= names.result()
+    # Two string jobs that share nothing, one after the other: side by side (Arrow builds
+    # strings without the GIL) their temporaries added up to the reader's peak (x1000: ~1.65
+    # GiB against ~1.46 GiB), for the same CPU. The name columns first, so that the rest of the
+    # outline goes before the op ids are made.
+    names = ops_names(code, nvtx.marker, nvtx.scope_path, nvtx.paths, labels, lab_of, nvtx.parsed)
+    del nvtx
+    ids = op_ids(lab_of[code], labels)
+    # One dictionary for the three op_id columns: analysis then joins kernels to ops on
+    # the indices (analysis._codes.joint) instead of hashing millions of id strings.
+    k_col, m_col = op_id_column(ids, k_row), op_id_column(ids, m_row)
+    del k_row, m_row
+    ops["op_id"] = op_id_column(ids, np.arange(len(ids)))
+    ops |= names
     if not push_pop:
         return Attribution(_no_op(len(k_col)), _no_op(len(m_col)), None, ranges)
     return Attribution(k_col, m_col, pa.table(ops), ranges)
@@ -193,7 +214,9 @@ def _op_row(
     tq = np.minimum(np.searchsorted(threads, launch.gtid), max(len(threads) - 1, 0))
     known = launch.found & (len(threads) > 0) & (threads[tq] == launch.gtid)
     hit = find_open(tcode, start, end, np.where(known, tq, -1), launch.time)
-    return np.where(hit >= 0, table_row[np.maximum(hit, 0)], -1)
+    row = np.where(hit >= 0, table_row[np.maximum(hit, 0)], -1)
+    # int32, as the op_id column's indices are: that column is then this array, not a copy
+    return row.astype(np.int32) if len(table_row) < 2**31 else row
 
 
 def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
@@ -213,6 +236,14 @@ def _outer(nvtx: Ranges) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
     # Everything inside an op is the op's business: keep the outermost ops and what is around them.
     keep = np.flatnonzero(~inside_op(tcode, st, en, op & (en > st)))
     return threads, (rows[keep], tcode[keep], st[keep], en[keep], op[keep])
+
+
+def _subset(nvtx: Ranges, rows: np.ndarray) -> Ranges:
+    """The ranges ``rows`` of ``nvtx``, in that order (codes still into ``nvtx.parsed``)."""
+    return Ranges(
+        nvtx.start[rows], nvtx.end[rows], nvtx.gtid[rows], nvtx.domain[rows],
+        nvtx.start_end[rows], nvtx.code[rows], nvtx.parsed, nvtx.span, nvtx.domains,
+    )  # fmt: skip
 
 
 def _no_op(n: int) -> pa.Array:

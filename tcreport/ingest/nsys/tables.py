@@ -61,7 +61,9 @@ def dict_column(codes: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
 def op_id_column(op_ids: pa.Array, rows: np.ndarray) -> pa.DictionaryArray:
     """``op_ids[rows]`` (null where a row is negative) as indices into ``op_ids`` itself: every
     op_id column of one export shares that one dictionary of distinct ids."""
-    return pa.DictionaryArray.from_arrays(pa.array(rows.astype(np.int32), mask=rows < 0), op_ids)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(rows.astype(np.int32, copy=False), mask=rows < 0), op_ids
+    )
 
 
 def ops_columns(
