@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcreport import fmt
+from tcreport.analysis.figures import in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.fmt import middle
 from tcreport.job_report import JobReport
@@ -262,9 +263,8 @@ def _headline(view: Report) -> Table:
                 "Collective communication", f"{fmt.ns(c.kernel_ns)} ({fmt.pct(c.kernel_share)})"
             )
         head.add_row("Wall time (aggregated)", fmt.ns(a.time.wall_ns))
-        partly = (
-            f" ({v.partly_using_op_count} in some calls only)" if v.partly_using_op_count else ""
-        )
+        # the using ops that used them only in some calls: the analysis' one wording
+        partly = in_some_calls_only(v.partly_using_op_count or 0, v.using_op_count or 0)
         head.add_row(
             f"{w.eligible} ops / using {w.short}",
             f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}{partly}",

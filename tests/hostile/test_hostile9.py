@@ -454,13 +454,6 @@ def test_counters_on_one_side_only_is_said_not_a_regression() -> None:
     assert share.verdict is not Change.REGRESSED or "counter" in said.lower(), (d.verdict, said)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: f71280f made '(only in some of its calls)' / '(2 of them only in some of "
-    "their calls)' the one wording, decided in the analysis (figures.in_some_calls_only), but "
-    "the terminal summary still words it itself: 'TC-eligible ops / using TC  3 / 3 (2 in some "
-    "calls only)' (render/terminal.py, a renderer choosing words)",
-)
 def test_terminal_uses_the_one_in_some_calls_wording() -> None:
     from typer.testing import CliRunner
 
