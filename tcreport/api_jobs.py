@@ -76,7 +76,7 @@ def _as_job(job: Job | str | Path) -> Job:
     if found is None:
         from tcreport.errors import InputError
 
-        raise InputError(f"{job}: not a distributed job (a folder of per-rank traces of one job)")
+        raise InputError(f"{job}: not {JOB_FORMS}")
     return found
 
 

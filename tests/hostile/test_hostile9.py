@@ -177,12 +177,6 @@ def test_job_verdict_counts_the_ranks_read(tmp_path: Path) -> None:
     assert "across the 2 ranks read" not in sec.verdict.text, sec.verdict.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: api.analyze_job's refusal names only 'a folder of per-rank traces' "
-    "(api_jobs._as_job), not api.JOB_FORMS as --rank's help and refusals now do (a multi-process "
-    "Nsight Systems export is a job too)",
-)
 def test_analyze_job_refusal_names_every_form_of_a_job(tmp_path: Path) -> None:
     with pytest.raises(TcreportError) as e:
         api.analyze_job(str(tmp_path))
