@@ -29,15 +29,17 @@ _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
-def _fix(op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool) -> str:
+def _fix(op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool, jax: bool = False) -> str:
     """The fix, in the words of the run's framework and its matrix unit ("Tensor Core"); DALI
-    (NVIDIA's) only for a GPU of NVIDIA's."""
+    (NVIDIA's) only for a GPU of NVIDIA's. A JAX run is XLA-compiled already where jitted."""
     fuse = {
         c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
         "kernels",
         c.Flavour.TF: "compile the step with XLA (tf.function(jit_compile=True)) so it fuses",
         c.Flavour.ANY: "let a compiler fuse it (torch.compile, XLA)",
     }[fl]
+    if jax:
+        fuse = "make sure the whole step is under one jax.jit so XLA fuses it into its neighbours"
     if _RESIZE.search(op_type):
         return (
             "Cheaper resize: nearest instead of bilinear/bicubic where quality allows, a transposed "
@@ -80,7 +82,7 @@ def check(analysis: Analysis) -> list[Finding]:
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
                 f"{fmt.ns(total)} GPU kernel time. {w.unit} do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",
-                fix=_fix(t, fl, w, c.is_nvidia(analysis)),
+                fix=_fix(t, fl, w, c.is_nvidia(analysis), c.is_jax(analysis)),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
                 f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",

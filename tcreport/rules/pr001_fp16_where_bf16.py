@@ -41,6 +41,11 @@ def check(analysis: Analysis) -> list[Finding]:
         "then applies no LossScaleOptimizer.",
         c.Flavour.ANY: "Train in bfloat16 instead of float16 and remove the loss scaler.",
     }[c.flavour(analysis)]
+    if c.is_jax(analysis):  # XLA's flavour, but none of Keras's switches
+        fix = (
+            "Compute in bfloat16 instead of float16 (cast the parameters and inputs to "
+            "jnp.bfloat16, keeping float32 parameters for the update) and drop the loss scaling."
+        )
     return [
         Finding(
             id=ID,

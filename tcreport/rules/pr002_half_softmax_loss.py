@@ -57,6 +57,11 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "Keep the last layer and the loss in float32 (Keras: dtype='float32' on the "
         "output Activation; PyTorch: autocast rather than .half(), or logits.float()).",
     }[fl]
+    if c.is_jax(analysis):  # XLA's flavour, but none of Keras's layers
+        fix = (
+            "Compute the softmax and the loss in float32: logits.astype(jnp.float32) before "
+            "jax.nn.log_softmax or the loss function."
+        )
     names = ", ".join(sorted({o.type or fmt.tail(o.name, 40) for o in ops}))
     said = [f"{names} ran in float16"] if ops else []
     audit = analysis.meta.audit

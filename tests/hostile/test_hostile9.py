@@ -233,15 +233,6 @@ def _jax_fix(rule: str, kernels: list[dict[str, Any]], ops: list[dict[str, Any]]
     return f.fix or ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: JAX runs were to get JAX's switches, 'never tf.config / the Keras policy' "
-    "(d4a6acb), but PR001 (rules/pr001_fp16_where_bf16.py) and PR002 "
-    "(rules/pr002_half_softmax_loss.py) still pick their fix by c.flavour, not c.is_jax: "
-    "'Use tf.keras.mixed_precision.set_global_policy(...)', 'tf.keras.layers.Activation(...)'; "
-    "OP001 (rules/op001_heavy_non_tc_op.py) tells a JAX run, XLA-compiled already, to "
-    "'Compile the step with XLA (tf.function(jit_compile=True))'",
-)
 @pytest.mark.parametrize("rule", ["PR001", "PR002", "OP001"])
 def test_jax_fp16_findings_never_name_keras_synthetic(rule: str) -> None:
     from synthetic import MS, US, kernel_row, op_row
