@@ -148,6 +148,7 @@ def summary(
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
+    rank: Rank = None,
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
@@ -157,9 +158,9 @@ def summary(
             output, [path, counters], follow_link=follow_link, replace_read_only=replace_read_only
         )
         slc = slice_of(key_node, iter_start, iter_stop, allow_empty)
-        job = find_job(path, None, counters)
+        job = find_job(path, rank, counters)
         if job is not None:
-            jr = analyze_job(job, path, slc)
+            jr = analyze_job(job, path, slc, rank=rank)
             if not json_out:
                 return api.print_job_summary(jr)
             return write_text_output(output if output is not None else Path("-"), api.render_job_json(jr), follow_link=follow_link, replace_read_only=replace_read_only)  # fmt: skip

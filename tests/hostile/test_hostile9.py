@@ -275,12 +275,6 @@ def test_job_diff_survives_a_damaged_rank_on_one_side(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: docs/summary-json.md says detail.why is 'asked for' with --rank, and the "
-    "terminal summary of a job prints 'Rank N (the straggler) in full', but summary has no "
-    "--rank (cli/inspect_cmds.py summary; report has it): 'No such option: --rank'",
-)
 def test_summary_json_takes_rank_as_documented(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
