@@ -15,6 +15,7 @@ rank go once it is analysed (``ingest.release_rank``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,7 +229,10 @@ def _build(
         job.label, job.detected_by, job.world_size, job.backend, tuple(r.rank for r in job.ranks)
     )
     source = source_path if source_path is not None else str(job.folder)
-    sec = job_invariants.enforce(section(identity, figures, job.sizes_note), figures, source)
+    sec = section(identity, figures, job.sizes_note)
+    if job.unreadable:
+        sec = dataclasses.replace(sec, notes=(*sec.notes, *job.unreadable_notes()))
+    sec = job_invariants.enforce(sec, figures, source)
     chosen, why = _detail_rank(sec, rank, job)
     detail = kept.get(chosen)
     kept = {}

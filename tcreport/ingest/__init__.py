@@ -248,7 +248,10 @@ def find_job(path: Path) -> Job | None:
     if len(found) < 2:
         return None
     jobs, rest = job.group(path, found)
-    return jobs[0] if len(jobs) == 1 and not rest else None
+    if len(jobs) != 1 or rest:
+        return None
+    children = [c for c in path.iterdir() if c.is_file() and not c.name.startswith(".")]
+    return job.with_unreadable(jobs[0], children, {p for _, p in found})
 
 
 def _launch(path: Path) -> Job | None:

@@ -25,6 +25,7 @@ extrapolates: a job of 128 ranks with 2 traces present is "2 of 128 ranks".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import defaultdict
@@ -76,6 +77,16 @@ class Job:
     label: str  # how the job is named in lists and batch sources
     #: why no collective message sizes can be read, where the format says more than "none"
     sizes_note: str | None = None
+    #: files beside the ranks named like one of them (``*_rank-N.json.gz``) that no reader took:
+    #: a crashed rank's half-written trace is named in the job's notes, not silently dropped
+    unreadable: tuple[str, ...] = ()
+
+    def unreadable_notes(self) -> tuple[str, ...]:
+        return tuple(
+            f"{name}: named like a rank of this job but not readable as a trace (cut short or "
+            "damaged?): left out"
+            for name in self.unreadable
+        )
 
     @property
     def present(self) -> int:
@@ -247,6 +258,19 @@ def _job(folder: Path, ranks: list[RankTrace], alone: bool) -> Job:
         label=_label(folder, ranks, alone),
         sizes_note=note,
     )
+
+
+def with_unreadable(job: Job, children: list[Path], read: set[Path]) -> Job:
+    """``job`` with the files among ``children`` that are named like its ranks (the same name
+    with another rank number) but were not read as traces."""
+    patterns = {p for r in job.ranks if (p := name_rank(r.path.name)) is not None}
+    stems = {stem for _, stem in patterns}
+    names = tuple(
+        c.name
+        for c in children
+        if c not in read and (m := name_rank(c.name)) is not None and m[1] in stems
+    )
+    return dataclasses.replace(job, unreadable=names) if names else job
 
 
 def describe_contents(jobs: list[Job], rest: list[tuple[SourceFormat, Path]]) -> str:

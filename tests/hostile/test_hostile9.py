@@ -396,13 +396,6 @@ def test_cm002_share_is_of_the_gpu_it_names(tmp_path: Path) -> None:
     assert "on GPU 0, 14.3% of" in f.detail or "on GPU 0" not in f.detail, f.detail
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: a rank's trace cut short (a crashed rank's half-written .json.gz) is "
-    "silently left out of its job: '2 of 3 ranks present', no note naming the file "
-    "(ingest/__init__.py find_job keeps only files that sniff as traces), while a rank whose "
-    "kernels are damaged inside a readable file is now named in the notes",
-)
 def test_a_truncated_rank_file_is_named_not_dropped(tmp_path: Path) -> None:
     paths = write_job(tmp_path, 3, slow=(2,))
     paths[1].write_bytes(paths[1].read_bytes()[:600])
