@@ -298,6 +298,13 @@ def _note(ncu_run: Run, kernels: pa.Table, distinct: int, m: _Match) -> str:
     text += f" ({len(m.ordered)} launch by launch)" if m.ordered else ""
     text += f", {share} has a measured verdict"
     text += f"; {m.ambiguous} ambiguous names left unknown" if m.ambiguous else ""
+    k = ncu_run.kernels
+    if k is not None and k.num_rows and k.column("counter_uses_tc").null_count == k.num_rows:
+        # matched or not, no launch of the CSV has a verdict: say why, not how names match
+        return text + (
+            "; the CSV decides no launch: it holds no tensor-pipe counter that tells matrix "
+            "instructions from moves (docs/ncu.md lists the metrics to collect)"
+        )
     return text + _largest_unmeasured(kernels, total)
 
 
