@@ -160,15 +160,41 @@ def _traces_below(directory: Path) -> list[tuple[SourceFormat, Path]]:
 _LISTED = 12
 
 
-def _choose_one(path: Path, found: list[tuple[SourceFormat, Path]], where: str) -> NoReturn:
+def _choose_one(
+    path: Path, found: list[tuple[SourceFormat, Path]], where: str, unsearched: str = ""
+) -> NoReturn:
     shown = [f"{p.relative_to(path).as_posix()} ({f.value})" for f, p in found[:_LISTED]]
     more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     which = "give one of them" if len(found) > 1 else "give its path"
     raise UnsupportedFormatError(
         f"holds {len(found)} trace{'s' if len(found) > 1 else ''}{where}: {', '.join(shown)}"
-        f"{more}; {which} (`tcreport batch` reads many)",
+        f"{more}; {which} (`tcreport batch` reads many){unsearched}",
         path,
     )
+
+
+def _has_subfolders(d: Path) -> bool:
+    try:
+        return any(c.is_dir() and not c.name.startswith(".") for c in d.iterdir())
+    except OSError:
+        return False
+
+
+def _unsearched(path: Path, found: list[tuple[SourceFormat, Path]]) -> str:
+    """The subfolders that gave no trace one level down but hold folders of their own, named so
+    a list of the others is not read as all there is (a sample folder of folders of traces)."""
+    try:
+        dirs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return ""
+    gave = {p.relative_to(path).parts[0] for _, p in found}
+    empty = [d.name for d in dirs if d.name not in gave and _has_subfolders(d)]
+    if not empty:
+        return ""
+    shown = ", ".join(empty[:_LISTED]) + (
+        f" and {len(empty) - _LISTED} more" if len(empty) > _LISTED else ""
+    )
+    return f"; not searched deeper than one level: {shown}"
 
 
 def profile_runs(path: Path) -> list[Path]:
@@ -203,7 +229,7 @@ def resolve(path: Path) -> tuple[SourceFormat, Path]:
         if below and all(f is SourceFormat.TCREPORT_PARQUET for f, _ in below):
             _refuse_several(path, below, " in its subfolders")  # ranks ingested one by one
         if below:
-            _choose_one(path, below, " in its subfolders")
+            _choose_one(path, below, " in its subfolders", _unsearched(path, below))
     _unsupported(path)
 
 
