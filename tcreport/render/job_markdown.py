@@ -114,6 +114,6 @@ def section(jr: JobReport) -> list[str]:
 
 def render(jr: JobReport) -> str:
     head = section(jr)
-    detail = markdown.render(jr.detail)
+    detail = markdown.render(jr.detail, heading="#####")
     title = f"#### Rank {jr.detail_rank} ({_esc(jr.detail_why)}) in full"
     return "\n".join([*head, "", title, "", detail])

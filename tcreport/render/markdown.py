@@ -63,13 +63,15 @@ def _fix_first(view: Report) -> str:
     return f"**Fix first:** `{ff.id}` {_esc(ff.title)}{saving}"
 
 
-def render(view: Report) -> str:
+def render(view: Report, heading: str = "###") -> str:
+    """The report as Markdown for a PR comment; ``heading``: the level of its title (a job's
+    page nests the rank shown in full one level below its own)."""
     a = view.analysis
     w = a.verdict.words
     m = a.meta
     gpus = a.gpu_names()
     lines = [
-        f"### tcreport: {_esc(view.source_path)}",
+        f"{heading} tcreport: {_esc(view.source_path)}",
         "",
         f"{_esc(m.profiler or m.format.value)} · {_esc(gpus)} · {a.iterations.phrase}",
         "",
