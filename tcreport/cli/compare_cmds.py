@@ -60,7 +60,8 @@ Force = Annotated[
 ]
 
 _COUNTERS_HELP = (
-    "Nsight Compute CSV (ncu --csv) of {whose}, as summary's --counters: its tensor-pipe "
+    "Nsight Compute CSV (ncu --csv) of {whose}, or a folder holding it, as summary's "
+    "--counters: its tensor-pipe "
     "counters decide Tensor Core use where they exist."
 )
 

@@ -154,13 +154,6 @@ def test_kernel_rows_agree_with_tc_time_under_per_launch_counters() -> None:
     assert sum(k.gpu_ns for k in rows if k.uses_tc) == a.time.tc_kernel_ns
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: --counters (summary/report/check/diff) given a folder that holds one "
-    "Nsight Compute CSV says 'no supported trace in this directory (looked for ... Nsight "
-    "Compute CSV ...)' (api.attach_counters uses ingest.detect, which never looks inside a "
-    "folder), a false statement where every other PATH argument reads the folder's one trace",
-)
 def test_counters_folder_is_read_or_refused_truthfully(tmp_path: Path) -> None:
     folder = tmp_path / "ncu"
     folder.mkdir()
