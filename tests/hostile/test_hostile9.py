@@ -550,13 +550,6 @@ def test_job_names_ranks_cut_without_the_key_node(tmp_path: Path) -> None:
     assert "sleep" in said and "0" in said and "1" in said, (sec.matching, sec.notes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: with no straggler, the rank shown in full is 'the first rank' even when its "
-    "trace is the damaged one the job left out (job_report._detail_rank takes "
-    "sec.identity.ranks[0]): the page's detail is a 'CPU-only (no GPU)' report of an A100 rank, "
-    "and diff/check --baseline then compare that rank in full",
-)
 def test_default_rank_in_full_is_a_timed_one(tmp_path: Path) -> None:
     paths = write_job(tmp_path, 3)
     _edit(paths[0], _break_kernels)
