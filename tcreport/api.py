@@ -31,6 +31,7 @@ from tcreport.api_jobs import (
     render_job_html,
     render_job_json,
     render_job_markdown,
+    same_rank_in_full,
 )
 from tcreport.errors import OptionError, UsageError
 
@@ -66,6 +67,7 @@ __all__ = [
     "render_job_html",
     "render_job_json",
     "render_job_markdown",
+    "same_rank_in_full",
     "attach_counters",
     "batch",
     "check",

@@ -14,7 +14,7 @@ back), the price of not keeping N analyses.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +238,17 @@ def _build(
         extras=tuple(x for _, x in sorted(extras, key=lambda p: p[0])),
         generated_at=timestamp,
     )
+
+
+def with_detail(jr: JobReport, job: Job, rank: int, slc: Slice, why: str) -> JobReport:
+    """``jr`` showing ``rank`` in full instead (``job``: the job ``jr`` was built from, ``slc``
+    its slice): that one rank is read and analysed again, the job's figures are kept. A job
+    diff needs the same rank, timed on both sides, in full on each."""
+    from tcreport import ingest, report
+
+    trace = job.rank_trace(rank)
+    try:
+        detail = report.build(ingest.load_rank(trace), slc, source_path=str(trace.path))
+    finally:
+        ingest.forget_ranks()
+    return replace(jr, detail=detail, detail_rank=rank, detail_why=why)

@@ -82,12 +82,6 @@ def _job(folder: Path, untimed: int) -> Path:
     return folder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: job diff calls a rank present on both sides but untimed on one 'gone' / "
-    "'new' (compare/job_diff.py _ranks judges None step time as absence), while both sides "
-    "say '3 of 3 ranks present' and no note names the untimed rank",
-)
 def test_job_diff_does_not_call_a_present_untimed_rank_gone(tmp_path: Path) -> None:
     base = api.analyze_job(_job(tmp_path / "base", untimed=1))
     head = api.analyze_job(_job(tmp_path / "head", untimed=0))
@@ -278,14 +272,6 @@ def test_jax_fp16_findings_never_name_keras_synthetic(rule: str) -> None:
     assert "keras" not in fix.lower() and "tf." not in fix, fix
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: diff (and check --baseline) of two 3-rank A100 jobs is refused 'not "
-    "comparable: one run has GPU kernels and the other is CPU-only' when the head's straggler "
-    "is a rank whose trace is damaged on the base side: cli/compare_cmds.py diffs the base's "
-    "same rank in full (compare/job_diff.py diff -> compare.diff), which the job section now "
-    "leaves out as untimed but the detail diff judges as a CPU-only run",
-)
 def test_job_diff_survives_a_damaged_rank_on_one_side(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -501,13 +487,6 @@ def test_implausible_message_size_is_not_a_bandwidth(tmp_path: Path) -> None:
     assert row.message_bytes is None or row.message_bytes <= MAX_BYTES, row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: a job diff whose head has one rank's kernels damaged reports 'GPU kernel "
-    "time, all ranks 145.0 ms -> 90.0 ms (-37.9%) improved' and 'Tensor Core share +4.6 pt "
-    "improved' with no note (compare/job_diff.py _figures/_kernel_ns sum whatever ranks have "
-    "figures; diff's notes omit the section's untimed-rank note): a CI gate sees a win",
-)
 def test_job_diff_does_not_turn_a_damaged_rank_into_a_win(tmp_path: Path) -> None:
     write_job(tmp_path / "base", 3, slow=(2,))
     base = api.analyze_job(tmp_path / "base")
