@@ -430,14 +430,6 @@ def test_a_truncated_rank_file_is_named_not_dropped(tmp_path: Path) -> None:
     assert paths[1].name in said, (jr.section.identity.presence, jr.section.notes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: diff (and check --baseline) of one trace against itself, with Nsight "
-    "Compute counters on the base side only, says 'Verdict: worse: Tensor Core share -2.8 pt' "
-    "(check: FAIL max-regression) with no word that the base's verdicts were measured and the "
-    "head's read from kernel names (compare/diff.py diff compares the two as if one method): a "
-    "phantom regression from the new --base-counters / --baseline-counters",
-)
 def test_counters_on_one_side_only_is_said_not_a_regression() -> None:
     trace = H200 / "mix" / "kineto_mix_h.json.gz"
     base = api.analyze(api.attach_counters(api.load(trace), H200 / "ncu" / "ncu3_mix.csv"))
