@@ -31,6 +31,7 @@ from tcreport.api_jobs import (
     render_job_html,
     render_job_json,
     render_job_markdown,
+    same_rank_in_full,
 )
 from tcreport.errors import OptionError, UsageError
 
@@ -66,6 +67,7 @@ __all__ = [
     "render_job_html",
     "render_job_json",
     "render_job_markdown",
+    "same_rank_in_full",
     "attach_counters",
     "batch",
     "check",
@@ -108,13 +110,14 @@ def load(path: str | Path, fmt: SourceFormat | None = None) -> Run:
 
 
 def attach_counters(run: Run, ncu_path: str | Path) -> Run:
-    """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``)."""
+    """Give ``run``'s kernels the Tensor Core verdicts Nsight Compute measured (``ncu --csv``;
+    ``ncu_path`` may be a folder holding that one CSV, as any trace path may)."""
     from tcreport import ingest
     from tcreport.analysis import counters
     from tcreport.model import SourceFormat
 
-    p = Path(ncu_path)
-    fmt = ingest.detect(p)
+    # resolve, not detect: a folder holding the one CSV is read through it, as every PATH is
+    fmt, p = ingest.resolve(Path(ncu_path))
     if fmt is not SourceFormat.NCU_CSV:
         raise UsageError(
             f"--counters wants an Nsight Compute CSV (ncu --csv); this is {fmt.value}", p

@@ -115,6 +115,29 @@ def diff_jobs(base: JobReport, head: JobReport, *, force: bool = False) -> JobDi
     return job_diff.diff(base, head, force=force)
 
 
+def same_rank_in_full(
+    base: JobReport, head: JobReport, base_job: Job, head_job: Job, slc: Slice | None = None
+) -> tuple[JobReport, JobReport]:
+    """``base`` and ``head`` (analysed from ``base_job`` and ``head_job`` with ``slc``) showing
+    one rank in full, timed on both sides, as :func:`diff_jobs` diffs them: the head's where the
+    base timed it too, else another (:func:`tcreport.compare.job_diff.rank_in_full`); only a
+    rank shown anew is analysed again."""
+    from tcreport import job_report
+    from tcreport.analysis.slicing import WHOLE
+    from tcreport.compare import job_diff
+
+    rank = job_diff.rank_in_full(base, head)
+    if rank is None:
+        return base, head
+    s = slc if slc is not None else WHOLE
+    why = "timed on both sides" if rank != head.detail_rank else head.detail_why
+    if base.detail_rank != rank:
+        base = job_report.with_detail(base, base_job, rank, s, why)
+    if head.detail_rank != rank:
+        head = job_report.with_detail(head, head_job, rank, s, why)
+    return base, head
+
+
 def render_job_diff(d: JobDiff, fmt: str) -> str:
     """The job diff as ``"markdown"``, ``"json"`` (``tcreport.job-diff/1``) or ``"html"``."""
     from tcreport.render import job_diff as render

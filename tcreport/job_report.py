@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,9 @@ class JobReport:
     findings: tuple[Finding, ...]  # the job's own (rules.job_rules), ranked by saving
     detail: Report  # the rank shown in full
     detail_rank: int
-    detail_why: str  # "the straggler", "asked for (--rank)", "the only rank", "the first rank"
+    #: "the straggler", "asked for", "the only rank", "the first rank", "the first rank with
+    #: timed GPU steps"
+    detail_why: str
     source_path: str
     rank_files: tuple[tuple[int, str], ...]  # (rank, path as given) of every rank read
     extras: tuple[Any, ...] = ()  # spec.extra results, one per rank, in rank order
@@ -122,15 +124,29 @@ class JobReport:
         return self.source_path
 
 
+def timed_ranks(sec: JobSection) -> tuple[int, ...]:
+    """The ranks the job's per-iteration figures are of: those with a cell in the compared
+    iterations (the section leaves a rank with no timed GPU step out of them and names it in its
+    notes); every rank present where no rank has a cell (no per-iteration figures at all)."""
+    timed = {c.rank for c in sec.cells}
+    return tuple(r for r in sec.identity.ranks if r in timed) if timed else sec.identity.ranks
+
+
 def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str]:
+    """The rank asked for, else the straggler, else the first rank with timed GPU steps: a
+    damaged rank the job's figures leave out is not the one to show (or diff) in full."""
     if asked is not None:
         if asked not in sec.identity.ranks:
             job.rank_path(asked)  # raises the one-line error naming the ranks present
         return asked, "asked for"
     if sec.straggler is not None:
         return sec.straggler.rank, "the straggler"
-    first = sec.identity.ranks[0]
-    return first, "the only rank" if len(sec.identity.ranks) == 1 else "the first rank"
+    timed = timed_ranks(sec)
+    if len(sec.identity.ranks) == 1:
+        return timed[0], "the only rank"
+    if timed[0] != sec.identity.ranks[0]:
+        return timed[0], "the first rank with timed GPU steps"
+    return timed[0], "the first rank"
 
 
 #: A rank of a multi-process export is analysed with its step analysis beside the rest
@@ -254,3 +270,17 @@ def _build(
         extras=tuple(x for _, x in sorted(extras, key=lambda p: p[0])),
         generated_at=timestamp,
     )
+
+
+def with_detail(jr: JobReport, job: Job, rank: int, slc: Slice, why: str) -> JobReport:
+    """``jr`` showing ``rank`` in full instead (``job``: the job ``jr`` was built from, ``slc``
+    its slice): that one rank is read and analysed again, the job's figures are kept. A job
+    diff needs the same rank, timed on both sides, in full on each."""
+    from tcreport import ingest, report
+
+    trace = job.rank_trace(rank)
+    try:
+        detail = report.build(ingest.load_rank(trace), slc, source_path=str(trace.path))
+    finally:
+        ingest.forget_ranks()
+    return replace(jr, detail=detail, detail_rank=rank, detail_why=why)

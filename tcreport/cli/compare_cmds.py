@@ -60,7 +60,8 @@ Force = Annotated[
 ]
 
 _COUNTERS_HELP = (
-    "Nsight Compute CSV (ncu --csv) of {whose}, as summary's --counters: its tensor-pipe "
+    "Nsight Compute CSV (ncu --csv) of {whose}, or a folder holding it, as summary's "
+    "--counters: its tensor-pipe "
     "counters decide Tensor Core use where they exist."
 )
 
@@ -156,7 +157,7 @@ def _diff_jobs(
     force: bool,
 ) -> str:
     """Two distributed jobs: the job's figures and ranks, then the same rank diffed in full
-    (head's straggler, or its first rank)."""
+    (head's straggler, or its first timed rank, where the base timed it too)."""
     bjob, hjob = find_job(base), find_job(head)
     if bjob is None or hjob is None:
         one = base if bjob is None else head
@@ -165,7 +166,7 @@ def _diff_jobs(
         )
     h = analyze_job(hjob, head, slc)
     same = h.detail_rank if h.detail_rank in {r.rank for r in bjob.ranks} else None
-    b = analyze_job(bjob, base, slc, rank=same)
+    b, h = api.same_rank_in_full(analyze_job(bjob, base, slc, rank=same), h, bjob, hjob, slc)
     d = api.diff_jobs(b, h, force=force)
     if d.forced:
         say("tcreport: warning: forced comparison: " + one_line("; ".join(d.not_comparable)))
@@ -272,7 +273,8 @@ def _job_and_baseline(
     if bjob is None:
         raise UsageError(f"{baseline}: the baseline of a distributed job must be a job too")
     same = jr.detail_rank if jr.detail_rank in {r.rank for r in bjob.ranks} else None
-    return jr, analyze_job(bjob, baseline, slc, rank=same)
+    bjr, jr = api.same_rank_in_full(analyze_job(bjob, baseline, slc, rank=same), jr, bjob, job, slc)
+    return jr, bjr
 
 
 def _format_of(output: Path | None) -> DiffFormat:

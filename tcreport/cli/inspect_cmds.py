@@ -36,7 +36,8 @@ Counters = Annotated[
     Path | None,
     typer.Option(
         "--counters",
-        help="Nsight Compute CSV (ncu --csv) of the same workload: its tensor-pipe counters decide "
+        help="Nsight Compute CSV (ncu --csv) of the same workload, or a folder holding it: its "
+        "tensor-pipe counters decide "
         "Tensor Core use where they exist, and disagreements with the kernel-name rules are listed.",
         metavar="NCU_CSV",
     ),

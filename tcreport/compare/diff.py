@@ -30,6 +30,7 @@ and :attr:`Diff.tc_lost` names those for the verdict line and the gates.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tcreport.compare import rows
@@ -255,6 +256,34 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
     return tuple(out)
 
 
+#: The figures whose value rests on each kernel's matrix-unit verdict (measured or named).
+TC_FIGURES = frozenset(
+    {"tc_kernel_ns", "tc_share", "eligible_not_using_gpu_ns", "eligible_not_using_op_count"}
+)
+
+
+def counters_one_side(base: Analysis, head: Analysis) -> str:
+    """Why the matrix-unit figures are not judged ("" when they are): one side's verdicts were
+    measured by Nsight Compute counters and the other's read from kernel names. The two methods
+    disagree on some kernels (the verdict section lists them), so the same trace diffed with and
+    without counters would otherwise read as a change of its own."""
+    mb, mh = base.verdict.counter_measured, head.verdict.counter_measured
+    if bool(mb) == bool(mh):
+        return ""
+    side, other, n = ("base", "head", mb) if mb else ("head", "base", mh)
+    w = base.verdict.words
+    return (
+        f"{w.unit_one} use measured by Nsight Compute counters in {side} ({n} kernel "
+        f"name{'s' if n != 1 else ''}) but read from kernel names in {other}: the {w.unit_one} "
+        "figures and ops' verdicts are not judged (give counters on both sides or neither)"
+    )
+
+
+def _unjudged(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
+    """The matrix-unit figures with their values and deltas shown, their verdict unknown."""
+    return tuple(replace(f, verdict=Change.UNKNOWN) if f.key in TC_FIGURES else f for f in figures)
+
+
 # -- the diff -------------------------------------------------------------------------------------
 
 
@@ -315,6 +344,9 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     figures = _figures(ba, ha)
     op_rows, kernel_rows = ops, rows.kernels(ba, ha, rel_thr)
     lost = rows.tc_lost(op_rows, kernel_rows)
+    if unjudged := counters_one_side(ba, ha):
+        notes.append(unjudged)
+        figures, lost = _unjudged(figures), ()
     if idle := rows.idle_ops(ba, ha):
         notes.append(
             f"{idle} {'op' if idle == 1 else 'ops'} with no {clock} time of their own on either "
@@ -323,8 +355,14 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         )
     return Diff(
         words=ba.verdict.words,
-        verdict=verdict_line(figures, ba, ha, lost),
+        verdict=verdict_line(figures, ba, ha, lost)
+        + (
+            f" ({ba.verdict.words.unit_one} figures not judged: counters on one side only)"
+            if unjudged
+            else ""
+        ),
         tc_lost=lost,
+        tc_not_judged=unjudged,
         base=_side(base, sb),
         head=_side(head, sh),
         not_comparable=reasons,

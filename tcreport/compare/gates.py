@@ -105,6 +105,9 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
     s = d.figure("tc_share")
     if s.base is None or s.head is None or s.delta is None:
         out.append(GateResult("max-regression", False, f"{short} share unknown on one side"))
+    elif d.tc_not_judged:  # not a regression, nor a pass: the two sides used different methods
+        out.append(GateResult("max-regression", False, f"not judged: {d.tc_not_judged}"))
+        return out
     else:
         bad = -s.delta > limit and s.verdict is Change.REGRESSED
         noise = " (within noise)" if s.verdict is Change.NOISE else ""

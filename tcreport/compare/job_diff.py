@@ -18,6 +18,8 @@ import statistics
 from dataclasses import dataclass
 
 from tcreport import fmt
+from tcreport.analysis.job_cells import cells as cells_of
+from tcreport.analysis.job_ranks import RankStep
 from tcreport.compare import diff as compare
 from tcreport.compare import gates
 from tcreport.compare.model import (
@@ -32,7 +34,7 @@ from tcreport.compare.model import (
 )
 from tcreport.compare.noise import judge, pooled
 from tcreport.errors import UsageError
-from tcreport.job_report import JobReport
+from tcreport.job_report import JobReport, timed_ranks
 
 
 @dataclass(frozen=True)
@@ -68,22 +70,58 @@ class JobDiff:
         return next(f for f in self.figures if f.key == key)
 
 
-def _per_iteration_std(jr: JobReport) -> float | None:
-    steps = [float(r.step_ns) for r in jr.section.iterations]
-    return statistics.stdev(steps) if len(steps) >= 2 else None
+@dataclass(frozen=True)
+class _Side:
+    """One job's figures over the ranks compared (those timed on both sides)."""
+
+    step_ns: float | None
+    kernel_ns: float | None  # per compared iteration, summed over the ranks
+    tc_share: float | None
+    wait_ns: float | None
+    std: float | None  # of the job's step time per iteration
 
 
-def _kernel_ns(jr: JobReport) -> float | None:
-    """GPU kernel time per compared iteration, summed over the ranks."""
-    ranks = jr.section.ranks
-    n = len(jr.section.iterations) or None
-    known = [r.gpu_kernel_ns for r in ranks if r.gpu_kernel_ns is not None]
-    return sum(known) / n if known and n else None
+def _common(base: JobReport, head: JobReport) -> frozenset[int]:
+    """The ranks a job diff compares: present and timed on both sides. A rank with no timed GPU
+    step on one side (a damaged or CPU-only trace) is in neither side's figures, so one side's
+    sum over three ranks is never set against the other's over two."""
+    return frozenset(timed_ranks(base.section)) & frozenset(timed_ranks(head.section))
 
 
-def _figures(base: JobReport, head: JobReport) -> tuple[Figure, ...]:
-    std = pooled(_per_iteration_std(base), _per_iteration_std(head))
-    b, h = base.section, head.section
+def _side(jr: JobReport, ranks: frozenset[int]) -> _Side:
+    """The job's headline figures over ``ranks``: the section's own where they are the ranks its
+    figures are of, else its iterations rebuilt from its cells of those ranks alone (the job
+    analysis' own rules, :func:`tcreport.analysis.job_cells.cells`)."""
+    sec = jr.section
+    rows_of = {r.rank: r for r in sec.ranks if r.rank in ranks}
+    if frozenset(timed_ranks(sec)) == ranks:
+        iterations, share = sec.iterations, sec.verdict.tc_share
+    else:
+        keyed: dict[int, dict[str, RankStep]] = {r: {} for r in sorted(ranks)}
+        for c in sec.cells:  # one per rank and compared iteration: small
+            if c.rank in keyed:
+                keyed[c.rank][c.label] = c.step
+        order = [r.label for r in sec.iterations] if ranks else []
+        iterations = tuple(cells_of(order, keyed)[1])
+        known = [r for r in rows_of.values() if r.gpu_kernel_ns and r.tc_share is not None]
+        total = sum(r.gpu_kernel_ns or 0 for r in known)
+        tc = sum((r.tc_share or 0.0) * (r.gpu_kernel_ns or 0) for r in known)
+        share = tc / total if total else None
+    steps = [float(r.step_ns) for r in iterations]
+    n = len(iterations) or None
+    kernel = [r.gpu_kernel_ns for r in rows_of.values() if r.gpu_kernel_ns is not None]
+    waits = [float(r.median_wait_ns) for r in iterations]
+    return _Side(
+        step_ns=sum(steps) / len(steps) if steps else None,
+        kernel_ns=sum(kernel) / n if kernel and n else None,
+        tc_share=share,
+        wait_ns=sum(waits) / len(waits) if waits and len(ranks) > 1 else None,
+        std=statistics.stdev(steps) if len(steps) >= 2 else None,
+    )
+
+
+def _figures(b: _Side, h: _Side) -> tuple[Figure, ...]:
+    std = pooled(b.std, h.std)
 
     def ns_thr(x: float | None) -> float | None:
         if x is None:
@@ -92,8 +130,8 @@ def _figures(base: JobReport, head: JobReport) -> tuple[Figure, ...]:
 
     specs: list[tuple[str, str, Unit, Better, float | None, float | None, float | None]] = [
         ("step_ns", "Job step time (slowest rank)", Unit.NS, Better.LOWER, b.step_ns, h.step_ns, ns_thr(b.step_ns)),
-        ("gpu_kernel_ns", "GPU kernel time, all ranks", Unit.NS, Better.LOWER, _kernel_ns(base), _kernel_ns(head), ns_thr(_kernel_ns(base))),
-        ("tc_share", "Tensor Core share (job)", Unit.SHARE, Better.HIGHER, b.verdict.tc_share, h.verdict.tc_share, NOISE_FLOOR),
+        ("gpu_kernel_ns", "GPU kernel time, all ranks", Unit.NS, Better.LOWER, b.kernel_ns, h.kernel_ns, ns_thr(b.kernel_ns)),
+        ("tc_share", "Tensor Core share (job)", Unit.SHARE, Better.HIGHER, b.tc_share, h.tc_share, NOISE_FLOOR),
         ("wait_ns", "Collective wait (median rank)", Unit.NS, Better.LOWER, b.wait_ns, h.wait_ns, ns_thr(b.wait_ns)),
     ]  # fmt: skip
     out = []
@@ -117,6 +155,8 @@ def _ranks(base: JobReport, head: JobReport, std: float | None) -> tuple[RankCha
         _, _, verdict = judge(
             rb.step_ns if rb else None, rh.step_ns if rh else None, thr, Better.LOWER
         )
+        if rb and rh and verdict in (Change.NEW, Change.GONE):
+            verdict = Change.UNKNOWN  # present on both sides, untimed on one: not new nor gone
         out.append(
             RankChange(
                 rank,
@@ -145,32 +185,24 @@ def diff(base: JobReport, head: JobReport, *, force: bool = False) -> JobDiff:
         raise NotComparableError(
             "not comparable: " + "; ".join(reasons) + " (pass --force to compare anyway)"
         )
-    detail = compare.diff(base.detail, head.detail, force=force)
-    notes = []
-    if set(bi.ranks) != set(hi.ranks):
-        only_b, only_h = (
-            sorted(set(bi.ranks) - set(hi.ranks)),
-            sorted(set(hi.ranks) - set(bi.ranks)),
-        )
-        notes.append(
-            "ranks present on one side only: "
-            + "; ".join(
-                f"{side} {', '.join(map(str, rs))}"
-                for side, rs in (("base", only_b), ("head", only_h))
-                if rs
+    common = _common(base, head)
+    untimed = _untimed_detail(base, head)
+    if untimed:
+        reasons.append(untimed)
+        if not force:
+            raise NotComparableError(
+                "not comparable: " + "; ".join(reasons) + " (pass --force to compare anyway)"
             )
-        )
-    if base.detail_rank != head.detail_rank:
-        notes.append(
-            f"the rank diffed in full is rank {head.detail_rank} on both sides (head's {head.detail_why})"
-        )
-    std = pooled(_per_iteration_std(base), _per_iteration_std(head))
+    detail = compare.diff(base.detail, head.detail, force=force)
+    notes = _rank_notes(base, head, common)
+    b, h = _side(base, common), _side(head, common)
+    std = pooled(b.std, h.std)
     return JobDiff(
         base_path=base.source_path,
         head_path=head.source_path,
         base_presence=bi.presence,
         head_presence=hi.presence,
-        figures=_figures(base, head),
+        figures=_figures(b, h),
         ranks=_ranks(base, head, std),
         detail=detail,
         detail_rank=head.detail_rank,
@@ -183,6 +215,80 @@ def diff(base: JobReport, head: JobReport, *, force: bool = False) -> JobDiff:
         ),
         notes=tuple(notes),
     )
+
+
+def _untimed_detail(base: JobReport, head: JobReport) -> str | None:
+    """Why the ranks shown in full cannot be diffed: one has no timed GPU step on its side (its
+    detail reads as a CPU-only run), while another rank is timed on both (:func:`rank_in_full`)."""
+    if not _common(base, head):
+        return None
+    for side, jr in (("base", base), ("head", head)):
+        if jr.detail_rank not in timed_ranks(jr.section):
+            return (
+                f"rank {jr.detail_rank}, shown in full, has no timed GPU step in {side} (that "
+                f"trace's notes say why); show rank {rank_in_full(base, head)} in full on both "
+                "sides (api.analyze_job(..., rank=N))"
+            )
+    return None
+
+
+def rank_in_full(base: JobReport, head: JobReport) -> int | None:
+    """The rank to diff in full: the head's (its straggler, else its first timed rank) where the
+    base timed it too, else the base's straggler, else the first rank timed on both sides; None
+    when no rank is."""
+    common = _common(base, head)
+    s = base.section.straggler
+    for r in (head.detail_rank, s.rank if s is not None else None, *sorted(common)):
+        if r in common:
+            return r
+    return None
+
+
+def _rank_notes(base: JobReport, head: JobReport, common: frozenset[int]) -> list[str]:
+    """What the job figures leave out: ranks present on one side only, and ranks present on both
+    but with no timed GPU step on one (named with the side), so the figures are like for like."""
+    bi, hi = base.section.identity, head.section.identity
+    notes = []
+    only_b, only_h = sorted(set(bi.ranks) - set(hi.ranks)), sorted(set(hi.ranks) - set(bi.ranks))
+    if only_b or only_h:
+        notes.append(
+            "ranks present on one side only: "
+            + "; ".join(
+                f"{side} {', '.join(map(str, rs))}"
+                for side, rs in (("base", only_b), ("head", only_h))
+                if rs
+            )
+        )
+    untimed = []
+    for side, jr in (("base", base), ("head", head)):
+        timed = set(timed_ranks(jr.section))
+        gone = [r for r in jr.section.identity.ranks if r not in timed]
+        if gone:
+            untimed.append(
+                f"rank{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} in {side}"
+            )
+    if untimed:
+        notes.append(
+            "no timed GPU step (a damaged or CPU-only trace; its own notes say why): "
+            + "; ".join(untimed)
+        )
+    if untimed or only_b or only_h:
+        kept = ", ".join(map(str, sorted(common))) or "none"
+        notes.append(
+            f"the job figures compare the ranks timed on both sides only (ranks {kept}), "
+            "like for like"
+        )
+    hs = head.section.straggler
+    if hs is not None and hs.rank != head.detail_rank and hs.rank not in common:
+        notes.append(
+            f"head's straggler, rank {hs.rank}, is not timed on both sides: rank "
+            f"{head.detail_rank} is diffed in full"
+        )
+    elif base.detail_rank != head.detail_rank:
+        notes.append(
+            f"the rank diffed in full is rank {head.detail_rank} on both sides (head's {head.detail_why})"
+        )
+    return notes
 
 
 def check(

@@ -184,6 +184,9 @@ class Diff:
     #: ops (op rows, else kernels where no op was compared) whose matrix-unit verdict went from
     #: yes to no: each a regression that the verdict line and the ``check`` gates count
     tc_lost: tuple[str, ...] = ()
+    #: why the matrix-unit figures and ops' verdicts are not judged ("" when they are): counters
+    #: measured them on one side only (:func:`tcreport.compare.diff.counters_one_side`)
+    tc_not_judged: str = ""
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)

@@ -130,6 +130,20 @@ def test_check_and_diff_take_counters_as_summary_does() -> None:
     assert share["head"] == pytest.approx(0.2131, abs=1e-4)
 
 
+def test_regression_gate_does_not_judge_counters_against_names() -> None:
+    """The same real trace, counters on the baseline only: the share moves 21.3 % -> 18.5 % by
+    method alone, so the gate neither passes it nor calls it a regression; it says why."""
+    args = ["check", str(MIX), "--baseline", str(MIX), "--max-regression", "0.01"]
+    result = runner.invoke(app, [*args, "--baseline-counters", str(MIX_NCU)])
+    assert result.exit_code == 1, result.output
+    said = "FAIL max-regression: not judged: Tensor Core use measured by Nsight Compute counters"
+    assert f"{said} in base" in result.output, result.output
+    both = runner.invoke(
+        app, [*args, "--baseline-counters", str(MIX_NCU), "--counters", str(MIX_NCU)]
+    )
+    assert both.exit_code == 0, both.output
+
+
 def test_counters_of_a_job_are_refused_naming_the_flag() -> None:
     job = SAMPLES / "nsys-h100x2-bf16"
     r = runner.invoke(app, ["diff", str(job), str(job), "--base-counters", str(MIX_NCU)])

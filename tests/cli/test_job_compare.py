@@ -61,3 +61,35 @@ def test_check_gates_the_job_figures(jobs: tuple[Path, Path]) -> None:
     one = next(after.glob("*rank-0*"))
     mixed = runner.invoke(app, ["check", str(before), "--baseline", str(one)])
     assert mixed.exit_code == 2 and "must be a job too" in mixed.stderr
+
+
+def _break_rank_kernels(path: Path) -> None:
+    """Every kernel of one rank ends before it starts: the reader skips them (a damaged rank)."""
+    import gzip
+
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["dur"] = -5
+    with gzip.open(path, "wt") as fh:
+        json.dump(doc, fh)
+
+
+def test_job_diff_compares_the_ranks_timed_on_both_sides(tmp_path: Path) -> None:
+    """Base's straggler (rank 2) is damaged in base: the job figures are ranks 0 and 1's on both
+    sides, rank 2 is 'unknown' (present, untimed on one side), and rank 0 is diffed in full."""
+    base_paths = write_job(tmp_path / "base", 3, slow=(2,))
+    _break_rank_kernels(base_paths[2])
+    write_job(tmp_path / "head", 3, slow=(2,))
+    result = runner.invoke(
+        app, ["diff", str(tmp_path / "base"), str(tmp_path / "head"), "-f", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    job = json.loads(result.stdout)["job"]
+    figures = {f["key"]: f for f in job["figures"]}
+    assert figures["gpu_kernel_ns"]["base"] == figures["gpu_kernel_ns"]["head"]
+    assert {r["rank"]: r["verdict"] for r in job["ranks"]}[2] == "unknown"
+    notes = " ".join(job["notes"])
+    assert "rank 2 in base" in notes and "(ranks 0, 1)" in notes
+    assert "rank 0 is diffed in full" in notes
