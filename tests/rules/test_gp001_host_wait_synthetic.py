@@ -110,3 +110,14 @@ def test_a_range_that_launches_gpu_work_is_no_cause_synthetic() -> None:
     hw = view.analysis.steps.host_wait
     assert hw is not None and hw.causes == () and not hw.dominant
     assert _gp001(run).title.startswith("Low GPU utilisation")
+
+
+def test_a_hostile_host_range_name_is_data_in_every_output_synthetic() -> None:
+    """The cause's name goes into GP001's title, detail and fix: escaped like any trace string."""
+    evil = "</script><img src=x onerror=alert(1)>"
+    view = api.analyze(_run(evil))
+    (f,) = [f for f in view.findings if f.id == "GP001"]
+    assert evil in f.title
+    html = api.render_html(view)
+    assert evil not in html and "<img src=x" not in html
+    assert "<img src=x" not in api.render_markdown(view)
