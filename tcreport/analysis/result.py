@@ -26,6 +26,7 @@ from tcreport.analysis import (
     derived,
     eligibility,
     figures,
+    host_wait,
     invariants,
     iteration_timeline,
     iterations,
@@ -41,6 +42,7 @@ from tcreport.analysis import (
 )
 from tcreport.analysis.derived import IterationRow
 from tcreport.analysis.figures import TimeFigures
+from tcreport.analysis.host_wait import HostWait
 from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.iterations import Selection
 from tcreport.analysis.key_nodes import KeyNodeCandidate
@@ -106,6 +108,7 @@ class _StepParts:
     timeline: IterationTimeline | None
     communication: CommOverlap | None
     note: str | None = None  # steps with GPU work but no row (steps.swallowed_note)
+    host_wait: HostWait | None = None  # the named host work the aggregated steps waited for
 
 
 def _steps(
@@ -127,6 +130,8 @@ def _steps(
     info = sel.info
     span = (info.start or 0, info.stop if info.stop is not None else 1 << 31)
     comm = overlap.from_steps(act, run.kernels, breakdown, None if whole_run else span)
+    # a run not split into steps: its one "step" holds the start-up, no per-step wait
+    wait = None if whole_run else host_wait.host_wait(breakdown, info, act, run.ranges, run.ops)
     if not with_timeline:  # only the HTML report draws it; it is the costly part on big traces
         pick: tuple[int, str] | None = None
     elif whole_run:
@@ -145,7 +150,7 @@ def _steps(
         if pick is not None
         else None
     )
-    return _StepParts(breakdown, tl, comm, steps.swallowed_note(act, breakdown))
+    return _StepParts(breakdown, tl, comm, steps.swallowed_note(act, breakdown), wait)
 
 
 def _throughput(run: Run, t: TimeFigures, unit: str) -> Throughput | None:
@@ -255,7 +260,7 @@ def compute(
         breakdown=rows,
         iterations=its,
         steps=steps_section.build(
-            parts.steps, parts.timeline, info, its.whole_run, slc.timeline_iter
+            parts.steps, parts.timeline, info, its.whole_run, slc.timeline_iter, parts.host_wait
         ),
         communication=communication.build(sliced, parts.communication, t.wall_ns),
         throughput=flops,

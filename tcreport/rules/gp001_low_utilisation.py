@@ -3,13 +3,18 @@
 Tensor Cores only help while the GPU computes. The busy share is the analysis' own
 (:func:`tcreport.analysis.derived.gpu_busy`), the one the report's card shows. When host ranges or ops name a data loader
 (``enumerate(DataLoader)``, ``IteratorGetNext``) and cover a real share of the range, the finding
-says so and estimates the saving from overlapping loading with compute. A range that is the whole
-profile (no iteration split) includes start-up, so there the finding is informational only.
+says so and estimates the saving from overlapping loading with compute. Otherwise, when the step
+breakdown's named host ranges/ops explain most of the steps' idle
+(:mod:`tcreport.analysis.host_wait`: a batch drawn with ``torch.randn`` on the CPU each step), it
+names them with their idle per step and share of the step, claims that measured idle as the
+saving and points the fix at that host work. A range that is the whole profile (no iteration
+split) includes start-up, so there the finding is informational only.
 """
 
 from __future__ import annotations
 
 from tcreport import fmt
+from tcreport.analysis.host_wait import HostWait, WaitCause
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -32,6 +37,73 @@ def _feed(fl: c.Flavour, nvidia: bool) -> str:
     }[fl]
 
 
+def _off_path(fl: c.Flavour, cause: WaitCause, feed: str) -> str:
+    """How to take the named host work off the step's critical path, in the framework's words."""
+    if cause.work == "data loading":
+        return f"Overlap data loading with compute: {feed}."
+    if cause.work == "synchronisation":
+        return {
+            c.Flavour.TORCH: "Remove the synchronisation from the step: no .item(), .cpu(), "
+            "print of tensors or torch.cuda.synchronize() each step; keep values on the GPU and "
+            "read them every N steps.",
+            c.Flavour.TF: "Remove the synchronisation from the step: no .numpy(), float() or "
+            "print of tensors inside it; keep values on the GPU and read them every N steps.",
+            c.Flavour.ANY: "Remove the synchronisation from the step: read GPU values on the "
+            "host every N steps, not each step.",
+        }[fl]
+    if cause.work == "random data":
+        return {
+            c.Flavour.TORCH: "Make the data on the GPU (torch.randn(..., device='cuda')), or in "
+            "DataLoader workers (num_workers>0, pin_memory=True) so the next batch is ready "
+            "before the step, copied with .to(device, non_blocking=True) (on a side "
+            "torch.cuda.Stream to overlap compute).",
+            c.Flavour.TF: "Make the data on the GPU (tf.random.normal under "
+            "tf.device('/GPU:0')), or in a tf.data pipeline with .prefetch(tf.data.AUTOTUNE) so "
+            "the next batch is ready before the step.",
+            c.Flavour.ANY: "Make the data on the GPU, or prefetch it in background workers "
+            "(PyTorch DataLoader workers, tf.data prefetch) so the next batch is ready before "
+            "the step.",
+        }[fl]
+    return {
+        c.Flavour.TORCH: "Move that host work to the GPU, into DataLoader workers or a thread "
+        "that prepares the next step while this one computes, or do it every N steps.",
+        c.Flavour.TF: "Move that host work to the GPU, into a tf.data pipeline with "
+        ".prefetch(tf.data.AUTOTUNE), or do it every N steps.",
+        c.Flavour.ANY: "Move that host work to the GPU, into background workers that prepare "
+        "the next step while this one computes, or do it every N steps.",
+    }[fl]
+
+
+def _host_wait(
+    analysis: Analysis, hw: HostWait, util: float, idle_wall: int, feed: str
+) -> tuple[str, str, int, str, str]:
+    """Title, detail, saving, assumption and fix when named host work explains the steps' idle."""
+    top = hw.causes[0]
+    listed = "; ".join(
+        f"{w.name} for {fmt.ns(w.idle_per_step_ns)} per step ({fmt.pct_text(w.step_share)} of the step)"
+        for w in hw.causes
+    )
+    detail = (
+        f" In the {hw.steps} measured step(s) (GPU step time {fmt.ns(hw.step_per_step_ns)} each) "
+        f"the GPU waited while the host was in {listed}, "
+        f"{fmt.pct_text(hw.named_idle_ns / hw.idle_ns)} of the GPU's idle in them."
+    )
+    title = (
+        f"The GPU waits for the host in {top.name} {fmt.ns(top.idle_per_step_ns)} per step "
+        f"({fmt.pct_text(top.step_share)} of the step); it computes "
+        f"{fmt.pct_text(util)} of the range"
+    )
+    saving = min(hw.named_idle_ns // max(1, hw.devices), idle_wall)
+    assumption = (
+        "taking the named host work off the step's critical path removes the GPU idle measured "
+        "under it in the measured steps (per GPU; the last step's wait is not in the trace); "
+        "any GPU time the moved work then takes is not counted"
+    )
+    names = ", ".join(w.name for w in hw.causes)
+    fix = f"Take {names} off the step's critical path. " + _off_path(c.flavour(analysis), top, feed)
+    return title, detail, saving, assumption, fix
+
+
 def check(analysis: Analysis) -> list[Finding]:
     b = analysis.time.busy  # one definition of "busy" for the card, this finding and the JSON
     if b is None or b.share is None or not b.range_ns:
@@ -51,6 +123,12 @@ def check(analysis: Analysis) -> list[Finding]:
     saving: int | None = None
     assumption = "no saving claimed: the profile does not show what the GPU waited for"
     evidence: list[Evidence] = []
+    hw = analysis.steps.host_wait
+    title = (
+        f"Data loading covers {fmt.pct_text(loader_share)} of the range; the GPU is busy {fmt.pct_text(util)}"
+        if loader
+        else f"Low GPU utilisation: the GPU computes {fmt.pct_text(util)} of the aggregated range"
+    )
     if loader and loader_ns:
         names = ", ".join(analysis.signals.data_loader_names[:3])
         detail += f" Data loading ({names}) covers {fmt.ns(loader_ns)}, {fmt.pct_text(loader_share)} of it."
@@ -64,6 +142,11 @@ def check(analysis: Analysis) -> list[Finding]:
         evidence = [
             Evidence(EvidenceKind.OP, n) for n in analysis.signals.data_loader_names if n in ops
         ]
+    elif hw is not None and hw.dominant and hw.causes and not whole:
+        title, more, saving, assumption, fix = _host_wait(analysis, hw, util, idle_wall, feed)
+        detail += more
+        ops = {o.name for o in analysis.breakdown.ops}
+        evidence = [Evidence(EvidenceKind.OP, w.name) for w in hw.causes if w.name in ops]
     else:
         fix = (
             f"Find what the GPU waits for in the timeline ({'nsys/' if nvidia else ''}torch.profiler): host work between "
@@ -84,11 +167,6 @@ def check(analysis: Analysis) -> list[Finding]:
         Severity.LOW
         if whole
         else (Severity.HIGH if util < thresholds.LOW_UTILISATION / 2 else Severity.MEDIUM)
-    )
-    title = (
-        f"Data loading covers {fmt.pct_text(loader_share)} of the range; the GPU is busy {fmt.pct_text(util)}"
-        if loader
-        else f"Low GPU utilisation: the GPU computes {fmt.pct_text(util)} of the aggregated range"
     )
     return [
         Finding(

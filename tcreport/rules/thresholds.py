@@ -6,7 +6,7 @@ finding. Changing a value here changes when a rule fires; ``docs/findings.md`` q
 
 from __future__ import annotations
 
-from tcreport.analysis import derived, timeline
+from tcreport.analysis import derived, host_wait, timeline
 
 # --- Tensor Cores and precision --------------------------------------------------------------------
 
@@ -72,6 +72,13 @@ LOW_UTILISATION = 0.5
 #: Data-loader ranges covering at least this share of the aggregated wall time, while the GPU is
 #: not saturated, make the input pipeline a bottleneck worth naming.
 DATA_LOADER_SHARE = 0.10
+
+#: Named host ranges/ops holding at least this share of the aggregated steps' GPU idle explain it
+#: (GP001 then names them, claims their idle and points the fix at them); each is listed from
+#: HOST_WAIT_LISTED_SHARE of the idle. Decided in the analysis (analysis.host_wait), where the
+#: reasons are.
+HOST_WAIT_SHARE = host_wait.DOMINANT_SHARE
+HOST_WAIT_LISTED_SHARE = host_wait.LISTED_SHARE
 
 #: Kernels shorter than this are launch-overhead dominated (reason in analysis.time.timeline).
 SHORT_KERNEL_NS = timeline.SHORT_KERNEL_NS

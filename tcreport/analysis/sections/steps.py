@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tcreport.analysis.derived import StepIdle, aggregated_idle
+from tcreport.analysis.host_wait import HostWait
 from tcreport.analysis.iteration_timeline import IterationTimeline
 from tcreport.analysis.steps import StepRow
 from tcreport.errors import OptionText
@@ -22,6 +23,9 @@ class Steps:
     #: the step rows of the aggregated iterations, summed: the launch-bound figure the finding
     #: (GP002) and the chart share
     idle: StepIdle | None
+    #: the aggregated steps' idle and the named host work behind it (GP001 reads it); None for a
+    #: run without iteration markers
+    host_wait: HostWait | None
     timeline: IterationTimeline | None  # only when the HTML report asked for it
     #: the timeline covers the whole run: it has no iteration markers (a one-row iteration table
     #: of a run that was not split is no "median iteration" to a reader)
@@ -53,11 +57,13 @@ def build(
     info: IterationInfo,
     whole_run: bool,
     requested: int | None,
+    host_wait: HostWait | None = None,
 ) -> Steps:
     whole = whole_run or (timeline is not None and timeline.chosen == "whole run")
     return Steps(
         rows=rows,
         idle=aggregated_idle(rows, info),
+        host_wait=host_wait,
         timeline=timeline,
         timeline_whole_run=whole,
         timeline_ignored=_ignored(timeline, requested, whole),
