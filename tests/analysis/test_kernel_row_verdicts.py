@@ -76,6 +76,14 @@ def test_the_summary_json_rows_agree_with_the_tc_time() -> None:
     tc_rows = sum(k["gpu_ns"] for k in data["kernels"] if k["uses_tc"])
     assert tc_rows == data["time"]["tc_kernel_ns"] == TC_NS
     assert data["invariant_violations"] == []
+    # the note that says why a name is listed twice, in every output's notes
+    assert data["notes"][-1] == (
+        "Kernels whose launches got different Tensor Core verdicts have a row per verdict: "
+        "tile_product (1 of 2 launches on Tensor Cores)"
+    )
+    assert not any(
+        "row per verdict" in n for n in json.loads(summary_json.render(_mix(False)))["notes"]
+    )
 
 
 def test_the_kernel_tables_show_the_two_verdicts() -> None:
