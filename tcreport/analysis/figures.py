@@ -118,6 +118,11 @@ def in_some_calls_only(partly: int, total: int) -> str:
 
 @dataclass(frozen=True)
 class KernelRow:
+    """The launches of one kernel name that got one Tensor Core verdict. A name's launches can
+    disagree (Nsight Compute counters decide launch by launch: one ``tile_product`` launch on
+    Tensor Cores, one not); each verdict is then a row of its own, so a row's ``uses_tc`` is true
+    of every launch in it and the rows with ``uses_tc`` sum to the run's TC kernel time."""
+
     name: str
     calls: int
     gpu_ns: int
@@ -125,6 +130,11 @@ class KernelRow:
     uses_tc: bool | None
     tc_rule: str | None
     profiler_uses_tc: bool | None
+    #: unique among the rows: the name, or for a name's later rows ``name (verdict: no)`` (the
+    #: HTML row id; evidence names a kernel and so links to the name's first, longest row)
+    key: str = ""
+    #: other rows carry the same name with another verdict (``key`` tells them apart)
+    split: bool = False
 
 
 def _sum(col: pa.ChunkedArray) -> int:
@@ -346,6 +356,8 @@ def _op_tc_ns(ops: pa.Table, kernels: pa.Table | None) -> pa.Array:
 
 
 def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
+    """Kernels grouped by name and verdict, by GPU time, descending (a name's rows in the order
+    yes, no, unknown where their times tie). Grouped on name codes: one string per group."""
     k = run.kernels
     if k is None or k.num_rows == 0:
         return []
@@ -353,37 +365,45 @@ def kernel_rows(run: Run, gpu_kernel_ns: int | None) -> list[KernelRow]:
     t = pa.table(
         {
             "name": name,
+            "uses_tc": k.column("uses_tc"),
             "calls": k.column("calls"),
             "dur": k.column("duration_ns"),
-            "uses_tc": k.column("uses_tc"),
             "rule": rule,
             "prof": k.column("profiler_uses_tc"),
         }
     )
-    g = aggregate_by(
-        t,
-        "name",
-        [
-            ("calls", "sum"),
-            ("dur", "sum"),
-            ("uses_tc", "first"),
-            ("rule", "first"),
-            ("prof", "first"),
-        ],
-        use_threads=False,
-    )
+    aggs = [("calls", "sum"), ("dur", "sum"), ("rule", "first"), ("prof", "first")]
+    g = aggregate_by(t, ["name", "uses_tc"], aggs, use_threads=False)
     g = g.append_column("name_text", names.take(g.column("name")))
-    g = g.sort_by([("dur_sum", "descending"), ("name_text", "ascending")])
+    order = pc.fill_null(pc.if_else(g.column("uses_tc"), 0, 1), 2)  # yes, no, unknown
+    g = g.append_column("order", order)
+    g = g.sort_by([("dur_sum", "descending"), ("name_text", "ascending"), ("order", "ascending")])
     rule_ids = rules.take(g.column("rule_first")).to_pylist()
-    return [
-        KernelRow(
-            name=r["name_text"],
-            calls=int(r["calls_sum"]),
-            gpu_ns=int(r["dur_sum"]),
-            share=_share(int(r["dur_sum"]), gpu_kernel_ns),
-            uses_tc=r["uses_tc_first"],
-            tc_rule=tc_rule,
-            profiler_uses_tc=r["prof_first"],
+    seen: dict[str, int] = {}
+    rows = g.to_pylist()
+    for r in rows:  # one per (name, verdict): small
+        seen[r["name_text"]] = seen.get(r["name_text"], 0) + 1
+    first: set[str] = set()
+    out: list[KernelRow] = []
+    for r, tc_rule in zip(rows, rule_ids, strict=True):
+        text, verdict = r["name_text"], r["uses_tc"]
+        key = text if text not in first else f"{text} (verdict: {_VERDICT_KEY[verdict]})"
+        first.add(text)
+        out.append(
+            KernelRow(
+                name=text,
+                calls=int(r["calls_sum"]),
+                gpu_ns=int(r["dur_sum"]),
+                share=_share(int(r["dur_sum"]), gpu_kernel_ns),
+                uses_tc=verdict,
+                tc_rule=tc_rule,
+                profiler_uses_tc=r["prof_first"],
+                key=key,
+                split=seen[text] > 1,
+            )
         )
-        for r, tc_rule in zip(g.to_pylist(), rule_ids, strict=True)
-    ]
+    return out
+
+
+#: How a name's later verdict rows are told apart in :attr:`KernelRow.key`.
+_VERDICT_KEY = {True: "yes", False: "no", None: "unknown"}

@@ -2,7 +2,8 @@
 
 Matrix-unit time never exceeds GPU kernel time; eligible time never exceeds it either; an op's
 matrix-unit, missed and other time add up to its GPU time; each GPU's iteration windows come in
-order and do not overlap; a step's parts add up to its span; the work an iteration's row shows on
+order and do not overlap; a step's parts add up to its span; the kernel rows add up to the
+kernel time and, by verdict, to the matrix-unit time; the work an iteration's row shows on
 a GPU fits in its window's span; nothing is negative and every share
 is a share. A figure that breaks one of these is a bug (a reader's or the analysis'), never a
 result to show as if it were right.
@@ -154,6 +155,34 @@ def _rows(a: Analysis) -> list[Violation]:
     return found
 
 
+def _kernel_rows(a: Analysis) -> list[Violation]:
+    """The kernel rows add up to the run's kernel time, and, by verdict, to its matrix-unit and
+    unknown time: a row whose verdict is not that of every launch in it (a name's first launch
+    speaking for all) shows a kernel on the matrix units that the time figures do not count."""
+    t, rows = a.time, a.breakdown.kernels
+    if not rows or t.gpu_kernel_ns is None:
+        return []
+    sums: list[tuple[str, int, int | None]] = [
+        ("gpu_kernel_ns", sum(k.gpu_ns for k in rows), t.gpu_kernel_ns)
+    ]
+    if any(k.uses_tc is not None for k in rows):  # else the TC time is the profiler's own
+        sums += [
+            ("tc_kernel_ns", sum(k.gpu_ns for k in rows if k.uses_tc), t.tc_kernel_ns),
+            (
+                "unknown_kernel_ns",
+                sum(k.gpu_ns for k in rows if k.uses_tc is None),
+                t.unknown_kernel_ns,
+            ),
+        ]
+    return [
+        Violation(
+            Invariant.KERNEL_ROWS_SUM, f"time.{name}", f"the kernel rows sum to {part}, not {whole}"
+        )
+        for name, part, whole in sums
+        if whole is not None and part != whole
+    ]
+
+
 def _iterations(a: Analysis) -> list[Violation]:
     """Iteration rows are not negative; each GPU's step windows are ordered and disjoint, and a
     step's parts add up to its span."""
@@ -230,6 +259,7 @@ def _sums(a: Analysis) -> list[Violation]:
             ("breakdown.ops[*].gpu_ns", sum(o.gpu_ns or 0 for o in b.ops)),
             ("time.gpu_kernel_ns", t.gpu_kernel_ns),
         )
+    found += _kernel_rows(a)
     eligible = v.eligible_op_count
     for name, n in (
         ("using_op_count", v.using_op_count),

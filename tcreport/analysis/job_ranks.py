@@ -140,13 +140,17 @@ def _step(s: StepRow, label: str | None, aggregated: bool) -> RankStep:
 
 
 def _kernel_times(a: Analysis) -> tuple[NameTime, ...]:
-    kernels = a.breakdown.kernels
-    names = [k.name for k in kernels]
+    """GPU time per kernel name (a name whose launches got different verdicts is several rows of
+    the breakdown, one per verdict; a rank's time in it is their sum), collectives left out."""
+    totals: dict[str, int] = {}
+    for k in a.breakdown.kernels:  # one per kernel name and verdict: small
+        totals[k.name] = totals.get(k.name, 0) + k.gpu_ns
+    names = list(totals)
     coll = activity.is_collective(pa.array(names, pa.string())) if names else np.zeros(0, bool)
     return tuple(
-        NameTime(k.name, k.gpu_ns)
-        for k, c in zip(kernels, coll.tolist(), strict=True)  # one per kernel name
-        if not c and k.gpu_ns > 0
+        NameTime(n, totals[n])
+        for n, c in zip(names, coll.tolist(), strict=True)
+        if not c and totals[n] > 0
     )
 
 

@@ -253,6 +253,9 @@ def compute(
     meta = sliced.meta
     if parts.note is not None:
         meta = dataclasses.replace(meta, notes=(*meta.notes, parts.note))
+    split = breakdown.split_note(rows.kernels, judged.words.unit, judged.words.unit_one)
+    if split is not None:
+        meta = dataclasses.replace(meta, notes=(*meta.notes, split))
     analysed = Analysis(
         meta=meta,
         verdict=judged,

@@ -22,6 +22,8 @@ class Invariant(StrEnum):
     OPS_WITHIN_KERNEL = "op-time-within-kernel-time"  # ops' kernel time <= GPU kernel time
     COUNTS = "eligible-counts-ordered"  # using <= eligible, eligible-not-using <= eligible
     DEVICES_SUM = "devices-sum-to-totals"  # the per-GPU rows add up to the run's figures
+    #: the kernel rows add up to the kernel time, those with a verdict of yes to the TC time
+    KERNEL_ROWS_SUM = "kernel-rows-sum-to-totals"
     ITERATION_GPUS = "iteration-gpus-sum-to-row"  # an iteration's per-GPU stacks add up
     STEP_PARTS = "step-parts-sum-to-span"
     WINDOWS = "iteration-windows-ordered-disjoint"  # per GPU

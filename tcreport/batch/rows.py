@@ -130,7 +130,7 @@ def op_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, l
 
 
 def kernel_columns(run_id: str, a: Analysis, rank: int | None = None) -> dict[str, list[Any]]:
-    """``kernels``: one row per distinct kernel, not per launch."""
+    """``kernels``: one row per distinct kernel and verdict, not per launch."""
     fields = ("name", "calls", "gpu_ns", "share", "uses_tc", "tc_rule", "profiler_uses_tc")
     return _distinct_rows(run_id, rank, a.breakdown.kernels, fields)
 

@@ -23,6 +23,7 @@ from tcreport.compare.model import (
 from tcreport.compare.noise import judge
 
 if TYPE_CHECKING:
+    from tcreport.analysis.figures import KernelRow
     from tcreport.analysis.result import Analysis
     from tcreport.rules.base import Finding
 
@@ -225,20 +226,32 @@ def op_types(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, .
 
 
 def kernels(base: Analysis, head: Analysis, rel_thr: float) -> tuple[RowDiff, ...]:
+    """Pair kernels by name. A name whose launches got different verdicts is several rows of the
+    report (one per verdict); here it is one, with the TC time of its TC rows, and uses the
+    matrix units when any launch did (as an op row that did in some calls)."""
+
     def accs(a: Analysis) -> dict[str, _Acc]:
         n = max(1, a.iterations.info.aggregated or 1)
-        return {
-            k.name: _Acc(
-                k.gpu_ns / n,
-                k.gpu_ns / n if k.uses_tc else 0.0,
+        by_name: dict[str, list[KernelRow]] = {}
+        for k in a.breakdown.kernels:  # one per kernel name and verdict: small
+            by_name.setdefault(k.name, []).append(k)
+        out: dict[str, _Acc] = {}
+        for name, ks in by_name.items():
+            verdicts = {k.uses_tc for k in ks}
+            uses = True if True in verdicts else (False if False in verdicts else None)
+            label = None if uses is None else ("TC" if uses else "not TC")
+            if uses and len(verdicts - {None}) > 1:
+                label = "partly TC"
+            out[name] = _Acc(
+                sum(k.gpu_ns for k in ks) / n,
+                sum(k.gpu_ns for k in ks if k.uses_tc) / n,
                 0.0,
-                None if k.uses_tc is None else ("TC" if k.uses_tc else "not TC"),
+                label,
                 False,
                 True,
-                uses_tc=k.uses_tc,
+                uses_tc=uses,
             )
-            for k in a.breakdown.kernels
-        }
+        return out
 
     kb, kh = accs(base), accs(head)
     return _rows([_row(k, kb.get(k), kh.get(k), "name", rel_thr) for k in set(kb) | set(kh)])

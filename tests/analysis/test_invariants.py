@@ -249,9 +249,10 @@ def test_the_checker_fires_and_every_output_names_the_broken_figure(
 ) -> None:
     view = _broken(_report(SAMPLES / "kineto-a100-tf32-alexnet" / ALEXNET))
     found = invariants.check(view.analysis)
-    # the figure itself, and the per-GPU rows that no longer add up to it
+    # the figure itself, and the kernel and per-GPU rows that no longer add up to it
     assert [(v.invariant, v.figure) for v in found] == [
         (Invariant.TC_WITHIN_KERNEL, "time.tc_kernel_ns"),
+        (Invariant.KERNEL_ROWS_SUM, "time.tc_kernel_ns"),
         (Invariant.DEVICES_SUM, "time.tc_kernel_ns"),
     ]
     with pytest.raises(invariants.InvariantError, match=r"time\.tc_kernel_ns: .* exceeds"):

@@ -55,3 +55,25 @@ def build(run: Run, time: TimeFigures, ops: Sequence[OpRow]) -> Breakdown:
             else None
         ),
     )
+
+
+def split_note(kernels: Sequence[KernelRow], unit: str, unit_one: str) -> str | None:
+    """The remark that explains a kernel name listed twice: its launches got different verdicts
+    (Nsight Compute counters decide launch by launch), so it has a row per verdict. ``unit`` and
+    ``unit_one`` are the matrix units' words ("Tensor Cores", "Tensor Core")."""
+    split: dict[str, tuple[int, int]] = {}  # name -> (launches on the matrix units, launches)
+    for k in kernels:  # one per kernel name and verdict: small
+        if k.split:
+            on, n = split.get(k.name, (0, 0))
+            split[k.name] = (on + (k.calls if k.uses_tc else 0), n + k.calls)
+    if not split:
+        return None
+    shown = [
+        f"{name} ({on} of {n} launches on {unit})" for name, (on, n) in list(split.items())[:3]
+    ]
+    more = f" and {len(split) - 3} more" if len(split) > 3 else ""
+    return (
+        f"Kernels whose launches got different {unit_one} verdicts have a row per verdict: "
+        + "; ".join(shown)
+        + more
+    )

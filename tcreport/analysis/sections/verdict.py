@@ -345,7 +345,7 @@ def build(
         counter_disagreements=(
             counters.disagreements(run.kernels) if run.kernels is not None else ()
         ),
-        counter_measured=sum(1 for k in kernels if k.tc_rule == tc_kernels.COUNTER_RULE),
+        counter_measured=len({k.name for k in kernels if k.tc_rule == tc_kernels.COUNTER_RULE}),
         tone=tone,
         sentence=_sentence(w, cpu_only, tc_share, time, e),
         share_card=Headline(
