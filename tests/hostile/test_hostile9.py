@@ -124,13 +124,6 @@ def test_straggler_most_of_it_is_never_more_than_the_excess(tmp_path: Path) -> N
     assert named.excess_ns <= s.excess_ns, s.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: with Nsight Compute counters that judge a kernel name launch by launch "
-    "(Triton tile_product: one launch on Tensor Cores, one not), the kernel table shows the name "
-    "as 'TC yes' for all 450.9 us (analysis/figures.py kernel_rows takes uses_tc 'first' per "
-    "name) while the Tensor Core kernel time counts 40.7 us of it",
-)
 def test_kernel_rows_agree_with_tc_time_under_per_launch_counters() -> None:
     run = api.attach_counters(
         api.load(H200 / "mix" / "kineto_mix_h.json.gz"), H200 / "ncu" / "ncu3_mix.csv"
