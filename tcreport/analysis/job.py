@@ -171,7 +171,11 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
     if share is None:
         text = f"{unit} use unknown: no rank's trace holds kernel times."
     else:
-        text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across the {n} rank{'s' if n != 1 else ''} read (time-weighted)"
+        # "read" counts the traces read; a rank without kernel times is read but not counted here
+        over = f"the {n} rank{'s' if n != 1 else ''} read"
+        if n < len(ranks):
+            over = f"the {n} of {len(ranks)} ranks read that hold kernel times"
+        text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across {over} (time-weighted)"
         if spread is None:
             text += "."
         elif fmt.pct(spread.low) == fmt.pct(spread.high):
@@ -259,14 +263,37 @@ def _part_excess(part: str, mine: list[Cell], theirs: list[Cell], n: int) -> Exc
     return Excess(part, "part", sum(by_iter) / n)
 
 
+def _own_excess(rank: int, cells: list[Cell]) -> float:
+    """``rank``'s time outside collectives beyond the other ranks' median, per compared
+    iteration (its mean over the iterations it ran; 0 when it ran none)."""
+    mine = [c for c in cells if c.rank == rank]
+    theirs = [c for c in cells if c.rank != rank]
+    return (
+        _mean(
+            [
+                c.step.own_ns
+                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
+                for c in mine
+            ]
+        )
+        or 0.0
+    )
+
+
 def _straggler(
     ranks: Sequence[RankFigures], cells: list[Cell], rows: list[IterationRow]
 ) -> Straggler | None:
     named = [r.straggler for r in rows if r.straggler is not None]
     if not named:
         return None
-    excess = {r.rank: sum(x.excess_ns for x in rows if x.straggler == r.rank) for r in ranks}
-    slow = max(set(named), key=lambda r: (named.count(r), excess[r], -r))
+    # The job's straggler is the rank furthest beyond the others' median over every compared
+    # iteration, not the one named most often: when the slow rank rotates, a rank a little late in
+    # most iterations can be faster than the median overall. None is named when no rank is slower.
+    own = {r: _own_excess(r, cells) for r in set(named)}
+    slow = max(own, key=lambda r: (own[r], named.count(r), -r))
+    own_excess = own[slow]
+    if own_excess <= 0:
+        return None
     n = len(rows)
     mine = [c for c in cells if c.rank == slow]
     theirs = [c for c in cells if c.rank != slow]
@@ -277,16 +304,6 @@ def _straggler(
     per = max(1, figures[slow].iterations_aggregated or n)
     kernels = _excess(figures[slow].kernels, [o.kernels for o in others], per, "kernel")
     ops = _excess(figures[slow].ops, [o.ops for o in others], per, "op")
-    own_excess = (
-        _mean(
-            [
-                c.step.own_ns
-                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
-                for c in mine
-            ]
-        )
-        or 0.0
-    )
     causes = [c.step.host_cause for c in mine if c.step.host_cause]
     cause = max(set(causes), key=causes.count) if causes else None
     wait = _mean([float(r.median_wait_ns) for r in rows if r.straggler == slow]) or 0.0
@@ -319,7 +336,17 @@ def _straggler_text(
         f"{fmt.ns(excess)} more per iteration outside collectives than the other ranks' median"
     )
     if first is not None:
-        text += f", most of it {first.name} (+{fmt.ns(first.excess_ns)})"
+        # The parts are signed (a rank can copy more and compute less), so the largest is "most
+        # of it" only when it is at least half of the whole and no more than it.
+        if first.excess_ns > excess:
+            text += (
+                f": {fmt.ns(first.excess_ns)} more {first.name}, "
+                f"{fmt.ns(first.excess_ns - excess)} less in its other parts"
+            )
+        elif 2 * first.excess_ns >= excess:
+            text += f", most of it {first.name} (+{fmt.ns(first.excess_ns)})"
+        else:
+            text += f", the largest part {first.name} (+{fmt.ns(first.excess_ns)})"
         if first.name == "idle" and cause:
             text += f", the host in {cause}"
         elif first.name.startswith("compute") and kernels:
