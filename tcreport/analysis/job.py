@@ -335,23 +335,40 @@ def _straggler_text(
         f"rank {rank} is the straggler in {named} of {n} iteration{'s' if n != 1 else ''}: "
         f"{fmt.ns(excess)} more per iteration outside collectives than the other ranks' median"
     )
-    if first is not None:
-        # The parts are signed (a rank can copy more and compute less), so the largest is "most
-        # of it" only when it is at least half of the whole and no more than it.
-        if first.excess_ns > excess:
-            text += (
-                f": {fmt.ns(first.excess_ns)} more {first.name}, "
-                f"{fmt.ns(first.excess_ns - excess)} less in its other parts"
-            )
-        elif 2 * first.excess_ns >= excess:
-            text += f", most of it {first.name} (+{fmt.ns(first.excess_ns)})"
-        else:
-            text += f", the largest part {first.name} (+{fmt.ns(first.excess_ns)})"
-        if first.name == "idle" and cause:
-            text += f", the host in {cause}"
-        elif first.name.startswith("compute") and kernels:
-            text += f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
-    return text + "."
+    if first is None:
+        return text + "."
+    why = ""
+    if first.name == "idle" and cause:
+        why = f", the host in {cause}"
+    elif first.name.startswith("compute") and kernels:
+        why = f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
+    # The parts are signed (a rank can copy more and compute less), so the largest is "most of
+    # it" only when it is at least half of the whole and no more than it.
+    if first.excess_ns > excess:
+        return (
+            f"{text}: {fmt.ns(first.excess_ns)} more {first.name}{why}, "
+            f"{fmt.ns(first.excess_ns - excess)} less in its other parts."
+        )
+    lead = "most of it" if 2 * first.excess_ns >= excess else "the largest part"
+    return f"{text}, {lead} {first.name} (+{fmt.ns(first.excess_ns)}){why}."
+
+
+def _split_note(ranks: Sequence[RankFigures]) -> str | None:
+    """Ranks whose iterations were found differently (a key node some ranks never ran, so their
+    ProfilerSteps were used): their iterations are matched by position all the same."""
+    ways: dict[str, list[int]] = {}
+    for r in ranks:
+        ways.setdefault(r.split_by or "the whole run", []).append(r.rank)
+    if len(ways) < 2:
+        return None
+    each = "; ".join(
+        f"{how} on rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}"
+        for how, rs in ways.items()
+    )
+    return (
+        f"the ranks' iterations were found in different ways ({each}): those cut "
+        "differently are not the same work, though compared by position"
+    )
 
 
 def section(
@@ -381,6 +398,8 @@ def section(
             "the aggregated iterations (see that trace's own notes), so left out of the "
             "per-iteration figures"
         )
+    if (split := _split_note(timed)) is not None:
+        notes.append(split)
     if not cells:
         notes.append(
             "no per-launch GPU timestamps, or no iteration every rank ran: no per-iteration figures"

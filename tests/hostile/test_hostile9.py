@@ -213,13 +213,6 @@ def test_dropped_collective_kernel_leaves_the_bandwidth_too(tmp_path: Path) -> N
 DDP = REALTRACES / "kineto" / "a100-ddp-nccl-3step"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: --allow-empty is documented to 'go on when ... --iter-start is past the "
-    "last iteration (the whole run is aggregated)', but on a trace split by ProfilerStep ranges "
-    "analysis/iterations.py _bounded raises past_last whatever allow_empty says (exit 2); only "
-    "a one-iteration trace honours it",
-)
 @pytest.mark.skipif(not DDP.exists(), reason="needs ../shared/realtraces")
 def test_allow_empty_goes_on_past_the_last_profiler_step() -> None:
     from typer.testing import CliRunner
@@ -526,14 +519,6 @@ def test_bandwidth_note_does_not_blame_the_profiler_for_damaged_kernels(tmp_path
     assert "carry no 'In msg nelems'" not in note, note
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: --key-node NAME --allow-empty on a job where only rank 2 has NAME compares "
-    "rank 2's NAME-cut iterations with ranks 0 and 1's ProfilerStep windows 'matched by "
-    "position', with no note that the key node never occurred on ranks 0 and 1 (job_report / "
-    "analysis/job.py section: each rank's slicing method is not compared), and the straggler "
-    "line then reads '-3.3 ms more per iteration'",
-)
 def test_job_names_ranks_cut_without_the_key_node(tmp_path: Path) -> None:
     from tcreport.analysis.slicing import Slice
 
