@@ -310,13 +310,6 @@ def test_summary_json_takes_rank_as_documented(tmp_path: Path) -> None:
     assert doc["detail"]["rank"] == 1 and doc["detail"]["why"] == "asked for"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: eight identical 2 ms host steps, 10 ms apart, give 'Iteration times vary by "
-    "29%' (IT003, '(host step time)', mean 9.0 ms): the host basis judges each iteration's window "
-    "(start to the next start, analysis/iterations.py _split), and the last window ends at its "
-    "own step's end, so it alone is short; the CPU-only test of 4e38599 reads this artefact too",
-)
 def test_identical_host_steps_do_not_vary_synthetic(tmp_path: Path) -> None:
     events = []
     for n in range(8):
@@ -393,13 +386,6 @@ def _second_gpu_copy_of_the_gemms(doc: dict[str, Any]) -> None:
     doc["traceEvents"] += extra
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: CM002 now says the collectives 'take 15.0 ms on GPU 0, 7.7% of the kernel "
-    "span' where only GPU 0 ran them, but the span is summed over both GPUs the trace used "
-    "(rules/cm002_comm_overlap.py _detail: cm.collective_ns / cm.span_ns, CommOverlap.span_ns "
-    "over every GPU): on GPU 0 they take 14.3 % of its span",
-)
 def test_cm002_share_is_of_the_gpu_it_names(tmp_path: Path) -> None:
     (path,) = write_job(tmp_path, 2, ranks=(0,))
     _edit(path, _second_gpu_copy_of_the_gemms)
