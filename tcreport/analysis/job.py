@@ -353,6 +353,17 @@ def _straggler_text(
     return f"{text}, {lead} {first.name} (+{fmt.ns(first.excess_ns)}){why}."
 
 
+def _sizes_note(ranks: Sequence[RankFigures], said: str | None) -> str | None:
+    """Why no message sizes, where no rank kept a kernel with times (damaged or absent kernel
+    events): then no collective kernel was read at all, whatever args the files hold."""
+    if said is not None or any(r.gpu_kernel_ns for r in ranks):
+        return said
+    return (
+        "no message sizes: no rank's trace yielded a GPU kernel with times, collectives "
+        "included (see each trace's notes)"
+    )
+
+
 def _split_note(ranks: Sequence[RankFigures]) -> str | None:
     """Ranks whose iterations were found differently (a key node some ranks never ran, so their
     ProfilerSteps were used): their iterations are matched by position all the same."""
@@ -411,7 +422,9 @@ def section(
         iterations=tuple(rows),
         cells=tuple(cells),
         straggler=straggler,
-        bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names, sizes_note),
+        bandwidth=bandwidth(
+            [(r.rank, r.calls) for r in ranks], names, _sizes_note(ranks, sizes_note)
+        ),
         matching=how,
         step_ns=_mean([float(r.step_ns) for r in rows]),
         wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,

@@ -451,14 +451,6 @@ def test_terminal_uses_the_one_in_some_calls_wording() -> None:
     assert "in some calls only" not in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: an NCCL kernel whose args say 'In msg nelems' 2**62 (16 EiB of floats) "
-    "gives a bandwidth row of 2**64 bytes and 3.7e12 GB/s busbw, 1.2e10 times the NVLink peak, "
-    "with no note: the collectives table skips ingest's plausibility bound on bytes "
-    "(ingest/common/plausible.py MAX_BYTES, 'no profile's'); analysis/collectives.py _row "
-    "multiplies whatever it is given",
-)
 def test_implausible_message_size_is_not_a_bandwidth(tmp_path: Path) -> None:
     from tcreport.ingest.common.plausible import MAX_BYTES
 
@@ -490,13 +482,6 @@ def test_job_diff_does_not_turn_a_damaged_rank_into_a_win(tmp_path: Path) -> Non
     assert kernel.verdict is not Change.IMPROVED or "rank 1" in said, (kernel, d.notes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: when every rank's kernel events are malformed, the job's bandwidth note "
-    "says 'message sizes not recorded: the collective kernels carry no 'In msg nelems' / "
-    "'dtype' args (PyTorch records them in recent versions)' (analysis/collectives.py "
-    "bandwidth's default): the args are in every file; the kernels were dropped as malformed",
-)
 def test_bandwidth_note_does_not_blame_the_profiler_for_damaged_kernels(tmp_path: Path) -> None:
     for path in write_job(tmp_path, 2):
         assert b"In msg nelems" in gzip.decompress(path.read_bytes())
