@@ -39,15 +39,24 @@ def _launch(events: list[Any], op: str, ts: float, kernel: str, gpu: tuple[float
 
 
 def rank_events(
-    rank: int, world: int, steps: int, slow: set[int], sleep_us: int, gemm: str = GEMM
+    rank: int,
+    world: int,
+    steps: int,
+    slow: set[int],
+    sleep_us: int,
+    gemm: str = GEMM,
+    plan: list[tuple[set[int], int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The events of one rank; the step layout is the job's, so every rank agrees on the times."""
+    """The events of one rank; the step layout is the job's, so every rank agrees on the times.
+    ``plan``: each step's own (slow ranks, their sleep in µs), for a straggler that rotates."""
     events: list[dict[str, Any]] = []
     corr = 1000 * rank
     start = 1_700_000_000_000_000.0  # epoch µs, shared by the ranks
     message = {"Collective name": "allreduce", "In msg nelems": NELEMS, "Out msg nelems": NELEMS,
                "Group size": world, "dtype": "Float", "Process Group Name": "0"}  # fmt: skip
     for k in range(steps):
+        if plan is not None:
+            slow, sleep_us = plan[k]
         late = {r: sleep_us if r in slow else 0 for r in range(world)}
         bwd_end = {r: start + FWD_US + 40 + late[r] + BWD_US for r in range(world)}
         nccl_end = max(bwd_end.values()) + TRANSFER_US
@@ -80,8 +89,11 @@ def write_job(
     prefix: str = "synthetic",
     world_size: int | None = None,
     gemm: str = GEMM,
+    plan: list[tuple[set[int], int]] | None = None,
 ) -> list[Path]:
-    """Write ``ranks`` (default: all) of a synthetic ``world``-rank job into ``folder``."""
+    """Write ``ranks`` (default: all) of a synthetic ``world``-rank job into ``folder``;
+    ``plan`` (one entry per step, see :func:`rank_events`) replaces ``steps``/``slow``/``sleep_us``."""
+    steps = len(plan) if plan is not None else steps
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for r in ranks if ranks is not None else range(world):
@@ -90,7 +102,7 @@ def write_job(
             "distributedInfo": {"backend": "nccl", "rank": r, "world_size": world_size or world},
             "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8,
                                   "computeMinor": 0, "numSms": 108}],
-            "traceEvents": rank_events(r, world, steps, set(slow), sleep_us, gemm),
+            "traceEvents": rank_events(r, world, steps, set(slow), sleep_us, gemm, plan),
         }  # fmt: skip
         path = folder / f"{prefix}_rank-{r}.json.gz"
         with gzip.open(path, "wt") as fh:

@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 
 from tcreport._group_by import aggregate_by
 from tcreport.analysis import device_table
+from tcreport.ingest.common.plausible import MAX_BYTES
 
 #: Bytes per element of the dtypes PyTorch names in NCCL kernel args (``c10::ScalarType`` names).
 DTYPE_BYTES = {
@@ -173,18 +174,32 @@ def bandwidth(
     peak, note = _peak(gpu_names)
     rows = [_row(meta[r["key"]], r, peak) for r in per_key.to_pylist()]
     rows.sort(key=lambda r: (-r.time_ns, r.collective, -(r.message_bytes or 0)))
+    if bad := sum(1 for r in meta.values() if _message(r)[1]):
+        note += (
+            f"; {bad} message size{'s' if bad > 1 else ''} past 32 PiB (no profile's: damaged "
+            "args) left without a size or bandwidth"
+        )
     return Bandwidth(tuple(rows), True, note, peak)
+
+
+def _message(m: dict[str, object]) -> tuple[int | None, bool]:
+    """nccl-tests' ``S`` of a call: the larger of its input and output element counts times the
+    element size (``None`` when the dtype is unknown), and whether it is past ingest's bound on
+    any size (damaged args: then ``None`` too, never a bandwidth)."""
+    dtype = m["dtype_first"]
+    size = DTYPE_BYTES.get(str(dtype).lower()) if dtype is not None else None
+    elems = max(x for x in (m["in_nelems_first"], m["out_nelems_first"], 0) if isinstance(x, int))
+    if size is None:
+        return None, False
+    return (None, True) if elems * size > MAX_BYTES else (elems * size, False)
 
 
 def _row(m: dict[str, object], r: dict[str, int], peak: float | None) -> BandwidthRow:
     name = str(m["collective_first"])
     fam = family(name)
     dtype = m["dtype_first"]
-    size = DTYPE_BYTES.get(str(dtype).lower()) if dtype is not None else None
-    n_in, n_out = m["in_nelems_first"], m["out_nelems_first"]
-    elems = max(x for x in (n_in, n_out, 0) if isinstance(x, int))
     group = m["group_size_first"] if isinstance(m["group_size_first"], int) else None
-    message = elems * size if size is not None else None
+    message, _ = _message(m)
     time_ns, count = int(r["duration_ns_min_sum"]), int(r["k_count"])
     algbw = (
         message * count / time_ns if message is not None and time_ns > 0 else None

@@ -164,6 +164,9 @@ class IterationRow:
     #: the step breakdown of this iteration, one row per GPU with timed activity (:func:`with_steps`);
     #: () without per-launch timestamps, and the idle time is then an estimate
     steps: tuple[StepRow, ...] = ()
+    #: the run's last iteration of several: its window ends at the trace's last event, not at a
+    #: next step's start, so its host duration is not like the others' (variance leaves it out)
+    open_end: bool = False
 
     @property
     def idle_ns(self) -> int:
@@ -291,6 +294,8 @@ def iteration_rows(run: Run, sel: Selection) -> tuple[IterationRow, ...]:
                 gpus=tuple(stacks) if len(stacks) > 1 else (),
             )
         )
+    if len(rows) > 1:
+        rows[-1] = replace(rows[-1], open_end=True)
     out = outliers(rows)
     return tuple(r if r.iteration not in out else _flag(r) for r in rows)
 
@@ -388,7 +393,8 @@ def step_times(rows: Sequence[IterationRow]) -> tuple[dict[int, int], str]:
     every = all(r.gpu_step_ns is not None for r in rows if r.iteration != last)
     if len(gpu) >= OUTLIER_MIN_ITERATIONS or (gpu and every):
         return {i: int(v) for i, v in gpu.items() if v is not None}, "GPU"
-    return {r.iteration: r.duration_ns for r in rows}, "host"
+    # likewise the last host window runs to the trace's end, not to a next step's start
+    return {r.iteration: r.duration_ns for r in rows if not r.open_end}, "host"
 
 
 def warmup(rows: Sequence[IterationRow]) -> tuple[IterationRow, float] | None:

@@ -133,10 +133,14 @@ def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
 
 
 def _bounded(
-    start: int | None, stop: int | None, total: int, info: IterationInfo
+    start: int | None, stop: int | None, total: int, info: IterationInfo, allow_empty: bool = False
 ) -> tuple[int, int]:
+    """The iterations ``[start, stop]`` clipped to the run's; a start past the last is refused,
+    or with ``allow_empty`` (as documented for ``--allow-empty``) the whole run is aggregated."""
     lo = 0 if start is None else start
     if lo > total - 1:
+        if allow_empty:
+            return 0, total - 1
         raise OptionError(past_last(lo, total, info))
     hi = total - 1 if stop is None else min(total - 1, stop)
     return lo, max(lo, hi)
@@ -155,7 +159,7 @@ def select(run: Run, slc: Slice) -> tuple[Run, Selection]:
     if not _has_times(run) or (key_node is None and profiler_sliced):
         # The profiler already split and aggregated (DLProf); keep its iterations, narrowing to
         # [start, stop] only where rows carry their iteration number.
-        return _keep_reported(run, key_node, iter_start, iter_stop)
+        return _keep_reported(run, key_node, iter_start, iter_stop, slc.allow_empty)
     bounds, key_node, found, note = boundaries(run, key_node)
     if note is not None:
         run = run.replace(meta=dataclasses.replace(run.meta, notes=(*run.meta.notes, note)))
@@ -173,7 +177,7 @@ def select(run: Run, slc: Slice) -> tuple[Run, Selection]:
         return run.replace(meta=_with_iterations(run, info)), _no_split(
             run, info, found and key_node is None
         )
-    return _split(run, bounds, key_node, found, iter_start, iter_stop)
+    return _split(run, bounds, key_node, found, (iter_start, iter_stop), slc.allow_empty)
 
 
 def _has_times(run: Run) -> bool:
@@ -189,17 +193,20 @@ def _split(
     bounds: tuple[np.ndarray, np.ndarray, IterationMethod],
     key_node: str | None,
     found: bool,
-    iter_start: int | None,
-    iter_stop: int | None,
+    asked: tuple[int | None, int | None],
+    allow_empty: bool,
 ) -> tuple[Run, Selection]:
-    """Number every row by the iteration it starts in and keep ``[iter_start, iter_stop]``."""
+    """Number every row by the iteration it starts in and keep the ``asked`` ``[start, stop]``."""
     starts, ends, method = bounds
+    iter_start, iter_stop = asked
     total = int(starts.size)
     last = _last_event_ns(run)
     bounds_end = np.empty_like(starts)
     bounds_end[:-1] = starts[1:]
     bounds_end[-1] = max(int(ends[-1]), last or int(ends[-1]))
-    lo, hi = _bounded(iter_start, iter_stop, total, IterationInfo(key_node=key_node, method=method))
+    lo, hi = _bounded(
+        iter_start, iter_stop, total, IterationInfo(key_node=key_node, method=method), allow_empty
+    )
     durations = (bounds_end - starts)[lo : hi + 1]
     info = IterationInfo(
         key_node=key_node,
@@ -220,8 +227,9 @@ def _split(
         schema.TableKind.ITERATIONS,
     )
     meta = _with_iterations(run, info)
-    if (note := unlaunched_note(run)) is not None:
-        meta = dataclasses.replace(meta, notes=(*meta.notes, note))
+    for note in (unlaunched_note(run), _past_note(iter_start, total)):
+        if note is not None:
+            meta = dataclasses.replace(meta, notes=(*meta.notes, note))
     assigned = _assign(run.kernels, starts, _launch_time(run.kernels))
     collectives = _filter(_with_kernel_iteration(run.collectives, assigned, starts), lo, hi)
     kernels = _filter(assigned, lo, hi)
@@ -300,8 +308,22 @@ def _with_kernel_iteration(
     return own.set_column(pos, own.schema.field("iteration"), it)
 
 
+def _past_note(iter_start: int | None, total: int) -> str | None:
+    """What an allowed start past the last iteration did (the whole run aggregated instead)."""
+    if iter_start is None or iter_start <= total - 1:
+        return None
+    return (
+        f"iteration {iter_start} was asked for first, but the run has {total} (0 to {total - 1}): "
+        "every iteration is aggregated instead"
+    )
+
+
 def _keep_reported(
-    run: Run, key_node: str | None, iter_start: int | None, iter_stop: int | None
+    run: Run,
+    key_node: str | None,
+    iter_start: int | None,
+    iter_stop: int | None,
+    allow_empty: bool = False,
 ) -> tuple[Run, Selection]:
     info = run.meta.iterations
     if key_node is not None:
@@ -314,12 +336,17 @@ def _keep_reported(
     lo = 0 if lo is None else lo
     hi = (info.total - 1 if info.total else lo) if hi is None else hi
     if info.total is not None:
-        _bounded(lo, hi, info.total, info)
+        lo, hi = (
+            (lo, hi) if lo <= info.total - 1 else _bounded(lo, hi, info.total, info, allow_empty)
+        )
     narrowed = dataclasses.replace(
         info, start=lo, stop=hi, aggregated=hi - lo + 1, mean_ns=None, std_ns=None
     )
+    meta = _with_iterations(run, narrowed)
+    if info.total is not None and (note := _past_note(iter_start, info.total)) is not None:
+        meta = dataclasses.replace(meta, notes=(*meta.notes, note))
     out = run.replace(
-        meta=_with_iterations(run, narrowed),
+        meta=meta,
         kernels=_filter(run.kernels, lo, hi),
         memory=_filter(run.memory, lo, hi),
         ops=_filter(run.ops, lo, hi),

@@ -171,7 +171,11 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
     if share is None:
         text = f"{unit} use unknown: no rank's trace holds kernel times."
     else:
-        text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across the {n} rank{'s' if n != 1 else ''} read (time-weighted)"
+        # "read" counts the traces read; a rank without kernel times is read but not counted here
+        over = f"the {n} rank{'s' if n != 1 else ''} read"
+        if n < len(ranks):
+            over = f"the {n} of {len(ranks)} ranks read that hold kernel times"
+        text = f"{fmt.pct(share)} of GPU kernel time ran on {unit} across {over} (time-weighted)"
         if spread is None:
             text += "."
         elif fmt.pct(spread.low) == fmt.pct(spread.high):
@@ -259,14 +263,37 @@ def _part_excess(part: str, mine: list[Cell], theirs: list[Cell], n: int) -> Exc
     return Excess(part, "part", sum(by_iter) / n)
 
 
+def _own_excess(rank: int, cells: list[Cell]) -> float:
+    """``rank``'s time outside collectives beyond the other ranks' median, per compared
+    iteration (its mean over the iterations it ran; 0 when it ran none)."""
+    mine = [c for c in cells if c.rank == rank]
+    theirs = [c for c in cells if c.rank != rank]
+    return (
+        _mean(
+            [
+                c.step.own_ns
+                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
+                for c in mine
+            ]
+        )
+        or 0.0
+    )
+
+
 def _straggler(
     ranks: Sequence[RankFigures], cells: list[Cell], rows: list[IterationRow]
 ) -> Straggler | None:
     named = [r.straggler for r in rows if r.straggler is not None]
     if not named:
         return None
-    excess = {r.rank: sum(x.excess_ns for x in rows if x.straggler == r.rank) for r in ranks}
-    slow = max(set(named), key=lambda r: (named.count(r), excess[r], -r))
+    # The job's straggler is the rank furthest beyond the others' median over every compared
+    # iteration, not the one named most often: when the slow rank rotates, a rank a little late in
+    # most iterations can be faster than the median overall. None is named when no rank is slower.
+    own = {r: _own_excess(r, cells) for r in set(named)}
+    slow = max(own, key=lambda r: (own[r], named.count(r), -r))
+    own_excess = own[slow]
+    if own_excess <= 0:
+        return None
     n = len(rows)
     mine = [c for c in cells if c.rank == slow]
     theirs = [c for c in cells if c.rank != slow]
@@ -277,16 +304,6 @@ def _straggler(
     per = max(1, figures[slow].iterations_aggregated or n)
     kernels = _excess(figures[slow].kernels, [o.kernels for o in others], per, "kernel")
     ops = _excess(figures[slow].ops, [o.ops for o in others], per, "op")
-    own_excess = (
-        _mean(
-            [
-                c.step.own_ns
-                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
-                for c in mine
-            ]
-        )
-        or 0.0
-    )
     causes = [c.step.host_cause for c in mine if c.step.host_cause]
     cause = max(set(causes), key=causes.count) if causes else None
     wait = _mean([float(r.median_wait_ns) for r in rows if r.straggler == slow]) or 0.0
@@ -318,13 +335,51 @@ def _straggler_text(
         f"rank {rank} is the straggler in {named} of {n} iteration{'s' if n != 1 else ''}: "
         f"{fmt.ns(excess)} more per iteration outside collectives than the other ranks' median"
     )
-    if first is not None:
-        text += f", most of it {first.name} (+{fmt.ns(first.excess_ns)})"
-        if first.name == "idle" and cause:
-            text += f", the host in {cause}"
-        elif first.name.startswith("compute") and kernels:
-            text += f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
-    return text + "."
+    if first is None:
+        return text + "."
+    why = ""
+    if first.name == "idle" and cause:
+        why = f", the host in {cause}"
+    elif first.name.startswith("compute") and kernels:
+        why = f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
+    # The parts are signed (a rank can copy more and compute less), so the largest is "most of
+    # it" only when it is at least half of the whole and no more than it.
+    if first.excess_ns > excess:
+        return (
+            f"{text}: {fmt.ns(first.excess_ns)} more {first.name}{why}, "
+            f"{fmt.ns(first.excess_ns - excess)} less in its other parts."
+        )
+    lead = "most of it" if 2 * first.excess_ns >= excess else "the largest part"
+    return f"{text}, {lead} {first.name} (+{fmt.ns(first.excess_ns)}){why}."
+
+
+def _sizes_note(ranks: Sequence[RankFigures], said: str | None) -> str | None:
+    """Why no message sizes, where no rank kept a kernel with times (damaged or absent kernel
+    events): then no collective kernel was read at all, whatever args the files hold."""
+    if said is not None or any(r.gpu_kernel_ns for r in ranks):
+        return said
+    return (
+        "no message sizes: no rank's trace yielded a GPU kernel with times, collectives "
+        "included (see each trace's notes)"
+    )
+
+
+def _split_note(ranks: Sequence[RankFigures]) -> str | None:
+    """Ranks whose iterations were found differently (a key node some ranks never ran, so their
+    ProfilerSteps were used): their iterations are matched by position all the same."""
+    ways: dict[str, list[int]] = {}
+    for r in ranks:
+        ways.setdefault(r.split_by or "the whole run", []).append(r.rank)
+    if len(ways) < 2:
+        return None
+    each = "; ".join(
+        f"{how} on rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}"
+        for how, rs in ways.items()
+    )
+    return (
+        f"the ranks' iterations were found in different ways ({each}): those cut "
+        "differently are not the same work, though compared by position"
+    )
 
 
 def section(
@@ -354,6 +409,8 @@ def section(
             "the aggregated iterations (see that trace's own notes), so left out of the "
             "per-iteration figures"
         )
+    if (split := _split_note(timed)) is not None:
+        notes.append(split)
     if not cells:
         notes.append(
             "no per-launch GPU timestamps, or no iteration every rank ran: no per-iteration figures"
@@ -365,7 +422,9 @@ def section(
         iterations=tuple(rows),
         cells=tuple(cells),
         straggler=straggler,
-        bandwidth=bandwidth([(r.rank, r.calls) for r in ranks], names, sizes_note),
+        bandwidth=bandwidth(
+            [(r.rank, r.calls) for r in ranks], names, _sizes_note(ranks, sizes_note)
+        ),
         matching=how,
         step_ns=_mean([float(r.step_ns) for r in rows]),
         wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,

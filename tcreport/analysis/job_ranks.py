@@ -21,6 +21,7 @@ import pyarrow as pa
 from tcreport.analysis import activity
 from tcreport.analysis.derived import step_idle_ns
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.slicing import method_text
 from tcreport.analysis.steps import StepRow
 from tcreport.analysis.violation import Violation
 from tcreport.model import Distributed, IterationMethod, Run
@@ -96,6 +97,8 @@ class RankFigures:
     finding_ids: tuple[str, ...] = ()  # the rank's own findings, in their order
     #: the rank's analysis' broken invariants (analysis.invariants): the job lists them
     violations: tuple[Violation, ...] = ()
+    #: how its iterations were found (``key node 'train_step'``, ``ProfilerStep#N ranges``)
+    split_by: str | None = None
 
     @property
     def aggregated_steps(self) -> tuple[RankStep, ...]:
@@ -201,4 +204,5 @@ def rank_figures(
         calls=a.communication.calls,
         finding_ids=finding_ids,
         violations=a.violations,
+        split_by=method_text(a.iterations.info),
     )

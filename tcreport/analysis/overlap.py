@@ -63,6 +63,8 @@ class CommOverlap:
     streams: tuple[CollectiveStream, ...]
     names: tuple[str, ...]  # the collective kernels with the most time, most first
     span_ns: int  # summed over GPUs, first to last activity
+    #: the same, over only the GPUs that ran collectives (the span their share is of)
+    comm_span_ns: int | None = None
 
     @property
     def collective_ns(self) -> int:
@@ -190,7 +192,9 @@ def comm_overlap(act: Activity | None, kernels: pa.Table | None = None) -> CommO
             key=lambda d: d.device_id or -1,
         )
     )
-    return CommOverlap(devices, streams, _top_names(kernels, act), int(span.sum()))
+    return CommOverlap(
+        devices, streams, _top_names(kernels, act), int(span.sum()), int(span[total > 0].sum())
+    )
 
 
 def from_steps(
@@ -221,5 +225,9 @@ def from_steps(
         if v[0] > 0
     )
     return CommOverlap(
-        devices, streams, _top_names(kernels, act, mask), sum(r.span_ns for r in kept)
+        devices,
+        streams,
+        _top_names(kernels, act, mask),
+        sum(r.span_ns for r in kept),
+        sum(r.span_ns for r in kept if per[r.device_id][0] > 0),
     )

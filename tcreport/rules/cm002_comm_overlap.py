@@ -67,12 +67,14 @@ def check(analysis: Analysis) -> list[Finding]:
     cm = analysis.communication.overlap
     if cm is None or cm.span_ns <= 0 or cm.collective_ns <= 0:
         return []
-    share = cm.collective_ns / cm.span_ns
+    # the span of the GPUs that ran collectives: a second GPU with none would dilute the share
+    span = cm.comm_span_ns or cm.span_ns
+    share = cm.collective_ns / span
     low = (cm.overlap_share or 0.0) < thresholds.COMM_LOW_OVERLAP
     on = cm.on_compute_stream
     if share < thresholds.COMM_MIN_SHARE or not (low or on):
         return []
-    exposed_share = cm.exposed_ns / cm.span_ns
+    exposed_share = cm.exposed_ns / span
     ndev = max(1, len(cm.devices))
     title = (
         "Collectives run on the compute stream and are not overlapped"

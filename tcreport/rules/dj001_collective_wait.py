@@ -66,11 +66,21 @@ def check(job: JobSection) -> list[Finding]:
         if r.straggler == s.rank
     ][:5]
     high = share >= thresholds.COLLECTIVE_WAIT_HIGH_SHARE
+    title = f"Ranks wait {fmt.pct_text(share)} of each step in collectives for rank {s.rank}"
+    if s.named_in < n:  # the straggler rotates: the wait is not all this rank's
+        title = (
+            f"Ranks wait {fmt.pct_text(share)} of each step in collectives; rank {s.rank} is "
+            f"the straggler in {s.named_in} of {n} iterations"
+        )
+        detail += (
+            f" The median wait in the iterations it is the straggler in is "
+            f"{fmt.ns(s.wait_caused_ns)}; other ranks are the slowest in the rest."
+        )
     return [
         Finding(
             id=ID,
             severity=Severity.HIGH if high else Severity.MEDIUM,
-            title=f"Ranks wait {fmt.pct_text(share)} of each step in collectives for rank {s.rank}",
+            title=title,
             detail=detail,
             fix=_fix(s),
             estimated_saving_ns=saving,

@@ -157,3 +157,30 @@ def test_iteration_method_of_an_older_ingest_folder_still_reads() -> None:
             again = RunMeta.from_json(meta.to_json()).iterations
             assert (again.method, again.step_source) == (method, source)
             assert slicing.method_text(again) == slicing.method_text(meta.iterations)
+
+
+def test_allow_empty_past_the_last_profiler_step_aggregates_every_one_synthetic(
+    tmp_path: Path,
+) -> None:
+    """--allow-empty's promise: a start past the last iteration aggregates the whole run (with a
+    note) instead of the exit-2 refusal it gets without the flag."""
+    events = []
+    for n in range(4):
+        t0 = 10_000.0 * (n + 1)
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": 2000}
+        )  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
+             "dur": 1998, "args": {"Input type": ["float", "float"]}}
+        )  # fmt: skip
+    path = tmp_path / "steps_synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    run = api.load(path)
+    with pytest.raises(OptionError, match="past the last iteration"):
+        api.analyze(run, slicing.Slice(iter_start=9))
+    a = api.analyze(run, slicing.Slice(iter_start=9, allow_empty=True)).analysis
+    info = a.iterations.info
+    assert (info.start, info.stop, info.aggregated, info.total) == (0, 3, 4, 4)
+    assert any("iteration 9 was asked for first" in n for n in a.meta.notes), a.meta.notes

@@ -534,3 +534,38 @@ def test_the_rank_table_heads_its_share_in_the_ranks_words(
     amd = dataclasses.replace(jr.section, matrix_unit="AMD Matrix Cores")
     assert amd.share_head == "Matrix Cores share"
     assert "| rank | TC share |" in api.render_job_markdown(jr)
+
+
+def test_a_part_beyond_the_whole_excess_is_not_called_most_of_it_synthetic(
+    tmp_path: Path,
+) -> None:
+    """Rank 1's kernels (its all-reduce too) are all copies: 55 ms more copies and 40 ms less
+    compute and idle than the others' median, 15 ms more in all. The parts are signed, so the
+    line gives both, not 'most of it'."""
+    paths = write_job(tmp_path, 3, slow=(2,))
+    with gzip.open(paths[1], "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel":
+            e["cat"], e["name"] = "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"
+    with gzip.open(paths[1], "wt") as fh:
+        json.dump(doc, fh)
+    s = api.analyze_job(tmp_path).section.straggler
+    assert s is not None and s.rank == 1
+    assert "15.0 ms more per iteration" in s.text and "most of it" not in s.text
+    assert "55.0 ms more memory copies/sets, 40.0 ms less in its other parts" in s.text
+
+
+def test_a_straggler_in_some_iterations_only_is_said_so_by_dj001_synthetic(
+    tmp_path: Path,
+) -> None:
+    """Rank 2 is 1 ms late in two steps, rank 0 10 ms late in the third: rank 0 is the job's
+    straggler (3 ms beyond the others' median per step), and DJ001 does not put every wait on it."""
+    write_job(tmp_path, 3, plan=[({2}, 1000), ({2}, 1000), ({0}, 10000)])
+    job = api.analyze_job(tmp_path)
+    s = job.section.straggler
+    assert s is not None and (s.rank, s.named_in, s.of) == (0, 1, 3)
+    assert s.excess_ns == pytest.approx(3e6)
+    (f,) = [f for f in job.findings if f.id == "DJ001"]
+    assert f.title.endswith("rank 0 is the straggler in 1 of 3 iterations"), f.title
+    assert "10.0 ms" in f.detail and "other ranks are the slowest in the rest" in f.detail

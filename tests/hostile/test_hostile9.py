@@ -145,12 +145,6 @@ def test_counters_folder_is_read_or_refused_truthfully(tmp_path: Path) -> None:
         assert "no supported trace" not in str(e), str(e)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: the job verdict says 'across the 2 ranks read' (analysis/job.py verdict "
-    "counts the ranks with kernel times) beside '3 of 3 ranks present' when one rank's kernels "
-    "are damaged: three traces were read",
-)
 def test_job_verdict_counts_the_ranks_read(tmp_path: Path) -> None:
     sec = api.analyze_job(_job(tmp_path, untimed=1)).section
     assert sec.identity.presence == "3 of 3 ranks present"
@@ -186,13 +180,6 @@ def test_dropped_collective_kernel_leaves_the_bandwidth_too(tmp_path: Path) -> N
 DDP = REALTRACES / "kineto" / "a100-ddp-nccl-3step"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: --allow-empty is documented to 'go on when ... --iter-start is past the "
-    "last iteration (the whole run is aggregated)', but on a trace split by ProfilerStep ranges "
-    "analysis/iterations.py _bounded raises past_last whatever allow_empty says (exit 2); only "
-    "a one-iteration trace honours it",
-)
 @pytest.mark.skipif(not DDP.exists(), reason="needs ../shared/realtraces")
 def test_allow_empty_goes_on_past_the_last_profiler_step() -> None:
     from typer.testing import CliRunner
@@ -267,13 +254,6 @@ def test_summary_json_takes_rank_as_documented(tmp_path: Path) -> None:
     assert doc["detail"]["rank"] == 1 and doc["detail"]["why"] == "asked for"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: eight identical 2 ms host steps, 10 ms apart, give 'Iteration times vary by "
-    "29%' (IT003, '(host step time)', mean 9.0 ms): the host basis judges each iteration's window "
-    "(start to the next start, analysis/iterations.py _split), and the last window ends at its "
-    "own step's end, so it alone is short; the CPU-only test of 4e38599 reads this artefact too",
-)
 def test_identical_host_steps_do_not_vary_synthetic(tmp_path: Path) -> None:
     events = []
     for n in range(8):
@@ -325,14 +305,6 @@ def _rotating_job(folder: Path, plan: list[tuple[tuple[int, ...], int]], world: 
     return folder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: when the straggler rotates (rank 2 late by 1 ms in two steps, rank 0 by "
-    "10 ms in the third), the job names rank 2 'the straggler in 2 of 3 iterations: -1.0 ms more "
-    "per iteration outside collectives than the other ranks' median' (analysis/job.py "
-    "_straggler picks by count, then averages its excess over every iteration), and DJ001 says "
-    "the ranks wait 4.0 ms per step 'for rank 2', 10 ms of which were rank 0's",
-)
 def test_named_straggler_is_never_faster_than_the_others(tmp_path: Path) -> None:
     job = _rotating_job(tmp_path, [((2,), 1000), ((2,), 1000), ((0,), 10000)])
     s = api.analyze_job(job).section.straggler
@@ -358,13 +330,6 @@ def _second_gpu_copy_of_the_gemms(doc: dict[str, Any]) -> None:
     doc["traceEvents"] += extra
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: CM002 now says the collectives 'take 15.0 ms on GPU 0, 7.7% of the kernel "
-    "span' where only GPU 0 ran them, but the span is summed over both GPUs the trace used "
-    "(rules/cm002_comm_overlap.py _detail: cm.collective_ns / cm.span_ns, CommOverlap.span_ns "
-    "over every GPU): on GPU 0 they take 14.3 % of its span",
-)
 def test_cm002_share_is_of_the_gpu_it_names(tmp_path: Path) -> None:
     (path,) = write_job(tmp_path, 2, ranks=(0,))
     _edit(path, _second_gpu_copy_of_the_gemms)
@@ -408,14 +373,6 @@ def test_terminal_uses_the_one_in_some_calls_wording() -> None:
     assert "in some calls only" not in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: an NCCL kernel whose args say 'In msg nelems' 2**62 (16 EiB of floats) "
-    "gives a bandwidth row of 2**64 bytes and 3.7e12 GB/s busbw, 1.2e10 times the NVLink peak, "
-    "with no note: the collectives table skips ingest's plausibility bound on bytes "
-    "(ingest/common/plausible.py MAX_BYTES, 'no profile's'); analysis/collectives.py _row "
-    "multiplies whatever it is given",
-)
 def test_implausible_message_size_is_not_a_bandwidth(tmp_path: Path) -> None:
     from tcreport.ingest.common.plausible import MAX_BYTES
 
@@ -440,13 +397,6 @@ def test_job_diff_does_not_turn_a_damaged_rank_into_a_win(tmp_path: Path) -> Non
     assert kernel.verdict is not Change.IMPROVED or "rank 1" in said, (kernel, d.notes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: when every rank's kernel events are malformed, the job's bandwidth note "
-    "says 'message sizes not recorded: the collective kernels carry no 'In msg nelems' / "
-    "'dtype' args (PyTorch records them in recent versions)' (analysis/collectives.py "
-    "bandwidth's default): the args are in every file; the kernels were dropped as malformed",
-)
 def test_bandwidth_note_does_not_blame_the_profiler_for_damaged_kernels(tmp_path: Path) -> None:
     for path in write_job(tmp_path, 2):
         assert b"In msg nelems" in gzip.decompress(path.read_bytes())
@@ -455,14 +405,6 @@ def test_bandwidth_note_does_not_blame_the_profiler_for_damaged_kernels(tmp_path
     assert "carry no 'In msg nelems'" not in note, note
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: --key-node NAME --allow-empty on a job where only rank 2 has NAME compares "
-    "rank 2's NAME-cut iterations with ranks 0 and 1's ProfilerStep windows 'matched by "
-    "position', with no note that the key node never occurred on ranks 0 and 1 (job_report / "
-    "analysis/job.py section: each rank's slicing method is not compared), and the straggler "
-    "line then reads '-3.3 ms more per iteration'",
-)
 def test_job_names_ranks_cut_without_the_key_node(tmp_path: Path) -> None:
     from tcreport.analysis.slicing import Slice
 

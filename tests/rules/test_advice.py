@@ -613,11 +613,13 @@ def test_hostile_names_in_a_cpu_only_run_stay_data_synthetic() -> None:
 def test_cpu_only_run_claims_no_saving_even_where_a_rule_measures_one_synthetic(
     tmp_path: Path,
 ) -> None:
-    """Host steps of 1 to 4 ms make IT003 fire on a CPU-only trace; its saving (time above the
-    median host step) would contradict the run's own words that savings need a GPU run."""
+    """Host steps of 1 to 4 ms, back to back, make IT003 fire on a CPU-only trace; its saving
+    (time above the median host step) would contradict the run's own words that savings need a
+    GPU run."""
     events = []
-    for n, dur in enumerate([1000, 4000, 1000, 3000, 1000, 4000, 1000, 3500]):
-        t0 = 10_000.0 * (n + 1)
+    durs = [1000, 4000, 1000, 3000, 1000, 4000, 1000, 3500]
+    for n, dur in enumerate(durs):
+        t0 = 10_000.0 + sum(durs[:n])  # each step starts where the one before ended
         events.append(
             {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
              "tid": 1, "ts": t0, "dur": dur}
