@@ -95,7 +95,10 @@ if RuntimeParam is not None:
             try:
                 return _plain_value(value, self.annotation, self.parameter_info, param, ctx)
             except _Miss:
-                return self.typers_own._coerce_value(value, param=param, ctx=ctx)
+                pass
+            except (AttributeError, TypeError):  # a Typer whose helpers changed shape: its way
+                pass
+            return self.typers_own._coerce_value(value, param=param, ctx=ctx)
 
 
 def install() -> None:
@@ -105,8 +108,11 @@ def install() -> None:
     typers_own = _TyperParameter.get_runtime_param
 
     def get_runtime_param(self: _TyperParameter) -> RuntimeParam:
-        if self._runtime_param is None and self.type_descriptor.file_annotation is None:
-            self._runtime_param = PlainRuntimeParam(self.type_descriptor)
+        try:
+            if self._runtime_param is None and self.type_descriptor.file_annotation is None:
+                self._runtime_param = PlainRuntimeParam(self.type_descriptor)
+        except (AttributeError, TypeError):  # internals of another shape: Typer's own converter
+            pass
         return typers_own(self)
 
     _TyperParameter.get_runtime_param = get_runtime_param  # type: ignore[method-assign]
