@@ -295,11 +295,11 @@ def _with_kernel_iteration(
     k_key, k_it = k_key[order], k_it[order]
     first = np.r_[True, k_key[1:] != k_key[:-1]] if k_key.size else np.zeros(0, bool)
     k_key, k_it = k_key[first], k_it[first]
-    pos = np.minimum(np.searchsorted(k_key, c_key), max(k_key.size - 1, 0))
+    at = np.minimum(np.searchsorted(k_key, c_key), max(k_key.size - 1, 0))
     found = c_ok & (k_key.size > 0)
     if k_key.size:
-        found &= k_key[pos] == c_key
-    theirs = np.where(found, k_it[pos] if k_key.size else _NONE, _NONE)
+        found &= k_key[at] == c_key
+    theirs = np.where(found, k_it[at] if k_key.size else _NONE, _NONE)
     mine_it = pa.array(theirs.astype(np.int32), mask=theirs == _NONE)
     launched = _launch_time(kernels) == "launch_ns"
     fallback = pa.nulls(coll.num_rows, pa.int32()) if launched else own.column("iteration")

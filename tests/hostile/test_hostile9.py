@@ -107,12 +107,6 @@ def _memcpy_only(doc: dict[str, Any]) -> None:
             e["cat"], e["name"] = "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hostile9: the straggler line says '15.0 ms more ... most of it memory copies/sets "
-    "(+55.0 ms)': a part's excess larger than the whole excess is not 'most of it' "
-    "(analysis/job.py _straggler_text; parts can be negative, the named one is not a share)",
-)
 def test_straggler_most_of_it_is_never_more_than_the_excess(tmp_path: Path) -> None:
     paths = write_job(tmp_path, 3, slow=(2,))
     _edit(paths[1], _memcpy_only)
@@ -120,8 +114,12 @@ def test_straggler_most_of_it_is_never_more_than_the_excess(tmp_path: Path) -> N
     s = sec.straggler
     assert s is not None and s.rank == 1
     named = next(p for p in s.parts if p.excess_ns > 0)
-    assert "most of it" in s.text
-    assert named.excess_ns <= s.excess_ns, s.text
+    # The parts are signed (this rank copies more and computes less), so the largest can exceed
+    # the whole; the defect was calling it "most of it" (restated from hostile9's first form,
+    # which asserted both the phrase and the bound, an input that cannot have both).
+    assert named.excess_ns > s.excess_ns  # the case the round found
+    assert "most of it" not in s.text, s.text
+    assert "less in its other parts" in s.text, s.text
 
 
 def test_kernel_rows_agree_with_tc_time_under_per_launch_counters() -> None:
