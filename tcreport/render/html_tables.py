@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tcreport import fmt
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.why_not import WhyNot
@@ -67,11 +66,7 @@ def run_header(view: Report) -> tuple[tuple[str, str], ...]:
         if v
     )
     gpus = view.analysis.gpu_names(per_device=True)
-    rng = (
-        f"{it.start}–{it.stop} of {fmt.count(it.total)}"
-        if it.start is not None and it.stop is not None
-        else f"all ({fmt.count(it.total)})"
-    )
+    rng = view.analysis.iterations.phrase  # the headings' words ("iterations 2–9 of 10")
     if it.key_node:
         rng += f", key node {it.key_node}"
     elif how := view.analysis.iterations.how:
