@@ -1,8 +1,8 @@
 """Hostile reproductions (branch hostile9) against this session's changes: collective calls sliced
 by their kernel's iteration, untimed ranks in a job, job diff, counters on check/diff, and the
 job verdict's words. Each was marked xfail(strict=True) until its fix flipped it (all are fixed);
-inputs are the
-synthetic jobs of tests/job_synthetic.py (mutated copies) and the bundled H200 mix trace."""
+inputs are the synthetic jobs of tests/job_synthetic.py (mutated copies) and the bundled H200
+mix trace."""
 
 from __future__ import annotations
 
