@@ -25,7 +25,11 @@ from tcreport.analysis import result  # noqa: E402
 
 def _profile(path: Path) -> dict[str, float]:
     """A tiny MLP trained 4 steps under torch.profiler (CPU); the profiler's self CPU time per
-    op name in µs."""
+    op name in µs. Each step is a ``train_step`` range, so the analysis cuts the run at the
+    steps' starts and aggregates every op the oracle counts: without it, on a loaded machine,
+    a repeating range that opens after the first forward (``Optimizer.zero_grad``) could qualify
+    as the iteration marker, and the first forward (its slow first addmm) fell before
+    iteration 0 (a flaky 6 of 8 calls)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(), torch.nn.Linear(96, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -33,10 +37,11 @@ def _profile(path: Path) -> dict[str, float]:
     acts = [torch.profiler.ProfilerActivity.CPU]
     with torch.profiler.profile(activities=acts) as prof:
         for _ in range(4):
-            loss = model(x).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            with torch.profiler.record_function("train_step"):
+                loss = model(x).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
     prof.export_chrome_trace(str(path))
     return {e.key: float(e.self_cpu_time_total) for e in prof.key_averages()}
 
@@ -45,6 +50,7 @@ def test_host_rows_are_self_time_and_sum_to_the_headline(tmp_path: Path) -> None
     oracle = _profile(tmp_path / "mlp.pt.trace.json")
     a = result.compute(api.load(tmp_path / "mlp.pt.trace.json"))
     host = a.host
+    assert a.iterations.info.aggregated == 4  # every step, each opened by its train_step range
     assert host.cpu_only and host.total is not None
     assert sum(r.cpu_ns for r in host.ops) == host.total.ns  # every row, nested time once
     assert sum(r.cpu_ns for r in host.op_types) == host.total.ns
