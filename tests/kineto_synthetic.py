@@ -114,3 +114,21 @@ def cpu_only_trace(path: Path, small_ops: int = 30, name: str = "aten::op_{:02d}
             op(name.format(i), t0 + 400 + i * 15, 10)
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     return path
+
+
+def equal_host_steps_trace(path: Path, steps: int) -> Path:
+    """A CPU-only trace of ``steps`` identical 2 ms ``ProfilerStep``s 10 ms apart, each one
+    float32 ``aten::mm`` filling it: iterations whose host time cannot vary."""
+    events: list[dict[str, Any]] = []
+    for n in range(steps):
+        t0 = 10_000.0 * (n + 1)
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+             "tid": 1, "ts": t0, "dur": 2000}
+        )  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
+             "dur": 1998, "args": {"Input type": ["float", "float"]}}
+        )  # fmt: skip
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from kineto_synthetic import equal_host_steps_trace
 from synthetic import run_meta
 
 from tcreport import api, schema
@@ -164,19 +165,7 @@ def test_allow_empty_past_the_last_profiler_step_aggregates_every_one_synthetic(
 ) -> None:
     """--allow-empty's promise: a start past the last iteration aggregates the whole run (with a
     note) instead of the exit-2 refusal it gets without the flag."""
-    events = []
-    for n in range(4):
-        t0 = 10_000.0 * (n + 1)
-        events.append(
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
-             "tid": 1, "ts": t0, "dur": 2000}
-        )  # fmt: skip
-        events.append(
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
-             "dur": 1998, "args": {"Input type": ["float", "float"]}}
-        )  # fmt: skip
-    path = tmp_path / "steps_synthetic.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    path = equal_host_steps_trace(tmp_path / "steps_synthetic.json", 4)
     run = api.load(path)
     with pytest.raises(OptionError, match="past the last iteration"):
         api.analyze(run, slicing.Slice(iter_start=9))

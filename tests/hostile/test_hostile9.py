@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from job_synthetic import write_job
+from kineto_synthetic import equal_host_steps_trace
 from trace_paths import REALTRACES, SAMPLES
 
 from tcreport import api
@@ -254,19 +255,7 @@ def test_summary_json_takes_rank_as_documented(tmp_path: Path) -> None:
 
 
 def test_identical_host_steps_do_not_vary_synthetic(tmp_path: Path) -> None:
-    events = []
-    for n in range(8):
-        t0 = 10_000.0 * (n + 1)
-        events.append(
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
-             "tid": 1, "ts": t0, "dur": 2000}
-        )  # fmt: skip
-        events.append(
-            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 1,
-             "dur": 1998, "args": {"Input type": ["float", "float"]}}
-        )  # fmt: skip
-    path = tmp_path / "cpu_equal_steps_synthetic.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    path = equal_host_steps_trace(tmp_path / "cpu_equal_steps_synthetic.json", 8)
     view = api.analyze(api.load(path))
     assert view.analysis.host.cpu_only
     assert "IT003" not in [f.id for f in view.findings], [f.title for f in view.findings]
