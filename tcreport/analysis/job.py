@@ -29,7 +29,13 @@ from tcreport import fmt
 from tcreport.analysis.collectives import Bandwidth, bandwidth
 from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
 from tcreport.analysis.job_cells import cells as cells_of
-from tcreport.analysis.job_ranks import NameTime, RankFigures, RankStep
+from tcreport.analysis.job_ranks import (
+    NameTime,
+    RankFigures,
+    RankStep,
+    weighted_tc_share,
+    with_kernel_times,
+)
 from tcreport.analysis.sections.headline import Tone
 from tcreport.analysis.sections.verdict import share_tone, words_for
 from tcreport.analysis.vendor import MATRIX_UNIT, Vendor
@@ -99,6 +105,7 @@ class RankRow:
     wait_ns: float | None
     straggler_in: int  # iterations it was the straggler in
     findings: tuple[str, ...]
+    tc_kernel_ns: int | None = None  # its kernel time on the matrix units (the share's numerator)
 
 
 @dataclass(frozen=True)
@@ -150,10 +157,8 @@ class JobSection:
 
 
 def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
-    known = [r for r in ranks if r.gpu_kernel_ns and r.tc_kernel_ns is not None]
-    tc = sum(r.tc_kernel_ns or 0 for r in known)
-    total = sum(r.gpu_kernel_ns or 0 for r in known)
-    share = tc / total if total else None
+    known = with_kernel_times(ranks)
+    share, tc, total = weighted_tc_share(known)
     shares = sorted((r.tc_share, r.rank) for r in ranks if r.tc_share is not None)
     spread = (
         Spread(
@@ -224,6 +229,7 @@ def _rank_rows(ranks: Sequence[RankFigures], cells: list[Cell]) -> tuple[RankRow
                 wait_ns=_mean([c.wait_ns for c in mine]),
                 straggler_in=sum(1 for c in mine if c.straggler),
                 findings=r.finding_ids,
+                tc_kernel_ns=r.tc_kernel_ns,
             )
         )
     return tuple(out)

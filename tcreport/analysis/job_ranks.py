@@ -13,7 +13,9 @@ PyTorch rank drives one GPU, and a trace that touched another (a stray copy) mus
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -206,3 +208,31 @@ def rank_figures(
         violations=a.violations,
         split_by=method_text(a.iterations.info),
     )
+
+
+class KernelTimes(Protocol):
+    """A rank's kernel time and its matrix-unit part (:class:`RankFigures`, the job's rank rows)."""
+
+    @property
+    def gpu_kernel_ns(self) -> int | None: ...
+
+    @property
+    def tc_kernel_ns(self) -> int | None: ...
+
+
+_K = TypeVar("_K", bound=KernelTimes)
+
+
+def with_kernel_times(ranks: Sequence[_K]) -> list[_K]:
+    """The ranks whose kernel time and matrix-unit kernel time are both known."""
+    return [r for r in ranks if r.gpu_kernel_ns and r.tc_kernel_ns is not None]
+
+
+def weighted_tc_share(ranks: Sequence[KernelTimes]) -> tuple[float | None, int, int]:
+    """The job's matrix-unit share, time-weighted: the matrix-unit kernel time over the kernel
+    time of the ranks that hold both (and those two sums). The job verdict's figure, and a job
+    diff's over the ranks it compares."""
+    known = with_kernel_times(ranks)
+    tc = sum(r.tc_kernel_ns or 0 for r in known)
+    total = sum(r.gpu_kernel_ns or 0 for r in known)
+    return (tc / total if total else None), tc, total

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tcreport import fmt
 from tcreport.analysis.job_cells import cells as cells_of
-from tcreport.analysis.job_ranks import RankStep
+from tcreport.analysis.job_ranks import RankStep, weighted_tc_share
 from tcreport.compare import diff as compare
 from tcreport.compare import gates
 from tcreport.compare.model import (
@@ -103,10 +103,7 @@ def _side(jr: JobReport, ranks: frozenset[int]) -> _Side:
                 keyed[c.rank][c.label] = c.step
         order = [r.label for r in sec.iterations] if ranks else []
         iterations = tuple(cells_of(order, keyed)[1])
-        known = [r for r in rows_of.values() if r.gpu_kernel_ns and r.tc_share is not None]
-        total = sum(r.gpu_kernel_ns or 0 for r in known)
-        tc = sum((r.tc_share or 0.0) * (r.gpu_kernel_ns or 0) for r in known)
-        share = tc / total if total else None
+        share = weighted_tc_share(list(rows_of.values()))[0]
     steps = [float(r.step_ns) for r in iterations]
     n = len(iterations) or None
     kernel = [r.gpu_kernel_ns for r in rows_of.values() if r.gpu_kernel_ns is not None]
