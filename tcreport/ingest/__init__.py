@@ -276,7 +276,10 @@ def find_job(path: Path) -> Job | None:
     jobs, rest = job.group(path, found)
     if len(jobs) != 1 or rest:
         return None
-    children = [c for c in path.iterdir() if c.is_file() and not c.name.startswith(".")]
+    try:
+        children = [c for c in path.iterdir() if c.is_file() and not c.name.startswith(".")]
+    except OSError:  # listed a moment ago; gone or locked since: no names to add
+        children = []
     return job.with_unreadable(jobs[0], children, {p for _, p in found})
 
 
