@@ -29,6 +29,19 @@ WINDOWS = SAMPLES.parent.parent / "shared" / "realtraces" / "nsys" / "v2022.1-wi
 runner = CliRunner()
 
 
+def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every path ``ingest.load`` reads from now on, in order."""
+    reads: list[Path] = []
+    real = ingest.load
+
+    def counting(path: Path, fmt: object = None) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(ingest, "load", counting)
+    return reads
+
+
 @pytest.fixture(scope="module")
 def job_report() -> JobReport:
     job = api.find_job(NSYS)
@@ -145,14 +158,7 @@ def test_a_folder_holding_only_the_export_is_the_job() -> None:
 
 def test_the_export_is_read_once_per_job_and_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its ranks (and the straggler's full report) are split off one read of the export."""
-    reads: list[Path] = []
-    real = ingest.load
-
-    def counting(path: Path, fmt: object = None) -> object:
-        reads.append(path)
-        return real(path)
-
-    monkeypatch.setattr(ingest, "load", counting)
+    reads = _count_loads(monkeypatch)
     job = api.find_job(NSYS)
     assert job is not None
     jr = api.analyze_job(job, with_timeline=True)
@@ -217,14 +223,7 @@ def test_a_rank_let_go_is_not_held_and_is_read_again_if_asked(
     assert export.rank(1, 149).kernels is not None
     assert export.held_beside(149) == 0  # rank 0's rows are gone, no third process has any
 
-    reads: list[Path] = []
-    real = ingest.load
-
-    def counting(path: Path, fmt: object = None) -> object:
-        reads.append(path)
-        return real(path)
-
-    monkeypatch.setattr(ingest, "load", counting)
+    reads = _count_loads(monkeypatch)
     job = api.find_job(NSYS)
     assert job is not None
     try:
