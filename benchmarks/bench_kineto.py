@@ -90,8 +90,11 @@ print(json.dumps({"seconds": dt, "rows": len(bd), "note": note}))
 SUMMARY = """
 import sys, time
 sys.argv = ["tcreport", "summary", sys.argv[1], "--json"]
-from tcreport.cli import main
-main()
+try:
+    from tcreport.cli import command  # the console script's entry (quick exit, cli/_exit.py)
+except ImportError:  # a baseline tree from before it
+    from tcreport.cli import main as command
+command()
 """
 
 

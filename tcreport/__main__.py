@@ -1,5 +1,5 @@
 """``python -m tcreport`` = the ``tcreport`` command."""
 
-from tcreport.cli import main
+from tcreport.cli import command
 
-main()
+command()

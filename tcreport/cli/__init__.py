@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from tcreport.cli import _exit
 from tcreport.cli.app import OWN_PROCESS, app
 
-__all__ = ["app", "main"]  # `app` is public: tests and embedders invoke the Typer app
+__all__ = ["app", "command", "main"]  # `app` is public: tests and embedders invoke the Typer app
 
 
 def main() -> None:
     # The allocators are tuned in the app's callback (tcreport.cli.app.tune_allocators), once the
     # command is known: never for `profile`, whose user script runs in this process.
     app(obj=OWN_PROCESS)
+
+
+def command() -> None:
+    """The ``tcreport`` console script and ``python -m tcreport``: :func:`main`, then, once the
+    command has armed it, an exit without the interpreter's teardown (tcreport/cli/_exit.py).
+    ``main`` itself never ends the process early: a program calling it may catch its SystemExit."""
+    try:
+        main()
+    except SystemExit as exc:
+        _exit.leave(exc.code)
+        raise

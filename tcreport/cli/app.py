@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 
 from tcreport import __version__
 from tcreport._no_pandas import refuse_pandas
-from tcreport.cli import _plain_params
+from tcreport.cli import _exit, _plain_params
 from tcreport.fmt import visible as plain
 
 # Typer >= 0.2x carries its own copy of Click (typer._click); older ones use click itself.
@@ -143,6 +143,7 @@ def _main(
         # the collector's sight, every later collection skips them. ~35 ms less CPU of a small
         # trace's 0.45 s; nothing made after this is exempt (benchmarks/README.md).
         gc.freeze()
+        _exit.arm()  # and leave without the interpreter's teardown (tcreport/cli/_exit.py)
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="tcreport: %(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:
