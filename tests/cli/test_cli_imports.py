@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from trace_paths import ROOT, SAMPLES
 
@@ -87,3 +88,12 @@ def test_a_command_that_runs_a_users_script_keeps_pandas_importable() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert "pandas pandas" in done.stderr
+
+
+def test_a_summary_written_to_a_file_imports_no_rich(tmp_path: Path) -> None:
+    """Its one line on stderr ("wrote X") is written as it is: rich's console (~20 ms) is for the
+    spinner and progress bars, which a run without a terminal never shows."""
+    out = tmp_path / "summary.json"
+    names, _ = _imported("summary", str(NSYS_SAMPLE), "--json", "-o", str(out))
+    assert out.read_text().lstrip().startswith("{")
+    assert sorted(n for n in names if n.split(".")[0] == "rich") == []
