@@ -167,11 +167,6 @@ def test_crossing_ops_give_the_same_tables_whatever_the_chunks(
     _same_run(nsys_sqlite.read(path), whole)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a numeric NVTX text is typed by the first batch of its chunk, so 42 reads as "
-    "'42' or '4.200000e+01' depending on where the chunks fall",
-)
 def test_numeric_texts_in_an_untyped_text_column_read_the_same_whatever_the_chunks(
     cnn_export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

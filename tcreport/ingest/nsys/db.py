@@ -74,6 +74,7 @@ class NsysDb:
         _sqlite.refuse_unsafe(con, path, needs)
         self.tables = _sqlite.table_names(con, path)
         self._cols: dict[str, list[str]] = {}
+        self._types: dict[str, dict[str, str]] = {}
         self.workers = max(1, min(4, _cpus()))
         self._stop = threading.Event()
 
@@ -81,8 +82,21 @@ class NsysDb:
         if table not in self.tables:
             return []
         if table not in self._cols:
-            self._cols[table] = [str(r[1]) for r in self.rows(f'PRAGMA table_info("{table}")')]
+            info = self.rows(f'PRAGMA table_info("{table}")')
+            self._cols[table] = [str(r[1]) for r in info]
+            self._types[table] = {str(r[1]): str(r[2] or "").upper() for r in info}
         return self._cols[table]
+
+    def holds_text(self, table: str, column: str) -> bool:
+        """Whether SQLite stores every value of ``column`` as text (a declared type with TEXT
+        affinity: CHAR, CLOB or TEXT in it, as nsys declares its text columns). In a column
+        declared otherwise, ``42`` stays a number, and ADBC would type each chunk's column from
+        its first batch: 42 would read as ``'42'`` in one chunk and ``'4.200000e+01'`` in
+        another, so such a column is read through ``CAST(... AS TEXT)``."""
+        declared = (
+            self._types.get(table, {}).get(column, "") if column in self.columns(table) else ""
+        )
+        return any(word in declared for word in ("CHAR", "CLOB", "TEXT"))
 
     def rows(self, sql: str, params: tuple[str, ...] = ()) -> list[tuple[object, ...]]:
         try:

@@ -56,7 +56,9 @@ def nvtx_scans(db: NsysDb, sid_ids: pa.Array, sid_values: pa.Array) -> list[Scan
     cols = set(db.columns(TABLE))
     if not {"start", "end", "eventType", "globalTid"} <= cols:
         return []
-    text = '"text"' if "text" in cols else "NULL"
+    text = "NULL" if "text" not in cols else '"text"'
+    if "text" in cols and not db.holds_text(TABLE, "text"):
+        text = 'CAST("text" AS TEXT)'  # numbers read as one text whatever the chunks (db.py)
     text_id = "textId" if "textId" in cols else "NULL"
     domain = "IFNULL(domainId, 0) & 2147483647" if "domainId" in cols else "0"
     # Every value ADBC converts costs ~45 ns, and this table has tens of millions of rows, so
