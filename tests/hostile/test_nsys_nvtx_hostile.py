@@ -139,12 +139,6 @@ def test_nvtx_ranges_out_of_the_schema_bounds_are_dropped_with_a_note(
     assert any("1 NVTX range rows" in n for n in run.meta.notes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a range dropped inside an op in its own chunk still extends that chunk's "
-    "running maximum of op ends, but not the next chunk's (ops of two NVTX domains on one thread "
-    "may cross: push/pop stacks are per thread per domain)",
-)
 def test_crossing_ops_give_the_same_tables_whatever_the_chunks(
     cnn_export: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -132,13 +132,28 @@ def time_order(tcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 def inside_op(tcode: np.ndarray, start: np.ndarray, end: np.ndarray, op: np.ndarray) -> np.ndarray:
     """Whether an op range (of positive length) earlier in (thread, start, -end) order is still
     open at each range's start: a running maximum of op ends per thread, one pass."""
+    return op_cover(tcode, start, end, op)[0]
+
+
+def op_cover(
+    tcode: np.ndarray, start: np.ndarray, end: np.ndarray, op: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`inside_op`, and which of the ranges inside an op outlast every op open at their
+    start. Push/pop stacks are per thread *and domain*, so a range of one domain may cross an op
+    of another: it is inside, but if it is an op itself its end still hides what starts after the
+    outer op ends. A reader that drops inside ranges chunk by chunk keeps these (whether a range is
+    an op may be known only once something is seen inside it), so the next chunk sees that end."""
     inside = np.zeros(len(start), dtype=bool)
+    outlasting = np.zeros(len(start), dtype=bool)
     bounds = np.flatnonzero(tcode[1:] != tcode[:-1]) + 1
     op_end = np.where(op, end, _I64_MIN)
     for a, b in zip(np.r_[0, bounds], np.r_[bounds, len(start)], strict=True):
         run = np.maximum.accumulate(op_end[a:b])
-        inside[a + 1 : b] = run[:-1] > start[a + 1 : b]
-    return inside
+        before = run[:-1]
+        inside[a + 1 : b] = before > start[a + 1 : b]
+        outlasting[a + 1 : b] = end[a + 1 : b] > before
+    outlasting &= inside
+    return inside, outlasting
 
 
 def find_open(

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.ingest.nsys.db import NsysDb, Scan, int64, string
-from tcreport.ingest.nsys.nvtx_nesting import inside_op, thread_codes, time_order
+from tcreport.ingest.nsys.nvtx_nesting import op_cover, thread_codes, time_order
 from tcreport.ingest.nsys.nvtx_text import OTHER, Parsed, is_op, parse
 from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS
 
@@ -224,9 +224,12 @@ def _kept(
     kind = np.full(len(texts), OTHER, dtype=np.int8)  # not parsed: nothing starts inside them
     kind[parents] = first.kind
     op = is_op(kind[code[order]]) & (e_o > s_o)
-    inside = np.zeros(len(start), dtype=bool)
-    inside[order] = inside_op(t_sorted, s_o, e_o, op)
-    keep = ~inside
+    # A range crossing the op it starts in (two NVTX domains) is kept: if it is an op, its end
+    # may hide a range of the next chunk; the merge (nvtx._outer) drops it again with the whole
+    # export in view. Properly nested ranges never cross, so this keeps next to nothing.
+    cover, crossing = op_cover(t_sorted, s_o, e_o, op)
+    keep = np.ones(len(start), dtype=bool)
+    keep[order] = ~cover | crossing
     kept = _distinct(code[keep], len(texts))
     rest = kept[at[kept] < 0]
     at[rest] = len(parents) + np.arange(len(rest))
