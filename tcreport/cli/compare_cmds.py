@@ -221,7 +221,8 @@ def check(
     counters: CheckCounters = None,
     baseline_counters: BaselineCounters = None,
 ) -> None:
-    """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
+    """CI gate: a line saying OK (exit 0) or FAILED (exit 1), then one line per gate with its
+    figure and limit."""
     with user_errors():
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")
@@ -251,14 +252,19 @@ def check(
 
 
 def _print_check(result: CheckResult) -> None:
+    """The outcome first, then every gate on its own line with its figure and its limit, passed
+    or not: "OK: 3 gates passed" alone does not say what was checked, and a failed run's log is
+    read for how close the other gates came too. A failed gate's line keeps its ``FAIL`` word."""
     forced = " (forced comparison)" if result.forced else ""
+    total = plural(len(result.results), "gate")
     if result.passed:
-        passed = plural(len(result.results), "gate")
-        typer.echo(f"tcreport check: OK: {passed} passed{forced}")
-        return
-    for r in result.failures:
-        typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
-    raise typer.Exit(1)
+        typer.echo(f"tcreport check: OK: {total} passed{forced}")
+    else:
+        typer.echo(f"tcreport check: FAILED: {len(result.failures)} of {total} failed{forced}")
+    for r in result.results:
+        typer.echo(plain(f"tcreport check: {'pass' if r.passed else 'FAIL'} {r.name}: {r.message}"))
+    if not result.passed:
+        raise typer.Exit(1)
 
 
 def _job_and_baseline(
