@@ -21,6 +21,7 @@ from tcreport.cli._common import (
     guard_output,
     is_stdout,
     load_and_analyze,
+    once,
     one_line,
     plural,
     say,
@@ -70,11 +71,12 @@ def _counters(flag: str, whose: str) -> object:
     return typer.Option(flag, help=_COUNTERS_HELP.format(whose=whose), metavar="NCU_CSV")
 
 
-BaseCounters = Annotated[Path | None, _counters("--base-counters", "BASE's workload")]
-HeadCounters = Annotated[Path | None, _counters("--head-counters", "HEAD's workload")]
-CheckCounters = Annotated[Path | None, _counters("--counters", "PATH's workload")]
+# repeatable only so that a second CSV is refused, not silently kept (_common.once)
+BaseCounters = Annotated[list[Path] | None, _counters("--base-counters", "BASE's workload")]
+HeadCounters = Annotated[list[Path] | None, _counters("--head-counters", "HEAD's workload")]
+CheckCounters = Annotated[list[Path] | None, _counters("--counters", "PATH's workload")]
 BaselineCounters = Annotated[
-    Path | None, _counters("--baseline-counters", "the --baseline run's workload")
+    list[Path] | None, _counters("--baseline-counters", "the --baseline run's workload")
 ]
 
 
@@ -116,11 +118,13 @@ def diff(
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
-    base_counters: BaseCounters = None,
-    head_counters: HeadCounters = None,
+    base_counters_given: BaseCounters = None,
+    head_counters_given: HeadCounters = None,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
+        base_counters = once(base_counters_given, "--base-counters")
+        head_counters = once(head_counters_given, "--head-counters")
         fmt = fmt or _format_of(output)
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
@@ -218,12 +222,14 @@ def check(
     iter_stop: IterStop = None,
     force: Force = False,
     allow_empty: AllowEmpty = False,
-    counters: CheckCounters = None,
-    baseline_counters: BaselineCounters = None,
+    counters_given: CheckCounters = None,
+    baseline_counters_given: BaselineCounters = None,
 ) -> None:
     """CI gate: a line saying OK (exit 0) or FAILED (exit 1), then one line per gate with its
     figure and limit."""
     with user_errors():
+        counters = once(counters_given, "--counters")
+        baseline_counters = once(baseline_counters_given, "--baseline-counters")
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")
         if baseline is not None and max_regression is None:
