@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -41,6 +42,7 @@ class DiffFormat(StrEnum):
     HTML = "html"
     MARKDOWN = "markdown"
     JSON = "json"
+    TERMINAL = "terminal"
 
 
 _INPUT_HELP = "Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder)."
@@ -97,8 +99,9 @@ def diff(
         typer.Option(
             "--format",
             "-f",
-            metavar="[markdown|json|html]",
-            help="Output format [default: from the -o suffix (.html, .json), else markdown].",
+            metavar="[markdown|json|html|terminal]",
+            help="Output format [default: from the -o suffix (.html, .json), else terminal "
+            "tables on a terminal and markdown (a PR comment) in a pipe or file].",
             show_default=False,
         ),
     ] = None,
@@ -290,8 +293,11 @@ def _job_and_baseline(
 
 
 def _format_of(output: Path | None) -> DiffFormat:
-    """The format a file name asks for: `-o diff.html` is HTML, not Markdown in an .html file."""
-    suffix = output.suffix.lower() if output is not None and not is_stdout(output) else ""
+    """The format a file name asks for: `-o diff.html` is HTML, not Markdown in an .html file.
+    Without a file, a person at a terminal gets tables (the Markdown is escaped for GitHub:
+    `&lt;`, `\\_`), and a pipe the Markdown it always got, so scripts that post it see no change."""
+    if output is None or is_stdout(output):
+        return DiffFormat.TERMINAL if sys.stdout.isatty() else DiffFormat.MARKDOWN
     return {".html": DiffFormat.HTML, ".htm": DiffFormat.HTML, ".json": DiffFormat.JSON}.get(
-        suffix, DiffFormat.MARKDOWN
+        output.suffix.lower(), DiffFormat.MARKDOWN
     )

@@ -33,7 +33,7 @@ def test_dash_h_is_help_and_help_shows_real_metavars(command: str) -> None:
 
 def test_choices_are_shown_in_help() -> None:
     assert "--backend [auto|torch|tf|dlprof|nsys]" in runner.invoke(app, ["profile", "-h"]).stdout
-    assert "[markdown|json|html]" in runner.invoke(app, ["diff", "-h"]).stdout
+    assert "[markdown|json|html|terminal]" in runner.invoke(app, ["diff", "-h"]).stdout
     assert "[table|csv|json]" in runner.invoke(app, ["query", "-h"]).stdout
 
 
