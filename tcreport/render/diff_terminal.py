@@ -219,6 +219,7 @@ def render_job(jd: JobDiff, tool_version: str) -> str:
     _line(out, f"base {jd.base_presence} · head {jd.head_presence}")
     if jd.forced:
         _line(out, f"Forced comparison: {'; '.join(jd.not_comparable)}")
+    out.print()
     heads = ["job figure", "base", "head", "Δ", "verdict"]
     rows = [
         [f.label, value(f.base, f.unit), value(f.head, f.unit), delta(f.delta, f.unit, f.rel)]
@@ -238,10 +239,13 @@ def render_job(jd: JobDiff, tool_version: str) -> str:
         ]
         for r in jd.ranks[:64]
     ]
+    out.print()
     out.print(_table(heads, rows, {0}, MIN_NAME))
+    out.print()
     _line(out, jd.noise_rule)
     for n in jd.notes:
         _line(out, f"  - {n}")
+    out.print()
     out.print(Text(f"Rank {jd.detail_rank}", style="bold"))
     write(jd.detail, tool_version, out, cols)
     return _text(out)
