@@ -325,13 +325,15 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
 
 
 def render_diff(d: Diff, fmt: str) -> str:
-    """The diff as ``"markdown"`` (one PR comment), ``"json"`` (``tcreport.diff/1``) or ``"html"``."""
-    from tcreport.render import diff_html, diff_json, diff_markdown
+    """The diff as ``"markdown"`` (one PR comment), ``"json"`` (``tcreport.diff/1``), ``"html"``
+    or ``"terminal"`` (plain tables as wide as the window)."""
+    from tcreport.render import diff_html, diff_json, diff_markdown, diff_terminal
 
     render: Callable[[Diff, str], str] = {
         "html": diff_html.render,
         "json": diff_json.render,
         "markdown": diff_markdown.render,
+        "terminal": diff_terminal.render,
     }[fmt]
     return render(d, __version__)
 

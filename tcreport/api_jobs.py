@@ -139,13 +139,16 @@ def same_rank_in_full(
 
 
 def render_job_diff(d: JobDiff, fmt: str) -> str:
-    """The job diff as ``"markdown"``, ``"json"`` (``tcreport.job-diff/1``) or ``"html"``."""
+    """The job diff as ``"markdown"``, ``"json"`` (``tcreport.job-diff/1``), ``"html"`` or
+    ``"terminal"``."""
+    from tcreport.render import diff_terminal
     from tcreport.render import job_diff as render
 
     fn = {
         "html": render.render_html,
         "json": render.render_json,
         "markdown": render.render_markdown,
+        "terminal": diff_terminal.render_job,
     }[fmt]  # as render_diff: an unknown format is a caller's error, not Markdown
     return fn(d, __version__)
 

@@ -274,6 +274,8 @@ def merge(run: Run, ncu_run: Run) -> Run:
     counts = np.bincount(rows[rows >= 0], minlength=len(targets))
     by_order = run.meta.kernel_granularity is Granularity.LAUNCH
     m = _match(targets, counted, counts, by_order)
+    if targets and not m.matched:
+        raise _another_run(ncu_run, targets, len(counted))
     codes = _per_row(kernels, rows, m)
     new = pa.array(codes == _YES, pa.bool_(), mask=codes == _UNKNOWN)
     merged = pc.coalesce(new, kernels.column("counter_uses_tc"))
@@ -286,6 +288,22 @@ def merge(run: Run, ncu_run: Run) -> Run:
         run.meta, notes=tuple(notes), files=(*run.meta.files, *ncu_run.meta.files)
     )
     return run.replace(meta=meta, kernels=kernels)
+
+
+def _another_run(ncu_run: Run, targets: list[str], profiled: int) -> InputError:
+    """No kernel of the trace is in the CSV: almost surely the counters of another program (or
+    another model), and a report that quietly falls back to kernel names would read as measured.
+    A partial match stays a note (ncu ``-k``/``-c`` profiles a subset); none at all is refused."""
+    hint = (
+        "; the trace keeps mangled names, which match a CSV made with --print-kernel-base mangled"
+        if any(t.startswith("_Z") for t in targets)
+        else "; is it from another run?"
+    )
+    return InputError(
+        f"none of the trace's {len(targets)} kernel names is among the {profiled} this Nsight "
+        f"Compute CSV profiled (0 of {len(targets)} matched){hint}",
+        ncu_run.meta.path,
+    )
 
 
 def _note(ncu_run: Run, kernels: pa.Table, distinct: int, m: _Match) -> str:

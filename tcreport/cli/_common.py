@@ -31,6 +31,22 @@ def err_console() -> Console:
     return Console(stderr=True, highlight=False, emoji=False)
 
 
+def once(values: list[Path] | None, flag: str) -> Path | None:
+    """The one Nsight Compute CSV of a counters option, refusing a second.
+
+    The counters options are declared repeatable only so a second use is seen: Click would keep the
+    last one silently. Two CSVs are not merged: matching is one CSV's affair (conflicting
+    verdicts of its kernels leave a kernel unknown, launch i takes ncu's launch i of one
+    process), so across two files their order would decide the kernels they disagree on.
+    """
+    if values and len(values) > 1:
+        raise UsageError(
+            f"{flag} given {len(values)} times: it takes one Nsight Compute CSV (profile the run "
+            "once with ncu, every kernel in one CSV)"
+        )
+    return values[0] if values else None
+
+
 KeyNode = Annotated[
     str | None,
     typer.Option(

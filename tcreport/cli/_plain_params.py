@@ -71,6 +71,9 @@ def _plain_value(value: Any, annotation: Any, info: Any, param: Any, ctx: Any) -
             raise _Miss from None
     if annotation == list[str] and type(value) is tuple and all(type(v) is str for v in value):
         return list(value)
+    paths = annotation == list[Path] and info.path_type is None and type(value) is tuple
+    if paths and value and all(type(v) is str and v for v in value):
+        return [coerce_cli_path(Path(v), info, path_type=Path, param=param, ctx=ctx) for v in value]
     raise _Miss
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,6 +22,7 @@ from tcreport.cli._common import (
     guard_output,
     is_stdout,
     load_and_analyze,
+    once,
     one_line,
     plural,
     say,
@@ -40,6 +42,7 @@ class DiffFormat(StrEnum):
     HTML = "html"
     MARKDOWN = "markdown"
     JSON = "json"
+    TERMINAL = "terminal"
 
 
 _INPUT_HELP = "Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder)."
@@ -70,11 +73,12 @@ def _counters(flag: str, whose: str) -> object:
     return typer.Option(flag, help=_COUNTERS_HELP.format(whose=whose), metavar="NCU_CSV")
 
 
-BaseCounters = Annotated[Path | None, _counters("--base-counters", "BASE's workload")]
-HeadCounters = Annotated[Path | None, _counters("--head-counters", "HEAD's workload")]
-CheckCounters = Annotated[Path | None, _counters("--counters", "PATH's workload")]
+# repeatable only so that a second CSV is refused, not silently kept (_common.once)
+BaseCounters = Annotated[list[Path] | None, _counters("--base-counters", "BASE's workload")]
+HeadCounters = Annotated[list[Path] | None, _counters("--head-counters", "HEAD's workload")]
+CheckCounters = Annotated[list[Path] | None, _counters("--counters", "PATH's workload")]
 BaselineCounters = Annotated[
-    Path | None, _counters("--baseline-counters", "the --baseline run's workload")
+    list[Path] | None, _counters("--baseline-counters", "the --baseline run's workload")
 ]
 
 
@@ -95,8 +99,9 @@ def diff(
         typer.Option(
             "--format",
             "-f",
-            metavar="[markdown|json|html]",
-            help="Output format [default: from the -o suffix (.html, .json), else markdown].",
+            metavar="[markdown|json|html|terminal]",
+            help="Output format [default: from the -o suffix (.html, .json), else terminal "
+            "tables on a terminal and markdown (a PR comment) in a pipe or file].",
             show_default=False,
         ),
     ] = None,
@@ -116,11 +121,13 @@ def diff(
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
-    base_counters: BaseCounters = None,
-    head_counters: HeadCounters = None,
+    base_counters_given: BaseCounters = None,
+    head_counters_given: HeadCounters = None,
 ) -> None:
     """What changed from BASE to HEAD: GPU time, Tensor Core share, eligible-not-TC time, findings."""
     with user_errors():
+        base_counters = once(base_counters_given, "--base-counters")
+        head_counters = once(head_counters_given, "--head-counters")
         fmt = fmt or _format_of(output)
         if fmt is DiffFormat.HTML and (output is None or is_stdout(output)):
             raise UsageError("--format html needs --output FILE")
@@ -218,11 +225,14 @@ def check(
     iter_stop: IterStop = None,
     force: Force = False,
     allow_empty: AllowEmpty = False,
-    counters: CheckCounters = None,
-    baseline_counters: BaselineCounters = None,
+    counters_given: CheckCounters = None,
+    baseline_counters_given: BaselineCounters = None,
 ) -> None:
-    """CI gate: exit 1 with one line per failed gate, exit 0 with one OK line otherwise."""
+    """CI gate: a line saying OK (exit 0) or FAILED (exit 1), then one line per gate with its
+    figure and limit."""
     with user_errors():
+        counters = once(counters_given, "--counters")
+        baseline_counters = once(baseline_counters_given, "--baseline-counters")
         if max_regression is not None and baseline is None:
             raise UsageError("--max-regression needs --baseline")
         if baseline is not None and max_regression is None:
@@ -251,14 +261,19 @@ def check(
 
 
 def _print_check(result: CheckResult) -> None:
+    """The outcome first, then every gate on its own line with its figure and its limit, passed
+    or not: "OK: 3 gates passed" alone does not say what was checked, and a failed run's log is
+    read for how close the other gates came too. A failed gate's line keeps its ``FAIL`` word."""
     forced = " (forced comparison)" if result.forced else ""
+    total = plural(len(result.results), "gate")
     if result.passed:
-        passed = plural(len(result.results), "gate")
-        typer.echo(f"tcreport check: OK: {passed} passed{forced}")
-        return
-    for r in result.failures:
-        typer.echo(plain(f"tcreport check: FAIL {r.name}: {r.message}{forced}"))
-    raise typer.Exit(1)
+        typer.echo(f"tcreport check: OK: {total} passed{forced}")
+    else:
+        typer.echo(f"tcreport check: FAILED: {len(result.failures)} of {total} failed{forced}")
+    for r in result.results:
+        typer.echo(plain(f"tcreport check: {'pass' if r.passed else 'FAIL'} {r.name}: {r.message}"))
+    if not result.passed:
+        raise typer.Exit(1)
 
 
 def _job_and_baseline(
@@ -278,8 +293,11 @@ def _job_and_baseline(
 
 
 def _format_of(output: Path | None) -> DiffFormat:
-    """The format a file name asks for: `-o diff.html` is HTML, not Markdown in an .html file."""
-    suffix = output.suffix.lower() if output is not None and not is_stdout(output) else ""
+    """The format a file name asks for: `-o diff.html` is HTML, not Markdown in an .html file.
+    Without a file, a person at a terminal gets tables (the Markdown is escaped for GitHub:
+    `&lt;`, `\\_`), and a pipe the Markdown it always got, so scripts that post it see no change."""
+    if output is None or is_stdout(output):
+        return DiffFormat.TERMINAL if sys.stdout.isatty() else DiffFormat.MARKDOWN
     return {".html": DiffFormat.HTML, ".htm": DiffFormat.HTML, ".json": DiffFormat.JSON}.get(
-        suffix, DiffFormat.MARKDOWN
+        output.suffix.lower(), DiffFormat.MARKDOWN
     )

@@ -22,6 +22,7 @@ from tcreport.cli._common import (
     find_job,
     guard_output,
     load_and_analyze,
+    once,
     phase,
     say,
     slice_of,
@@ -32,8 +33,8 @@ from tcreport.cli._common import (
 from tcreport.cli.app import app
 from tcreport.errors import UsageError
 
-Counters = Annotated[
-    Path | None,
+Counters = Annotated[  # repeatable only so a second one is refused (_common.once)
+    list[Path] | None,
     typer.Option(
         "--counters",
         help="Nsight Compute CSV (ncu --csv) of the same workload, or a folder holding it: its "
@@ -73,7 +74,7 @@ def report(
     timestamp: Annotated[
         bool, typer.Option("--timestamp", help="Stamp the report with the time it was made.")
     ] = False,
-    counters: Counters = None,
+    counters_given: Counters = None,
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
@@ -93,6 +94,7 @@ def report(
     Without -o it goes to tcreport.html (tcreport.md with --markdown).
     """
     with user_errors():
+        counters = once(counters_given, "--counters")
         # `-o notes.md` means Markdown: HTML under a .md name is never what was wanted
         markdown = markdown or (
             output is not None and output.suffix.lower() in (".md", ".markdown")
@@ -145,7 +147,7 @@ def summary(
     key_node: KeyNode = None,
     iter_start: IterStart = None,
     iter_stop: IterStop = None,
-    counters: Counters = None,
+    counters_given: Counters = None,
     allow_empty: AllowEmpty = False,
     follow_link: FollowLink = False,
     replace_read_only: ReplaceReadOnly = False,
@@ -153,6 +155,7 @@ def summary(
 ) -> None:
     """Print the verdict: a table on the terminal, or JSON for CI."""
     with user_errors():
+        counters = once(counters_given, "--counters")
         if output is not None and not json_out:
             raise UsageError("--output writes the JSON summary; add --json")
         guard_output(
@@ -193,10 +196,11 @@ def ingest(
             help="Replace the folder if it is one 'tcreport ingest' wrote (never another).",
         ),
     ] = False,
-    counters: Counters = None,
+    counters_given: Counters = None,
 ) -> None:
     """Parse once, keep the canonical tables (Parquet); report and summary then read the folder."""
     with user_errors():
+        counters = once(counters_given, "--counters")
         api.check_ingest_output(output, force=force, inputs=[path, counters])
         with status(f"Reading {path}"):
             run = api.load(path)

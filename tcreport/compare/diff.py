@@ -152,6 +152,15 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     return tuple(reasons)
 
 
+#: The headline figures the verdict line names first when they moved beyond noise, in this order:
+#: the GPU's work, the time the user waits for each iteration, and how much of the work ran on the
+#: matrix units. A PR that halves kernel time but doubles wall time per iteration (a host-bound
+#: input pipeline, a sync) must say both in the one line a reviewer reads.
+VERDICT_LEADS = ("gpu_kernel_ns", "wall_ns", "tc_share")
+#: How many moved figures the verdict line names (the leads first); the table lists every one.
+VERDICT_PARTS = 3
+
+
 def verdict_line(
     figures: tuple[Figure, ...], base: Analysis, head: Analysis, lost: tuple[str, ...] = ()
 ) -> str:
@@ -171,10 +180,10 @@ def verdict_line(
             return f"{f.label} per iteration {f.rel:+.1%} ({dur(f.base)} → {dur(f.head)})"
         return f"{f.label} {f.verdict.value}"
 
-    key = next((f for f in figures if f.key == "gpu_kernel_ns"), None)
-    lead = [f for f in (key,) if f is not None and f in moved] + [f for f in moved if f is not key]
+    rank = {key: i for i, key in enumerate(VERDICT_LEADS)}
+    lead = sorted(moved, key=lambda f: rank.get(f.key, len(rank)))  # stable: the rest in order
     text = word + (" beyond noise" if word == "no change" else "")
-    parts = [how(f) for f in lead[:3]]
+    parts = [how(f) for f in lead[:VERDICT_PARTS]]
     if lost:
         w = base.verdict.words
         parts.append(f"{len(lost)} {'op' if len(lost) == 1 else 'ops'} no longer on {w.unit}")

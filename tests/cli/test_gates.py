@@ -1,4 +1,4 @@
-"""``tcreport check``: CI gates, one line per failed gate, exit 1; one OK line, exit 0."""
+"""``tcreport check``: CI gates, an OK (exit 0) or FAILED (exit 1) line, then one line per gate."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.strip()]
 
 
-def test_passing_gates_print_one_ok_line(runs: dict[str, Path]) -> None:
+def test_passing_gates_print_ok_then_each_gate_with_its_figure_and_limit(
+    runs: dict[str, Path],
+) -> None:
     result = runner.invoke(
         app,
         [
@@ -46,10 +48,21 @@ def test_passing_gates_print_one_ok_line(runs: dict[str, Path]) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert _lines(result.stdout) == ["tcreport check: OK: 5 gates passed"]
+    assert _lines(result.stdout) == [
+        "tcreport check: OK: 5 gates passed",
+        "tcreport check: pass min-tc-share: TC share 92.3 % >= minimum 50.0 %",
+        "tcreport check: pass max-eligible-not-tc-share: eligible GPU time not on TC 0.0 % of "
+        "kernel time <= maximum 10.0 %",
+        "tcreport check: pass max-regression: GPU kernel time per iteration 155.0 µs -> 65.0 µs "
+        "(-58.1%; limit +5.0%)",
+        "tcreport check: pass max-regression: TC share 0.0 % -> 92.3 % (+92.3 points; "
+        "limit -5.0 points)",
+        "tcreport check: pass max-regression: no op that ran on Tensor Cores in the baseline "
+        "lost them",
+    ]
 
 
-def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
+def test_failed_gates_print_failed_then_each_gate_and_exit_1(runs: dict[str, Path]) -> None:
     result = runner.invoke(
         app,
         [
@@ -66,7 +79,8 @@ def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
         ],
     )
     assert result.exit_code == 1
-    lines = _lines(result.stdout)
+    head, *lines = _lines(result.stdout)
+    assert head == "tcreport check: FAILED: 5 of 5 gates failed"
     assert len(lines) == 5, lines
     assert lines[0] == "tcreport check: FAIL min-tc-share: TC share 0.0 % < minimum 50.0 %"
     assert lines[1].startswith("tcreport check: FAIL max-eligible-not-tc-share: ")
@@ -76,6 +90,35 @@ def test_each_failed_gate_is_one_line_and_exit_1(runs: dict[str, Path]) -> None:
         "tcreport check: FAIL max-regression: 2 ops ran on Tensor Cores in the baseline and "
         "no longer do: model/fc1/linear, model/fc2/linear"
     )
+
+
+def test_a_failed_run_names_the_gates_it_passed_too(runs: dict[str, Path]) -> None:
+    result = runner.invoke(
+        app,
+        ["check", str(runs["fp32"]), "--min-tc-share", "0", "--max-eligible-not-tc-share", "0.5"],
+    )
+    assert result.exit_code == 1
+    assert _lines(result.stdout) == [
+        "tcreport check: FAILED: 1 of 2 gates failed",
+        "tcreport check: pass min-tc-share: TC share 0.0 % >= minimum 0.0 %",
+        "tcreport check: FAIL max-eligible-not-tc-share: eligible GPU time not on TC 96.8 % of "
+        "kernel time > maximum 50.0 %",
+    ]
+
+
+def test_a_job_names_its_gates_as_a_trace_does() -> None:
+    """The bundled 2-rank Nsight Systems job, gated on the job's own figures."""
+    job = SAMPLES / "nsys-h100x2-bf16"
+    args = ["check", str(job), "--min-tc-share", "0.1", "--max-eligible-not-tc-share", "0.01"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert _lines(result.stdout) == [
+        "tcreport check: OK: 2 gates passed",
+        "tcreport check: pass min-tc-share: job TC share 60.0 % >= minimum 10.0 %; "
+        "lowest rank 1 at 58.3 %",
+        "tcreport check: pass max-eligible-not-tc-share: eligible GPU time not on TC 0.0 % of "
+        "all ranks' kernel time <= maximum 1.0 %",
+    ]
 
 
 def test_baseline_alone_gates_any_regression_beyond_noise(runs: dict[str, Path]) -> None:

@@ -64,8 +64,8 @@ def test_every_parameter_converts_as_typer_does() -> None:
             continue
         plain, typers = PlainRuntimeParam(desc), build_runtime_param(desc)
         values: list[Any] = [*TEXTS, 3, 0.5, Path("p")]
-        if param.nargs == -1:
-            values = [(), ("a",), ("a", "-b", "c d")]
+        if param.nargs == -1 or param.multiple:  # a repeated option's values come as a tuple
+            values = [(), ("a",), ("a", "-b", "c d"), ("", "a"), ("a", 3)]
         for value in values:
             mine = _outcome(plain.coerce, value, param, ctx)
             theirs = _outcome(typers.coerce, value, param, ctx)

@@ -1,0 +1,65 @@
+"""The diff's verdict line: which moved figures it names, on real runs of one model."""
+
+from __future__ import annotations
+
+import pytest
+from trace_paths import H200_NCU
+
+from tcreport import api
+from tcreport.compare import diff as compare
+from tcreport.compare.model import Change
+
+
+def _view(name: str) -> api.Report:
+    path = H200_NCU / name
+    return api.analyze(api.load(path), source_path=str(path))
+
+
+@pytest.fixture(scope="module")
+def fp16_to_bf16() -> compare.Diff:
+    """The real H200 CNN, fp16 autocast then bf16: kernel time down, wall time per iteration up
+    (+101.4 %), memory up, Tensor Core share up a little."""
+    return compare.diff(_view("cnn_fp16"), _view("cnn_bf16fixed"))
+
+
+def test_verdict_names_wall_time_per_iteration_beyond_noise(fp16_to_bf16: compare.Diff) -> None:
+    d = fp16_to_bf16
+    assert d.figure("wall_ns").verdict is Change.REGRESSED
+    assert d.verdict.startswith(
+        "mixed: GPU kernel time per iteration -28.7% (2.0 ms → 1.4 ms); "
+        "Wall time per iteration +101.4% (17.4 ms → 35.0 ms); Tensor Core share +1.4 pt "
+    ), d.verdict
+
+
+def test_verdict_leads_with_kernel_wall_share_then_the_rest_in_table_order(
+    fp16_to_bf16: compare.Diff,
+) -> None:
+    d = fp16_to_bf16
+    moved = [f for f in d.figures if f.verdict in (Change.IMPROVED, Change.REGRESSED)]
+    labels = [f.label for f in moved]
+    assert labels == [
+        "GPU kernel time",
+        "Tensor Core share",
+        "Eligible GPU time not on TC",
+        "Memory (memcpy + memset)",
+        "Wall time",
+    ]  # the table's order: wall time last, after two figures the line has no room for
+    assert d.verdict.endswith(
+        "Tensor Core share +1.4 pt (precision changed: fp16 mixed → bf16 mixed)"
+    )
+    assert "Eligible" not in d.verdict and "Memory" not in d.verdict
+
+
+def test_wall_time_takes_the_place_of_a_later_figure() -> None:
+    """fp32 then fp16 on the same model: wall time per iteration -6.0 %, beyond noise, is named
+    before the eligible-not-TC time (-64 %), which the table still lists."""
+    d = compare.diff(_view("cnn_fp32"), _view("cnn_fp16"))
+    assert "Wall time per iteration -6.0% (18.5 ms → 17.4 ms)" in d.verdict, d.verdict
+    assert "Eligible" not in d.verdict
+
+
+def test_wall_time_within_noise_is_not_named() -> None:
+    same = _view("cnn_fp16")
+    d = compare.diff(same, same)
+    assert d.figure("wall_ns").verdict is Change.UNCHANGED
+    assert d.verdict == "no change beyond noise"
