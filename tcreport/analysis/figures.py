@@ -245,9 +245,13 @@ _OP_AGGREGATES = [
 ]
 
 
-def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
+def op_rows(run: Run, gpu_kernel_ns: int | None, by_dtype: bool = False) -> list[OpRow]:
     """Ops grouped by full name (instances of one op become one row), by GPU time, descending.
-    Grouped on name codes, with type and dtype as codes too: one string per group, not per row."""
+    Grouped on name codes, with type and dtype as codes too: one string per group, not per row.
+
+    ``by_dtype``: one row per name and data type instead, for the precision mix: an ``aten::mm``
+    called in float32, float16 and bfloat16 is three rows there, not one under its first call's
+    float32 (its row in the op table keeps that first dtype)."""
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return []
@@ -274,7 +278,12 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
     call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
-    g = aggregate_by(t, "name", _OP_AGGREGATES, use_threads=False)
+    if by_dtype:
+        aggs = [a for a in _OP_AGGREGATES if a[0] != "dtype"]
+        g = aggregate_by(t, ["name", "dtype"], aggs, use_threads=False)
+        g = g.append_column("dtype_first", g.column("dtype"))
+    else:
+        g = aggregate_by(t, "name", _OP_AGGREGATES, use_threads=False)
     del t, name, typ, dtype, scope
     g = g.append_column("name_text", names.take(g.column("name")))
     # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.
