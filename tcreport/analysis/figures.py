@@ -29,6 +29,11 @@ class TimeFigures:
     unknown_kernel_ns: int | None = None  # kernel time with no Tensor Core verdict
 
 
+#: What an eligible op row with no GPU time of its own says (:attr:`OpRow.gpu_time_note`).
+NO_GPU_TIME = "The input gives no GPU time for this op."
+WRAPPER = "No GPU time of its own: its kernels are counted under the op it calls."
+
+
 @dataclass(frozen=True)
 class OpRow:
     name: str
@@ -75,6 +80,16 @@ class OpRow:
         (DLProf's TC Eligible) its flag is the authority: DLProf counts an eligible
         ``_XlaCompile`` or ``PartitionedCall`` with no GPU time, and so do we."""
         return self.tc_eligible and (self.gpu_ns != 0 or self.profiler_labelled)
+
+    @property
+    def gpu_time_note(self) -> str | None:
+        """Why an eligible op's GPU time says nothing of its Tensor Core use, in every output's
+        words (the eligibility table, the op tables); ``None`` when its time is its own."""
+        if not self.tc_eligible:
+            return None
+        if self.gpu_ns is None:
+            return NO_GPU_TIME
+        return None if self.counts_as_eligible else WRAPPER
 
     @property
     def missed_tc(self) -> bool:
