@@ -101,7 +101,7 @@ def render(view: Report, heading: str = "###") -> str:
             "|---|---|---:|---:|:-:|:-:|",
         ]
         ops = a.breakdown.ops[:TOP]
-        marks, notes = fmt.footnotes([o.gpu_time_note for o in ops])
+        marks, footnotes = fmt.footnotes([o.gpu_time_note for o in ops])
         for o, mark in zip(ops, marks, strict=True):
             gpu = f"{fmt.ns(o.gpu_ns)} {mark}".rstrip()
             lines.append(
@@ -109,7 +109,7 @@ def render(view: Report, heading: str = "###") -> str:
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
             )
         lines.append("")
-        for mark, note in notes:
+        for mark, note in footnotes:
             lines += [f"{mark} {_esc(note)}", ""]
     if m.notes or a.violations:
         notes = (*(f"check failed: {v}" for v in a.violations), *m.notes)

@@ -153,8 +153,8 @@ def attribute(
         rows = op_row.to_pylist()
         for i, hit in zip(need.to_pylist(), found, strict=True):
             rows[i] = None if hit is None else o_rows[hit]
-        hit = np.array([h is not None for h in found], bool)
-        hits = need.to_numpy()[hit] if hit.size else hits
+        nested = np.array([h is not None for h in found], bool)
+        hits = need.to_numpy()[nested] if nested.size else hits
         op_row = pa.array(rows, pa.int64())
     return pa.table({"launch_ns": launch, "pid": j["r_pid"], "op_row": op_row}), hits
 
