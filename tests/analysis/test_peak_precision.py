@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from synthetic import US, kernel_row, op_row, synthetic_rows_run
+from synthetic import HOSTILE, US, kernel_row, op_row, synthetic_rows_run
 from trace_paths import H200_NCU, REALTRACES, need
 
 from tcreport import api
@@ -136,3 +136,26 @@ def test_a_gemm_above_its_peak_breaks_an_invariant_synthetic(
     view = api.analyze(run)
     assert [v.invariant for v in view.analysis.violations] == [Invariant.WITHIN_PEAK]
     assert "check failed" in api.render_markdown(view)
+
+
+def test_an_unknown_verdict_float32_gemm_above_the_fp32_peak_is_named_inertly_synthetic() -> None:
+    """A 4096³ float32 GEMM in 1 ms (137 TFLOP/s) on an H100 by a kernel no rule knows: above
+    the CUDA-core fp32 peak (67 TFLOP/s), likely TF32; said in words, no invariant broken, and the
+    op's hostile name in the note is text."""
+    gpu = (Gpu(device_id=0, name="NVIDIA H100 80GB HBM3", compute_capability="9.0"),)
+    op = {**op_row("op1", "mm", "float32", 1000 * US, "[[4096,4096],[4096,4096]]"), "name": HOSTILE}
+    run = synthetic_rows_run(
+        kernels=[kernel_row("my_custom_gemm_kernel", "op1", 0, 1000 * US)],
+        ops=[op],
+        cc="9.0",
+        gpus=gpu,
+    )
+    view = api.analyze(run)
+    t = view.analysis.throughput
+    assert t is not None
+    (o,) = (o for o in t.ops if o.kind == "gemm")
+    assert (o.precision, o.matrix_units) == ("fp32", MatrixUse.UNKNOWN)
+    assert o.peak_excess is PeakExcess.UNKNOWN_TF32 and not view.analysis.violations
+    page = api.render_html(view)
+    assert "Above 100 % of peak (&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;): its" in page
+    assert HOSTILE not in page
