@@ -8,7 +8,7 @@ figure; it only turns one into text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 
@@ -112,6 +112,20 @@ def nbytes(value: int) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+#: Footnote marks, in order of first use (an op table has at most a few distinct notes).
+MARKS = ("†", "‡", "§", "¶")
+
+
+def footnotes(notes: Sequence[str | None]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Per row, the mark of its note ("" without one), and each distinct note once with its mark:
+    a table cell that cannot hold a sentence points to it under the table."""
+    marks: dict[str, str] = {}
+    for n in notes:
+        if n and n not in marks and len(marks) < len(MARKS):
+            marks[n] = MARKS[len(marks)]
+    return [marks.get(n, "") if n else "" for n in notes], [(m, n) for n, m in marks.items()]
 
 
 def tail(text: str, width: int = 60) -> str:

@@ -29,6 +29,11 @@ class TimeFigures:
     unknown_kernel_ns: int | None = None  # kernel time with no Tensor Core verdict
 
 
+#: What an eligible op row with no GPU time of its own says (:attr:`OpRow.gpu_time_note`).
+NO_GPU_TIME = "The input gives no GPU time for this op."
+WRAPPER = "No GPU time of its own: its kernels are counted under the op it calls."
+
+
 @dataclass(frozen=True)
 class OpRow:
     name: str
@@ -75,6 +80,16 @@ class OpRow:
         (DLProf's TC Eligible) its flag is the authority: DLProf counts an eligible
         ``_XlaCompile`` or ``PartitionedCall`` with no GPU time, and so do we."""
         return self.tc_eligible and (self.gpu_ns != 0 or self.profiler_labelled)
+
+    @property
+    def gpu_time_note(self) -> str | None:
+        """Why an eligible op's GPU time says nothing of its Tensor Core use, in every output's
+        words (the eligibility table, the op tables); ``None`` when its time is its own."""
+        if not self.tc_eligible:
+            return None
+        if self.gpu_ns is None:
+            return NO_GPU_TIME
+        return None if self.counts_as_eligible else WRAPPER
 
     @property
     def missed_tc(self) -> bool:
@@ -245,9 +260,13 @@ _OP_AGGREGATES = [
 ]
 
 
-def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
+def op_rows(run: Run, gpu_kernel_ns: int | None, by_dtype: bool = False) -> list[OpRow]:
     """Ops grouped by full name (instances of one op become one row), by GPU time, descending.
-    Grouped on name codes, with type and dtype as codes too: one string per group, not per row."""
+    Grouped on name codes, with type and dtype as codes too: one string per group, not per row.
+
+    ``by_dtype``: one row per name and data type instead, for the precision mix: an ``aten::mm``
+    called in float32, float16 and bfloat16 is three rows there, not one under its first call's
+    float32 (its row in the op table keeps that first dtype)."""
     ops = run.ops
     if ops is None or ops.num_rows == 0:
         return []
@@ -274,7 +293,12 @@ def op_rows(run: Run, gpu_kernel_ns: int | None) -> list[OpRow]:
     # per call: eligible and known to use no Tensor Core kernel, so its time counts as missed
     call_missed = pc.and_(t.column("elig"), pc.fill_null(pc.invert(ops.column("uses_tc")), False))
     t = t.append_column("missed", pc.if_else(call_missed, pc.fill_null(t.column("gpu_ns"), 0), 0))
-    g = aggregate_by(t, "name", _OP_AGGREGATES, use_threads=False)
+    if by_dtype:
+        aggs = [a for a in _OP_AGGREGATES if a[0] != "dtype"]
+        g = aggregate_by(t, ["name", "dtype"], aggs, use_threads=False)
+        g = g.append_column("dtype_first", g.column("dtype"))
+    else:
+        g = aggregate_by(t, "name", _OP_AGGREGATES, use_threads=False)
     del t, name, typ, dtype, scope
     g = g.append_column("name_text", names.take(g.column("name")))
     # GPU time first; host time breaks ties, which orders a CPU-only capture by where time went.

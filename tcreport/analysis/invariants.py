@@ -4,9 +4,10 @@ Matrix-unit time never exceeds GPU kernel time; eligible time never exceeds it e
 matrix-unit, missed and other time add up to its GPU time; each GPU's iteration windows come in
 order and do not overlap; a step's parts add up to its span; the kernel rows add up to the
 kernel time and, by verdict, to the matrix-unit time; the work an iteration's row shows on
-a GPU fits in its window's span; nothing is negative and every share
-is a share. A figure that breaks one of these is a bug (a reader's or the analysis'), never a
-result to show as if it were right.
+a GPU fits in its window's span; no op group runs above its precision's peak unless an
+algorithm or an unknown verdict explains it; nothing is negative and every share is a share. A
+figure that breaks one of these is a bug (a reader's or the analysis'), never a result to show
+as if it were right.
 
 :func:`check` lists the violations; :func:`enforce` puts them on the analysed run, where every
 output shows them as a note naming the broken figure, or, when ``TCREPORT_STRICT_INVARIANTS`` is
@@ -22,6 +23,7 @@ import math
 import os
 from collections.abc import Iterable
 
+from tcreport.analysis.op_throughput import PeakExcess
 from tcreport.analysis.sections import Analysis
 from tcreport.analysis.violation import Invariant, Violation
 
@@ -301,9 +303,26 @@ def _sums(a: Analysis) -> list[Violation]:
     return found
 
 
+def _throughput(a: Analysis) -> list[Violation]:
+    """No op group runs above the peak of the precision it ran at, unless the words beside its
+    % of peak explain how it can (:attr:`OpThroughput.above_peak`)."""
+    t = a.throughput
+    if t is None:
+        return []
+    return [
+        Violation(
+            Invariant.WITHIN_PEAK,
+            f"throughput.ops[{o.name!r}, {o.input_shapes}, {o.precision}].peak_share",
+            f"{o.peak_share:.3f} of the {o.precision} peak ({o.peak_tflops} TFLOP/s)",
+        )
+        for o in t.ops
+        if o.peak_excess is PeakExcess.IMPOSSIBLE
+    ]
+
+
 def check(a: Analysis) -> tuple[Violation, ...]:
     """Every violation in ``a``, in a fixed order; () when all holds."""
-    return (*_headline(a), *_rows(a), *_sums(a), *_iterations(a))
+    return (*_headline(a), *_rows(a), *_sums(a), *_iterations(a), *_throughput(a))
 
 
 def _open(v: Violation, trace: str) -> bool:

@@ -120,6 +120,44 @@ def unlaunched_note(run: Run) -> str | None:
     )
 
 
+#: The marker tcreport found on its own, whose first occurrence may come after real work.
+_FOUND = IterationMethod.REPEATING_RANGE
+
+
+def _before_first_note(run: Run, first_ns: int, marker: str | None) -> str | None:
+    """What falls before the first occurrence of a repeating range tcreport chose as the
+    iteration marker by itself: no iteration owns it, so every figure leaves it out. A warm-up
+    forward before the loop is meant to be left out; the first step's forward before a range
+    that opens later in the step (``Optimizer.zero_grad``) is not, and only the user can tell,
+    so the report says how much it is and which range was taken (``--key-node`` picks another)."""
+    found: list[str] = []
+    k = run.kernels
+    if k is not None and k.num_rows:
+        t = k.column(_launch_time(k))
+        early = pc.fill_null(pc.less(t, first_ns), False)
+        n = pc.sum(k.column("calls").filter(early)).as_py() or 0
+        if n:
+            gpu_ns = pc.sum(k.column("duration_ns").filter(early)).as_py() or 0
+            found.append(
+                f"{n:,} kernel launch{'es' if n != 1 else ''} ({fmt.ns(gpu_ns)} of GPU time)"
+            )
+    ops = run.ops
+    if ops is not None and ops.num_rows:
+        early = pc.fill_null(pc.less(ops.column("start_ns"), first_ns), False)
+        n = pc.sum(ops.column("calls").filter(early)).as_py() or 0
+        if n:
+            found.append(f"{n:,} op call{'s' if n != 1 else ''}")
+    if not found:
+        return None
+    return (
+        f"{' and '.join(found)} came before the first {marker!r}, the repeating range tcreport "
+        "took as the iteration marker (the trace has no ProfilerStep ranges and no --key-node "
+        "was given): no iteration owns them, so every figure leaves them out. That is right for "
+        "a warm-up before the loop; if they are part of the first step, pass --key-node with "
+        "the range that opens each step"
+    )
+
+
 def _filter(table: pa.Table | None, start: int, stop: int) -> pa.Table | None:
     if table is None or table.num_rows == 0 or "iteration" not in table.column_names:
         return table
@@ -227,7 +265,8 @@ def _split(
         schema.TableKind.ITERATIONS,
     )
     meta = _with_iterations(run, info)
-    for note in (unlaunched_note(run), _past_note(iter_start, total)):
+    before = _before_first_note(run, starts[0], key_node) if method is _FOUND else None
+    for note in (unlaunched_note(run), _past_note(iter_start, total), before):
         if note is not None:
             meta = dataclasses.replace(meta, notes=(*meta.notes, note))
     assigned = _assign(run.kernels, starts, _launch_time(run.kernels))

@@ -13,6 +13,10 @@ flops / peak; the larger bounds the call, so the op is memory-bound when its ari
 (FLOPs per byte) is below the ridge point peak / bandwidth, compute-bound otherwise (TraceLens's
 ``Roofline Bound``). The attainable rate is the lower roof at the op's intensity; the share of it
 that was achieved is TraceLens's ``Pct Roofline``.
+
+A % of peak above 100 % is never shown bare: :attr:`OpThroughput.above_peak` says why it can be
+(a convolution's Winograd or FFT, float32 kernels of unknown verdict that likely ran TF32), and
+where nothing can explain it the invariant checker names the group as a broken figure.
 """
 
 from __future__ import annotations
@@ -57,6 +61,35 @@ def attainable_tflops(intensity: float, peak_tflops: float, memory_gbs: float) -
     return min(peak_tflops, memory_gbs * 1e9 * intensity / 1e12)
 
 
+class PeakExcess(StrEnum):
+    """Why an op group's achieved TFLOP/s can be above the peak of the precision it ran at."""
+
+    #: a convolution: Winograd and FFT do fewer multiplications than the direct formula counts
+    ALGORITHM = "algorithm"
+    #: float32 kernels whose Tensor Core verdict is unknown: compared with the CUDA-core peak,
+    #: they most likely ran TF32 on Tensor Cores
+    UNKNOWN_TF32 = "unknown-tf32"
+    #: none of those: a direct formula's count is exact and no kernel beats its precision's
+    #: peak, so a figure is wrong (an invariant, :mod:`tcreport.analysis.invariants`)
+    IMPOSSIBLE = "impossible"
+
+
+_ABOVE_PEAK = {
+    PeakExcess.ALGORITHM: (
+        "the convolution algorithm (Winograd, FFT) did fewer multiplications than the direct "
+        "formula counts"
+    ),
+    PeakExcess.UNKNOWN_TF32: (
+        "its kernels' Tensor Core use is unknown, and above the CUDA-core fp32 peak they most "
+        "likely ran TF32 on Tensor Cores"
+    ),
+    PeakExcess.IMPOSSIBLE: (
+        "no GEMM or attention kernel beats the peak of the precision it ran at, so the FLOP "
+        "count, the kernel time or the GPU's identity is wrong (the report's checks name it)"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class OpThroughput:
     """One op name with one set of shapes, over its calls in the aggregated range."""
@@ -87,6 +120,25 @@ class OpThroughput:
     def peak_share(self) -> float | None:
         t = self.tflops
         return t / self.peak_tflops if t is not None and self.peak_tflops else None
+
+    @property
+    def peak_excess(self) -> PeakExcess | None:
+        """Why this group's % of peak is above 100 % (``None`` when it is not)."""
+        share = self.peak_share
+        if share is None or share <= 1.0:
+            return None
+        if self.kind == "conv":
+            return PeakExcess.ALGORITHM
+        if self.precision == "fp32" and self.matrix_units is not MatrixUse.NO:
+            return PeakExcess.UNKNOWN_TF32
+        return PeakExcess.IMPOSSIBLE
+
+    @property
+    def above_peak(self) -> str | None:
+        """The words every output shows beside a % of peak above 100 %, so none is printed as if
+        it were real; ``None`` when it is not above."""
+        excess = self.peak_excess
+        return None if excess is None else _ABOVE_PEAK[excess]
 
     @property
     def intensity(self) -> float | None:

@@ -153,6 +153,13 @@ def _steps(
     return _StepParts(breakdown, tl, comm, steps.swallowed_note(act, breakdown), wait)
 
 
+def _dtype_rows(run: Run, gpu_kernel_ns: int | None, cpu_only: bool) -> list[figures.OpRow]:
+    """The op rows the precision mix sums: one per op name and data type, so the calls of one
+    op in float16 are not counted under the float32 of its first call."""
+    rows = figures.op_rows(run, gpu_kernel_ns, by_dtype=True)
+    return host.without_gpu_figures(rows) if cpu_only else rows
+
+
 def _throughput(run: Run, t: TimeFigures, unit: str) -> Throughput | None:
     """FLOPs and the roofline; ``unit``: the verdict section's name for the matrix units, which
     the roofline's legend uses."""
@@ -239,7 +246,7 @@ def compute(
             ops, t = host.without_gpu_figures(ops), host.time_without_gpu(t)
         rows = breakdown.build(sliced, t, ops)
         judged = verdict.build(sliced, gpu_vendor, t, ops, rows.kernels, info, on_host.cpu_only)
-        dtypes = precision.build(ops, gpu_vendor)
+        dtypes = precision.build(_dtype_rows(sliced, t.gpu_kernel_ns, on_host.cpu_only), gpu_vendor)
         found = signals.build(sliced, _ranges_in(sliced, selection))
         flops = _throughput(sliced, t, judged.words.unit)
         parts = steps_job.result()

@@ -304,10 +304,14 @@ def _groups(
     run: Run, rows: _Rows, name: _codes.Codes, d: _Counted, row_flops: np.ndarray,
     gpu: peaks.GpuPeaks | None, prec: tuple[np.ndarray, list[str]],
 ) -> tuple[OpThroughput, ...]:  # fmt: skip
-    """Op groups by (name, what was counted), heavy first, by GPU time; at most TOP_OPS."""
+    """Op groups by (name, what was counted, the precision the calls ran at), heavy first, by GPU
+    time; at most TOP_OPS. The precision is in the key because it picks the group's peak: one
+    float32 ``mm`` call on TF32 Tensor Cores beside one on CUDA cores are two rows, each against
+    its own peak, not one row whose first call's precision decides for both (a "131.8 % of
+    peak" of the CUDA-core peak on the H200 ``mix`` trace); bf16 beside fp16 likewise."""
     ops = run.ops
     assert ops is not None
-    key = _codes.combine(name.codes, d.sig)
+    key = _codes.combine(name.codes, d.sig, prec[0])
     n = int(key.max()) + 1
     # per group, without bincount's intp copy of the keys and float64 copies of the weights:
     # the integer sums exactly (a slice at a time)

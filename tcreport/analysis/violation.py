@@ -33,6 +33,9 @@ class Invariant(StrEnum):
     JOB_WAIT = "job-wait-from-least"  # no wait negative, the least of an iteration zero
     #: per GPU, the work an iteration's row shows in its window <= that window's span
     ITERATION_WITHIN_SPAN = "iteration-work-within-span"
+    #: an op group's TFLOP/s <= the peak of the precision it ran at, unless an algorithm or an
+    #: unknown verdict explains it (:class:`tcreport.analysis.op_throughput.PeakExcess`)
+    WITHIN_PEAK = "throughput-within-peak"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def eligibility(a: Analysis, keep: set[str], op_ids: set[str]) -> list[EligRow]:
             id=anchor("elig", o.name),
             op_href=("#" + anchor("op", o.name)) if o.name in op_ids else None,
             reasons=why.get(o.name, ()),
-            timed=bool(o.gpu_ns) or o.profiler_labelled,  # DLProf counts it: not a wrapper
+            timed=o.gpu_time_note is None,
         )
         for o in capped(rows, lambda o: o.name, keep)
     ]

@@ -100,12 +100,17 @@ def render(view: Report, heading: str = "###") -> str:
             f"| op | type | GPU time | share | eligible | uses {w.short} |",
             "|---|---|---:|---:|:-:|:-:|",
         ]
-        for o in a.breakdown.ops[:TOP]:
+        ops = a.breakdown.ops[:TOP]
+        marks, footnotes = fmt.footnotes([o.gpu_time_note for o in ops])
+        for o, mark in zip(ops, marks, strict=True):
+            gpu = f"{fmt.ns(o.gpu_ns)} {mark}".rstrip()
             lines.append(
-                f"| {_esc(o.name)} | {_esc(o.type or '')} | {fmt.ns(o.gpu_ns)} | {fmt.pct(o.share)} "
+                f"| {_esc(o.name)} | {_esc(o.type or '')} | {gpu} | {fmt.pct(o.share)} "
                 f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
             )
         lines.append("")
+        for mark, note in footnotes:
+            lines += [f"{mark} {_esc(note)}", ""]
     if m.notes or a.violations:
         notes = (*(f"check failed: {v}" for v in a.violations), *m.notes)
         lines += ["**Notes**", "", *(f"- {_esc(n)}" for n in notes), ""]

@@ -120,6 +120,7 @@ def _throughput(t: Throughput | None) -> dict[str, Any] | None:
                 "achieved_tflops": o.tflops,
                 "peak_tflops": o.peak_tflops,
                 "peak_share": o.peak_share,
+                "above_peak": o.above_peak,
                 "mean_tflops": o.mean_tflops,
                 "median_tflops": o.median_tflops,
                 "memset_ns": o.memset_ns,

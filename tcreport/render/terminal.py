@@ -113,21 +113,25 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
         # path ends in /conv2d of type conv2d): a column repeating the name takes its room.
         types = ["" if _names_type(o.name, o.type) else (o.type or "") for o in ops]
         show_type = any(types)
+        # a wrapper's 0 ns (its kernels count under the op it calls) gets the analysis' words
+        marks, notes = fmt.footnotes([o.gpu_time_note for o in ops])
         cells = [
             [
                 fmt.count(o.calls),
-                fmt.ns(o.gpu_ns),
+                f"{fmt.ns(o.gpu_ns)} {mark}".rstrip(),
                 fmt.pct(o.share),
                 fmt.yes_no(o.tc_eligible),
                 fmt.yes_no(o.uses_tc),
             ]
-            for o in ops
+            for o, mark in zip(ops, marks, strict=True)
         ]
         heads = ["calls", "GPU time", "share", "elig.", a.verdict.words.short]
         if show_type:
             cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
             heads = ["type", *heads]
         out.print(_ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out))
+        for mark, note in notes:
+            out.print(f"{mark} {note}", markup=False, soft_wrap=True)
     if a.breakdown.kernels:
         kernels = a.breakdown.kernels[:TOP]
         cells = [

@@ -105,6 +105,7 @@ class ThroughputRow:
     tflops: str
     peak: str
     formula: str
+    above_peak: str | None = None  # the analysis' words on a % of peak above 100 %
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class StepSection:
     throughput: tuple[ThroughputRow, ...]
     throughput_note: str | None
     timeline: TimelineView | None
+    #: (op names, reason) per distinct reason the table's rows above 100 % of peak give
+    above_peak: tuple[tuple[str, str], ...] = ()
 
 
 def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
@@ -190,7 +193,7 @@ def _throughput(a: Analysis) -> tuple[tuple[ThroughputRow, ...], str | None]:
             gpu_ns=o.gpu_ns, flops="—" if o.flops is None else fmt.flops(o.flops),
             tflops="—" if o.tflops is None else fmt.tflops(o.tflops, unit=False),
             peak="—" if o.peak_share is None else fmt.pct(o.peak_share),
-            formula=o.formula,
+            formula=o.formula, above_peak=o.above_peak,
         )
         for o in t.ops[:TOP_OPS]
         if o.kind != "other"
@@ -259,7 +262,12 @@ def section(a: Analysis) -> StepSection | None:
     """The section's view-model; ``None`` when the run has nothing to show here."""
     bars, height, note = _step_bars(a)
     rows, tnote = _throughput(a)
-    view = StepSection(bars, height, note, _comm(a), rows, tnote, _timeline(a))
+    names: dict[str, dict[str, None]] = {}
+    for r in rows:  # at most TOP_OPS
+        if r.above_peak:
+            names.setdefault(r.above_peak, {})[r.name] = None
+    above = tuple((", ".join(n), why) for why, n in names.items())
+    view = StepSection(bars, height, note, _comm(a), rows, tnote, _timeline(a), above)
     if not (bars or view.comm or rows or tnote or view.timeline):
         return None
     return view

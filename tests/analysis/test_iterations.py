@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from kineto_synthetic import equal_host_steps_trace
 from synthetic import run_meta
@@ -13,6 +15,7 @@ from tcreport import api, schema
 from tcreport.analysis import iterations, slicing
 from tcreport.errors import OptionError, UsageError
 from tcreport.model import Granularity, IterationInfo, IterationMethod, Run, RunMeta
+from tcreport.render.escape import markdown as markdown_escape
 
 STEP = 1_000_000  # 1 ms per synthetic iteration
 
@@ -66,6 +69,61 @@ def test_repeating_outer_range_is_detected_without_key_node() -> None:
     assert it.total == 5 and it.key_node == "train_step"
     assert it.method is IterationMethod.REPEATING_RANGE
     assert not [f for f in view.findings if f.id == "IT001"]
+
+
+def _warmup_then_steps_synthetic() -> Run:
+    """A 300 µs warm-up kernel and its op before the first of 5 ``train_step`` ranges (the
+    ranges opening 1 ms after the trace starts): a warm-up forward outside the loop, or the first
+    step's forward before a range that opens later in the step; only the user can tell which."""
+    run = synthetic_steps_run()
+    assert run.kernels is not None and run.ranges is not None
+    shift = STEP  # everything 1 ms later, so the warm-up fits before it at a positive time
+
+    def later(t: pa.Table, cols: tuple[str, ...]) -> pa.Table:
+        for c in cols:
+            t = t.set_column(t.schema.get_field_index(c), c, pc.add(t.column(c), shift))
+        return t
+
+    kernels = later(run.kernels, ("start_ns", "launch_ns"))
+    warm = schema.conform(
+        {"name": ["volta_sgemm_128x64_nn"], "start_ns": [200_000], "launch_ns": [100_000],
+         "duration_ns": [300_000], "calls": [1]},
+        schema.TableKind.KERNELS,
+    )  # fmt: skip
+    ops = schema.conform(
+        {"op_id": ["warm", "step0"], "name": ["aten::mm", "aten::mm"],
+         "start_ns": [90_000, shift + 90], "calls": [1, 1], "cpu_ns": [20_000, 20_000]},
+        schema.TableKind.OPS,
+    )  # fmt: skip
+    return run.replace(
+        kernels=pa.concat_tables([warm, kernels]),
+        ranges=later(run.ranges, ("start_ns", "end_ns")),
+        ops=ops,
+    )
+
+
+def test_work_before_an_auto_detected_marker_is_named_synthetic() -> None:
+    view = api.analyze(_warmup_then_steps_synthetic())
+    it = view.analysis.iterations.info
+    assert it.method is IterationMethod.REPEATING_RANGE and it.key_node == "train_step"
+    assert view.analysis.time.gpu_kernel_ns == 14 * 100_000  # the warm-up is left out...
+    (note,) = (n for n in view.analysis.meta.notes if "before the first" in n)
+    assert note.startswith(  # ...and the notes say how much, which range, and what to pass
+        "1 kernel launch (300.0 µs of GPU time) and 1 op call came before the first "
+        "'train_step', the repeating range tcreport took as the iteration marker"
+    )
+    assert "--key-node" in note
+    assert note in json.loads(api.render_json(view))["notes"]
+    assert markdown_escape(note) in api.render_markdown(view)
+
+
+def test_no_note_when_the_marker_was_given_or_nothing_comes_before_synthetic() -> None:
+    given = api.analyze(_warmup_then_steps_synthetic(), api.Slice(key_node="train_step"))
+    assert given.analysis.time.gpu_kernel_ns == 14 * 100_000
+    assert not [n for n in given.analysis.meta.notes if "before the first" in n]
+    found = api.analyze(synthetic_steps_run())  # its first kernel is in the first range
+    assert found.analysis.iterations.info.method is IterationMethod.REPEATING_RANGE
+    assert not [n for n in found.analysis.meta.notes if "before the first" in n]
 
 
 def test_profiler_step_ranges_are_used() -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -24,8 +25,10 @@ from hypothesis import strategies as st
 from profiles import budget
 from trace_paths import real_or_bundled
 
+from tcreport import api
 from tcreport.errors import InputError
 from tcreport.ingest import detect
+from tcreport.ingest.kineto import links
 from tcreport.ingest.kineto import reader as kineto_json
 from tcreport.model import Granularity, IterationMethod, Run, SourceFormat
 from tcreport.schema import MemoryKind, TableKind, validate
@@ -216,6 +219,36 @@ def test_a100_external_ids_that_are_correlations_fall_back_to_nesting() -> None:
     )
     assert owner[("aten::cudnn_convolution", True, False)] == 6  # TF32 implicit-GEMM convolutions
     assert owner[("aten::addmm", False, True)] == 6
+
+
+@pytest.mark.realtraces
+def test_the_nesting_note_counts_kernels_apart_from_copies() -> None:
+    """The note's count beside the report's "79 launches" (kernel launches) names its kinds: a
+    bare "98 GPU launches" read as a second, disagreeing count of the same thing."""
+    run = _read(A100)
+    assert run.kernels is not None and run.memory is not None
+    kernels, copies = run.kernels.num_rows, run.memory.num_rows
+    assert (kernels, copies) == (79, 19)  # every one attributed by nesting
+    (note,) = (n for n in run.meta.notes if "time nesting" in n)
+    assert note.startswith(
+        f"{kernels + copies} GPU activities ({kernels} kernel launches and {copies} memory "
+        "copies/sets) attributed to ops by time nesting"
+    )
+    view = api.analyze(run)
+    assert view.analysis.time.kernel_launches == kernels
+
+
+@pytest.mark.parametrize(
+    ("nested", "words"),
+    [
+        ([0], "1 GPU activity (1 kernel launch)"),
+        ([3], "1 GPU activity (1 memory copy/set)"),
+        ([0, 1, 2, 3], "4 GPU activities (2 kernel launches and 2 memory copies/sets)"),
+    ],
+)
+def test_nesting_note_words(nested: list[int], words: str) -> None:
+    note = links.nesting_note(np.array(nested, np.int64), kernels=2 if len(nested) > 1 else 1)
+    assert note == f"{words} attributed to ops by time nesting (External ids did not match)"
 
 
 @pytest.mark.realtraces

@@ -40,10 +40,12 @@ def test_bert_report_draws_every_heavy_shape_with_its_table() -> None:
 
 
 def _hostile_h100_run() -> Run:
+    """A 4096³ bf16 GEMM in 250 µs (550 TFLOP/s, 56 % of the H100's dense peak: a time an H100
+    can reach; in 50 µs it would be 278 %, which the throughput-within-peak invariant refuses)."""
     gpu = (Gpu(device_id=0, name="NVIDIA H100 80GB HBM3", compute_capability="9.0"),)
-    op = {**op_row("op1", "mm", "bfloat16", 50 * US, "[[4096,4096],[4096,4096]]"), "name": HOSTILE}
+    op = {**op_row("op1", "mm", "bfloat16", 250 * US, "[[4096,4096],[4096,4096]]"), "name": HOSTILE}
     return synthetic_rows_run(
-        kernels=[kernel_row("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "op1", 0, 50 * US)],
+        kernels=[kernel_row("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "op1", 0, 250 * US)],
         ops=[op],
         cc="9.0",
         gpus=gpu,

@@ -22,7 +22,7 @@ _NOTE = {Vendor.NVIDIA: _TENSOR_CORES, Vendor.UNKNOWN: _TENSOR_CORES}
 
 @dataclass(frozen=True)
 class Precision:
-    #: op GPU time per the op's main data type, by time; () when no op records a data type
+    #: op GPU time per each call's main data type, by time; () when no op records a data type
     groups: tuple[OpGroup, ...]
     ops_have_dtype: bool  # any op row records a data type
     #: the run's compute precision from its ops' data types ("bf16 mixed", "fp32"); ``None``
@@ -40,6 +40,8 @@ def _mode(ops: Sequence[OpRow]) -> str | None:
 
 
 def build(ops: Sequence[OpRow], gpu_vendor: Vendor) -> Precision:
+    """``ops``: one row per op name and data type (:func:`tcreport.analysis.figures.op_rows`
+    ``by_dtype``), so an op's float16 calls are not summed under its first call's float32."""
     total = sum(o.gpu_ns or 0 for o in ops)
     groups = group_ops(ops, lambda o: o.dtype, total)
     if all(g.name == "(unknown)" for g in groups):

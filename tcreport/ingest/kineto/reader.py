@@ -253,11 +253,9 @@ class _Builder:
         )
         corr = pa.concat_arrays([self.k.col(ev.CORR), self.mc.col(ev.CORR)])
         eid = pa.concat_arrays([self.k.col(ev.EID), self.mc.col(ev.EID)])
-        table, hits = links.attribute(corr, eid, runtime, self.op_index)
-        if hits:
-            self.notes.append(
-                f"{hits} GPU launches attributed to ops by time nesting (External ids did not match)"
-            )
+        table, nested = links.attribute(corr, eid, runtime, self.op_index)
+        if nested.size:
+            self.notes.append(links.nesting_note(nested, len(self.k)))
         return table
 
     def _graph_replays(
