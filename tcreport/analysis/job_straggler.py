@@ -44,15 +44,17 @@ class Straggler:
 
 
 def _excess(
-    mine: Sequence[NameTime], others: Sequence[Sequence[NameTime]], per: int, kind: str
+    mine: Sequence[NameTime], per: int, others: Sequence[tuple[Sequence[NameTime], int]], kind: str
 ) -> tuple[Excess, ...]:
-    """Names whose GPU time per iteration beats the other ranks' median the most."""
-    theirs = [{n.name: n.gpu_ns for n in o} for o in others]
+    """Names whose GPU time per iteration beats the other ranks' median the most. Each rank's
+    time is divided by its own aggregated iterations before the median, so a rank that
+    aggregated more iterations is not taken for one that spends more per iteration."""
+    theirs = [({n.name: n.gpu_ns for n in o}, max(1, k)) for o, k in others]
     out = []
     for n in mine:  # one per distinct name on the straggler
-        typical = median([t.get(n.name, 0) for t in theirs])
-        if n.gpu_ns > typical:
-            out.append(Excess(n.name, kind, (n.gpu_ns - typical) / per))
+        typical = median([t.get(n.name, 0) / k for t, k in theirs])
+        if n.gpu_ns / per > typical:
+            out.append(Excess(n.name, kind, n.gpu_ns / per - typical))
     out.sort(key=lambda e: (-e.excess_ns, e.name))
     return tuple(out[:TOP_EXCESS])
 
@@ -116,8 +118,15 @@ def straggler(
     figures = {r.rank: r for r in ranks}
     others = [figures[r] for r in figures if r != slow]
     per = max(1, figures[slow].iterations_aggregated or n)
-    kernels = _excess(figures[slow].kernels, [o.kernels for o in others], per, "kernel")
-    ops = _excess(figures[slow].ops, [o.ops for o in others], per, "op")
+    kernels = _excess(
+        figures[slow].kernels,
+        per,
+        [(o.kernels, o.iterations_aggregated or n) for o in others],
+        "kernel",
+    )
+    ops = _excess(
+        figures[slow].ops, per, [(o.ops, o.iterations_aggregated or n) for o in others], "op"
+    )
     causes = [c.step.host_cause for c in mine if c.step.host_cause]
     cause = max(set(causes), key=causes.count) if causes else None
     wait = mean([float(r.median_wait_ns) for r in rows if r.straggler == slow]) or 0.0
@@ -155,7 +164,7 @@ def _straggler_text(
     if first.name == "idle" and cause:
         why = f", the host in {cause}"
     elif first.name.startswith("compute") and kernels:
-        why = f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
+        why = _kernel_words(first, kernels[0])
     # The parts are signed (a rank can copy more and compute less), so the largest is "most of
     # it" only when it is at least half of the whole and no more than it.
     if first.excess_ns > excess:
@@ -165,3 +174,18 @@ def _straggler_text(
         )
     lead = "most of it" if 2 * first.excess_ns >= excess else "the largest part"
     return f"{text}, {lead} {first.name} (+{fmt.ns(first.excess_ns)}){why}."
+
+
+def _kernel_words(part: Excess, kernel: Excess) -> str:
+    """The kernel beside the compute part it explains. Both are per iteration beyond the other
+    ranks' median, but the kernel's is all its time (some of it may run under a collective) and
+    the part is the net of every kernel (others may run shorter): the kernel "leads" the part only
+    where its excess fits in it; beyond, the line says both, so it never claims more than the
+    part holds."""
+    name, extra = short_name(kernel.name), fmt.ns(kernel.excess_ns)
+    if kernel.excess_ns <= part.excess_ns:
+        return f", led by {name} (+{extra})"
+    return (
+        f" ({name} alone +{extra}, more than the part: other kernels ran shorter or under "
+        "collectives)"
+    )
