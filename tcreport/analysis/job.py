@@ -119,6 +119,16 @@ class JobSection:
     notes: tuple[str, ...] = ()
     #: figures that break what must always hold (analysis.job_invariants); every output names them
     violations: tuple[Violation, ...] = ()
+    #: ranks present but with no timed GPU step in the aggregated iterations (a CPU-only or
+    #: damaged trace): left out of the per-iteration figures, named in the notes. Decided here
+    #: once; a job diff and the rank shown in full read it (empty when no rank is timed: then
+    #: there are no per-iteration figures to leave a rank out of)
+    untimed: tuple[int, ...] = ()
+
+    @property
+    def timed(self) -> tuple[int, ...]:
+        """The ranks the per-iteration figures are of: every rank present but the untimed."""
+        return tuple(r for r in self.identity.ranks if r not in self.untimed)
 
     @property
     def share_head(self) -> str:
@@ -282,4 +292,5 @@ def section(
         wait_ns=mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,
         matrix_unit=ranks[0].matrix_unit if ranks else "Tensor Cores",
         notes=tuple(notes),
+        untimed=tuple(untimed),
     )
