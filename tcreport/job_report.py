@@ -124,14 +124,6 @@ class JobReport:
         return self.source_path
 
 
-def timed_ranks(sec: JobSection) -> tuple[int, ...]:
-    """The ranks the job's per-iteration figures are of: those with a cell in the compared
-    iterations (the section leaves a rank with no timed GPU step out of them and names it in its
-    notes); every rank present where no rank has a cell (no per-iteration figures at all)."""
-    timed = {c.rank for c in sec.cells}
-    return tuple(r for r in sec.identity.ranks if r in timed) if timed else sec.identity.ranks
-
-
 def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str]:
     """The rank asked for, else the straggler, else the first rank with timed GPU steps: a
     damaged rank the job's figures leave out is not the one to show (or diff) in full."""
@@ -141,7 +133,7 @@ def _detail_rank(sec: JobSection, asked: int | None, job: Job) -> tuple[int, str
         return asked, "asked for"
     if sec.straggler is not None:
         return sec.straggler.rank, "the straggler"
-    timed = timed_ranks(sec)
+    timed = sec.timed
     if len(sec.identity.ranks) == 1:
         return timed[0], "the only rank"
     if timed[0] != sec.identity.ranks[0]:

@@ -13,7 +13,7 @@ it; :func:`communication` is one pass of vector operations over the kernels tabl
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from tcreport._arrays import exact_sums
 from tcreport._group_by import aggregate_by
-from tcreport.analysis import activity
+from tcreport.analysis import activity, collectives
 from tcreport.analysis.figures import OpRow
 from tcreport.analysis.overlap import CommOverlap
 
@@ -103,3 +103,35 @@ def collective_op(ops: Sequence[OpRow]) -> OpRow | None:
     collective = re.compile(activity.COLLECTIVE, re.IGNORECASE)
     hits = [o for o in ops if o.gpu_ns and collective.search(o.name)]
     return max(hits, key=lambda o: (o.gpu_ns or 0, o.name), default=None)
+
+
+#: Kinds a collective kernel's name says outright (NCCL's ``ncclDevKernel_AllGather_RING_LL``).
+_NAMED_KINDS = (
+    collectives.Family.ALL_REDUCE,
+    collectives.Family.ALL_GATHER,
+    collectives.Family.REDUCE_SCATTER,
+    collectives.Family.ALL_TO_ALL,
+    collectives.Family.BROADCAST,
+    collectives.Family.REDUCE,
+)
+#: NCCL's point-to-point kernel, which also carries its all-to-all (grouped sends and receives).
+_SEND_RECV = re.compile(r"sendrecv|send_recv", re.IGNORECASE)
+
+
+def collective_kind(names: Sequence[str], op_names: Iterable[str]) -> collectives.Family | None:
+    """What kind of collective the one with the most time is (``names``: most time first), for
+    advice that depends on it: a DDP all-reduce, an FSDP all-gather or reduce-scatter, a MoE or
+    sequence-parallel all-to-all. NCCL runs an all-to-all as ``SendRecv`` kernels, which look
+    like pipeline-parallel point-to-point, so a ``SendRecv`` kernel is an all-to-all where the
+    run's ops record one (``nccl:all_to_all``, ``c10d::alltoall_base_``, ``AllToAll4D``), else
+    send/receive. ``None`` without collectives; :attr:`Family.OTHER` for a name that says none."""
+    if not names:
+        return None
+    top = names[0]
+    kind = collectives.family(top)
+    if kind in _NAMED_KINDS:
+        return kind
+    if _SEND_RECV.search(top):
+        to_all = any(collectives.family(o) is collectives.Family.ALL_TO_ALL for o in op_names)
+        return collectives.Family.ALL_TO_ALL if to_all else collectives.Family.SEND_RECV
+    return collectives.Family.OTHER

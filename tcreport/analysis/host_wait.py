@@ -79,10 +79,26 @@ class HostWait:
     causes: tuple[WaitCause, ...]  # named, at least LISTED_SHARE of the idle, most idle first
     #: the listed causes hold at least DOMINANT_SHARE of the idle: the idle is explained
     dominant: bool
+    #: of ``idle_ns``: in gaps under the launch gap (launch-bound: GP002's), and in gaps a host
+    #: synchronisation or copy opened (:mod:`tcreport.analysis.stalls`: ST001-ST003's)
+    launch_ns: int = 0
+    stalled_ns: int = 0
 
     @property
     def named_idle_ns(self) -> int:
         return sum(c.idle_ns for c in self.causes)
+
+    @property
+    def claim_ns(self) -> int:
+        """The named idle that taking the named host work off the step may claim as its own.
+
+        One gap can be both under a named host op (the midpoint's ``aten::normal_``) and opened by a
+        readback the host waited for (a stall): the stall's finding owns it, since where the gap
+        opened proves what made the host late, and the launch-bound gaps are GP002's. So the named
+        work claims at most the idle left beside both; the stalls' and launch-bound findings claim
+        a share of theirs, and together the findings never claim more idle than the steps had."""
+        left = self.idle_ns - self.launch_ns - self.stalled_ns
+        return max(0, min(self.named_idle_ns, left))
 
     @property
     def step_per_step_ns(self) -> float:
@@ -178,4 +194,13 @@ def host_wait(
     )
     named = sum(c.idle_ns for c in causes)
     devices = len({s.device_id for s in steps})
-    return HostWait(len(steps), devices, step_ns, idle, causes, named >= DOMINANT_SHARE * idle)
+    return HostWait(
+        len(steps),
+        devices,
+        step_ns,
+        idle,
+        causes,
+        named >= DOMINANT_SHARE * idle,
+        launch_ns=sum(s.idle_launch_ns for s in steps),
+        stalled_ns=sum(st.idle_ns for s in steps for st in s.stalls),
+    )

@@ -17,7 +17,8 @@ The job's verdict is the whole job's: Tensor Core time over kernel time summed o
 present (time-weighted), with the spread of the per-rank shares beside it. Nothing is
 extrapolated to ranks that are not present: "2 of 128 ranks" stays two.
 
-How iterations are matched across ranks and each rank's cell made: :mod:`.job_cells`.
+How iterations are matched across ranks and each rank's cell made: :mod:`.job_cells`; the
+straggler and what it spent its extra time on: :mod:`.job_straggler`.
 """
 
 from __future__ import annotations
@@ -27,23 +28,17 @@ from dataclasses import dataclass
 
 from tcreport import fmt
 from tcreport.analysis.collectives import Bandwidth, bandwidth
-from tcreport.analysis.job_cells import Cell, IterationRow, aligned, median
+from tcreport.analysis.job_cells import Cell, IterationRow, aligned, mean, median
 from tcreport.analysis.job_cells import cells as cells_of
-from tcreport.analysis.job_ranks import (
-    NameTime,
-    RankFigures,
-    RankStep,
-    weighted_tc_share,
-    with_kernel_times,
-)
+from tcreport.analysis.job_ranks import RankFigures, weighted_tc_share, with_kernel_times
+from tcreport.analysis.job_straggler import Excess, Straggler
+from tcreport.analysis.job_straggler import straggler as straggler_of
 from tcreport.analysis.sections.headline import Tone
 from tcreport.analysis.sections.verdict import share_tone, words_for
 from tcreport.analysis.vendor import MATRIX_UNIT, Vendor
 from tcreport.analysis.violation import Violation
-from tcreport.kernel_names import short_name
 
-#: Excess rows kept per kind (kernels, ops) for the straggler.
-TOP_EXCESS = 5
+__all__ = ["Excess", "JobIdentity", "JobSection", "JobVerdict", "RankRow", "Straggler", "section"]
 
 
 @dataclass(frozen=True)
@@ -109,27 +104,6 @@ class RankRow:
 
 
 @dataclass(frozen=True)
-class Excess:
-    name: str
-    kind: str  # "part" | "kernel" | "op"
-    excess_ns: float  # per iteration, beyond the other ranks' median
-
-
-@dataclass(frozen=True)
-class Straggler:
-    rank: int
-    named_in: int  # iterations it was the straggler in
-    of: int  # iterations compared
-    excess_ns: float  # own time beyond the others' median, per compared iteration
-    wait_caused_ns: float  # the other ranks' median collective wait, per compared iteration
-    parts: tuple[Excess, ...]
-    kernels: tuple[Excess, ...]
-    ops: tuple[Excess, ...]
-    host_cause: str | None  # the host range behind most of its idle, where recorded
-    text: str  # one line: who, how much, on what
-
-
-@dataclass(frozen=True)
 class JobSection:
     identity: JobIdentity
     verdict: JobVerdict
@@ -145,6 +119,16 @@ class JobSection:
     notes: tuple[str, ...] = ()
     #: figures that break what must always hold (analysis.job_invariants); every output names them
     violations: tuple[Violation, ...] = ()
+    #: ranks present but with no timed GPU step in the aggregated iterations (a CPU-only or
+    #: damaged trace): left out of the per-iteration figures, named in the notes. Decided here
+    #: once; a job diff and the rank shown in full read it (empty when no rank is timed: then
+    #: there are no per-iteration figures to leave a rank out of)
+    untimed: tuple[int, ...] = ()
+
+    @property
+    def timed(self) -> tuple[int, ...]:
+        """The ranks the per-iteration figures are of: every rank present but the untimed."""
+        return tuple(r for r in self.identity.ranks if r not in self.untimed)
 
     @property
     def share_head(self) -> str:
@@ -203,10 +187,6 @@ def verdict(ranks: Sequence[RankFigures]) -> JobVerdict:
     )
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _rank_rows(ranks: Sequence[RankFigures], cells: list[Cell]) -> tuple[RankRow, ...]:
     out = []
     for r in ranks:  # one per rank
@@ -220,143 +200,19 @@ def _rank_rows(ranks: Sequence[RankFigures], cells: list[Cell]) -> tuple[RankRow
                 tc_share=r.tc_share,
                 gpu_kernel_ns=r.gpu_kernel_ns,
                 iterations=len(mine),
-                step_ns=_mean([x.step_ns for x in s]),
-                compute_ns=_mean([x.compute_ns for x in s]),
-                communication_ns=_mean([x.communication_total_ns for x in s]),
-                memory_ns=_mean([x.memory_ns for x in s]),
-                idle_ns=_mean([x.idle_ns for x in s]),
-                own_ns=_mean([x.own_ns for x in s]),
-                wait_ns=_mean([c.wait_ns for c in mine]),
+                step_ns=mean([x.step_ns for x in s]),
+                compute_ns=mean([x.compute_ns for x in s]),
+                communication_ns=mean([x.communication_total_ns for x in s]),
+                memory_ns=mean([x.memory_ns for x in s]),
+                idle_ns=mean([x.idle_ns for x in s]),
+                own_ns=mean([x.own_ns for x in s]),
+                wait_ns=mean([c.wait_ns for c in mine]),
                 straggler_in=sum(1 for c in mine if c.straggler),
                 findings=r.finding_ids,
                 tc_kernel_ns=r.tc_kernel_ns,
             )
         )
     return tuple(out)
-
-
-def _excess(
-    mine: Sequence[NameTime], others: Sequence[Sequence[NameTime]], per: int, kind: str
-) -> tuple[Excess, ...]:
-    """Names whose GPU time per iteration beats the other ranks' median the most."""
-    theirs = [{n.name: n.gpu_ns for n in o} for o in others]
-    out = []
-    for n in mine:  # one per distinct name on the straggler
-        typical = median([t.get(n.name, 0) for t in theirs])
-        if n.gpu_ns > typical:
-            out.append(Excess(n.name, kind, (n.gpu_ns - typical) / per))
-    out.sort(key=lambda e: (-e.excess_ns, e.name))
-    return tuple(out[:TOP_EXCESS])
-
-
-#: The parts of a rank's time outside collectives (they sum to :attr:`RankStep.own_ns`).
-OWN_PARTS = ("compute outside collectives", "memory copies/sets", "idle")
-
-
-def _own_part(s: RankStep, part: str) -> int:
-    if part == OWN_PARTS[0]:
-        return s.compute_ns - s.compute_in_collectives_ns
-    return s.memory_ns if part == OWN_PARTS[1] else s.idle_ns
-
-
-def _part_excess(part: str, mine: list[Cell], theirs: list[Cell], n: int) -> Excess:
-    """The straggler's time in ``part`` beyond the other ranks' median, per iteration."""
-    by_iter = [
-        _own_part(c.step, part)
-        - median([_own_part(o.step, part) for o in theirs if o.iteration == c.iteration])
-        for c in mine
-    ]
-    return Excess(part, "part", sum(by_iter) / n)
-
-
-def _own_excess(rank: int, cells: list[Cell]) -> float:
-    """``rank``'s time outside collectives beyond the other ranks' median, per compared
-    iteration (its mean over the iterations it ran; 0 when it ran none)."""
-    mine = [c for c in cells if c.rank == rank]
-    theirs = [c for c in cells if c.rank != rank]
-    return (
-        _mean(
-            [
-                c.step.own_ns
-                - median([o.step.own_ns for o in theirs if o.iteration == c.iteration])
-                for c in mine
-            ]
-        )
-        or 0.0
-    )
-
-
-def _straggler(
-    ranks: Sequence[RankFigures], cells: list[Cell], rows: list[IterationRow]
-) -> Straggler | None:
-    named = [r.straggler for r in rows if r.straggler is not None]
-    if not named:
-        return None
-    # The job's straggler is the rank furthest beyond the others' median over every compared
-    # iteration, not the one named most often: when the slow rank rotates, a rank a little late in
-    # most iterations can be faster than the median overall. None is named when no rank is slower.
-    own = {r: _own_excess(r, cells) for r in set(named)}
-    slow = max(own, key=lambda r: (own[r], named.count(r), -r))
-    own_excess = own[slow]
-    if own_excess <= 0:
-        return None
-    n = len(rows)
-    mine = [c for c in cells if c.rank == slow]
-    theirs = [c for c in cells if c.rank != slow]
-    parts = [_part_excess(part, mine, theirs, n) for part in OWN_PARTS]
-    parts.sort(key=lambda e: -e.excess_ns)
-    figures = {r.rank: r for r in ranks}
-    others = [figures[r] for r in figures if r != slow]
-    per = max(1, figures[slow].iterations_aggregated or n)
-    kernels = _excess(figures[slow].kernels, [o.kernels for o in others], per, "kernel")
-    ops = _excess(figures[slow].ops, [o.ops for o in others], per, "op")
-    causes = [c.step.host_cause for c in mine if c.step.host_cause]
-    cause = max(set(causes), key=causes.count) if causes else None
-    wait = _mean([float(r.median_wait_ns) for r in rows if r.straggler == slow]) or 0.0
-    return Straggler(
-        rank=slow,
-        named_in=named.count(slow),
-        of=n,
-        excess_ns=own_excess,
-        wait_caused_ns=wait,
-        parts=tuple(parts),
-        kernels=kernels,
-        ops=ops,
-        host_cause=cause,
-        text=_straggler_text(slow, named.count(slow), n, own_excess, parts, kernels, cause),
-    )
-
-
-def _straggler_text(
-    rank: int,
-    named: int,
-    n: int,
-    excess: float,
-    parts: list[Excess],
-    kernels: tuple[Excess, ...],
-    cause: str | None,
-) -> str:
-    first = next((p for p in parts if p.excess_ns > 0), None)
-    text = (
-        f"rank {rank} is the straggler in {named} of {n} iteration{'s' if n != 1 else ''}: "
-        f"{fmt.ns(excess)} more per iteration outside collectives than the other ranks' median"
-    )
-    if first is None:
-        return text + "."
-    why = ""
-    if first.name == "idle" and cause:
-        why = f", the host in {cause}"
-    elif first.name.startswith("compute") and kernels:
-        why = f", led by {short_name(kernels[0].name)} (+{fmt.ns(kernels[0].excess_ns)})"
-    # The parts are signed (a rank can copy more and compute less), so the largest is "most of
-    # it" only when it is at least half of the whole and no more than it.
-    if first.excess_ns > excess:
-        return (
-            f"{text}: {fmt.ns(first.excess_ns)} more {first.name}{why}, "
-            f"{fmt.ns(first.excess_ns - excess)} less in its other parts."
-        )
-    lead = "most of it" if 2 * first.excess_ns >= excess else "the largest part"
-    return f"{text}, {lead} {first.name} (+{fmt.ns(first.excess_ns)}){why}."
 
 
 def _sizes_note(ranks: Sequence[RankFigures], said: str | None) -> str | None:
@@ -400,7 +256,7 @@ def section(
     untimed = [r.rank for r in ranks if r not in timed]
     order, keyed, how = aligned(timed)
     cells, rows = cells_of(order, keyed)
-    straggler = _straggler(timed, cells, rows) if len(timed) > 1 else None
+    straggler = straggler_of(timed, cells, rows) if len(timed) > 1 else None
     names = [r.gpu_name for r in ranks if r.gpu_name]
     notes = []
     multi = [r.rank for r in ranks if r.devices > 1]
@@ -432,8 +288,9 @@ def section(
             [(r.rank, r.calls) for r in ranks], names, _sizes_note(ranks, sizes_note)
         ),
         matching=how,
-        step_ns=_mean([float(r.step_ns) for r in rows]),
-        wait_ns=_mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,
+        step_ns=mean([float(r.step_ns) for r in rows]),
+        wait_ns=mean([float(r.median_wait_ns) for r in rows]) if len(timed) > 1 else None,
         matrix_unit=ranks[0].matrix_unit if ranks else "Tensor Cores",
         notes=tuple(notes),
+        untimed=tuple(untimed),
     )

@@ -58,6 +58,11 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
 
+def mean(values: Sequence[float]) -> float | None:
+    """The mean, or None of nothing (a figure no iteration measured is unknown, not zero)."""
+    return sum(values) / len(values) if values else None
+
+
 def aligned(ranks: Sequence[RankFigures]) -> tuple[list[str], dict[int, dict[str, RankStep]], str]:
     """The iterations every rank aggregated, in order, each rank's step of each, and how they
     were matched."""

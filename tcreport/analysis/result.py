@@ -272,7 +272,9 @@ def compute(
         steps=steps_section.build(
             parts.steps, parts.timeline, info, its.whole_run, slc.timeline_iter, parts.host_wait
         ),
-        communication=communication.build(sliced, parts.communication, t.wall_ns),
+        communication=communication.build(
+            sliced, parts.communication, t.wall_ns, [o.name for o in rows.ops]
+        ),
         throughput=flops,
         host=on_host,
         precision=dtypes,

@@ -34,7 +34,7 @@ from tcreport.compare.model import (
 )
 from tcreport.compare.noise import judge, pooled
 from tcreport.errors import UsageError
-from tcreport.job_report import JobReport, timed_ranks
+from tcreport.job_report import JobReport
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _common(base: JobReport, head: JobReport) -> frozenset[int]:
     """The ranks a job diff compares: present and timed on both sides. A rank with no timed GPU
     step on one side (a damaged or CPU-only trace) is in neither side's figures, so one side's
     sum over three ranks is never set against the other's over two."""
-    return frozenset(timed_ranks(base.section)) & frozenset(timed_ranks(head.section))
+    return frozenset(base.section.timed) & frozenset(head.section.timed)
 
 
 def _side(jr: JobReport, ranks: frozenset[int]) -> _Side:
@@ -94,7 +94,7 @@ def _side(jr: JobReport, ranks: frozenset[int]) -> _Side:
     analysis' own rules, :func:`tcreport.analysis.job_cells.cells`)."""
     sec = jr.section
     rows_of = {r.rank: r for r in sec.ranks if r.rank in ranks}
-    if frozenset(timed_ranks(sec)) == ranks:
+    if frozenset(sec.timed) == ranks:
         iterations, share = sec.iterations, sec.verdict.tc_share
     else:
         keyed: dict[int, dict[str, RankStep]] = {r: {} for r in sorted(ranks)}
@@ -220,7 +220,7 @@ def _untimed_detail(base: JobReport, head: JobReport) -> str | None:
     if not _common(base, head):
         return None
     for side, jr in (("base", base), ("head", head)):
-        if jr.detail_rank not in timed_ranks(jr.section):
+        if jr.detail_rank in jr.section.untimed:
             return (
                 f"rank {jr.detail_rank}, shown in full, has no timed GPU step in {side} (that "
                 f"trace's notes say why); show rank {rank_in_full(base, head)} in full on both "
@@ -258,8 +258,7 @@ def _rank_notes(base: JobReport, head: JobReport, common: frozenset[int]) -> lis
         )
     untimed = []
     for side, jr in (("base", base), ("head", head)):
-        timed = set(timed_ranks(jr.section))
-        gone = [r for r in jr.section.identity.ranks if r not in timed]
+        gone = jr.section.untimed
         if gone:
             untimed.append(
                 f"rank{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} in {side}"

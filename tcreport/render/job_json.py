@@ -162,6 +162,7 @@ def section_dict(sec: JobSection) -> dict[str, Any]:
         "cells": [_cell(c) for c in sec.cells],
         "straggler": _straggler(sec.straggler),
         "bandwidth": _bandwidth(sec.bandwidth),
+        "untimed_ranks": list(sec.untimed),
         "notes": list(sec.notes),
         "invariant_violations": [
             {"invariant": v.invariant.value, "figure": v.figure, "message": v.message}

@@ -49,7 +49,16 @@ from tcreport.rules import (
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
-__all__ = ["REGISTRY", "Evidence", "EvidenceKind", "Finding", "Severity", "evaluate", "fix_first"]
+__all__ = [
+    "IDLE_SAVINGS",
+    "REGISTRY",
+    "Evidence",
+    "EvidenceKind",
+    "Finding",
+    "Severity",
+    "evaluate",
+    "fix_first",
+]
 
 #: rule id -> rule, sorted by id. ``DLPROF`` emits DLProf's own findings as ``dlprof:<detector>``.
 REGISTRY: dict[str, Rule] = dict(
@@ -117,6 +126,13 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         saving_share=min(1.0, ns / wall) if wall else None,
         saving_per_iteration_ns=None if per is None else int(per),
     )
+
+
+#: Findings whose saving is GPU idle given back (the others save kernel or collective time). They
+#: split the idle between them, never claiming one gap twice: GP002 the launch-bound gaps, ST001-ST003
+#: the gaps a host synchronisation or copy opened, GP001 the named host wait left beside those
+#: (:attr:`tcreport.analysis.host_wait.HostWait.claim_ns`); a test holds their sum to the idle.
+IDLE_SAVINGS = frozenset({"GP001", "GP002", "ST001", "ST002", "ST003"})
 
 
 #: Rule families that judge GPU work (Tensor Cores, precision on them, convolutions, heavy

@@ -7,7 +7,8 @@ says so and estimates the saving from overlapping loading with compute. Otherwis
 breakdown's named host ranges/ops explain most of the steps' idle
 (:mod:`tcreport.analysis.host_wait`: a batch drawn with ``torch.randn`` on the CPU each step), it
 names them with their idle per step and share of the step, claims that measured idle as the
-saving and points the fix at that host work. A range that is the whole profile (no iteration
+saving (less any the stall and launch-bound findings own: :attr:`HostWait.claim_ns`) and points
+the fix at that host work. A range that is the whole profile (no iteration
 split) includes start-up, so there the finding is informational only.
 """
 
@@ -93,12 +94,19 @@ def _host_wait(
         f"({fmt.pct_text(top.step_share)} of the step); it computes "
         f"{fmt.pct_text(util)} of the range"
     )
-    saving = min(hw.named_idle_ns // max(1, hw.devices), idle_wall)
+    saving = min(hw.claim_ns // max(1, hw.devices), idle_wall)
     assumption = (
         "taking the named host work off the step's critical path removes the GPU idle measured "
         "under it in the measured steps (per GPU; the last step's wait is not in the trace); "
         "any GPU time the moved work then takes is not counted"
     )
+    if hw.claim_ns < hw.named_idle_ns:
+        less = fmt.ns((hw.named_idle_ns - hw.claim_ns) / max(1, hw.devices))
+        assumption += (
+            "; the idle the findings on host synchronisation, copies and launch gaps claim "
+            f"(ST001-ST003, GP002) is left to them, so {less} less is claimed here and no idle "
+            "is claimed twice"
+        )
     names = ", ".join(w.name for w in hw.causes)
     fix = f"Take {names} off the step's critical path. " + _off_path(c.flavour(analysis), top, feed)
     return title, detail, saving, assumption, fix

@@ -288,3 +288,21 @@ def test_a_window_past_the_scripts_end_counts_only_the_steps_it_ran(tmp_path: Pa
     iters = _summary(out)["iterations"]
     assert isinstance(iters, dict)
     assert (iters["total"], iters["aggregated"]) == (5, 5)
+
+
+def test_the_fixed_cnn_makes_no_batch_on_the_host_in_its_steps(tmp_path: Path) -> None:
+    """``--fixed`` makes its batch once, on the device, before the steps: the profiled steps hold
+    no host op drawing random numbers (``aten::normal_``, ``aten::randint``) and no copy to the
+    device, so GP001 has no host wait to name. The plain script still draws one each step."""
+    plain, fixed = tmp_path / "plain", tmp_path / "fixed"
+    for out, extra in ((plain, []), (fixed, ["--fixed"])):
+        result = _profile(str(CNN), "--output-dir", str(out), "--", *SMALL, *extra)
+        assert result.exit_code == 0, result.output
+    drawn = {"aten::normal_", "aten::randint", "aten::random_"}
+
+    def ops(out: Path) -> set[str]:
+        view = tcreport.api.analyze(tcreport.api.load(_run_dirs(out)[-1]))
+        return {o.name for o in view.analysis.breakdown.ops}
+
+    assert drawn & ops(plain), "the plain script draws its batch in every step"
+    assert not drawn & ops(fixed), sorted(drawn & ops(fixed))

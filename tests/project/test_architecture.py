@@ -109,6 +109,25 @@ def test_no_module_is_over_the_size_limit() -> None:
     assert big == {}
 
 
+#: Modules split along a seam to stay near the conventions' ~400 lines (the facade grows with each
+#: command, the job section with each job figure): they stay there, with room under the hard limit.
+SPLIT_MODULES = ("api.py", "api_jobs.py", "api_files.py", "analysis/job.py")
+
+
+def test_split_modules_stay_under_400_lines() -> None:
+    sizes = {m: len((PACKAGE / m).read_text(encoding="utf-8").splitlines()) for m in SPLIT_MODULES}
+    assert {m: n for m, n in sizes.items() if n > 400} == {}
+
+
+def test_the_facade_still_offers_every_public_name() -> None:
+    """Splitting the facade keeps its names: each of ``api.__all__`` (the files half's and the
+    job half's included) resolves on ``tcreport.api``."""
+    from tcreport import api
+
+    names = {*api.__all__, "export_perfetto", "ingest", "guard_output", "analyze_job"}
+    assert [n for n in sorted(names) if getattr(api, n, None) is None] == []
+
+
 def test_no_function_is_over_the_size_limit() -> None:
     long: dict[str, int] = {}
     for p in _modules():

@@ -3,6 +3,7 @@ and on which streams it ran."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,13 +26,22 @@ class Communication:
     #: the collective calls of the aggregated iterations with their message sizes (a distributed
     #: job's bandwidth is figured from every rank's); ``None`` when the trace recorded none
     calls: pa.Table | None = None
+    #: the kind of the collective with the most time (all-reduce, all-to-all, ...): the advice
+    #: on overlapping it depends on it; ``None`` without collectives
+    kind: calls_of.Family | None = None
 
 
-def build(run: Run, overlap: CommOverlap | None, wall_ns: int | None) -> Communication:
+def build(
+    run: Run, overlap: CommOverlap | None, wall_ns: int | None, op_names: Sequence[str] = ()
+) -> Communication:
+    """``op_names``: the run's op names, which say an all-to-all that NCCL ran as send/receive
+    kernels (:func:`tcreport.analysis.communication.collective_kind`)."""
     c = communication.communication(run.kernels, overlap)
+    names = overlap.names if overlap is not None else (c.names if c is not None else ())
     return Communication(
         collectives=c,
         wall_share=c.wall_share(wall_ns) if c is not None else None,
         overlap=overlap,
         calls=calls_of.calls(run.collectives),
+        kind=communication.collective_kind(names, op_names),
     )
