@@ -215,7 +215,8 @@ def check(
             "--max-regression",
             min=0.0,
             metavar="FRACTION",
-            help="Fail when GPU kernel time per iteration grows by more than this fraction, or "
+            help="Fail when GPU kernel time or wall time per iteration grows by more than this "
+            "fraction, or "
             "TC share drops by more than this many points/100, beyond noise (default with "
             "--baseline: 0).",
         ),

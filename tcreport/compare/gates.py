@@ -5,6 +5,8 @@ a CI job that silently passes on a trace it could not read proves nothing. Regre
 model, so "within run-to-run noise" means the same thing in ``check`` as in ``diff``: a change inside
 the noise never fails a gate, however small ``--max-regression`` is. An op that ran on the matrix
 units in the baseline and no longer does fails it whatever its time did (the diff's ``tc_lost``).
+``--max-regression`` weighs wall time per iteration beside kernel time: faster kernels in a
+slower step are no improvement.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
                 f"({t.rel:+.1%}{noise}; limit +{limit:.1%})",
             )
         )
+    out += _wall_regression(d, limit)
     s = d.figure("tc_share")
     if s.base is None or s.head is None or s.delta is None:
         out.append(GateResult("max-regression", False, f"{short} share unknown on one side"))
@@ -130,6 +133,28 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
         message = f"no op that ran on {unit} in the baseline lost them"
     out.append(GateResult("max-regression", not d.tc_lost, message))
     return out
+
+
+def _wall_regression(d: compare.Diff, limit: float) -> list[GateResult]:
+    """Wall time per iteration, judged as kernel time is: a change that halves kernel time but
+    doubles the step (the host now the bottleneck) is a regression the user sees, and ``diff``
+    already names it. Inputs that record no wall time on either side (no iterations, DLProf's
+    summaries alone) have no line; one side only fails, as an unknown kernel time does."""
+    w = d.figure("wall_ns")
+    if w.base is None and w.head is None:
+        return []
+    if w.base is None or w.head is None or w.rel is None:
+        return [GateResult("max-regression", False, "wall time per iteration unknown on one side")]
+    bad = w.rel > limit and w.verdict is Change.REGRESSED
+    noise = " (within noise)" if w.verdict is Change.NOISE else ""
+    return [
+        GateResult(
+            "max-regression",
+            not bad,
+            f"wall time per iteration {fmt.ns(w.base)} -> {fmt.ns(w.head)} "
+            f"({w.rel:+.1%}{noise}; limit +{limit:.1%})",
+        )
+    ]
 
 
 def _invariants(view: Report, side: str) -> list[GateResult]:

@@ -49,12 +49,14 @@ def test_passing_gates_print_ok_then_each_gate_with_its_figure_and_limit(
     )
     assert result.exit_code == 0, result.output
     assert _lines(result.stdout) == [
-        "tcreport check: OK: 5 gates passed",
+        "tcreport check: OK: 6 gates passed",
         "tcreport check: pass min-tc-share: TC share 92.3 % >= minimum 50.0 %",
         "tcreport check: pass max-eligible-not-tc-share: eligible GPU time not on TC 0.0 % of "
         "kernel time <= maximum 10.0 %",
         "tcreport check: pass max-regression: GPU kernel time per iteration 155.0 µs -> 65.0 µs "
         "(-58.1%; limit +5.0%)",
+        "tcreport check: pass max-regression: wall time per iteration 304.0 µs -> 304.0 µs "
+        "(+0.0%; limit +5.0%)",
         "tcreport check: pass max-regression: TC share 0.0 % -> 92.3 % (+92.3 points; "
         "limit -5.0 points)",
         "tcreport check: pass max-regression: no op that ran on Tensor Cores in the baseline "
@@ -80,13 +82,14 @@ def test_failed_gates_print_failed_then_each_gate_and_exit_1(runs: dict[str, Pat
     )
     assert result.exit_code == 1
     head, *lines = _lines(result.stdout)
-    assert head == "tcreport check: FAILED: 5 of 5 gates failed"
-    assert len(lines) == 5, lines
+    assert head == "tcreport check: FAILED: 5 of 6 gates failed"
+    assert len(lines) == 6, lines
     assert lines[0] == "tcreport check: FAIL min-tc-share: TC share 0.0 % < minimum 50.0 %"
     assert lines[1].startswith("tcreport check: FAIL max-eligible-not-tc-share: ")
     assert "+138.5%" in lines[2] and "limit +5.0%" in lines[2]
-    assert "-92.3 points" in lines[3]
-    assert lines[4] == (
+    assert lines[3].startswith("tcreport check: pass max-regression: wall time per iteration")
+    assert "-92.3 points" in lines[4]
+    assert lines[5] == (
         "tcreport check: FAIL max-regression: 2 ops ran on Tensor Cores in the baseline and "
         "no longer do: model/fc1/linear, model/fc2/linear"
     )
@@ -191,3 +194,17 @@ def test_counters_of_a_job_are_refused_naming_the_flag() -> None:
     job = SAMPLES / "nsys-h100x2-bf16"
     r = runner.invoke(app, ["diff", str(job), str(job), "--base-counters", str(MIX_NCU)])
     assert r.exit_code == 2 and "--base-counters takes one trace's" in r.output
+
+
+def test_faster_kernels_in_a_slower_step_fail_max_regression() -> None:
+    """cnn_bf16fixed against cnn_fp16 (real H200 runs): kernel time per iteration fell 28.7 %
+    but the step doubled (the host now waits on its own random batch); ``diff`` names it, and a
+    CI gate that passed it would pass a run that trains at half the speed."""
+    base, head = H200_NCU / "cnn_fp16", H200_NCU / "cnn_bf16fixed"
+    args = ["check", str(head), "--baseline", str(base), "--max-regression", "0.05"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "FAIL max-regression: wall time per iteration 17.4 ms -> 35.0 ms (+101.4%" in (
+        result.stdout
+    )
+    assert "pass max-regression: GPU kernel time per iteration 2.0 ms -> 1.4 ms" in result.stdout
