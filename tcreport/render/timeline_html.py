@@ -142,10 +142,17 @@ def _step_bars(a: Analysis) -> tuple[tuple[StepBar, ...], int, str]:
                     )
                 )
             x += w
-        causes = "; ".join(
+        named = [
             f"{c.kind}{': ' + fmt.tail(c.name, 50) if c.name else ''} {fmt.ns(c.idle_ns)}"
             for c in r.host_causes
-        )
+        ]
+        if r.between is not None:  # outside the bar, often the longest wait (GP001's)
+            c = r.between
+            named.append(
+                f"then, until the next step's first GPU activity, {c.kind}"
+                f"{': ' + fmt.tail(c.name, 50) if c.name else ''} {fmt.ns(c.idle_ns)}"
+            )
+        causes = "; ".join(named)
         gpu = "?" if r.device_id is None else str(r.device_id)
         bars.append(
             StepBar(

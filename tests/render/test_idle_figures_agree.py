@@ -262,3 +262,17 @@ def test_cpu_only_host_time_counts_nested_ops_once_synthetic(tmp_path: Path) -> 
 def test_gpu_runs_have_no_host_total() -> None:
     data = json.loads(api.render_json(_view(H100X2)))
     assert data["host"]["total_ns"] is None and data["host"]["total_method"] is None
+
+
+def test_the_html_names_the_wait_between_steps_that_gp001_names() -> None:
+    """cnn_bf16fixed (real H200 run): GP001 leads with "the GPU waits for the host in
+    aten::normal_ 24.0 ms per step", which lies between one step's last GPU activity and the
+    next one's first, outside the step bars; the idle-causes table named only the in-step gaps,
+    so the report's own breakdown did not back its first finding."""
+    view = api.analyze(api.load(SAMPLES / "h200-torch-cnn-ncu" / "cnn_bf16fixed"))
+    page = api.render_html(view)
+    first = view.analysis.steps.rows[0]
+    assert first.between is not None and first.between.name == "aten::normal_"
+    wait = "then, until the next step&#39;s first GPU activity, host range: aten::normal_ "
+    assert f"{wait}{fmt.ns(first.between.idle_ns)}" in page
+    assert "fix first" in page.lower() and "aten::normal_" in page
