@@ -147,7 +147,8 @@ class Export:
     each rank did: ~0.5 GB more at the x1000 export's peak). A rank asked for again (the rank a
     job shows in full) gets the rows it was given before."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, *, geometry: bool = True) -> None:
+        self.geometry = geometry  # whether ``run`` was read with its kernels' launch geometry
         self._meta = run.meta
         self._iterations = run.iterations
         self._rest: dict[str, pa.Table | None] = {n: getattr(run, n) for n in PER_PROCESS}
