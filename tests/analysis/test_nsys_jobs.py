@@ -257,13 +257,13 @@ def test_the_job_reads_no_launch_geometry_and_a_caller_asking_for_it_gets_it(
     finally:
         ingest.forget_ranks()
     assert reads == [NSYS, NSYS]
-    assert bare.kernels is not None and full.kernels is not None and again.kernels is full.kernels
-    assert full.kernels.column("grid_x").null_count == 0
+    bare_k, full_k = bare.kernels, full.kernels
+    assert again.kernels is full.kernels
+    assert bare_k is not None and full_k is not None
+    assert full_k.column("grid_x").null_count == 0
     for name in _GEOMETRY:
-        assert bare.kernels.column(name).null_count == bare.kernels.num_rows
-    assert bare.kernels.drop_columns(list(_GEOMETRY)).equals(
-        full.kernels.drop_columns(list(_GEOMETRY))
-    )
+        assert bare_k.column(name).null_count == bare_k.num_rows
+    assert bare_k.drop_columns(list(_GEOMETRY)).equals(full_k.drop_columns(list(_GEOMETRY)))
     for name in ("memory", "ops", "ranges"):
         assert getattr(bare, name).equals(getattr(full, name))
     with pytest.raises(ValueError, match="nsys SQLite"):
