@@ -74,7 +74,7 @@ def analyse_rank(spec: RankSpec) -> RankResult:
     from tcreport import ingest, report
 
     trace = spec.trace
-    run = ingest.load_rank(trace)
+    run = ingest.load_rank(trace, geometry=False)  # no analysis reads the launch geometry
     view = report.build(
         run,
         spec.slc,
@@ -249,7 +249,10 @@ def _build(
 
         trace = job.rank_trace(chosen)
         detail = report.build(
-            ingest.load_rank(trace), slc, source_path=str(trace.path), with_timeline=with_timeline
+            ingest.load_rank(trace, geometry=False),
+            slc,
+            source_path=str(trace.path),
+            with_timeline=with_timeline,
         )
     return JobReport(
         section=sec,
@@ -272,7 +275,9 @@ def with_detail(jr: JobReport, job: Job, rank: int, slc: Slice, why: str) -> Job
 
     trace = job.rank_trace(rank)
     try:
-        detail = report.build(ingest.load_rank(trace), slc, source_path=str(trace.path))
+        detail = report.build(
+            ingest.load_rank(trace, geometry=False), slc, source_path=str(trace.path)
+        )
     finally:
         ingest.forget_ranks()
     return replace(jr, detail=detail, detail_rank=rank, detail_why=why)

@@ -299,8 +299,11 @@ def _launch(path: Path) -> Job | None:
 _WHOLE: dict[tuple[str, int, int], Export] = {}
 
 
-def load_rank(rank: RankTrace) -> Run:
-    """One rank of a job: its trace, or its process's part of a multi-process export."""
+def load_rank(rank: RankTrace, *, geometry: bool = True) -> Run:
+    """One rank of a job: its trace, or its process's part of a multi-process export.
+    ``geometry=False`` (the job's analysis, which never reads it): such an export is read
+    without its kernels' launch geometry (``nsys.reader.read``); a later call that wants it
+    reads the export again."""
     from tcreport.ingest.nsys import processes
 
     if rank.process_id is None:
@@ -308,9 +311,14 @@ def load_rank(rank: RankTrace) -> Run:
     st = rank.path.stat()
     key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
     export = _WHOLE.get(key)
-    if export is None or not export.gives(rank.process_id):  # read again for a rank let go
+    # read again for a rank let go, or for the geometry left out
+    if export is None or not export.gives(rank.process_id) or (geometry and not export.geometry):
         _WHOLE.clear()  # before reading: never two exports at once
-        export = _WHOLE[key] = processes.Export(load(rank.path))
+        # (no name for the whole run: the split frees its columns as it goes)
+        export = _WHOLE[key] = processes.Export(
+            load(rank.path) if geometry else _read(rank.format, rank.path, geometry=False),
+            geometry=geometry,
+        )
     return export.rank(rank.rank, rank.process_id)
 
 
@@ -386,11 +394,17 @@ def load(path: Path, fmt: SourceFormat | None = None) -> Run:
     return run
 
 
-def _read(fmt: SourceFormat, path: Path) -> Run:
+def _read(fmt: SourceFormat, path: Path, *, geometry: bool = True) -> Run:
     from tcreport.ingest.common import plausible
     from tcreport.ingest.common.memory import release_free_memory
 
-    if fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
+    if not geometry:  # only asked of a multi-process export (load_rank): an nsys SQLite file
+        from tcreport.ingest.nsys import reader as nsys_reader
+
+        if fmt is not SourceFormat.NSYS_SQLITE or nsys_rep.is_report(path):
+            raise ValueError(f"geometry=False reads an nsys SQLite export, not {fmt.value}")
+        run = plausible.checked(nsys_reader.read(path, geometry=False))
+    elif fmt is SourceFormat.NSYS_SQLITE and nsys_rep.is_report(path):
         with nsys_rep.exported(path) as sqlite:
             exported = reader(fmt).read(sqlite)
         meta = dataclasses.replace(exported.meta, path=str(path), files=(path.name,))

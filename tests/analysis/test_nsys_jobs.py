@@ -23,6 +23,7 @@ from tcreport import api, ingest, report
 from tcreport.cli.app import app
 from tcreport.ingest.nsys import processes
 from tcreport.job_report import JobReport, RankSpec, analyse_rank
+from tcreport.model import SourceFormat
 
 NSYS = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 WINDOWS = SAMPLES.parent.parent / "shared" / "realtraces" / "nsys" / "v2022.1-windows-synthetic"
@@ -30,15 +31,16 @@ runner = CliRunner()
 
 
 def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every path ``ingest.load`` reads from now on, in order."""
+    """Every path ``ingest`` reads from now on, in order (``load``, and ``load_rank`` reading an
+    export without its geometry, both read through ``ingest._read``)."""
     reads: list[Path] = []
-    real = ingest.load
+    real = ingest._read
 
-    def counting(path: Path, fmt: object = None) -> object:
+    def counting(fmt: SourceFormat, path: Path, **kw: bool) -> object:
         reads.append(path)
-        return real(path)
+        return real(fmt, path, **kw)
 
-    monkeypatch.setattr(ingest, "load", counting)
+    monkeypatch.setattr(ingest, "_read", counting)
     return reads
 
 
@@ -234,6 +236,38 @@ def test_a_rank_let_go_is_not_held_and_is_read_again_if_asked(
         ingest.forget_ranks()
     assert reads == [NSYS, NSYS] and first.kernels is not None
     assert again.kernels is not None and again.kernels.equals(first.kernels)
+
+
+_GEOMETRY = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+
+
+def test_the_job_reads_no_launch_geometry_and_a_caller_asking_for_it_gets_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The job's analysis never reads the kernels' grid and block sizes: its ranks come from an
+    export read without them (null, as in an export that lacks them), every other column as
+    read whole; a caller wanting them (a notebook's rank) makes the export be read again."""
+    reads = _count_loads(monkeypatch)
+    job = api.find_job(NSYS)
+    assert job is not None
+    try:
+        bare = ingest.load_rank(job.ranks[0], geometry=False)
+        full = ingest.load_rank(job.ranks[0])
+        again = ingest.load_rank(job.ranks[0], geometry=False)  # what is held has it: no read
+    finally:
+        ingest.forget_ranks()
+    assert reads == [NSYS, NSYS]
+    bare_k, full_k = bare.kernels, full.kernels
+    assert again.kernels is full.kernels
+    assert bare_k is not None and full_k is not None
+    assert full_k.column("grid_x").null_count == 0
+    for name in _GEOMETRY:
+        assert bare_k.column(name).null_count == bare_k.num_rows
+    assert bare_k.drop_columns(list(_GEOMETRY)).equals(full_k.drop_columns(list(_GEOMETRY)))
+    for name in ("memory", "ops", "ranges"):
+        assert getattr(bare, name).equals(getattr(full, name))
+    with pytest.raises(ValueError, match="nsys SQLite"):
+        ingest._read(SourceFormat.KINETO_JSON, NSYS, geometry=False)
 
 
 def test_the_step_analysis_one_after_the_other_gives_the_same_report(

@@ -147,7 +147,8 @@ class Export:
     each rank did: ~0.5 GB more at the x1000 export's peak). A rank asked for again (the rank a
     job shows in full) gets the rows it was given before."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, *, geometry: bool = True) -> None:
+        self.geometry = geometry  # whether ``run`` was read with its kernels' launch geometry
         self._meta = run.meta
         self._iterations = run.iterations
         self._rest: dict[str, pa.Table | None] = {n: getattr(run, n) for n in PER_PROCESS}
@@ -200,6 +201,8 @@ def _take(rest: dict[str, pa.Table | None], process_id: int) -> dict[str, pa.Tab
     ]
     del tables
     pids = tuple(_Pids(max((c[h].as_py() or 0 for c in counts), default=0)) for h in (0, 1))
+    # and one set of constant buffers for every table of both halves (:func:`_filtered`)
+    consts = Constants(max(p.rows for p in pids))
     for name in PER_PROCESS:
         table = rest.pop(name)
         if table is None or "process_id" not in table.column_names:
@@ -207,14 +210,14 @@ def _take(rest: dict[str, pa.Table | None], process_id: int) -> dict[str, pa.Tab
             continue
         is_mine = pc.equal(table["process_id"], pa.scalar(process_id, pa.int64()))
         not_mine = pc.invert(is_mine)  # null pids: no rank's, in neither half
-        keep = [(m, Constants(pc.sum(m).as_py() or 0)) for m in (is_mine, not_mine)]
+        keep = [(m, pc.sum(m).as_py() or 0) for m in (is_mine, not_mine)]
         schema, columns = table.schema, table.columns
         del table
         halves: tuple[list[pa.Array | pa.ChunkedArray], ...] = ([], [])
         for i, field in enumerate(schema):
             col, columns[i] = columns[i], None
-            for half, (m, consts), ids in zip(halves, keep, pids, strict=True):
-                part = _filtered(col, field.name, m, consts)
+            for half, (m, n), ids in zip(halves, keep, pids, strict=True):
+                part = _filtered(col, field.name, m, consts, n)
                 half.append(ids.shared(part) if field.name == "process_id" else part)
             del col
         mine[name] = pa.table(halves[0], schema=schema)
@@ -250,13 +253,12 @@ class _Pids:
 
 
 def _filtered(
-    col: pa.ChunkedArray, name: str, keep: pa.ChunkedArray, consts: Constants
+    col: pa.ChunkedArray, name: str, keep: pa.ChunkedArray, consts: Constants, n: int
 ) -> pa.Array | pa.ChunkedArray:
     """``col.filter(keep)``, except that the columns the reader made views of one shared buffer
     (all null, or ``calls`` 1 and ``iteration`` 0 on every row:
     :mod:`tcreport.ingest.common.constant`) stay such views of ``consts`` instead of becoming
-    copies (~50 MiB per rank of the x300 export)."""
-    n = consts.rows
+    copies (~50 MiB per rank of the x300 export). ``n``: the rows ``keep`` keeps."""
     if name == "calls" and col.type == pa.int64() and _constant(col, 1):
         return consts.ones_int64(n)
     if name == "iteration" and pa.types.is_integer(col.type) and _constant(col, 0):

@@ -84,16 +84,22 @@ def sniff(path: Path) -> bool:
     return any(t in names for t in _ACTIVITY_TABLES)
 
 
-def read(path: Path) -> Run:
+def read(path: Path, *, geometry: bool = True) -> Run:
+    """The export's canonical tables. ``geometry=False``: the kernels' launch geometry (grid and
+    block sizes) is not read, and is null, as in an export that lacks it; no analysis reads it,
+    so a multi-process export read only to be analysed rank by rank (``ingest.load_rank``) holds
+    24 B a kernel less from the scan to the last rank's analysis (x1000: ~80 MiB at each of
+    its peaks) and converts 6 of the kernel table's 13 columns less."""
     with _sqlite.connect(path) as con:
         try:
-            run = _read(NsysDb(path, con, needs=("StringIds", *_ACTIVITY_TABLES)))
+            db = NsysDb(path, con, needs=("StringIds", *_ACTIVITY_TABLES))
+            run = _read(db, geometry)
         except SchemaError as exc:  # a value the canonical type cannot hold (a device id of 2**62)
             raise InputError(f"unexpected value in an export column: {exc}", path) from exc
     return run
 
 
-def _read(db: NsysDb) -> Run:
+def _read(db: NsysDb, geometry: bool = True) -> Run:
     if "StringIds" not in db.tables:
         raise InputError("no StringIds table; is this an Nsight Systems SQLite export?", db.path)
     if not any(t in db.tables for t in _ACTIVITY_TABLES):
@@ -103,7 +109,7 @@ def _read(db: NsysDb) -> Run:
     sid_ids, sid_values = read_string_ids(db)
     jobs: dict[str, list[Scan[Any]]] = {  # biggest first, so the pool ends evenly
         NVTX_TABLE: nvtx_scans(db, sid_ids, sid_values),
-        KERNEL_TABLE: _kernel_scans(db),
+        KERNEL_TABLE: _kernel_scans(db, geometry),
         RUNTIME_TABLE: _runtime_scans(db),
         MEMCPY_TABLE: _memory_scans(db, MEMCPY_TABLE, '"copyKind"'),
         MEMSET_TABLE: _memory_scans(db, MEMSET_TABLE, "-1"),
@@ -121,7 +127,9 @@ def _read(db: NsysDb) -> Run:
     nvtx_chunks = done.pop(NVTX_TABLE)
     nvtx_bad = sum(c.dropped for c in nvtx_chunks)
     runtime = _table(done.pop(RUNTIME_TABLE), ("key", "start", "gtid"))
-    kernels, k_bad = timed(_table(done.pop(KERNEL_TABLE), _kernel_columns(db)), "duration")
+    kernels, k_bad = timed(
+        _table(done.pop(KERNEL_TABLE), _kernel_columns(db, geometry)), "duration"
+    )
     kernels = _kernels(db, kernels, sid_ids, sid_values)
     memory = _table(done.pop(MEMCPY_TABLE) + done.pop(MEMSET_TABLE), (*_MEMORY_COLS, "kind"))
     memory, m_bad = timed(memory, "end")
@@ -263,12 +271,14 @@ def _table(parts: list[_Rows], names: tuple[str, ...]) -> pa.Table:
     return pa.Table.from_batches(batches)
 
 
-def _kernel_columns(db: NsysDb) -> tuple[str, ...]:
+def _kernel_columns(db: NsysDb, geometry: bool = True) -> tuple[str, ...]:
     cols = set(db.columns(KERNEL_TABLE))
+    if not geometry:
+        cols -= _GEOMETRY.keys()
     return (*_KERNEL_COLS, *(c for c in _KERNEL_OPT if c in cols))
 
 
-def _kernel_scans(db: NsysDb) -> list[Scan[_Rows]]:
+def _kernel_scans(db: NsysDb, geometry: bool = True) -> list[Scan[_Rows]]:
     cols = set(db.columns(KERNEL_TABLE))
     if not cols:
         return []
@@ -277,7 +287,7 @@ def _kernel_scans(db: NsysDb) -> list[Scan[_Rows]]:
         raise InputError(
             f"{KERNEL_TABLE} lacks columns {missing}; unsupported export version", db.path
         )
-    names = _kernel_columns(db)
+    names = _kernel_columns(db, geometry)
     sel = ", ".join(f'"{c}"' for c in names)
     fold = _rows_fold(names, _compact_kernels)
     return [
