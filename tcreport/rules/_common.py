@@ -7,11 +7,12 @@ are plain text; their durations and shares are written with :mod:`tcreport.fmt`,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from enum import StrEnum
 
 from tcreport.analysis import framework, gpu_arch, why_not
-from tcreport.analysis.figures import OpRow, in_some_calls_only
+from tcreport.analysis.figures import KernelRow, OpRow, in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.analysis.vendor import Vendor
@@ -168,3 +169,28 @@ def is_half(dtype: str | None) -> bool:
 def run_uses_half(analysis: Analysis) -> bool:
     """Any op in fp16/bf16: the run has mixed precision on, at least partly."""
     return any(is_half(o.dtype) for o in analysis.breakdown.ops)
+
+
+#: cuDNN's layout transposes (``cudnn::engines_precompiled::nchwToNhwcKernel<__half, ...>``;
+#: older cuDNN without the namespace). Not ``tensorTransformGeneric``: it also pads and casts.
+LAYOUT_CONVERSION = re.compile(r"\b(?:nchwToNhwc|nhwcToNchw)Kernel\b")
+
+
+def layout_conversions(analysis: Analysis) -> list[KernelRow]:
+    """The kernel rows of cuDNN's NCHW <-> NHWC transposes (CV003's evidence). None among known
+    kernel names means the convolutions already get channels-last tensors (the H200 sample's
+    channels_last run launches none), so "use channels_last" is no advice there."""
+    return [k for k in analysis.breakdown.kernels if LAYOUT_CONVERSION.search(k.name)]
+
+
+#: Op names only a training step records: autograd's backward ops and the optimizers' steps.
+_TRAINING_OP = re.compile(r"backward|Optimizer\.|optimizer|\bAdam|\bSGD|apply_gradients", re.I)
+
+
+def trains(analysis: Analysis) -> bool | None:
+    """Whether the run is a training step (an op of backward or of an optimizer), so advice about
+    optimizers fits; ``None`` when the input records no ops to tell by."""
+    ops = analysis.breakdown.ops
+    if not ops:
+        return None
+    return any(_TRAINING_OP.search(o.name) for o in ops)

@@ -12,8 +12,6 @@ The kernel names are cuDNN's own, so the rule needs no framework; the fix is sai
 
 from __future__ import annotations
 
-import re
-
 from tcreport import fmt
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
@@ -21,16 +19,13 @@ from tcreport.rules import thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "CV003"
-#: cuDNN's layout transposes (``cudnn::engines_precompiled::nchwToNhwcKernel<__half, ...>``;
-#: older cuDNN without the namespace). Not ``tensorTransformGeneric``: it also pads and casts.
-_CONVERSION = re.compile(r"\b(?:nchwToNhwc|nhwcToNchw)Kernel\b")
 
 
 def check(analysis: Analysis) -> list[Finding]:
     total = analysis.time.gpu_kernel_ns
     if not total:
         return []
-    hits = [k for k in analysis.breakdown.kernels if _CONVERSION.search(k.name)]
+    hits = c.layout_conversions(analysis)
     ns = sum(k.gpu_ns for k in hits)
     sh = c.share(ns, total)
     if sh is None or sh < thresholds.LAYOUT_CONVERSION_SHARE:

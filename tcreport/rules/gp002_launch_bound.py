@@ -44,7 +44,9 @@ def check(analysis: Analysis) -> list[Finding]:
     fix = {
         c.Flavour.TORCH: "Capture the step in a CUDA graph (torch.compile(model, mode='reduce-overhead') "
         "or torch.cuda.graphs.make_graphed_callables), let torch.compile fuse the small elementwise "
-        "kernels, use fused/foreach optimizers, and raise the batch size if memory allows.",
+        "kernels, "
+        + ("" if c.trains(analysis) is False else "use fused/foreach optimizers, ")
+        + "and raise the batch size if memory allows.",
         c.Flavour.TF: "Compile the step with XLA (tf.function(jit_compile=True)) so small ops fuse, "
         "run several steps per call (Keras steps_per_execution), and raise the batch size.",
         c.Flavour.ANY: "Use CUDA graphs or a fusing compiler (torch.compile, XLA) and a larger batch "

@@ -29,9 +29,20 @@ _NORM = re.compile(r"norm", re.I)
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
-def _fix(op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool, jax: bool = False) -> str:
+def _fix(
+    op_type: str, fl: c.Flavour, w: UnitWords, nvidia: bool, jax: bool = False, aten: bool = True
+) -> str:
     """The fix, in the words of the run's framework and its matrix unit ("Tensor Core"); DALI
-    (NVIDIA's) only for a GPU of NVIDIA's. A JAX run is XLA-compiled already where jitted."""
+    (NVIDIA's) only for a GPU of NVIDIA's. A JAX run is XLA-compiled already where jitted. A
+    PyTorch op that is no ATen op (an extension's kernel, FBGEMM's ``SplitLookupFunction_*``, a
+    custom autograd Function) is often fused already, and torch.compile does not fuse into it."""
+    if fl is c.Flavour.TORCH and not aten:
+        return (
+            f"It is not an ATen op but an extension's or a custom autograd Function's own kernels, "
+            "which torch.compile does not fuse into their neighbours: look for the library's "
+            "faster variant or settings (precision, batching, cache), or take the op off the "
+            f"step; it has no {w.unit_one} path."
+        )
     fuse = {
         c.Flavour.TORCH: "compile the model with torch.compile so it fuses into neighbouring "
         "kernels",
@@ -82,7 +93,14 @@ def check(analysis: Analysis) -> list[Finding]:
                 detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
                 f"{fmt.ns(total)} GPU kernel time. {w.unit} do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",
-                fix=_fix(t, fl, w, c.is_nvidia(analysis), c.is_jax(analysis)),
+                fix=_fix(
+                    t,
+                    fl,
+                    w,
+                    c.is_nvidia(analysis),
+                    c.is_jax(analysis),
+                    aten=any(n.startswith("aten::") for n in by_type[t]),
+                ),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
                 f"{thresholds.NON_TC_REDUCTION:.0%} (memory-bound work: one pass instead of two)",

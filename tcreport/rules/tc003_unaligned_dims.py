@@ -33,6 +33,7 @@ def check(analysis: Analysis) -> list[Finding]:
         " For convolutions in PyTorch, also use channels_last memory format."
         if c.flavour(analysis) is not c.Flavour.TF
         and any("conv" in (o.type or o.name).lower() for o in ops)
+        and _channels_first(analysis)
         else ""
     )
     # The multiple the title names is the judged precision's (4 for TF32 on a float32 run), not
@@ -63,3 +64,16 @@ def check(analysis: Analysis) -> list[Finding]:
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )
     ]
+
+
+def _channels_first(analysis: Analysis) -> bool:
+    """Whether "also use channels_last" is advice here: the trace shows cuDNN transposing to
+    NHWC (under CV003's threshold, else CV003 says it with its own figures), or names no kernels
+    to tell by. A run whose kernels include no transpose already feeds cuDNN channels-last."""
+    if not analysis.breakdown.kernels:
+        return True
+    hits = c.layout_conversions(analysis)
+    if not hits:
+        return False
+    share = c.share(sum(k.gpu_ns for k in hits), analysis.time.gpu_kernel_ns)
+    return share is not None and share < thresholds.LAYOUT_CONVERSION_SHARE
