@@ -26,6 +26,10 @@ ID = "OP001"
 _COLLECTIVE = re.compile(COLLECTIVE_OP, re.I)
 _RESIZE = re.compile(r"upsample|interpolat|resize|grid_sampler|affine_grid|roi_?align", re.I)
 _NORM = re.compile(r"norm", re.I)
+#: An op of another namespace than ATen's (``fbgemm::``, ``torch::autograd::CppNode<...>``): an
+#: extension's or a custom autograd Function's kernels. Plain names (DLProf's, TensorFlow's, a
+#: module path) say nothing either way and keep the fusion advice.
+_FOREIGN = re.compile(r"^(?!aten::)[A-Za-z_][\w]*::")
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
@@ -99,7 +103,7 @@ def check(analysis: Analysis) -> list[Finding]:
                     w,
                     c.is_nvidia(analysis),
                     c.is_jax(analysis),
-                    aten=any(n.startswith("aten::") for n in by_type[t]),
+                    aten=not any(_FOREIGN.match(n) for n in by_type[t]),
                 ),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "
