@@ -343,6 +343,45 @@ def test_precision_mode_follows_the_half_type_with_the_most_time() -> None:
     assert precision.mode == "fp16 mixed"
 
 
+# --- % of peak ------------------------------------------------------------------------------------
+
+RESNET = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861.pt.trace.json.gz"
+
+
+@pytest.mark.realtraces
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: PeakExcess takes any convolution above its peak for Winograd/FFT, at any "
+    "share: with its conv kernels read 1000x too short (a ms/µs slip of a reader) the V100 "
+    "ResNet-50 shows conv groups at up to ~23,000 % of the fp32 peak, worded 'the convolution "
+    "algorithm did fewer multiplications', and throughput-within-peak never fires",
+)
+def test_a_convolution_far_above_any_algorithms_saving_breaks_the_peak_invariant_synthetic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not RESNET.exists():
+        pytest.skip("needs ../shared/realtraces")
+    import re
+
+    from tcreport.analysis.invariants import STRICT_ENV
+    from tcreport.analysis.violation import Invariant
+
+    monkeypatch.delenv(STRICT_ENV, raising=False)  # the violation is noted on the analysis
+    with gzip.open(RESNET, "rt") as fh:
+        doc = json.load(fh)
+    conv = re.compile(r"conv|winograd|implicit_gemm|scudnn|dgrad|wgrad", re.IGNORECASE)
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "Kernel" and conv.search(e.get("name", "")):
+            e["dur"] = max(1, e["dur"] / 1000)
+    path = tmp_path / "resnet_conv_1000x_synthetic.json"
+    path.write_text(json.dumps(doc))
+    a = api.analyze(api.load(path)).analysis
+    assert a.throughput is not None
+    worst = max(o.peak_share or 0 for o in a.throughput.ops if o.kind == "conv")
+    assert worst > 20  # 2,000 % of peak: no Winograd or FFT saves that much
+    assert any(v.invariant is Invariant.WITHIN_PEAK for v in a.violations)
+
+
 # --- tcreport.api ------------------------------------------------------------------------------
 
 
