@@ -60,6 +60,17 @@ def _renamed_alexnet_synthetic(path: Path, name: str, scale: float) -> Path:
     return path
 
 
+def _command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tcreport", *args],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+        check=False,
+    )
+
+
 # --- diff -f terminal --------------------------------------------------------------------------
 
 
@@ -162,6 +173,35 @@ def test_check_failing_gate_line_shows_why() -> None:
     assert measured.rsplit(" ", 2)[-2] != limit_text.split(" ")[0], line
 
 
+# --- counters that match no kernel ------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the 0-matched refusal hints '--print-kernel-base mangled' whenever any one "
+    "trace name starts with _Z: on the H200 fp16 trace (1 of 29 names mangled, and the real "
+    "mangled CSV of the run matches 29 of 29 anyway) a CSV of another program is blamed on "
+    "name mangling instead of asking whether it is from another run",
+)
+def test_a_csv_of_another_program_is_not_blamed_on_mangling_synthetic(tmp_path: Path) -> None:
+    import csv
+
+    src = H200_NCU / "ncu" / "ncu3_cnn_fp16.csv"
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+    head = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    rows = list(csv.reader(lines[head:]))
+    k = rows[0].index("Kernel Name")
+    for r in rows[1:]:
+        r[k] = "another_programs_kernel"  # every row another program's kernel
+    path = tmp_path / "another_program_synthetic.csv"
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        fh.writelines(lines[:head])
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    done = _command("summary", "--json", "--counters", str(path), str(FP16))
+    assert done.returncode == 2
+    assert "mangled" not in done.stderr and "another run" in done.stderr, done.stderr
+
+
 # --- say() -------------------------------------------------------------------------------------
 
 
@@ -204,17 +244,6 @@ def _undecodable_copy(tmp_path: Path) -> Path:
     path = folder / os.fsdecode(b"\xffalexnet.pt.trace.json.gz")
     shutil.copyfile(ALEXNET, path)
     return path
-
-
-def _command(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tcreport", *args],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.mark.xfail(
