@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tcreport import __version__
-from tcreport._fs import write_text_atomic
+from tcreport._fs import write_atomic, write_text_atomic  # noqa: F401  (write_atomic: re-exported)
 from tcreport.api_files import (
     check_ingest_output,
     export_perfetto,
@@ -40,7 +40,7 @@ from tcreport.api_jobs import (
     render_job_markdown,
     same_rank_in_full,
 )
-from tcreport.errors import UsageError
+from tcreport.errors import OptionError, UsageError  # noqa: F401  (OptionError: re-exported)
 
 if TYPE_CHECKING:
     from collections.abc import Callable

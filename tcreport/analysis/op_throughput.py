@@ -61,6 +61,13 @@ def attainable_tflops(intensity: float, peak_tflops: float, memory_gbs: float) -
     return min(peak_tflops, memory_gbs * 1e9 * intensity / 1e12)
 
 
+#: The most a convolution algorithm can beat the direct formula's multiplications by: Winograd
+#: F(4x4,3x3) does 4x fewer, F(6x6,3x3) about 5x, FFT more for large filters but not by orders of
+#: magnitude. Past this, a "Winograd" excuse hides a broken figure (a kernel time read 1000x too
+#: short gave 23,000 % of peak), so the group breaks the within-peak invariant instead.
+ALGORITHM_MAX_GAIN = 8.0
+
+
 class PeakExcess(StrEnum):
     """Why an op group's achieved TFLOP/s can be above the peak of the precision it ran at."""
 
@@ -127,7 +134,7 @@ class OpThroughput:
         share = self.peak_share
         if share is None or share <= 1.0:
             return None
-        if self.kind == "conv":
+        if self.kind == "conv" and share <= ALGORITHM_MAX_GAIN:
             return PeakExcess.ALGORITHM
         if self.precision == "fp32" and self.matrix_units is not MatrixUse.NO:
             return PeakExcess.UNKNOWN_TF32

@@ -147,6 +147,8 @@ def say(message: str) -> None:
     it, and a line printed past it would tear the display. A command that only says "wrote X"
     never imports rich (~20 ms of a small report's start-up)."""
     line = plain(message)
+    if sys.stderr is None:  # fd 2 closed (`2>&-`): nowhere to say it, and no reason to fail
+        return
     if err_console.cache_info().currsize:
         err_console().print(line, markup=False, soft_wrap=True, highlight=False)
         return

@@ -53,6 +53,15 @@ class CheckResult:
         return tuple(r for r in self.results if not r.passed)
 
 
+def _apart(value: float, limit: float) -> tuple[str, str]:
+    """A share and its limit with as many decimals as it takes to tell them apart (up to four):
+    "6.8 % > maximum 6.8 %" would contradict the verdict it explains."""
+    digits = 1
+    while digits < 4 and value != limit and fmt.pct(value, digits) == fmt.pct(limit, digits):
+        digits += 1
+    return fmt.pct(value, digits), fmt.pct(limit, digits)
+
+
 def _min_share(view: Report, limit: float) -> GateResult:
     v = view.analysis.verdict
     share, short = v.tc_share, v.words.short
@@ -62,9 +71,8 @@ def _min_share(view: Report, limit: float) -> GateResult:
         )
     ok = share >= limit
     rel = ">=" if ok else "<"
-    return GateResult(
-        "min-tc-share", ok, f"{short} share {fmt.pct(share)} {rel} minimum {fmt.pct(limit)}"
-    )
+    shown, bound = _apart(share, limit)
+    return GateResult("min-tc-share", ok, f"{short} share {shown} {rel} minimum {bound}")
 
 
 def _max_miss(view: Report, limit: float) -> GateResult:
@@ -81,7 +89,8 @@ def _max_miss(view: Report, limit: float) -> GateResult:
     return GateResult(
         "max-eligible-not-tc-share",
         ok,
-        f"eligible GPU time not on {short} {fmt.pct(share)} of kernel time {rel} maximum {fmt.pct(limit)}",
+        f"eligible GPU time not on {short} {_apart(share, limit)[0]} of kernel time {rel} "
+        f"maximum {_apart(share, limit)[1]}",
     )
 
 

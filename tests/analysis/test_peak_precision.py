@@ -78,7 +78,7 @@ def test_precision_mix_counts_each_call_under_its_own_data_type() -> None:
     assert groups["float32"].tc_ns == _kernel_ns(_mix(), "sm90_xmma_gemm_f32f32_tf32f32")
     # split by data type, the mix still sums every op's GPU time once
     assert sum(g.gpu_ns for g in groups.values()) == sum(o.gpu_ns or 0 for o in a.breakdown.ops)
-    assert a.precision.mode == "bf16 mixed"
+    assert a.precision.mode == "fp16 mixed"  # float16 has the most time (hostile11)
 
 
 def _group(kind: str, precision: str, units: MatrixUse, tflops: float) -> OpThroughput:

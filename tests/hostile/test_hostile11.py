@@ -150,11 +150,6 @@ def test_job_diff_terminal_keeps_rank_figures_whole_at_80_columns(
 # --- check's gate lines ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a failing gate's line prints both figures to one decimal, so it can read "
-    "'6.8 % of kernel time > maximum 6.8 %': the line meant to say why it failed contradicts it",
-)
 def test_check_failing_gate_line_shows_why() -> None:
     share = api.analyze(api.load(FP16)).analysis.verdict.eligible_not_tc_share
     assert share is not None
@@ -176,13 +171,6 @@ def test_check_failing_gate_line_shows_why() -> None:
 # --- counters that match no kernel ------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the 0-matched refusal hints '--print-kernel-base mangled' whenever any one "
-    "trace name starts with _Z: on the H200 fp16 trace (1 of 29 names mangled, and the real "
-    "mangled CSV of the run matches 29 of 29 anyway) a CSV of another program is blamed on "
-    "name mangling instead of asking whether it is from another run",
-)
 def test_a_csv_of_another_program_is_not_blamed_on_mangling_synthetic(tmp_path: Path) -> None:
     import csv
 
@@ -205,12 +193,6 @@ def test_a_csv_of_another_program_is_not_blamed_on_mangling_synthetic(tmp_path: 
 # --- say() -------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression: say() writes to sys.stderr itself, which is None when fd 2 is closed "
-    "(`2>&-`): `tcreport query OUT 'select nonsense'` now dies with AttributeError (exit 1); "
-    "on f64a199 rich's console dropped the line and the exit status was 2",
-)
 def test_query_error_keeps_its_exit_status_with_stderr_closed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     batch = subprocess.run(
@@ -283,12 +265,6 @@ def _same_tables(a: Any, b: Any) -> None:
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: db.holds_text takes any declared type naming CHAR/CLOB/TEXT for TEXT affinity, "
-    "but SQLite gives INTEGER affinity to a type naming INT first (its docs' 'CHARINT'): 42 stays "
-    "a number, no CAST is added, and the tables depend on CHUNK_ROWS again",
-)
 def test_numeric_texts_in_a_charint_text_column_read_the_same_whatever_the_chunks_synthetic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -358,13 +334,6 @@ def test_data_loader_saving_leaves_launch_and_stall_idle_to_their_findings_synth
 # --- precision mix by dtype --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="regression: with the precision mix grouped per call's dtype, Precision.mode ('bf16 "
-    "mixed' whenever any op row is bf16) now sees minority dtypes: the H200 mix trace, 91.2 µs "
-    "float16 beside 38.0 µs bfloat16, reads 'bf16 mixed' (f64a199: 'fp16 mixed'), and diff's "
-    "verdict says '(precision changed: fp16 mixed → bf16 mixed)' against the fp16 run",
-)
 def test_precision_mode_follows_the_half_type_with_the_most_time() -> None:
     precision = api.analyze(api.load(H200_NCU / "mix")).analysis.precision
     time = {g.name: g.gpu_ns or 0 for g in precision.groups}
@@ -378,13 +347,6 @@ RESNET = REALTRACES / "kineto" / "v100-legacy-resnet50" / "worker0.1623143089861
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: PeakExcess takes any convolution above its peak for Winograd/FFT, at any "
-    "share: with its conv kernels read 1000x too short (a ms/µs slip of a reader) the V100 "
-    "ResNet-50 shows conv groups at up to ~23,000 % of the fp32 peak, worded 'the convolution "
-    "algorithm did fewer multiplications', and throughput-within-peak never fires",
-)
 def test_a_convolution_far_above_any_algorithms_saving_breaks_the_peak_invariant_synthetic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,11 +376,6 @@ def test_a_convolution_far_above_any_algorithms_saving_breaks_the_peak_invariant
 # --- tcreport.api ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the api split dropped two names tcreport.api exposed on f64a199 "
-    "(tcreport.api.OptionError, tcreport.api.write_atomic); every old name was to keep working",
-)
 def test_every_old_api_name_still_resolves() -> None:
     for name in ("OptionError", "write_atomic"):
         assert hasattr(api, name), name

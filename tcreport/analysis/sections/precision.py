@@ -32,11 +32,18 @@ class Precision:
 
 
 def _mode(ops: Sequence[OpRow]) -> str | None:
-    dtypes = {normalise_dtype(o.dtype) for o in ops if o.dtype}
-    for half in ("bf16", "fp16", "fp8"):
-        if half in dtypes:
-            return f"{half} mixed"
-    return "fp32" if "fp32" in dtypes else None
+    """The run's precision in two words: the half type with the most GPU time ("fp16 mixed"
+    beside a few bfloat16 calls), in bf16, fp16, fp8 order where no time tells them apart (a
+    CPU-only run); "fp32" when no op is in a half type."""
+    time: dict[str, int] = {}
+    for o in ops:
+        d = normalise_dtype(o.dtype) if o.dtype else None
+        if d:
+            time[d] = time.get(d, 0) + (o.gpu_ns or 0)
+    halves = [h for h in ("bf16", "fp16", "fp8") if h in time]
+    if halves:
+        return f"{max(halves, key=lambda h: time[h])} mixed"  # max keeps the first of a tie
+    return "fp32" if "fp32" in time else None
 
 
 def build(ops: Sequence[OpRow], gpu_vendor: Vendor) -> Precision:

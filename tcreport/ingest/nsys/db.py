@@ -89,14 +89,15 @@ class NsysDb:
 
     def holds_text(self, table: str, column: str) -> bool:
         """Whether SQLite stores every value of ``column`` as text (a declared type with TEXT
-        affinity: CHAR, CLOB or TEXT in it, as nsys declares its text columns). In a column
+        affinity: CHAR, CLOB or TEXT in it and no INT, as nsys declares its text columns). In a column
         declared otherwise, ``42`` stays a number, and ADBC would type each chunk's column from
         its first batch: 42 would read as ``'42'`` in one chunk and ``'4.200000e+01'`` in
         another, so such a column is read through ``CAST(... AS TEXT)``."""
         declared = (
             self._types.get(table, {}).get(column, "") if column in self.columns(table) else ""
         )
-        return any(word in declared for word in ("CHAR", "CLOB", "TEXT"))
+        # SQLite's affinity rules, in their order: INT anywhere wins (CHARINT is an integer)
+        return "INT" not in declared and any(w in declared for w in ("CHAR", "CLOB", "TEXT"))
 
     def rows(self, sql: str, params: tuple[str, ...] = ()) -> list[tuple[object, ...]]:
         try:
