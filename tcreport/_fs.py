@@ -139,9 +139,11 @@ def write_text_atomic(
     A replaced file keeps its mode; a symbolic link or a read-only file is refused unless the
     matching flag says to write it (:func:`write_atomic`).
     """
+    # A lone surrogate is a file name's undecodable byte as Python holds it (0xff -> U+DCFF): it
+    # is written as its escape ("\\udcff"), so the file stays UTF-8 and names it as a terminal does.
     return write_atomic(
         Path(path),
-        lambda fh: fh.write(text.encode("utf-8")),
+        lambda fh: fh.write(text.encode("utf-8", "backslashreplace")),
         follow_link=follow_link,
         replace_read_only=replace_read_only,
     )

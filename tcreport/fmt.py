@@ -153,6 +153,13 @@ def _shown(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def encodable(text: str) -> str:
+    """``text`` with each lone surrogate (a file name's undecodable byte, as Python holds it:
+    0xff -> U+DCFF) as its ``\\udcff`` escape: UTF-8 cannot hold it, so Arrow and every written
+    file would refuse the name."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def visible(text: str) -> str:
     """``text`` with every control character shown as ``\\xNN`` / ``\\uNNNN``, never sent raw to a
     terminal (the one implementation: :func:`tcreport.render.escape.terminal` and the readers'

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from tcreport import _fs, ingest
+from tcreport import _fs, fmt, ingest
 from tcreport._fs import write_text_atomic
 from tcreport.batch import identity, lock, pool
 from tcreport.batch import index as batch_index
@@ -286,7 +286,8 @@ def _tasks(
     for f in found:
         source = _source(root, f.path)
         digest = ""
-        source = f.source or source
+        # the runs table is Arrow (UTF-8): a name's undecodable byte is kept as its escape
+        source = fmt.encodable(f.source or source)
         if f.error is None or not f.error.startswith(UNREADABLE):
             try:
                 digest = (

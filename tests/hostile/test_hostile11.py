@@ -228,12 +228,6 @@ def _undecodable_copy(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (also on f64a199): a report written to a file names the input path, and "
-    "_fs.write_text_atomic encodes it as strict UTF-8: a trace named with byte 0xff ends in a "
-    "UnicodeEncodeError traceback (exit 1), for -o r.html, -o r.md and summary --json -o",
-)
 def test_report_of_a_trace_with_an_undecodable_name_is_written(tmp_path: Path) -> None:
     trace = _undecodable_copy(tmp_path)
     done = _command("report", "-o", str(tmp_path / "r.html"), str(trace))
@@ -241,12 +235,6 @@ def test_report_of_a_trace_with_an_undecodable_name_is_written(tmp_path: Path) -
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (also on f64a199): batch writes the run's source path into the runs table and "
-    "pyarrow refuses the surrogate: a folder holding a trace named with byte 0xff crashes the "
-    "whole batch with a UnicodeEncodeError traceback, nothing written",
-)
 def test_batch_of_a_trace_with_an_undecodable_name_is_not_a_traceback(tmp_path: Path) -> None:
     trace = _undecodable_copy(tmp_path)
     done = _command("batch", str(trace.parent), "-o", str(tmp_path / "out"))
