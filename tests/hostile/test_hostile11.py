@@ -283,12 +283,6 @@ def test_numeric_texts_in_a_charint_text_column_read_the_same_whatever_the_chunk
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: GP001's data-loader branch claims min(loader time, idle) without leaving "
-    "GP002's launch-bound or ST001's stalled idle to them: 4.12 ms of idle, 5.45 ms claimed "
-    "(GP001 4.12 + GP002 1.25 + ST001 0.08); only the named-host-work branch uses claim_ns",
-)
 def test_data_loader_saving_leaves_launch_and_stall_idle_to_their_findings_synthetic(
     tmp_path: Path,
 ) -> None:
