@@ -144,8 +144,9 @@ def middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
-#: C0/C1 controls and the bidirectional overrides: what a terminal would act on instead of show.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: C0/C1 controls, the line and paragraph separators (a table row would break at them) and the
+#: bidirectional marks and overrides: what a terminal would act on instead of show.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def _shown(m: re.Match[str]) -> str:

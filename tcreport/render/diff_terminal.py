@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import shutil
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -55,22 +56,47 @@ def _text(out: Console) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
+def _middle(text: str, cells: int) -> str:
+    """:func:`tcreport.fmt.middle` in terminal cells, not characters: a CJK character takes two."""
+    if cell_len(text) <= cells:
+        return text
+    if cells <= 1:
+        return "…"[:cells]
+    head = (cells - 1) // 2
+    tail = cells - 1 - head
+    left = set_cell_size(text, head).rstrip() if head else ""
+    right = set_cell_size(text[::-1], tail)[::-1].lstrip() if tail else ""
+    return left + "…" + right
+
+
 def _table(heads: list[str], rows: list[list[str]], right: set[int], name_w: int) -> Table:
     """Cells as :class:`Text` (never markup) with their controls shown; the first column, the
-    name, shortened in the middle to ``name_w`` (a kernel's family and its tile shape both stay),
-    the figures always whole."""
+    name, shortened in the middle to ``name_w`` cells (a kernel's family and its tile shape both
+    stay), the figures always whole (:func:`_print_table`)."""
     t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for i, h in enumerate(heads):
         t.add_column(h, justify="right" if i in right else "left", no_wrap=True)
     for row in rows:
         first, *rest = (plain(c) for c in row)
-        t.add_row(Text(fmt.middle(first, name_w)), *(Text(c) for c in rest))
+        t.add_row(Text(_middle(first, name_w)), *(Text(c) for c in rest))
     return t
+
+
+def _print_table(out: Console, table: Table) -> None:
+    """``table`` at its own width: the name column is already cut to what the window leaves
+    (:func:`_name_width`), and where even the figures alone are wider than the window (80
+    columns, a job's rank table) the lines run past its edge instead of rich cutting every
+    figure to fit."""
+    wide = _console(100_000)
+    wide.print(table)
+    out.file.write(wide.file.getvalue())  # type: ignore[attr-defined]  # both are StringIOs
 
 
 def _name_width(heads: list[str], rows: list[list[str]], cols: int) -> int:
     """What the window leaves the name column once the figure columns have their whole width."""
-    widths = [max([len(h), *(len(plain(r[i])) for r in rows)]) for i, h in enumerate(heads)]
+    widths = [
+        max([cell_len(h), *(cell_len(plain(r[i])) for r in rows)]) for i, h in enumerate(heads)
+    ]
     return max(MIN_NAME, cols - sum(widths[1:]) - 2 * (len(heads) - 1))  # 2: a cell's padding
 
 
@@ -109,7 +135,7 @@ def _figures(d: Diff, out: Console, cols: int) -> None:
         for f in d.figures
     ]
     out.print(Text("Headline figures (times per aggregated iteration)", style="bold"))
-    out.print(_table(heads, rows, {1, 2, 3}, _name_width(heads, rows, cols)))
+    _print_table(out, _table(heads, rows, {1, 2, 3}, _name_width(heads, rows, cols)))
 
 
 def _findings(d: Diff, out: Console) -> None:
@@ -168,7 +194,7 @@ def _rows(
             row.append(f"{tc(r, 'base', kind)} → {tc(r, 'head', kind)}")
             row += [] if kind == "kernel" else [miss(r, kind)]
         cells.append([*row, r.verdict.value])
-    out.print(_table(heads, cells, {2, 3, 4}, _name_width(heads, cells, cols)))
+    _print_table(out, _table(heads, cells, {2, 3, 4}, _name_width(heads, cells, cols)))
     out.print()
 
 
@@ -226,7 +252,7 @@ def render_job(jd: JobDiff, tool_version: str) -> str:
         + [f.verdict.value]
         for f in jd.figures
     ]
-    out.print(_table(heads, rows, {1, 2, 3}, _name_width(heads, rows, cols)))
+    _print_table(out, _table(heads, rows, {1, 2, 3}, _name_width(heads, rows, cols)))
     heads = ["rank", "step", "outside collectives", "collective wait", "TC share", "verdict"]
     rows = [
         [
@@ -240,7 +266,7 @@ def render_job(jd: JobDiff, tool_version: str) -> str:
         for r in jd.ranks[:64]
     ]
     out.print()
-    out.print(_table(heads, rows, {0}, MIN_NAME))
+    _print_table(out, _table(heads, rows, {0}, MIN_NAME))
     out.print()
     _line(out, jd.noise_rule)
     for n in jd.notes:

@@ -74,12 +74,6 @@ def _command(*args: str) -> subprocess.CompletedProcess[str]:
 # --- diff -f terminal --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: at 80 columns (a standard window) the kernel table's base/head/Δ cells of the "
-    "real H200 diff are cut ('292.7 …', '-189.1 µs (-64.6…'): _name_width only budgets the "
-    "figure columns, so rich squeezes every column; the module promises 'the figures always whole'",
-)
 def test_diff_terminal_keeps_figures_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     d, text = _diff_text(FP16, BF16)
@@ -90,11 +84,6 @@ def test_diff_terminal_keeps_figures_whole_at_80_columns(monkeypatch: pytest.Mon
             assert cell in text, cell
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a kernel name of wide (CJK) characters is measured in characters, not "
-    "terminal cells, so at 100 columns the row's figures are cut ('2.…', '585…')",
-)
 def test_diff_terminal_wide_name_keeps_figures_whole_synthetic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,11 +97,6 @@ def test_diff_terminal_wide_name_keeps_figures_whole_synthetic(
         assert cell in text, cell
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: U+2028 (LINE SEPARATOR) in a kernel name is neither shown as \\u2028 nor kept: "
-    "_text() splits the console's output with str.splitlines(), which breaks the table row in two",
-)
 def test_diff_terminal_line_separator_in_a_name_keeps_one_row_synthetic(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -125,12 +109,6 @@ def test_diff_terminal_line_separator_in_a_name_keeps_one_row_synthetic(
     assert rows and all("present" in ln for ln in rows), rows  # name and figures on one line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the job diff's rank table is laid out with MIN_NAME for its rank column and no "
-    "budget for the others, so at 80 columns its figures are cut ('299.3 ms → 299.3…', "
-    "'61.7 % → 61.…') on the bundled 2-rank nsys job",
-)
 def test_job_diff_terminal_keeps_rank_figures_whole_at_80_columns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
