@@ -160,6 +160,9 @@ class FindingChange:
     id: str
     title: str
     severity: str
+    #: a finding on both sides whose title moved (its wait, share or count): the base's title;
+    #: None for one that reads the same, or that is on one side only
+    base_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,3 +193,16 @@ class Diff:
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)
+
+    @property
+    def moved(self) -> tuple[FindingChange, ...]:
+        """The findings on both sides whose figures moved: listed, not counted as unchanged."""
+        return tuple(f for f in self.persisting if f.base_title is not None)
+
+    @property
+    def findings_line(self) -> str:
+        """The findings' count in every output's words: a rule that fired on both sides with
+        other figures (a host wait that doubled) is no "unchanged" finding."""
+        still = len(self.persisting) - len(self.moved)
+        moved = f", {len(self.moved)} with new figures" if self.moved else ""
+        return f"{len(self.added)} added, {len(self.resolved)} resolved{moved}, {still} unchanged"

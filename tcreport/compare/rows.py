@@ -271,7 +271,8 @@ def findings(
     base: tuple[Finding, ...], head: tuple[Finding, ...]
 ) -> tuple[tuple[FindingChange, ...], tuple[FindingChange, ...], tuple[FindingChange, ...]]:
     """Added / resolved / persisting, by id then title: a rule that fires on both sides with a
-    changed number in its title persists rather than showing as resolved plus added."""
+    changed number in its title persists rather than showing as resolved plus added, and keeps
+    the base's title (:attr:`FindingChange.base_title`) so the outputs say what moved."""
 
     def fc(f: Finding) -> FindingChange:
         return FindingChange(f.id, f.title, f.severity.value)
@@ -289,7 +290,10 @@ def findings(
         same = Counter(f.title for f in b) & Counter(f.title for f in h)
         h_left = [f for f in h if not _take(same, f.title)]
         pairs = min(len(b_left), len(h_left))
-        persisting += [fc(f) for f in h_left[:pairs]]
+        persisting += [
+            FindingChange(f.id, f.title, f.severity.value, was.title)
+            for was, f in zip(b_left[:pairs], h_left[:pairs], strict=True)
+        ]
         added += [fc(f) for f in h_left[pairs:]]
         resolved += [fc(f) for f in b_left[pairs:]]
     return tuple(added), tuple(resolved), tuple(persisting)

@@ -93,7 +93,10 @@ def diff_dict(d: Diff, tool_version: str) -> dict[str, object]:
         "op_types": [_row(r) for r in d.op_types],
         "kernels": [_row(r) for r in d.kernels],
         "findings": {
-            kind: [{"id": f.id, "title": f.title, "severity": f.severity} for f in items]
+            kind: [
+                {"id": f.id, "title": f.title, "severity": f.severity, "base_title": f.base_title}
+                for f in items
+            ]
             for kind, items in (
                 ("added", d.added),
                 ("resolved", d.resolved),

@@ -155,18 +155,18 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
         "|---|---:|---:|---:|---|",
         *(_figure_row(f) for f in d.figures),
         "",
-        f"**Findings:** {len(d.added)} added, {len(d.resolved)} resolved, "
-        f"{len(d.persisting)} unchanged",
+        f"**Findings:** {d.findings_line}",
         "",
     ]
-    for label, items in (("added", d.added), ("resolved", d.resolved)):
+    for label, items in (("added", d.added), ("resolved", d.resolved), ("moved", d.moved)):
         lines += [
             f"- {label}: **{f.severity}** `{esc(f.id)}` {esc(f.title)}"
+            + (f" (was: {esc(f.base_title)})" if f.base_title else "")
             for f in items[:MAX_FINDINGS]
         ]
         if len(items) > MAX_FINDINGS:
             lines.append(f"- … {len(items) - MAX_FINDINGS} more {label}")
-    if d.added or d.resolved:
+    if d.added or d.resolved or d.moved:
         lines.append("")
     lines += [f"Matching: {esc(d.matching)}.", ""]
     short = d.words.short

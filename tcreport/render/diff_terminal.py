@@ -139,14 +139,11 @@ def _figures(d: Diff, out: Console, cols: int) -> None:
 
 
 def _findings(d: Diff, out: Console) -> None:
-    _line(
-        out,
-        f"Findings: {len(d.added)} added, {len(d.resolved)} resolved, "
-        f"{len(d.persisting)} unchanged",
-    )
-    for label, items in (("added", d.added), ("resolved", d.resolved)):
+    _line(out, f"Findings: {d.findings_line}")
+    for label, items in (("added", d.added), ("resolved", d.resolved), ("moved", d.moved)):
         for f in items[:MAX_FINDINGS]:
-            _line(out, f"  {label}: [{f.severity}] {f.id} {f.title}")
+            was = f" (was: {f.base_title})" if f.base_title else ""
+            _line(out, f"  {label}: [{f.severity}] {f.id} {f.title}{was}")
         if len(items) > MAX_FINDINGS:
             _line(out, f"  … {len(items) - MAX_FINDINGS} more {label}")
 

@@ -63,3 +63,18 @@ def test_wall_time_within_noise_is_not_named() -> None:
     d = compare.diff(same, same)
     assert d.figure("wall_ns").verdict is Change.UNCHANGED
     assert d.verdict == "no change beyond noise"
+
+
+def test_a_finding_whose_figures_moved_is_listed_not_counted_unchanged() -> None:
+    """cnn_fp16 -> cnn_bf16fixed (real H200 runs): GP001 fires on both, its host wait 11.0 ms ->
+    24.0 ms per step; "unchanged" hid the doubling that explains the step time's +101 %."""
+    base = api.analyze(api.load(H200_NCU / "cnn_fp16"))
+    head = api.analyze(api.load(H200_NCU / "cnn_bf16fixed"))
+    d = api.diff(base, head)
+    (gp001,) = (f for f in d.moved if f.id == "GP001")
+    assert gp001.base_title is not None and "11.0 ms per step" in gp001.base_title
+    assert "24.0 ms per step" in gp001.title
+    assert f"{len(d.moved)} with new figures" in d.findings_line
+    for fmt_ in ("markdown", "terminal", "html"):
+        text = api.render_diff(d, fmt_)
+        assert "11.0 ms per step" in text and "24.0 ms per step" in text, fmt_
