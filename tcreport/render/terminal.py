@@ -18,6 +18,7 @@ from tcreport.fmt import middle
 from tcreport.job_report import JobReport
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
+from tcreport.rules.base import Finding
 
 TOP = 10
 #: Widest the op type column of a host table gets: the op name and the figures need the room.
@@ -95,14 +96,21 @@ def _findings(out: Console, view: Report) -> None:
         return
     out.print("[bold]Findings[/bold]", markup=True)
     for f in view.findings:
-        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-        out.print(
-            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
-            markup=False,
-            soft_wrap=True,
-        )
-        if f.fix:
-            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+        _finding(out, f)
+
+
+def _finding(out: Console, f: Finding) -> None:
+    """A finding as the HTML shows it, less the links: title and saving, the detail that names
+    what to change (the padding, the layers: a fix "as listed" lists nothing without it), the
+    fix. The rules bound the detail's lists themselves ("and N more")."""
+    saving = f" ({f.saving_words})" if f.saving_words else ""
+    out.print(
+        plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"), markup=False, soft_wrap=True
+    )
+    if f.detail and f.detail != f.title:
+        out.print(plain(f"      {f.detail}"), markup=False, soft_wrap=True)
+    if f.fix:
+        out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
 
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
@@ -237,7 +245,7 @@ def fix_first_text(view: Report) -> str | None:
     ff = view.fix_first
     if ff is None:
         return None
-    saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+    saving = f" ({ff.saving_words})" if ff.saving_words else ""
     return f"{ff.id}: {ff.title}{saving}"
 
 
@@ -299,12 +307,7 @@ def render_job(jr: JobReport, console: Console | None = None) -> None:
     if sec.straggler is not None:
         out.print(plain(f"Straggler: {sec.straggler.text}"), markup=False, soft_wrap=True)
     for f in jr.findings:
-        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-        out.print(
-            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"), markup=False, soft_wrap=True
-        )
-        if f.fix:
-            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+        _finding(out, f)
     rows = [
         [
             str(r.rank),
