@@ -110,8 +110,15 @@ def nbytes(value: int) -> str:
     return f"{v:.0f} B"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def noun(n: int | None, word: str, many: str | None = None) -> str:
+    """``word`` for one, its plural (``many``, else ``word + "s"``) for any other count or an
+    unknown one: a sentence built around a count agrees with it ("1 op takes", "2 ops take")."""
+    return word if n == 1 else (many or f"{word}s")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """The count and its noun: ``plural(1, "copy", "copies")`` -> '1 copy'."""
+    return f"{n} {noun(n, word, many)}"
 
 
 #: Footnote marks, in order of first use (an op table has at most a few distinct notes).

@@ -27,14 +27,18 @@ def _host_tables(view: Report) -> list[str]:
         for r in a.host.ops[:top]
     ]
     if a.host.more_ops:
-        lines += ["", f"and {fmt.count(a.host.more_ops)} more ops"]
+        lines += ["", f"and {fmt.count(a.host.more_ops)} more {fmt.noun(a.host.more_ops, 'op')}"]
     lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
         for r in a.host.op_types[:top]
     ]
     if a.host.more_op_types:
-        lines += ["", f"and {fmt.count(a.host.more_op_types)} more op types"]
+        lines += [
+            "",
+            f"and {fmt.count(a.host.more_op_types)} more op "
+            f"{fmt.noun(a.host.more_op_types, 'type')}",
+        ]
     if a.host.gpu_run_adds:
         lines += ["", a.host.gpu_run_adds]
     return [*lines, ""]
@@ -46,11 +50,12 @@ def _verdict_table(view: Report) -> list[str]:
     w = a.verdict.words
     if a.host.cpu_only:
         return [f"{w.unit_one} use and GPU time: {a.host.unknown}.", ""]
+    n = a.verdict.eligible_not_using_op_count
     return [
         f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"({fmt.count(n)} {fmt.noun(n, 'op')}) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
     ]

@@ -224,7 +224,8 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
                 fmt.pct(r.share),
             )
         if more:
-            t.caption = f"and {fmt.count(more)} more {'ops' if first == 'op' else 'op types'}"
+            word = fmt.noun(more, "op" if first == "op" else "op type")
+            t.caption = f"and {fmt.count(more)} more {word}"
             t.caption_justify = "left"
         out.print(t)
 
