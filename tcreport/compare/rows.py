@@ -210,7 +210,10 @@ def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, 
     elif by_type == 0:
         matching = f"ops matched by name ({fmt.plural(len(named), 'op')})"
     elif not named:
-        matching = f"op names differ between the inputs; ops matched by op type ({fmt.plural(by_type, 'type')})"
+        matching = (
+            "op names differ between the inputs; ops matched by op type "
+            f"({fmt.plural(by_type, 'type')})"
+        )
     else:
         matching = (
             f"ops matched by name ({fmt.plural(len(named), 'op')}); ops whose names appear on one "
