@@ -7,6 +7,7 @@ figure; it only turns one into text.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -110,8 +111,15 @@ def nbytes(value: int) -> str:
     return f"{v:.0f} B"
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def noun(n: int | None, word: str, many: str | None = None) -> str:
+    """``word`` for one, its plural (``many``, else ``word + "s"``) for any other count or an
+    unknown one: a sentence built around a count agrees with it ("1 op takes", "2 ops take")."""
+    return word if n == 1 else (many or f"{word}s")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """The count and its noun: ``plural(1, "copy", "copies")`` -> '1 copy'."""
+    return f"{n} {noun(n, word, many)}"
 
 
 #: Footnote marks, in order of first use (an op table has at most a few distinct notes).
@@ -142,6 +150,49 @@ def middle(text: str, width: int) -> str:
         return "…"[:width]
     head = (width - 1) // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def middles(texts: Sequence[str], width: int) -> list[str]:
+    """:func:`middle` of each of ``texts``, kept apart: where two different texts would shorten
+    to the same string (kernels that differ only inside their template arguments), each keeps a
+    window on the identifier where it first differs from its closest look-alike (``void at…
+    CUDAFunctor_add<c10::BFloat16…(int)#1})``), and any still alike end in ``#1``, ``#2``."""
+    base = [middle(t, width) for t in texts]
+    short = list(base)
+    for i, s in enumerate(base):
+        alike = [t for t, o in zip(texts, base, strict=True) if o == s and t != texts[i]]
+        if alike:
+            short[i] = _window(texts[i], alike, width)
+    seen: dict[str, list[int]] = {}
+    for i, s in enumerate(short):
+        seen.setdefault(s, []).append(i)
+    for group in seen.values():
+        if len({texts[i] for i in group}) > 1:
+            for k, i in enumerate(group, start=1):
+                key = f"#{k}"
+                short[i] = short[i][: max(0, width - len(key))] + key
+    return short
+
+
+def _window(text: str, alike: Sequence[str], width: int) -> str:
+    """``text`` in ``width`` as head…window…tail, the window starting at the identifier where
+    ``text`` first differs from the most similar of ``alike``."""
+    head = tail = max(1, width // 4)
+    room = width - head - tail - 2
+    if room < 1:
+        return middle(text, width)
+    d = max(len(os.path.commonprefix([text, o])) for o in alike)
+    start = d
+    while start > max(head, d - room // 2) and (
+        text[start - 1].isalnum() or text[start - 1] == "_"
+    ):
+        start -= 1
+    start = min(max(start, head), len(text) - tail - room)
+    if start <= head + 1:  # the window joins the head
+        return text[: start + room] + "…" + text[len(text) - tail :]
+    if start + room >= len(text) - tail - 1:  # ...or the tail
+        return text[:head] + "…" + text[start:]
+    return text[:head] + "…" + text[start : start + room] + "…" + text[len(text) - tail :]
 
 
 #: C0/C1 controls, the line and paragraph separators (a table row would break at them) and the

@@ -92,7 +92,8 @@ class Throughput:
         if self.mfu is not None and self.tflops is not None:
             mfu = (
                 f"Model FLOP utilisation {fmt.pct(self.mfu, 2)}: {fmt.flops(self.flops)} in "
-                f"{fmt.ns(self.wall_ns)} on {self.gpus} GPU(s), {fmt.tflops(self.tflops)} achieved."
+                f"{fmt.ns(self.wall_ns)} on {fmt.plural(self.gpus, 'GPU')}, "
+                f"{fmt.tflops(self.tflops)} achieved."
             )
         else:
             mfu = f"No model FLOP utilisation: {self.mfu_note}."
@@ -259,8 +260,10 @@ def _mfu_note(
     if not any_count:
         return "no GEMM, convolution or attention op has recorded shapes"
     if missing:
-        return f"{len(missing)} heavy op(s) have no FLOP count (shapes absent or incomplete): " + (
-            ", ".join(missing[:3])
+        n = len(missing)
+        return (
+            f"{fmt.plural(n, 'heavy op')} {fmt.noun(n, 'has', 'have')} no FLOP count (shapes "
+            "absent or incomplete): " + ", ".join(missing[:3])
         )
     if tc_ns and tc_ns - counted > UNCOVERED_TC_SHARE * tc_ns:
         return "Tensor Core kernels ran outside the ops with recorded shapes"

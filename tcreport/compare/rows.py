@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from tcreport import fmt
 from tcreport.compare.model import (
     ROW_NOISE_FLOOR_NS,
     TYPE_ROW,
@@ -207,13 +208,16 @@ def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, 
     elif not named and by_type == 0:
         matching = "no op name or op type ran on both sides; ops are new or gone"
     elif by_type == 0:
-        matching = f"ops matched by name ({len(named)} ops)"
+        matching = f"ops matched by name ({fmt.plural(len(named), 'op')})"
     elif not named:
-        matching = f"op names differ between the inputs; ops matched by op type ({by_type} types)"
+        matching = (
+            "op names differ between the inputs; ops matched by op type "
+            f"({fmt.plural(by_type, 'type')})"
+        )
     else:
         matching = (
-            f"ops matched by name ({len(named)} ops); ops whose names appear on one side only "
-            f"matched by op type ({by_type} types)"
+            f"ops matched by name ({fmt.plural(len(named), 'op')}); ops whose names appear on one "
+            f"side only matched by op type ({fmt.plural(by_type, 'type')})"
         )
     return _rows(rows), matching
 

@@ -53,6 +53,7 @@ _FILTERS: tuple[tuple[str, Callable[..., str]], ...] = (
     ("yesno", fmt.yes_no),
     ("count", fmt.count),
     ("tail", fmt.tail),
+    ("noun", fmt.noun),
     ("anchor", lambda key, kind: anchor(kind, str(key))),
 )
 

@@ -69,7 +69,6 @@ class FindingView:
     finding: Finding
     links: tuple[Link, ...]
     more: int  # evidence entries not listed
-    per_iteration: float | None  # the saving per aggregated iteration, when there are several
 
 
 @dataclass(frozen=True)
@@ -167,9 +166,7 @@ def findings(view: Report, ids: dict[EvidenceKind, dict[str, str]]) -> tuple[Fin
             )
             for e in f.evidence[:MAX_LINKS]
         )
-        several = (view.analysis.iterations.info.aggregated or 0) > 1
-        per = f.saving_per_iteration_ns if several else None  # one iteration: the saving itself
-        out.append(FindingView(f, links, max(0, len(f.evidence) - MAX_LINKS), per))
+        out.append(FindingView(f, links, max(0, len(f.evidence) - MAX_LINKS)))
     return tuple(out)
 
 

@@ -101,10 +101,7 @@ def section(jr: JobReport) -> list[str]:
     if jr.findings:
         lines += ["**Job findings**", ""]
         for f in jr.findings:
-            saving = f" — saves ~{fmt.ns(f.estimated_saving_ns)}" if f.estimated_saving_ns else ""
-            lines.append(f"- **{f.severity.value}** `{f.id}` {_esc(f.title)}{saving}")
-            if f.fix:
-                lines.append(f"  - fix: {_esc(f.fix)}")
+            lines += markdown.finding(f)
         lines.append("")
     lines += _ranks(sec) + _iterations(sec) + _bandwidth(sec)
     lines += [f"- **check failed:** {_esc(str(v))}" for v in sec.violations]

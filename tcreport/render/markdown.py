@@ -10,6 +10,7 @@ from __future__ import annotations
 from tcreport import fmt
 from tcreport.render.escape import markdown as _esc
 from tcreport.report import Report
+from tcreport.rules.base import Finding
 
 TOP = 10
 
@@ -26,14 +27,18 @@ def _host_tables(view: Report) -> list[str]:
         for r in a.host.ops[:top]
     ]
     if a.host.more_ops:
-        lines += ["", f"and {fmt.count(a.host.more_ops)} more ops"]
+        lines += ["", f"and {fmt.count(a.host.more_ops)} more {fmt.noun(a.host.more_ops, 'op')}"]
     lines += ["", "| op type | ops | host time | share |", "|---|---:|---:|---:|"]
     lines += [
         f"| {_esc(r.name)} | {r.ops} | {fmt.ns(r.cpu_ns)} | {fmt.pct(r.share)} |"
         for r in a.host.op_types[:top]
     ]
     if a.host.more_op_types:
-        lines += ["", f"and {fmt.count(a.host.more_op_types)} more op types"]
+        lines += [
+            "",
+            f"and {fmt.count(a.host.more_op_types)} more op "
+            f"{fmt.noun(a.host.more_op_types, 'type')}",
+        ]
     if a.host.gpu_run_adds:
         lines += ["", a.host.gpu_run_adds]
     return [*lines, ""]
@@ -45,21 +50,35 @@ def _verdict_table(view: Report) -> list[str]:
     w = a.verdict.words
     if a.host.cpu_only:
         return [f"{w.unit_one} use and GPU time: {a.host.unknown}.", ""]
+    n = a.verdict.eligible_not_using_op_count
     return [
         f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
-        f"({fmt.count(a.verdict.eligible_not_using_op_count)} ops) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"({fmt.count(n)} {fmt.noun(n, 'op')}) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
     ]
+
+
+def finding(f: Finding) -> list[str]:
+    """A finding's list item as the HTML shows it, less the links: title and saving, the detail
+    that names what to change (a fix "as listed" lists nothing without it; the rules bound its
+    lists), the fix. Every trace string escaped."""
+    saving = f" — {f.saving_words}" if f.saving_words else ""
+    lines = [f"- **{f.severity.value}** `{f.id}` {_esc(f.title)}{saving}"]
+    if f.detail and f.detail != f.title:
+        lines.append(f"  - {_esc(f.detail)}")
+    if f.fix:
+        lines.append(f"  - fix: {_esc(f.fix)}")
+    return lines
 
 
 def _fix_first(view: Report) -> str:
     ff = view.fix_first
     if ff is None:
         return "**Fix first:** no actionable finding"
-    saving = f" — saves ~{fmt.ns(ff.estimated_saving_ns)}" if ff.estimated_saving_ns else ""
+    saving = f" — {ff.saving_words}" if ff.saving_words else ""
     return f"**Fix first:** `{ff.id}` {_esc(ff.title)}{saving}"
 
 
@@ -88,10 +107,7 @@ def render(view: Report, heading: str = "###") -> str:
     if view.findings:
         lines += ["**Findings**", ""]
         for f in view.findings:
-            saving = f" — saves ~{fmt.ns(f.estimated_saving_ns)}" if f.estimated_saving_ns else ""
-            lines.append(f"- **{f.severity.value}** `{f.id}` {_esc(f.title)}{saving}")
-            if f.fix:
-                lines.append(f"  - fix: {_esc(f.fix)}")
+            lines += finding(f)
         lines.append("")
     if a.host.cpu_only:
         lines += _host_tables(view)

@@ -86,7 +86,7 @@ def _findings(view: Report) -> list[str]:
     ]
     for f in view.findings:
         colour = _SEVERITY_COLOURS.get(f.severity.value, "#333")
-        saving = fmt.ns(f.estimated_saving_ns) if f.estimated_saving_ns else ""
+        saving = f.saving_amount or ""
         rows.append(
             "<tr>"
             f'<td style="{_CELL};color:{colour};font-weight:bold">{_e(f.severity.value)}</td>'

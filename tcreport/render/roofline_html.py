@@ -204,7 +204,7 @@ def _dot(n: int, o: OpThroughput, x: _Axis, y: _Axis) -> Dot:
     title = (
         f"{n}. {fmt.tail(o.name, 80)} {fmt.tail(o.input_shapes or '', 80)}: {i:.1f} FLOP/byte, "
         f"{fmt.tflops(t)} achieved, {fmt.pct(o.roofline_share)} of the roofline, "
-        f"{o.bound.value if o.bound else 'bound unknown'}; {o.calls} calls, {fmt.ns(o.gpu_ns)}"
+        f"{o.bound.value if o.bound else 'bound unknown'}; {fmt.plural(o.calls, 'call')}, {fmt.ns(o.gpu_ns)}"
     )
     return Dot(n, _c(cx), _c(cy), _c(cx + 7), _CSS[o.matrix_units], title)
 

@@ -60,6 +60,7 @@ def _advice(view: Report) -> dict[str, Any]:
             "title": view.fix_first.title,
             "fix": view.fix_first.fix,
             "estimated_saving_ns": view.fix_first.estimated_saving_ns,
+            "saving_per_iteration_ns": view.fix_first.saving_per_iteration_ns,
         },
     }
 
@@ -178,6 +179,7 @@ def _rows(view: Report) -> dict[str, Any]:
                 "detail": f.detail,
                 "estimated_saving_ns": f.estimated_saving_ns,
                 "saving_share": f.saving_share,
+                "saving_per_iteration_ns": f.saving_per_iteration_ns,
                 "fix": f.fix,
                 "assumptions": f.assumptions,
                 "source": f.source,

@@ -18,6 +18,7 @@ from tcreport.fmt import middle
 from tcreport.job_report import JobReport
 from tcreport.render.escape import terminal as plain
 from tcreport.report import Report
+from tcreport.rules.base import Finding
 
 TOP = 10
 #: Widest the op type column of a host table gets: the op name and the figures need the room.
@@ -26,11 +27,32 @@ HOST_TYPE_W = 20
 MAX_JOB_RANKS = 32
 #: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
 MIN_NAME = 16
+#: Room the name column is given, where the terminal has it, before a text column (an op's type,
+#: a kernel's rule) is narrowed for it.
+WANT_NAME = 32
+#: Narrowest a text column is narrowed to (shortened in the middle, as the names are).
+MIN_TEXT = 12
+#: The columns that hold text and may be narrowed; the figures' columns are always whole.
+TEXT_COLUMNS = frozenset({"type", "rule"})
 
 
 def _names_type(name: str, typ: str | None) -> bool:
     """True when the op's name already says its type (or it has none)."""
     return not typ or name == typ or name.endswith((f"/{typ}", f"::{typ}"))
+
+
+def _fit(widths: list[int], text: list[bool], room: int, name_need: int) -> int:
+    """The name column's width in ``room``, narrowing the text columns of ``widths`` (in place,
+    widest first, to :data:`MIN_TEXT`) until the name has what it needs up to :data:`WANT_NAME`;
+    never under :data:`MIN_NAME` (a terminal too narrow for that overflows)."""
+    want = min(name_need, WANT_NAME)
+    while room - sum(widths) < want:
+        narrowable = [i for i, t in enumerate(text) if t and widths[i] > MIN_TEXT]
+        if not narrowable:
+            break
+        i = max(narrowable, key=lambda j: widths[j])
+        widths[i] -= min(widths[i] - MIN_TEXT, want - (room - sum(widths)))
+    return max(MIN_NAME, room - sum(widths))
 
 
 def _ranked(
@@ -41,20 +63,25 @@ def _ranked(
     cells: list[list[str]],
     out: Console,
 ) -> Table:
-    """A ranked table whose small columns are always whole; the name column gets what is left of
-    the terminal and names are shortened in the middle to fit it. Widths are measured on the
-    strings as shown (controls made visible); markup is escaped last."""
+    """A ranked table that fits the terminal: the figures' columns are always whole, a text column
+    (type, rule) is narrowed where the name needs the room, and the name column gets the rest;
+    names and text are shortened in the middle, two different names never to the same string
+    (:func:`fmt.middles`). Widths are measured on the strings as shown (controls made visible);
+    markup is escaped last."""
     names = [plain(n) for n in names]
     cells = [[plain(c) for c in row] for row in cells]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(heads)]
     borders = 3 * (len(heads) + 1) + 1  # heavy box: a bar and a space each side of every cell
-    name_w = max(MIN_NAME, out.width - borders - sum(widths))
+    text = [h in TEXT_COLUMNS for h in heads]
+    name_need = max([len(name_head), *(len(n) for n in names)])
+    name_w = _fit(widths, text, out.width - borders, name_need)
     t = Table(title=title, title_justify="left")
     t.add_column(name_head, no_wrap=True, overflow="ellipsis", max_width=name_w)
     for h, w in zip(heads, widths, strict=True):
-        t.add_column(h, no_wrap=True, min_width=w)
-    for name, row in zip(names, cells, strict=True):
-        t.add_row(escape(middle(name, name_w)), *(escape(c) for c in row))
+        t.add_column(h, no_wrap=True, min_width=w, max_width=w)
+    shown = [[middle(c, w) for c, w in zip(row, widths, strict=True)] for row in cells]
+    for name, row in zip(fmt.middles(names, name_w), shown, strict=True):
+        t.add_row(escape(name), *(escape(c) for c in row))
     return t
 
 
@@ -95,14 +122,21 @@ def _findings(out: Console, view: Report) -> None:
         return
     out.print("[bold]Findings[/bold]", markup=True)
     for f in view.findings:
-        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-        out.print(
-            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"),
-            markup=False,
-            soft_wrap=True,
-        )
-        if f.fix:
-            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+        _finding(out, f)
+
+
+def _finding(out: Console, f: Finding) -> None:
+    """A finding as the HTML shows it, less the links: title and saving, the detail that names
+    what to change (the padding, the layers: a fix "as listed" lists nothing without it), the
+    fix. The rules bound the detail's lists themselves ("and N more")."""
+    saving = f" ({f.saving_words})" if f.saving_words else ""
+    out.print(
+        plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"), markup=False, soft_wrap=True
+    )
+    if f.detail and f.detail != f.title:
+        out.print(plain(f"      {f.detail}"), markup=False, soft_wrap=True)
+    if f.fix:
+        out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
 
 
 def _ranked_tables(a: Analysis, out: Console) -> None:
@@ -216,7 +250,8 @@ def _host_tables(out: Console, view: Report, name_w: int) -> None:
                 fmt.pct(r.share),
             )
         if more:
-            t.caption = f"and {fmt.count(more)} more {'ops' if first == 'op' else 'op types'}"
+            word = fmt.noun(more, "op" if first == "op" else "op type")
+            t.caption = f"and {fmt.count(more)} more {word}"
             t.caption_justify = "left"
         out.print(t)
 
@@ -237,7 +272,7 @@ def fix_first_text(view: Report) -> str | None:
     ff = view.fix_first
     if ff is None:
         return None
-    saving = f" (saves ~{fmt.ns(ff.estimated_saving_ns)})" if ff.estimated_saving_ns else ""
+    saving = f" ({ff.saving_words})" if ff.saving_words else ""
     return f"{ff.id}: {ff.title}{saving}"
 
 
@@ -299,12 +334,7 @@ def render_job(jr: JobReport, console: Console | None = None) -> None:
     if sec.straggler is not None:
         out.print(plain(f"Straggler: {sec.straggler.text}"), markup=False, soft_wrap=True)
     for f in jr.findings:
-        saving = f" (saves ~{fmt.ns(f.estimated_saving_ns)})" if f.estimated_saving_ns else ""
-        out.print(
-            plain(f"  [{f.severity.value}] {f.id}: {f.title}{saving}"), markup=False, soft_wrap=True
-        )
-        if f.fix:
-            out.print(plain(f"      fix: {f.fix}"), markup=False, soft_wrap=True)
+        _finding(out, f)
     rows = [
         [
             str(r.rank),

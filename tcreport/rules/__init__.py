@@ -125,6 +125,7 @@ def _normalise(f: Finding, analysis: Analysis, bound: int | None) -> Finding:
         estimated_saving_ns=ns,
         saving_share=min(1.0, ns / wall) if wall else None,
         saving_per_iteration_ns=None if per is None else int(per),
+        saving_iterations=analysis.iterations.info.aggregated if per is not None else None,
     )
 
 

@@ -85,7 +85,8 @@ def _host_wait(
         for w in hw.causes
     )
     detail = (
-        f" In the {hw.steps} measured step(s) (GPU step time {fmt.ns(hw.step_per_step_ns)} each) "
+        f" In the {fmt.plural(hw.steps, 'measured step')} (GPU step time "
+        f"{fmt.ns(hw.step_per_step_ns)} each) "
         f"the GPU waited while the host was in {listed}, "
         f"{fmt.pct_text(hw.named_idle_ns / hw.idle_ns)} of the GPU's idle in them."
     )

@@ -36,6 +36,7 @@ def _normalise(f: Finding, job: JobSection) -> Finding:
         estimated_saving_ns=ns,
         saving_share=min(1.0, ns / total) if total else None,
         saving_per_iteration_ns=ns // n if n else None,
+        saving_iterations=n or None,
     )
 
 

@@ -94,7 +94,8 @@ def check(analysis: Analysis) -> list[Finding]:
                 if sh >= 2 * thresholds.HEAVY_NON_TC_SHARE
                 else Severity.LOW,
                 title=f"{t} takes {fmt.pct_text(sh)} of GPU time and cannot use {w.unit}",
-                detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} take {fmt.ns(ns)} of "
+                detail=f"{fmt.plural(len(by_type[t]), 'op')} of type {t} "
+                f"{fmt.noun(len(by_type[t]), 'takes', 'take')} {fmt.ns(ns)} of "
                 f"{fmt.ns(total)} GPU kernel time. {w.unit} do not speed this op type up, so it "
                 "grows in share as the GEMMs and convolutions get faster.",
                 fix=_fix(

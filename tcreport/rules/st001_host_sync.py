@@ -41,7 +41,8 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.MEDIUM if s.share >= 5 * thresholds.STALL_MIN_SHARE else Severity.LOW,
             title=f"Host synchronisation in the step idles the GPU {fmt.ns(s.idle_per_step_ns)} "
             f"per step ({fmt.pct_text(s.share)}), mostly at {top}",
-            detail=f"{s.gaps} times in {s.steps} aggregated step(s) the GPU ran out of work while "
+            detail=f"{fmt.plural(s.gaps, 'time')} in {fmt.plural(s.steps, 'aggregated step')} the GPU "
+            "ran out of work while "
             "the host waited for it (a sync, .item(), a device-to-host copy) and stayed idle "
             f"until the host launched again: {fmt.ns(s.idle_ns)} in all ({ops}).",
             fix=fix,

@@ -39,8 +39,9 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.MEDIUM if s.share >= 5 * thresholds.STALL_MIN_SHARE else Severity.LOW,
             title=f"Pageable host-to-device copies idle the GPU {fmt.ns(s.idle_per_step_ns)} per "
             f"step ({fmt.pct_text(s.share)}), launched by {top}",
-            detail=f"{s.copies} copies from pageable memory ({fmt.nbytes(s.bytes)}) in {s.steps} "
-            f"aggregated step(s); the host blocked on each, and the GPU then waited "
+            detail=f"{fmt.plural(s.copies, 'copy', 'copies')} from pageable memory "
+            f"({fmt.nbytes(s.bytes)}) in {fmt.plural(s.steps, 'aggregated step')}; the host "
+            "blocked on each, and the GPU then waited "
             f"{fmt.ns(s.idle_ns)} in all for the next launch.",
             fix=fix,
             estimated_saving_ns=s.saving_ns,

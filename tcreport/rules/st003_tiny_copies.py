@@ -42,8 +42,9 @@ def check(analysis: Analysis) -> list[Finding]:
             severity=Severity.LOW,
             title=f"{per_step:.0f} tiny host-device copies per step idle the GPU "
             f"{fmt.ns(s.idle_per_step_ns)} per step ({fmt.pct_text(s.share)})",
-            detail=f"{s.copies} copies under {fmt.nbytes(stalls.TINY_COPY_BYTES)} "
-            f"({fmt.nbytes(s.bytes)} in all) in {s.steps} aggregated step(s), mostly from {top}; "
+            detail=f"{fmt.plural(s.copies, 'copy', 'copies')} under "
+            f"{fmt.nbytes(stalls.TINY_COPY_BYTES)} ({fmt.nbytes(s.bytes)} in all) in "
+            f"{fmt.plural(s.steps, 'aggregated step')}, mostly from {top}; "
             f"the GPU waited {fmt.ns(s.idle_ns)} in all for them to be issued.",
             fix=fix,
             estimated_saving_ns=s.saving_ns,

@@ -27,7 +27,7 @@ def check(analysis: Analysis) -> list[Finding]:
     sh = c.share(gpu, analysis.time.gpu_kernel_ns)
     w = analysis.verdict.words
     pads = "; ".join(f"{fmt.tail(o.name, 40)}: {w.padding or w.fix}" for o, w in rows[:5]) + (
-        "; …" if len(rows) > 5 else ""
+        f"; and {len(rows) - 5} more" if len(rows) > 5 else ""  # the count, as AU001 says it
     )
     layout = (
         " For convolutions in PyTorch, also use channels_last memory format."

@@ -96,7 +96,7 @@ def check_renderers(view: Report) -> None:
     md = markdown.render(view)
     assert (
         f"| {fmt.ns(tc.eligible_not_using_gpu_ns)} ({fmt.count(tc.eligible_not_using_op_count)} "
-        f"ops) | {fmt.ns(t.gpu_kernel_ns)} |" in md
+        f"{fmt.noun(tc.eligible_not_using_op_count, 'op')}) | {fmt.ns(t.gpu_kernel_ns)} |" in md
     )
     page = html.render(view)
     assert f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}" in page

@@ -209,7 +209,9 @@ def test_per_iteration_card_and_savings_come_from_the_analysis() -> None:
     for fv in html_parts.findings(view, {k: {} for k in EvidenceKind}):
         f = fv.finding
         if f.estimated_saving_ns:
-            assert fv.per_iteration == f.saving_per_iteration_ns == f.estimated_saving_ns // n
+            assert f.saving_per_iteration_ns == f.estimated_saving_ns // n
+            assert f.saving_iterations == n  # the HTML states it in Finding.saving_words
+            assert f"~{fmt.ns(f.saving_per_iteration_ns)} per iteration" in (f.saving_words or "")
 
 
 def _nested_cpu_trace_synthetic(path: Path) -> Path:

@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 
 from tcreport import api
 from tcreport.cli import app
-from tcreport.fmt import middle
+from tcreport.fmt import middle, middles
 from tcreport.render import terminal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,3 +162,49 @@ def test_piped_cpu_only_summary_keeps_host_time_and_share(tmp_path: Path) -> Non
     assert ["type", "ops", "calls", "host time", "share"] in heads
     cells = [ln for ln in text.splitlines() if ln.startswith("│")]
     assert cells and all(ln.rstrip("│ ").rsplit("│", 1)[-1].strip().endswith("%") for ln in cells)
+
+
+BF16_CNN = (
+    ROOT / "sample_traces" / "h200-torch-cnn-ncu" / "cnn_bf16fixed" / "torch_cnn.pt.trace.json.gz"
+)
+
+
+@pytest.mark.parametrize("width", [70, 80, 120])
+def test_summary_tables_of_the_bf16_cnn_fit_and_keep_names_apart(width: int) -> None:
+    """The H200 CNN's kernel table holds a 28-character rule and three elementwise kernels that
+    differ only inside their template arguments: at 80 columns it ran past the edge (the rule
+    column cut, no right border) with names of 16 characters, and the three read alike."""
+    view = api.analyze(api.load(BF16_CNN))
+    text = _summary(BF16_CNN, width)
+    lines = text.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith("Top kernels")))
+    rows = [ln for ln in lines[start:] if ln.startswith("│")][:10]
+    table = [ln for ln in lines if ln.startswith(("│", "┃", "┏", "┡", "└"))]
+    assert all(len(ln) <= width and ln.endswith(("│", "┃", "┓", "┩", "┘")) for ln in table)
+    names = [r.split("│")[1].strip() for r in rows]
+    full = [k.name for k in view.analysis.breakdown.kernels[:10]]
+    assert len(set(full)) == len(set(names)) == 10  # different kernels never read alike
+    # the rule column gave the name room, not the other way round
+    assert len(names[0]) >= (24 if width >= 80 else terminal.MIN_NAME)
+    # the three elementwise kernels show where they differ: their functors
+    elementwise = [
+        n
+        for n, f in zip(names, full, strict=True)
+        if f.startswith("void at::native::elementwise_kernel<")
+    ]
+    assert len(set(elementwise)) == 3 and any("CUDAFun" in n for n in elementwise)
+    for r in rows:  # the figures' columns whole, whatever the width
+        assert re.search(r"│ \d+ +│ [\d.]+ (µs|ms) +│ [\d.]+ % +│ (yes|no) ", r), r
+
+
+def test_middles_keep_different_names_apart() -> None:
+    a = "void k<128, at::native::CUDAFunctor_add<float>>(int, float*)"
+    b = "void k<128, at::native::BinaryFunctor_mul<float>>(int, float*)"
+    c = "void k<128, at::native::BUnaryFunctor_mul<float>>(int, float*)"
+    assert len({middle(n, 24) for n in (a, b, c)}) == 1  # the plain shortening loses them
+    short = middles([a, b, c, a], 24)
+    assert len(set(short[:3])) == 3 and short[3] == short[0]  # the same name reads the same
+    assert all(len(s) <= 24 for s in short) and "CUDAFunc" in short[0] and "BUnary" in short[2]
+    same_window = ["x" * 30 + "A" + "y" * 30, "x" * 30 + "B" + "y" * 30]
+    assert len(set(middles(same_window, 8))) == 2  # too narrow for a window: keys
+    assert middles(["short", "names"], 24) == ["short", "names"]

@@ -99,6 +99,25 @@ def test_tc003_names_the_padding() -> None:
     assert f.estimated_saving_ns == 400 * US
 
 
+def test_synthetic_tc003_lists_five_paddings_then_counts_the_rest() -> None:
+    """Seven misaligned GEMMs: the detail the terminal and Markdown print lists five and says how
+    many more, not an uncounted "…"."""
+    n = 7
+    run = synthetic_rows_run(
+        kernels=[
+            kernel_row("volta_sgemm_128x64_nn", f"mm{i}", 1000 + i * 100 * US, 90 * US)
+            for i in range(n)
+        ],
+        ops=[
+            op_row(f"mm{i}", "linear", "float16", 90 * US, f"[[64, 100], [{50 + i}, 100]]",
+                   start=i * 100 * US)
+            for i in range(n)
+        ],
+    )  # fmt: skip
+    (f,) = findings(run, "TC003")
+    assert f.detail.count(" → ") == 5 * 2 and f.detail.endswith("; and 2 more.")
+
+
 def test_tc003_names_tf32_multiple_on_a_float32_run() -> None:
     """TF32 aligns to 4, not fp16's 8: a float32 TensorFlow run with TF32 on (its convolution ran
     on Tensor Cores) whose matmul's N is 333 is told 'multiples of 4'."""
