@@ -113,6 +113,22 @@ def _host_wait(
     return title, detail, saving, assumption, fix
 
 
+def _loader_saving(hw: HostWait | None, loader_ns: int, idle_wall: int) -> tuple[int, str]:
+    """The data loader's saving: its time up to the GPU's idle, less the launch gaps and stalls
+    the other findings claim (GP002, ST001-ST003), so no idle is claimed twice."""
+    owned = (hw.launch_ns + hw.stalled_ns) // max(1, hw.devices) if hw is not None else 0
+    assumption = (
+        "loading in background workers overlaps compute, hiding the data-loader time up to the "
+        "GPU's idle time"
+    )
+    if owned:
+        assumption += (
+            f", less the {fmt.ns(owned)} of idle the findings on launch gaps and host "
+            "synchronisation claim (GP002, ST001-ST003), so no idle is claimed twice"
+        )
+    return max(0, min(loader_ns, idle_wall - owned)), assumption
+
+
 def check(analysis: Analysis) -> list[Finding]:
     b = analysis.time.busy  # one definition of "busy" for the card, this finding and the JSON
     if b is None or b.share is None or not b.range_ns:
@@ -145,15 +161,7 @@ def check(analysis: Analysis) -> list[Finding]:
         if workers == 0:
             detail += " The profiler recorded num_workers=0: loading runs on the training thread."
         fix = f"Overlap data loading with compute: {feed}."
-        # the launch gaps and stalls the other findings claim (GP002, ST001-ST003) stay theirs
-        owned = (hw.launch_ns + hw.stalled_ns) // max(1, hw.devices) if hw is not None else 0
-        saving = max(0, min(loader_ns, idle_wall - owned))
-        assumption = "loading in background workers overlaps compute, hiding the data-loader time up to the GPU's idle time"
-        if owned:
-            assumption += (
-                f", less the {fmt.ns(owned)} of idle the findings on launch gaps and host "
-                "synchronisation claim (GP002, ST001-ST003), so no idle is claimed twice"
-            )
+        saving, assumption = _loader_saving(hw, loader_ns, idle_wall)
         ops = {o.name for o in analysis.breakdown.ops}
         evidence = [
             Evidence(EvidenceKind.OP, n) for n in analysis.signals.data_loader_names if n in ops
