@@ -93,9 +93,8 @@ _TORCH_TF32 = {
 }
 
 
-#: What each PyTorch TF32 switch is called where a sentence says it is on or off: the two are
-#: separate (cuDNN's on by default, matmul's off since PyTorch 1.12), so "TF32 is off" beside "TF32
-#: is on" would contradict itself unless each names its own.
+#: PyTorch's TF32 switches as a sentence names them: separate (cuDNN's on by default, matmul's off
+#: since 1.12), so "TF32 is off" beside "TF32 is on" contradicts itself unless each names its own.
 _TORCH_TF32_SWITCH = {
     "gemm": "matmul TF32 (torch.backends.cuda.matmul.allow_tf32)",
     "conv": "cuDNN TF32 (torch.backends.cudnn.allow_tf32)",
@@ -103,9 +102,8 @@ _TORCH_TF32_SWITCH = {
 
 
 def tf32_switch(flavour: str, fam: str) -> str:
-    """The TF32 switch a float32 op of library family ``fam`` ("conv", "gemm") depends on, as a
-    sentence names it: PyTorch's own switch of that family, else just "TF32" (TensorFlow and JAX
-    have one switch for both)."""
+    """The TF32 switch a float32 op of family ``fam`` ("conv", "gemm") depends on: PyTorch's own
+    switch of that family, else "TF32" (TensorFlow and JAX have one switch for both)."""
     return _TORCH_TF32_SWITCH[fam] if flavour == "torch" else "TF32"
 
 
@@ -241,9 +239,8 @@ def _distinct_key(missed: pa.Table) -> np.ndarray:
 
 def _distinct_with_evidence(missed: pa.Table) -> pa.Table:
     """The first instance of each distinct op (:func:`_distinct_key`), in table order, with the
-    float32 kernel evidence of any of its instances: an ``aten::mm`` whose first call launched a
-    CUTLASS SIMT kernel (no precision in its rule) and whose next launched ``ampere_sgemm_*`` is
-    one op with one explanation, the same an ``aten::addmm`` of the same evidence gets."""
+    float32-kernel evidence of any instance: an ``aten::mm`` whose first call launched a CUTLASS
+    SIMT kernel (no precision in its rule) and its next ``ampere_sgemm_*`` is explained once."""
     if missed.num_rows == 0:
         return missed
     key = _distinct_key(missed)
