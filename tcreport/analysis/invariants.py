@@ -82,6 +82,37 @@ def _above(
     return [Violation(invariant, pn, f"{p} ns exceeds {wn} ({w} ns)")]
 
 
+def _counts_add_up(
+    eligible: int | None,
+    using: int | None,
+    not_using: int | None,
+    partly: int | None,
+    unknown: int | None,
+) -> list[Violation]:
+    """Every eligible op used the matrix units (in all or some calls: ``partly`` of them in some),
+    used them in none, or has no verdict (``unknown``): the counts add up, as DLProf's own do."""
+    found: list[Violation] = []
+    known = eligible is not None and using is not None and not_using is not None
+    if known and (using or 0) + (not_using or 0) + (unknown or 0) != eligible:
+        found.append(
+            Violation(
+                Invariant.COUNTS_ADD_UP,
+                "verdict.eligible_not_using_op_count",
+                f"using_op_count {using} + eligible_not_using_op_count {not_using} + "
+                f"unknown_op_count {unknown or 0} is not eligible_op_count {eligible}",
+            )
+        )
+    if partly is not None and using is not None and partly > using:
+        found.append(
+            Violation(
+                Invariant.COUNTS_ADD_UP,
+                "verdict.partly_using_op_count",
+                f"{partly} exceeds using_op_count {using}",
+            )
+        )
+    return found
+
+
 def _headline(a: Analysis) -> list[Violation]:
     """The run's times, counts and shares."""
     t, v = a.time, a.verdict
@@ -273,6 +304,13 @@ def _sums(a: Analysis) -> list[Violation]:
                     Invariant.COUNTS, f"verdict.{name}", f"{n} exceeds eligible_op_count {eligible}"
                 )
             )
+    found += _counts_add_up(
+        v.eligible_op_count,
+        v.using_op_count,
+        v.eligible_not_using_op_count,
+        v.partly_using_op_count,
+        v.unknown_op_count,
+    )
     if b.devices:
         for name, part, whole in (
             ("gpu_kernel_ns", sum(d.gpu_kernel_ns for d in b.devices), t.gpu_kernel_ns),

@@ -31,6 +31,7 @@ from tcreport.analysis import (
     iteration_timeline,
     iterations,
     key_nodes,
+    no_matrix_units,
     overlap,
     readable_names,
     slicing,
@@ -78,6 +79,8 @@ def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     named = readable_names.with_readable_names(run.kernels) if run.kernels is not None else None
     kernels = tc_kernels.classify_kernels(named, pack) if named is not None else None
     kernels = triton_ops.refine(kernels, run.ops, run.meta.gpus) if kernels is not None else None
+    # a GPU without matrix units: no kernel used them, named or not (TC005's device)
+    kernels = no_matrix_units.apply(kernels, run.meta.gpus) if kernels is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
 

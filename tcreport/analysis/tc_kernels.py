@@ -45,7 +45,9 @@ PROFILER_LABEL = "profiler-label"
 COUNTER_RULE = "ncu-counter"
 #: ``tc_rule`` value when a Triton kernel's launching op decided (:mod:`.triton_ops`).
 TRITON_OP_RULE = "triton-op-dtype"
-_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE)
+#: ``tc_rule`` value when the device has no matrix units at all (:mod:`.no_matrix_units`).
+NO_MATRIX_UNITS_RULE = "no-matrix-units"
+_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE, NO_MATRIX_UNITS_RULE)
 DEFAULT_PACK = "kernels.toml"
 AMD_PACK = "amd-kernels.toml"
 

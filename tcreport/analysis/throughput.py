@@ -75,8 +75,11 @@ class Throughput:
 
     @property
     def tflops(self) -> float | None:
-        """Achieved over the wall time of the aggregated range, all GPUs together."""
-        return self.flops / self.wall_ns / 1e3 if self.wall_ns else None
+        """Achieved over the wall time of the aggregated range, all GPUs together; ``None`` where
+        no op's FLOPs were counted (no recorded shapes): 0.0 would claim a measured zero."""
+        if not self.wall_ns or (not self.flops and not self.counted_gpu_ns):
+            return None
+        return self.flops / self.wall_ns / 1e3
 
     @property
     def mfu(self) -> float | None:

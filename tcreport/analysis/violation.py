@@ -21,6 +21,8 @@ class Invariant(StrEnum):
     OP_PARTS = "op-parts-sum-to-gpu-time"  # matrix-unit + missed + other = the op's GPU time
     OPS_WITHIN_KERNEL = "op-time-within-kernel-time"  # ops' kernel time <= GPU kernel time
     COUNTS = "eligible-counts-ordered"  # using <= eligible, eligible-not-using <= eligible
+    #: using + eligible-not-using == eligible, partly-using <= using (every eligible op is one)
+    COUNTS_ADD_UP = "eligible-counts-add-up"
     DEVICES_SUM = "devices-sum-to-totals"  # the per-GPU rows add up to the run's figures
     #: the kernel rows add up to the kernel time, those with a verdict of yes to the TC time
     KERNEL_ROWS_SUM = "kernel-rows-sum-to-totals"

@@ -93,6 +93,20 @@ _TORCH_TF32 = {
 }
 
 
+#: PyTorch's TF32 switches as a sentence names them: separate (cuDNN's on by default, matmul's off
+#: since 1.12), so "TF32 is off" beside "TF32 is on" contradicts itself unless each names its own.
+_TORCH_TF32_SWITCH = {
+    "gemm": "matmul TF32 (torch.backends.cuda.matmul.allow_tf32)",
+    "conv": "cuDNN TF32 (torch.backends.cudnn.allow_tf32)",
+}
+
+
+def tf32_switch(flavour: str, fam: str) -> str:
+    """The TF32 switch a float32 op of family ``fam`` ("conv", "gemm") depends on: PyTorch's own
+    switch of that family, else "TF32" (TensorFlow and JAX have one switch for both)."""
+    return _TORCH_TF32_SWITCH[fam] if flavour == "torch" else "TF32"
+
+
 def tf32_fix(flavour: str, families: frozenset[str]) -> str:
     """How to turn TF32 on for float32 ops of these library families ("conv", "gemm"): in PyTorch
     each family has its own switch, and naming the one already on (cuDNN's is by default) would
@@ -166,7 +180,7 @@ def explain(
     )
     missed = ops.select(cols).filter(is_missed)  # the columns used only: the table is wide
     flavour = _flavour(framework, ops)
-    distinct = missed.take(pa.array(_first_of_each(missed)))
+    distinct = _distinct_with_evidence(missed)
     seen = tf32_seen_in | _tf32_families(ops, flavour)
     return [
         _one(r, flavour, gpus, run_uses_half, family(r) in seen, autocast)
@@ -215,14 +229,34 @@ def _tf32_families(ops: pa.Table, flavour: str) -> frozenset[str]:
     return frozenset(family(r) for r in distinct.to_pylist())
 
 
-def _first_of_each(missed: pa.Table) -> np.ndarray:
-    """Row numbers of the first instance of each distinct (name, type, dtype, shapes, device), in
-    table order: the explanation depends on nothing else."""
-    if missed.num_rows == 0:
-        return np.zeros(0, dtype=np.int64)
+def _distinct_key(missed: pa.Table) -> np.ndarray:
+    """One code per distinct (name, type, dtype, shapes, device), in order of first appearance:
+    the explanation depends on nothing else."""
     keys = [_codes.codes(missed.column(c)).codes for c in ("name", "type", "dtype", "input_shapes")]
     keys.append(np.asarray(pc.fill_null(missed.column("device_id"), -1).to_numpy(), np.int64))
-    return _codes.first_rows(_codes.combine(*keys))
+    return _codes.combine(*keys)
+
+
+def _distinct_with_evidence(missed: pa.Table) -> pa.Table:
+    """The first instance of each distinct op (:func:`_distinct_key`), in table order, with the
+    float32-kernel evidence of any instance: an ``aten::mm`` whose first call launched a CUTLASS
+    SIMT kernel (no precision in its rule) and its next ``ampere_sgemm_*`` is explained once."""
+    if missed.num_rows == 0:
+        return missed
+    key = _distinct_key(missed)
+    first = _codes.first_rows(key)
+    distinct = missed.take(pa.array(first))
+    if "fp32_kernel" not in missed.column_names:
+        return distinct
+    kernel = missed.column("fp32_kernel")
+    with_kernel = np.flatnonzero(np.asarray(pc.is_valid(kernel).to_numpy(zero_copy_only=False)))
+    if not len(with_kernel):
+        return distinct
+    best = np.full(len(first), -1, np.int64)
+    best[key[with_kernel[::-1]]] = with_kernel[::-1]  # the first instance with evidence wins
+    rows = np.where(best >= 0, best, first)
+    i = distinct.schema.get_field_index("fp32_kernel")
+    return distinct.set_column(i, distinct.schema.field(i), kernel.take(pa.array(rows)))
 
 
 def _kernel_dtype(row: dict[str, object], dtype: str | None, label: str) -> tuple[str | None, str]:
@@ -291,8 +325,8 @@ def _one(
         if not tf32_on:
             return case.why(
                 Reason.FP32_TF32_OFF,
-                f"{label} runs in float32 with TF32 off: {case.cc_text} could run it as TF32 on "
-                "Tensor Cores",
+                f"{label} runs in float32 with {tf32_switch(flavour, family(row))} off: "
+                f"{case.cc_text} could run it as TF32 on Tensor Cores",
                 tf32_fix(flavour, frozenset({family(row)})),
                 "tf32",
             )
@@ -388,7 +422,10 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
         )
     kernel = case.row.get("fp32_kernel")
     if dtype == "tf32" and problem is None and isinstance(kernel, str):
-        library = "cuDNN" if family(case.row) == "conv" else "cuBLAS"
+        fam = family(case.row)
+        library = "cuDNN" if fam == "conv" else "cuBLAS"
+        switch = tf32_switch(case.flavour, fam)
+        on = f"{switch} is on" if switch != "TF32" else f"TF32 is on for {library}"
         fix = (
             "record shapes (torch.profiler record_shapes=True) to see which calls; set "
             "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; pad "
@@ -399,8 +436,8 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
         return case.why(
             Reason.LIBRARY_CHOICE,
             f"{label}: {library} picked a float32 CUDA-core kernel ({kernel[:60]}) for these calls "
-            f"although TF32 Tensor Core kernels of {library} ran elsewhere in this run, so TF32 is "
-            "on: the calls' shapes made the library choose it",
+            f"although TF32 Tensor Core kernels of {library} ran elsewhere in this run, so {on}: "
+            "the calls' shapes made the library choose it",
             fix,
             precision,
         )

@@ -176,16 +176,16 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
         for _, rule in rules
         for f in rule(analysis)
     ]
-    # high and medium findings first, each group by saving: a low-severity finding (a library's
-    # own choice, a note) never sits above one a reviewer should act on, whatever its bound. On
-    # a CPU-only run the model audit's and the dtype findings lead: they are the advice such a
-    # run can give, and no saving is measured to rank anything else above them.
+    # by severity, then by saving within each severity: the list reads [high] before [medium]
+    # as its labels promise, and "fix first" (the first actionable one) is never below a finding
+    # of higher severity, nor "no actionable finding" above a high one with a fix. On a CPU-only
+    # run the model audit's and the dtype findings lead: they are the advice such a run can give,
+    # and no saving is measured to rank anything else above them.
     found.sort(
         key=lambda f: (
             cpu_only and not _model_advice(f),
-            f.severity in (Severity.LOW, Severity.INFO),
-            -(f.estimated_saving_ns or 0),
             SEVERITY_ORDER[f.severity],
+            -(f.estimated_saving_ns or 0),
             f.id,
             f.title,
         )
@@ -205,10 +205,12 @@ def _model_advice(f: Finding) -> bool:
 
 
 def fix_first(findings: tuple[Finding, ...], cpu_only: bool = False) -> Finding | None:
-    """The one change a reviewer should make first: the largest estimated saving among findings a
-    user can act on (high or medium severity, a fix, a saving, not a measurement note). Findings
-    arrive ranked by saving (:func:`evaluate`), so it is the first that qualifies. Computed here,
-    once; every renderer shows this one.
+    """The one change a reviewer should make first: the first finding, in the findings' order
+    (:func:`evaluate`: severity, then saving), that a user can act on: high or medium severity,
+    a fix, not a measurement note, tcreport's own. So it is the largest saving of the highest
+    severity that has one, else (a high finding whose saving cannot be measured, GP001 with no
+    named host wait) the first of that severity; "no actionable finding" is said only when no
+    high or medium finding has a fix. Computed here, once; every renderer shows this one.
 
     A CPU-only run measures no saving, so there the first high or medium audit or dtype finding
     with a fix is the one to make first (ranked first by :func:`evaluate`)."""
@@ -220,7 +222,6 @@ def fix_first(findings: tuple[Finding, ...], cpu_only: bool = False) -> Finding 
         if (
             f.severity in (Severity.HIGH, Severity.MEDIUM)
             and f.fix
-            and (f.estimated_saving_ns or 0) > 0
             and f.id not in NOT_A_FIX
             and f.source == "tcreport"
         ):

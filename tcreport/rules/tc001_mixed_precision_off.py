@@ -88,14 +88,14 @@ def check(analysis: Analysis) -> list[Finding]:
         families = frozenset(why_not.family({"type": o.type, "name": o.name}) for o in ops)
         kinds = {"gemm": "GEMMs", "conv": "convolutions"}
         what = "/".join(kinds[f] for f in ("gemm", "conv") if f in families)
-        # PyTorch's two switches: say which is off, as TC004 may say the other's TF32 is on
-        scope = (
-            {"gemm": " for matmuls", "conv": " for convolutions"}.get(next(iter(families)), "")
-            if len(families) == 1 and c.words_flavour(analysis) == "torch"
-            else ""
+        # PyTorch's two switches: name the one that is off, as TC004 may say the other is on
+        switch = (
+            why_not.tf32_switch(c.words_flavour(analysis), next(iter(families)))
+            if len(families) == 1
+            else "TF32"
         )
         title = (
-            f"TF32 is off{scope}: {fmt.plural(len(ops), 'eligible op')} "
+            f"{switch[:1].upper()}{switch[1:]} is off: {fmt.plural(len(ops), 'eligible op')} "
             f"{'runs' if len(ops) == 1 else 'run'} float32 {what} on CUDA cores"
         )
         fix = f"Turn TF32 on: {why_not.tf32_fix(c.words_flavour(analysis), families)}."

@@ -27,7 +27,12 @@ _AMD_FIX = (
 
 def check(analysis: Analysis) -> list[Finding]:
     share = analysis.verdict.classified_share
-    if share is None or share >= thresholds.MIN_CLASSIFIED_SHARE:
+    # a GPU without matrix units: the device answers for every kernel (TC005), nothing to measure
+    if (
+        share is None
+        or share >= thresholds.MIN_CLASSIFIED_SHARE
+        or analysis.verdict.no_matrix_units
+    ):
         return []
     w = analysis.verdict.words
     gpu_vendor = analysis.verdict.vendor

@@ -31,9 +31,10 @@ def test_summary_and_report_docs_name_fix_first_and_the_finding_order() -> None:
     for name in ("summary-json.md", "report.md"):
         text = (DOCS / name).read_text(encoding="utf-8")
         assert "`fix_first`" in text, name
-        assert "high and medium severity first" in text, name
+        # named fix (fix11b): the order is by severity, then saving
+        assert "by severity (high, medium, low, info)" in text, name
     summary = tcreport.open(KINETO).summary()
-    order = {"high": 0, "medium": 0, "low": 1, "info": 1}
+    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     ranks = [order[f["severity"]] for f in summary["findings"]]
     assert ranks == sorted(ranks) and summary["fix_first"]["id"] == summary["findings"][0]["id"]
 

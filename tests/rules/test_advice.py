@@ -219,7 +219,7 @@ def test_fix_first_on_the_a100_sample_is_the_tf32_finding() -> None:
     assert view.fix_first is view.findings[0] and view.fix_first.id == "TC001"
     out = io.StringIO()
     terminal.render(view, Console(file=out, width=200))
-    assert out.getvalue().splitlines()[1].startswith("Fix first: TC001: TF32 is off")
+    assert out.getvalue().splitlines()[1].startswith("Fix first: TC001: Matmul TF32 (")
 
 
 def test_notes_never_take_the_fix_first_place_synthetic() -> None:

@@ -90,9 +90,17 @@ class Verdict:
     classified_share: float | None
     eligible_op_count: int | None
     using_op_count: int | None
-    #: eligible ops that missed the matrix units in all or some calls (an op that used them in
-    #: other calls counts here and in ``using_op_count``: see ``partly_using_op_count``)
+    #: eligible ops that used the matrix units in no call, so that ``using_op_count +
+    #: eligible_not_using_op_count + unknown_op_count == eligible_op_count`` (an invariant; the
+    #: last is 0 wherever every eligible op's kernels have a verdict): an op that used them in
+    #: some calls only counts as using (``partly_using_op_count`` says how many did), and the time
+    #: of its calls that missed is in ``eligible_not_using_gpu_ns``
     eligible_not_using_op_count: int | None
+    #: eligible ops that missed in all or some calls: ``eligible_not_using_op_count`` plus the
+    #: partly using ones (what the missed time ``eligible_not_using_gpu_ns`` is spread over)
+    missed_op_count: int | None
+    #: eligible ops whose kernels have no verdict (an accelerator tcreport has no rules for)
+    unknown_op_count: int | None
     eligible_gpu_ns: int | None
     eligible_not_using_gpu_ns: int | None
     #: eligible GPU time not on the matrix units / GPU kernel time (the CI gate's figure)
@@ -147,7 +155,9 @@ def share_tone(tc_share: float | None) -> Tone:
 class _Eligibility:
     eligible: int | None
     using: int | None
-    missing: int | None
+    missing: int | None  # missed in all or some calls
+    never: int | None  # missed in every call: eligible = using + never + unknown
+    unknown: int | None  # no verdict for its kernels
     eligible_ns: int | None
     missing_ns: int | None
     partly: int | None
@@ -160,7 +170,7 @@ def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility
     and even which eligible ops count, since a wrapper (``aten::conv2d`` over
     ``aten::mkldnn_convolution``) is told from the op doing the work by its GPU time."""
     if cpu_only:
-        return _Eligibility(None, None, None, None, None, None)
+        return _Eligibility(None, None, None, None, None, None, None, None)
     if run.ops is not None:
         eligible = [o for o in ops if o.counts_as_eligible]
         missing = [o for o in eligible if o.has_misses]  # an op partly on TC is in both lists
@@ -168,6 +178,8 @@ def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility
             eligible=len(eligible),
             using=sum(1 for o in eligible if o.uses_tc),
             missing=len(missing),
+            never=sum(1 for o in eligible if o.missed_tc),
+            unknown=sum(1 for o in eligible if not o.uses_tc and not o.tc_known),
             eligible_ns=sum(o.gpu_ns or 0 for o in eligible),
             missing_ns=sum(o.missed_ns for o in missing),
             partly=sum(1 for o in eligible if o.partly_missed),
@@ -179,6 +191,8 @@ def _eligibility(run: Run, ops: Sequence[OpRow], cpu_only: bool) -> _Eligibility
         eligible=rep.eligible_op_count,
         using=rep.using_op_count,
         missing=rep.eligible_not_using_op_count,
+        never=rep.eligible_not_using_op_count,  # the profiler counts op instances: no partly
+        unknown=None,
         eligible_ns=None if missing_ns is None or using_ns is None else missing_ns + using_ns,
         missing_ns=missing_ns,
         partly=None,
@@ -285,8 +299,12 @@ def _miss_card(
         if miss == 0
         else fmt.ns(per_iter if several else miss) + (" / iteration" if several else "")
     )
+    # the ops that used the matrix units in no call (the JSON's count, which adds up with the
+    # using ones to the eligible), then those whose missed calls the time also holds
+    partly = e.partly or 0
+    more = f", {partly} more in some of {'its' if partly == 1 else 'their'} calls" if partly else ""
     detail = (f"{fmt.pct(miss_share)} of kernel time; " if miss_share is not None else "") + (
-        f"{fmt.count(e.missing)} of {fmt.count(e.eligible)} eligible ops"
+        f"{fmt.count(e.never)} of {fmt.count(e.eligible)} eligible ops{more}"
     )
     tone = Tone.UNKNOWN if miss is None else (Tone.BAD if miss > 0 else Tone.GOOD)
     return Headline(value, f"eligible GPU time not on {w.unit}", detail, tone)
@@ -326,7 +344,9 @@ def build(
         classified_share=classified,
         eligible_op_count=e.eligible,
         using_op_count=e.using,
-        eligible_not_using_op_count=e.missing,
+        eligible_not_using_op_count=e.never,
+        missed_op_count=e.missing,
+        unknown_op_count=e.unknown,
         eligible_gpu_ns=e.eligible_ns,
         eligible_not_using_gpu_ns=e.missing_ns,
         eligible_not_tc_share=miss_share,
