@@ -50,7 +50,7 @@ def _verdict_table(view: Report) -> list[str]:
     w = a.verdict.words
     if a.host.cpu_only:
         return [f"{w.unit_one} use and GPU time: {a.host.unknown}.", ""]
-    n = a.verdict.eligible_not_using_op_count
+    n = a.verdict.missed_op_count  # the ops the missed time is spread over, partly-missed too
     return [
         f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",

@@ -5,13 +5,11 @@ call (so the JSON's counts add up), while the missed time also holds the missed 
 used them in others (``verdict.missed_op_count`` counts both). On the H200 mix sample every
 eligible op used them in some calls: the Markdown verdict table read "595.1 µs (0 ops)". The
 renderers that print a count beside the missed time (tcreport/render/markdown.py's verdict table,
-notebook_html.py's line) are fix11a's to change this round: this test says what they should show
-and turns into a failure (strict xfail) once they show it, so the mark comes off then.
+notebook_html.py's line, the HTML eligibility caption) print ``missed_op_count``.
 """
 
 from __future__ import annotations
 
-import pytest
 from trace_paths import H200_NCU, need
 
 from tcreport import api, fmt
@@ -20,9 +18,6 @@ from tcreport.render import markdown
 MIX = H200_NCU / "mix" / "kineto_mix_h.json.gz"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="renderers still print eligible_not_using_op_count beside the missed time"
-)
 def test_markdown_counts_the_ops_the_missed_time_is_spread_over() -> None:
     view = api.analyze(api.load(need(MIX)))
     v = view.analysis.verdict
