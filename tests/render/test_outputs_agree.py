@@ -108,7 +108,8 @@ def test_the_verdict_section_reads_the_same_everywhere(outputs: Outputs) -> None
     assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns
     assert _row(o.text, f"Eligible GPU time not on {w.short}", miss)
     assert f"{fmt.pct(v.eligible_not_tc_share)} of kernel time; {n} of " in o.page
-    assert f"eligible time not on {w.unit}: {miss} in {n} " in o.fragment
+    spread = fmt.count(v.missed_op_count)  # the ops the missed time is spread over
+    assert f"eligible time not on {w.unit}: {miss} in {spread} " in o.fragment
     miss_ms = fmt.ms_number(v.eligible_not_using_gpu_ns)
     assert f'data-v="{v.eligible_not_using_gpu_ns}">{miss_ms}</td>' in o.index_row
     counts = f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}"
