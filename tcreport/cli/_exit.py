@@ -11,8 +11,9 @@ clean-up), and the exit status is the one ``sys.exit`` would give.
 It is armed only for the command process itself (:data:`tcreport.cli.app.OWN_PROCESS`), never for
 ``profile`` (the user's script runs in this interpreter and its objects' finalisers must run), and
 never under a test runner or an embedder calling the Typer app. Where it cannot be sure the quick
-exit is safe (another non-daemon thread still running, a stream that will not flush, no
-``atexit._run_exitfuncs``) it does nothing and the ordinary shutdown follows.
+exit is safe (another non-daemon thread still running, multiprocessing finalisers pending, a
+stream that will not flush, no ``atexit._run_exitfuncs``) it does nothing and the ordinary
+shutdown follows.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def arm() -> None:
 def leave(code: object) -> None:
     """End the process now with ``sys.exit(code)``'s status, if armed and safe; else return."""
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if not _armed or run_exit_handlers is None or _other_threads_running():
+    if not _armed or run_exit_handlers is None or _other_threads_running() or _finalisers_left():
         return
     if code is None:
         status = 0
@@ -54,6 +55,14 @@ def leave(code: object) -> None:
 def _other_threads_running() -> bool:
     main = threading.main_thread()
     return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
+
+
+def _finalisers_left() -> bool:
+    """Whether multiprocessing holds finalisers (a pool's semaphores, its queues' pipes): some run
+    only when their objects are collected at teardown, and skipping it leaves the resource
+    tracker warning of leaked semaphores (``batch -j 2`` stopped by Ctrl-C)."""
+    util = sys.modules.get("multiprocessing.util")
+    return bool(getattr(util, "_finalizer_registry", None))
 
 
 def _flushed() -> bool:

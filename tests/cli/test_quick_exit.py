@@ -63,6 +63,9 @@ class Teardown:
     def __del__(self):
         print("teardown ran", flush=True)
 keep = Teardown()
+if sys.argv[2] == "semaphore":  # a pool's lock: multiprocessing finalises it at teardown
+    import multiprocessing
+    held = multiprocessing.get_context("spawn").Lock()
 if sys.argv[2] == "thread":
     release = threading.Event()
     threading.Thread(target=release.wait, args=(5,)).start()  # not a daemon
@@ -84,7 +87,9 @@ def test_leave_keeps_output_status_and_atexit_and_skips_teardown(code: str, stat
     assert done.stderr == ("a message\n" if code == "text" else "")
 
 
-@pytest.mark.parametrize(("armed", "thread"), [("unarmed", "alone"), ("armed", "thread")])
+@pytest.mark.parametrize(
+    ("armed", "thread"), [("unarmed", "alone"), ("armed", "thread"), ("armed", "semaphore")]
+)
 def test_leave_steps_aside_when_not_armed_or_not_safe(armed: str, thread: str) -> None:
     done = _python(LEAVE, armed, thread, "int")
     assert done.returncode == 0  # it returned: the script went on and ended normally
