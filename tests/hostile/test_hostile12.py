@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from trace_paths import H200_NCU, NSYS_H100_REAL, NSYS_WIN2022, need
+from trace_paths import H200_NCU, NSYS_H100_REAL, NSYS_WIN2022, SAMPLES, need
 
 from tcreport import api, schema
 from tcreport.analysis import why_not
@@ -25,6 +25,7 @@ from tcreport.model import Gpu
 from tcreport.rules import op001_heavy_non_tc_op
 
 BF16 = H200_NCU / "cnn_bf16fixed"
+ALEXNET = SAMPLES / "kineto-a100-tf32-alexnet"
 
 
 def _view(path: Path) -> api.Report:
@@ -165,3 +166,91 @@ def test_op001_calls_an_nvtx_scoped_aten_op_an_aten_op_synthetic() -> None:
     heavier = dataclasses.replace(a, breakdown=dataclasses.replace(a.breakdown, ops=ops))
     (to,) = [f for f in op001_heavy_non_tc_op.check(heavier) if f.title.startswith("aten::to ")]
     assert "not an ATen op" not in (to.fix or ""), to.fix
+
+
+# --- the HTML idle-causes table ------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the HTML writes U+202E in trace names raw (terminal and Markdown escape it): the idle-causes wait reads mirrored",
+)
+def test_html_idle_causes_show_a_bidi_override_escaped_synthetic(tmp_path: Path) -> None:
+    """cnn_fp16 with its aten::normal_ (the host wait between steps) renamed to hold U+202E (right-
+    to-left override). The terminal and Markdown show it escaped (fmt.visible); the HTML writes it
+    raw, so the idle-causes cell's 'then, until the next step's first GPU activity, host range:
+    ...aten::normal_ 11.4 ms' reads mirrored ('sm 4.11 _lamron::neta'), as do Fix first and
+    GP001's title."""
+    run = tmp_path / "bidi_synthetic"
+    shutil.copytree(H200_NCU / "cnn_fp16", run)
+    trace = run / "torch_cnn.pt.trace.json.gz"
+    with gzip.open(trace, "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        if e.get("name") == "aten::normal_":
+            e["name"] = "\u202eaten::normal_"
+    with gzip.open(trace, "wt") as fh:
+        json.dump(doc, fh)
+    view = api.analyze(api.load(run), source_path=str(run), with_timeline=True)
+    html = api.render_html(view)
+    table = html[html.index('<table id="t-idle-causes">') :]
+    table = table[: table.index("</table>")]
+    assert "until the next step" in table  # the between-steps wait is listed
+    assert "\u202e" not in table
+
+
+# --- terminal tables' fit --------------------------------------------------------------------------
+
+
+def _summary_text(view: api.Report, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from tcreport.render import terminal
+
+    buf = io.StringIO()
+    terminal.render(view, Console(file=buf, width=width, highlight=False))
+    return buf.getvalue()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="summary's tables cut names by len(), not terminal cells: two wide names read alike",
+)
+def test_summary_keeps_two_wide_kernel_names_apart_synthetic(tmp_path: Path) -> None:
+    """The A100 AlexNet trace with its two longest-running kernels renamed to 50 CJK characters
+    (two terminal cells each) then '_gemm_A' / '_gemm_B'. fmt.middles cuts them by len(), keeping
+    the tails apart, but at two cells a character rich cuts them again from the right: both rows
+    read '核核核…核…' and the tails that tell them apart are gone (diff's tables measure cells since
+    738fe46; summary's do not)."""
+    src = ALEXNET
+    with gzip.open(next(src.glob("*.json.gz")), "rt") as fh:
+        doc = json.load(fh)
+    ren = {
+        "ampere_sgemm_32x32_sliced1x4_tn": "核" * 50 + "_gemm_A",
+        "cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1": "核" * 50 + "_gemm_B",
+    }
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and e.get("name") in ren:
+            e["name"] = ren[e["name"]]
+    path = tmp_path / "wide_synthetic.json"
+    path.write_text(json.dumps(doc))
+    text = _summary_text(_view(path), 100)
+    rows = [ln for ln in text.splitlines() if ln.startswith("│ 核")]
+    assert len(rows) == 2
+    assert rows[0].split("│")[1] != rows[1].split("│")[1], rows
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="summary's op table is cropped at a narrow window: the uses-TC column is gone",
+)
+def test_summary_op_table_keeps_its_tensor_core_column_at_50_columns() -> None:
+    """At 50 columns the name column shrinks to its minimum and rich then crops the table at the
+    window's edge: the op table's 'uses TC' column (the verdict the report is about) is gone and
+    'eligible' reads 'eli'. diff -f terminal lets such lines run past the edge (738fe46)."""
+    text = _summary_text(_view(ALEXNET), 50)
+    ops = text[text.index("Top ops by GPU time") :]
+    header = next(ln for ln in ops.splitlines() if ln.startswith("┃"))
+    assert "eligible" in header and "uses" in header, header
