@@ -319,3 +319,22 @@ def test_diff_lists_findings_in_the_reports_order_of_severity() -> None:
     for kind in (d.added, d.resolved, d.moved):
         sev = [rank[f.severity] for f in kind]
         assert sev == sorted(sev), [(f.severity, f.id) for f in kind]
+
+
+# --- TF32 switch words -----------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="AU003's title is a bare 'TF32 is off' beside TC001's 'Matmul TF32 ... is off' and cuDNN TF32 kernels that ran",
+)
+def test_no_bare_tf32_is_off_beside_convolutions_on_tf32_tensor_cores() -> None:
+    """cnn_fp32 (real H200 run with its capture): its convolutions ran cuDNN TF32 Tensor Core
+    kernels (cuDNN's switch is on by default) and TC001 now names the switch that is off: 'Matmul
+    TF32 (torch.backends.cuda.matmul.allow_tf32) is off'. AU003's title beside it still says the
+    bare 'TF32 is off for a float32 model', the contradiction b39a69e removed from TC001/TC004."""
+    view = _view(H200_NCU / "cnn_fp32")
+    assert view.analysis.time.tc_kernel_ns  # TF32 convolutions on Tensor Cores
+    titles = [f.title for f in view.findings]
+    assert any(t.startswith("Matmul TF32 (") for t in titles)
+    assert not [t for t in titles if t.startswith("TF32 is off")], titles
