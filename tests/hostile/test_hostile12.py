@@ -370,3 +370,21 @@ def test_summary_names_stay_apart_at_60_columns(rel: str, table: str) -> None:
     section = text[text.index(table) :].split("└")[0]
     names = [ln.split("│")[1].strip() for ln in section.splitlines() if ln.startswith("│")]
     assert len(names) == len(set(names)), names
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the wall-time gate's noise is the kernel time's spread: a warm-up-only +6.4 % wall change fails it",
+)
+def test_wall_gate_judges_wall_time_by_its_own_spread() -> None:
+    """cnn_fp16 -> cnn_fp32 (real H200 runs): wall time per iteration 17.4 -> 18.5 ms (+6.4 %) is
+    the warm-up iteration alone (21.9 vs 26.6 ms; the three others 15.6-16.2 vs 15.7-15.8 ms, and
+    with --iter-start 1 the line reads -0.7 % within noise). The runs' own iteration times vary by
+    15-25 % (cv), yet the gate fails at +5 %: _figures judges wall time by the kernel time's spread
+    (time_std/cv), not the wall's. 'A change inside the noise never fails a gate' (gates.py)."""
+    result = api.check(
+        _view(H200_NCU / "cnn_fp32"), _view(H200_NCU / "cnn_fp16"), max_regression=0.05
+    )
+    wall = [r for r in result.results if r.message.startswith("wall time per iteration")]
+    assert len(wall) == 1
+    assert wall[0].passed, wall[0].message
