@@ -388,3 +388,20 @@ def test_wall_gate_judges_wall_time_by_its_own_spread() -> None:
     wall = [r for r in result.results if r.message.startswith("wall time per iteration")]
     assert len(wall) == 1
     assert wall[0].passed, wall[0].message
+
+
+@pytest.mark.realtraces
+@pytest.mark.xfail(
+    strict=True,
+    reason="the summary JSON pairs the missed time with eligible_not_using_op_count (2), not the ops it is spread over (3) the other outputs print",
+)
+def test_summary_json_holds_the_count_beside_the_missed_time() -> None:
+    """The A100 DDP trace: the Markdown's verdict cell reads '1.6 ms (3 ops)' (missed_op_count:
+    the ops the missed time is spread over, partly-missed included), the notebook 'in 3 ops', the
+    HTML '3 with calls not on'. The summary JSON puts the same eligible_not_using_gpu_ns beside
+    eligible_not_using_op_count 2 and carries no 3 anywhere: a consumer reads '1.6 ms in 2 ops'."""
+    view = _view(need(REALTRACES / "kineto" / "a100-ddp-nccl-3step" / "nccl_data.json.gz"))
+    n = view.analysis.verdict.missed_op_count
+    assert n == 3 and "1.6 ms (3 ops)" in api.render_markdown(view)
+    tc = json.loads(api.render_json(view))["tensor_core"]
+    assert n in [v for k, v in tc.items() if k.endswith("op_count")], tc
