@@ -293,12 +293,13 @@ def test_wall_gate_does_not_fail_one_dlprof_run_against_itself(tmp_path: Path) -
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the HTML op-table caption says '1 eligible ops' (Markdown and notebook agree with the count)",
+    reason="the HTML op-table caption and miss card say '1 eligible ops' (Markdown and notebook agree with the count)",
 )
 def test_html_eligible_caption_agrees_with_a_count_of_one_synthetic(tmp_path: Path) -> None:
     """The A100 AlexNet trace with aten::addmm/aten::linear renamed (aten::custom_thing), leaving
     one eligible op (its convolution). The Markdown says '(1 op)' and the notebook 'in 1 op'; the
-    HTML op table's caption reads '1 eligible ops, 1 with calls not on Tensor Cores'."""
+    HTML op table's caption reads '1 eligible ops, 1 with calls not on Tensor Cores' and its
+    miss card '0 of 1 eligible ops, 1 more in some of its calls'."""
     with gzip.open(next(ALEXNET.glob("*.json.gz")), "rt") as fh:
         doc = json.load(fh)
     for e in doc["traceEvents"]:
@@ -311,6 +312,7 @@ def test_html_eligible_caption_agrees_with_a_count_of_one_synthetic(tmp_path: Pa
     html = api.render_html(view)
     caption = next(c for c in html.split("<caption>") if "with calls not on" in c)
     assert caption.startswith("1 eligible op,"), caption[:80]
+    assert "of 1 eligible ops" not in html  # the miss card (verdict._miss_card): '0 of 1 ...'
 
 
 @pytest.mark.xfail(
