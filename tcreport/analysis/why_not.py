@@ -426,10 +426,16 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
         library = "cuDNN" if fam == "conv" else "cuBLAS"
         switch = tf32_switch(case.flavour, fam)
         on = f"{switch} is on" if switch != "TF32" else f"TF32 is on for {library}"
+        torch_words = case.flavour == "torch"
         fix = (
-            "record shapes (torch.profiler record_shapes=True) to see which calls; set "
-            "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; pad "
-            "channels to a multiple of 4 (a first convolution with 3 input channels is the usual case)"
+            (
+                "record shapes (torch.profiler record_shapes=True) to see which calls; set "
+                "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; "
+                if torch_words
+                else "record the ops' shapes to see which calls; "
+            )
+            + "pad channels to a multiple of 4 (a first convolution with 3 input channels is the "
+            "usual case)"
             if library == "cuDNN"
             else "record shapes to see which calls; pad M/N/K to multiples of 4 for TF32"
         )

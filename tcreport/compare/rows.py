@@ -271,6 +271,9 @@ def tc_lost(ops: tuple[RowDiff, ...], kernels: tuple[RowDiff, ...]) -> tuple[str
 # -- findings -------------------------------------------------------------------------------------
 
 
+_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
 def findings(
     base: tuple[Finding, ...], head: tuple[Finding, ...]
 ) -> tuple[tuple[FindingChange, ...], tuple[FindingChange, ...], tuple[FindingChange, ...]]:
@@ -300,7 +303,12 @@ def findings(
         ]
         added += [fc(f) for f in h_left[pairs:]]
         resolved += [fc(f) for f in b_left[pairs:]]
-    return tuple(added), tuple(resolved), tuple(persisting)
+
+    def ranked(items: list[FindingChange]) -> tuple[FindingChange, ...]:
+        # a report's order: [high] before [medium] before [low], then by rule id
+        return tuple(sorted(items, key=lambda f: (_SEVERITY_RANK.get(f.severity, 9), f.id)))
+
+    return ranked(added), ranked(resolved), ranked(persisting)
 
 
 def _take(counter: Counter[str], key: str) -> bool:

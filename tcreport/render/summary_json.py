@@ -93,6 +93,7 @@ def _tensor_core(view: Report) -> dict[str, Any]:
         "eligible_op_count": v.eligible_op_count,
         "using_op_count": v.using_op_count,
         "eligible_not_using_op_count": v.eligible_not_using_op_count,
+        "missed_op_count": v.missed_op_count,
         "eligible_gpu_ns": v.eligible_gpu_ns,
         "eligible_not_using_gpu_ns": v.eligible_not_using_gpu_ns,
     }

@@ -104,7 +104,8 @@ def check(analysis: Analysis) -> list[Finding]:
                     w,
                     c.is_nvidia(analysis),
                     c.is_jax(analysis),
-                    aten=not any(_FOREIGN.match(n) for n in by_type[t]),
+                    # the op's own name, after any NVTX scope path ("FSDP::pre_forward (…)/aten::to")
+                    aten=not any(_FOREIGN.match(n.rsplit("/", 1)[-1]) for n in by_type[t]),
                 ),
                 estimated_saving_ns=int(ns * thresholds.NON_TC_REDUCTION),
                 assumptions=f"fusing or replacing the op cuts its time by "

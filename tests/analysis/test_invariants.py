@@ -104,7 +104,7 @@ def check_renderers(view: Report) -> None:
     if tc.eligible_op_count is not None and a.breakdown.has_ops:
         assert (
             f"{fmt.count(tc.eligible_not_using_op_count)} of {fmt.count(tc.eligible_op_count)} "
-            "eligible ops" in page
+            f"eligible {fmt.noun(tc.eligible_op_count, 'op')}" in page
         )
     d = _diff.diff(view, view, force=True)
     n = max(1, a.iterations.info.aggregated or 1)

@@ -138,10 +138,6 @@ def _tf_ops_synthetic() -> pa.Table:
 
 
 @pytest.mark.parametrize("framework", ["TensorFlow 2.11.0", "JAX 0.4.20"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="why_not's cuDNN library-choice fix names torch.profiler and torch.backends.cudnn.benchmark on TF/JAX runs",
-)
 def test_library_choice_fix_names_no_pytorch_switch_on_tf_or_jax_synthetic(framework: str) -> None:
     """why_not's 'cuDNN picked a float32 CUDA-core kernel ... so TF32 is on for cuDNN' (the
     library-choice case tf32_switch now words per framework) keeps a PyTorch-only fix on a
@@ -157,10 +153,6 @@ def test_library_choice_fix_names_no_pytorch_switch_on_tf_or_jax_synthetic(frame
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="OP001's _FOREIGN matches an NVTX range prefix (FSDP::pre_forward (...)/aten::to) and calls aten::to no ATen op",
-)
 def test_op001_calls_an_nvtx_scoped_aten_op_an_aten_op_synthetic() -> None:
     """The 2x H100 nsys export names ops by their NVTX path: 'FSDP::pre_forward (blocks.21...)/
     aten::to'. Its aten::to rows take 7.7 % of GPU time (OP001's threshold is 10 %); with them
@@ -291,10 +283,6 @@ def test_wall_gate_does_not_fail_one_dlprof_run_against_itself(tmp_path: Path) -
 # --- counts beside the missed time -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the HTML op-table caption and miss card say '1 eligible ops' (Markdown and notebook agree with the count)",
-)
 def test_html_eligible_caption_agrees_with_a_count_of_one_synthetic(tmp_path: Path) -> None:
     """The A100 AlexNet trace with aten::addmm/aten::linear renamed (aten::custom_thing), leaving
     one eligible op (its convolution). The Markdown says '(1 op)' and the notebook 'in 1 op'; the
@@ -315,10 +303,6 @@ def test_html_eligible_caption_agrees_with_a_count_of_one_synthetic(tmp_path: Pa
     assert "of 1 eligible ops" not in html  # the miss card (verdict._miss_card): '0 of 1 ...'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="diff lists added/resolved/moved findings by rule id: a [medium] before a [high]",
-)
 def test_diff_lists_findings_in_the_reports_order_of_severity() -> None:
     """cnn_fp16 -> cnn_bf16fixed (real H200 runs). A report lists findings by severity (0ab140d:
     '[high] before [medium] as its labels promise'); diff lists each kind by rule id, so its
@@ -393,10 +377,6 @@ def test_wall_gate_judges_wall_time_by_its_own_spread() -> None:
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="the summary JSON pairs the missed time with eligible_not_using_op_count (2), not the ops it is spread over (3) the other outputs print",
-)
 def test_summary_json_holds_the_count_beside_the_missed_time() -> None:
     """The A100 DDP trace: the Markdown's verdict cell reads '1.6 ms (3 ops)' (missed_op_count:
     the ops the missed time is spread over, partly-missed included), the notebook 'in 3 ops', the

@@ -304,7 +304,8 @@ def _miss_card(
     partly = e.partly or 0
     more = f", {partly} more in some of {'its' if partly == 1 else 'their'} calls" if partly else ""
     detail = (f"{fmt.pct(miss_share)} of kernel time; " if miss_share is not None else "") + (
-        f"{fmt.count(e.never)} of {fmt.count(e.eligible)} eligible ops{more}"
+        f"{fmt.count(e.never)} of {fmt.count(e.eligible)} eligible {fmt.noun(e.eligible, 'op')}"
+        f"{more}"
     )
     tone = Tone.UNKNOWN if miss is None else (Tone.BAD if miss > 0 else Tone.GOOD)
     return Headline(value, f"eligible GPU time not on {w.unit}", detail, tone)
