@@ -296,19 +296,43 @@ def findings(
         b_left = [f for f in b if not _take(same, f.title)]
         same = Counter(f.title for f in b) & Counter(f.title for f in h)
         h_left = [f for f in h if not _take(same, f.title)]
-        pairs = min(len(b_left), len(h_left))
+        paired, h_rest, b_rest = _pairs(b_left, h_left)
         persisting += [
-            FindingChange(f.id, f.title, f.severity.value, was.title)
-            for was, f in zip(b_left[:pairs], h_left[:pairs], strict=True)
+            FindingChange(f.id, f.title, f.severity.value, was.title) for was, f in paired
         ]
-        added += [fc(f) for f in h_left[pairs:]]
-        resolved += [fc(f) for f in b_left[pairs:]]
+        added += [fc(f) for f in h_rest]
+        resolved += [fc(f) for f in b_rest]
 
     def ranked(items: list[FindingChange]) -> tuple[FindingChange, ...]:
         # a report's order: [high] before [medium] before [low], then by rule id
         return tuple(sorted(items, key=lambda f: (_SEVERITY_RANK.get(f.severity, 9), f.id)))
 
     return ranked(added), ranked(resolved), ranked(persisting)
+
+
+def _pairs(
+    base: list[Finding], head: list[Finding]
+) -> tuple[list[tuple[Finding, Finding]], list[Finding], list[Finding]]:
+    """One rule's findings whose titles differ, paired when they are about the same thing: the
+    same evidence (an OP001 on ``add_`` is not an OP001 on ``threshold_backward``), or the one
+    finding of the rule on each side (GP001's host wait, whatever its figures). The rest are
+    added (head) or resolved (base)."""
+    pairs: list[tuple[Finding, Finding]] = []
+    left = list(base)
+    rest: list[Finding] = []
+    for h in head:
+        keys = {(e.kind, e.key) for e in h.evidence}
+        match = next((b for b in left if keys & {(e.kind, e.key) for e in b.evidence}), None)
+        if match is None:
+            rest.append(h)
+            continue
+        left.remove(match)
+        pairs.append((match, h))
+    one_each = len(left) == 1 and len(rest) == 1
+    alone = len(base) == 1 and len(head) == 1  # the rule fired once on each side
+    if one_each and (alone or not (left[0].evidence or rest[0].evidence)):
+        pairs.append((left.pop(), rest.pop()))
+    return pairs, rest, left
 
 
 def _take(counter: Counter[str], key: str) -> bool:

@@ -63,10 +63,6 @@ def _scaled_op_run_synthetic(dest: Path, op: str, scale: float) -> Path:
     return dest
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="diff pairs a rule's leftover findings by position: OP001 on threshold_backward is 'moved' from add_'s title",
-)
 def test_diff_moved_pairs_a_finding_with_its_own_op_synthetic(tmp_path: Path) -> None:
     """OP001 fires twice on both sides (add_ and threshold_backward); threshold_backward's kernels
     run 30 % longer in head, so the two swap places in the saving order. diff pairs the leftovers by
