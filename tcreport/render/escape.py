@@ -72,8 +72,12 @@ def terminal(text: str) -> str:
     return fmt.visible(text)
 
 
-#: C0 controls but tab and line feed (white space HTML shows as such), DEL and the C1 controls.
-_HTML_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: C0 controls but tab and line feed (white space HTML shows as such), DEL, the C1 controls, and
+#: the bidirectional marks, embeddings, overrides and isolates with the line and paragraph
+#: separators: a U+202E in an op name would mirror the rest of its cell ("sm 4.11 _lamron::neta").
+_HTML_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+)
 
 
 def _picture(m: re.Match[str]) -> str:
@@ -85,7 +89,8 @@ def _picture(m: re.Match[str]) -> str:
 
 def html(text: str) -> str:
     """``text`` with each C0 control character (tab and line feed excepted) and DEL shown as its
-    Unicode control picture (ESC as ␛, BEL as ␇, CR as ␍) and each C1 control as ``\\u009b``.
+    Unicode control picture (ESC as ␛, BEL as ␇, CR as ␍), each C1 control as ``\\u009b`` and
+    each bidirectional control or line separator as ``\\u202e``.
     Both forms stay valid inside a JSON string (an attribute holding JSON), an attribute or a URL
     fragment; HTML escaping is left to autoescape."""
     return _HTML_CONTROL.sub(_picture, text)

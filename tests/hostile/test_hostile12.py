@@ -167,10 +167,6 @@ def test_op001_calls_an_nvtx_scoped_aten_op_an_aten_op_synthetic() -> None:
 # --- the HTML idle-causes table ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the HTML writes U+202E in trace names raw (terminal and Markdown escape it): the idle-causes wait reads mirrored",
-)
 def test_html_idle_causes_show_a_bidi_override_escaped_synthetic(tmp_path: Path) -> None:
     """cnn_fp16 with its aten::normal_ (the host wait between steps) renamed to hold U+202E (right-
     to-left override). The terminal and Markdown show it escaped (fmt.visible); the HTML writes it
