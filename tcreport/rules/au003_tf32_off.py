@@ -19,14 +19,14 @@ ID = "AU003"
 _GEMM = ("Linear", "Bilinear", "Conv", "Dense", "LSTM", "GRU", "RNN", "Embedding", "MultiHead")
 
 
-def _torch(a: ModelAudit) -> tuple[str, str] | None:
+def _torch(a: ModelAudit) -> tuple[str, str, str] | None:
     matmul = a.setting(AuditKey.TORCH_MATMUL_TF32)
     precision = a.setting(AuditKey.TORCH_MATMUL_PRECISION)
     conv = a.setting(AuditKey.TORCH_CUDNN_TF32)
     gemm = [x for x in a.layers if x.compute_dtype == "float32" and x.kind.startswith(_GEMM)]
     convs = [x for x in gemm if x.kind.startswith("Conv")]
     matmuls = [x for x in gemm if not x.kind.startswith("Conv")]
-    parts, fixes, layers = [], [], []
+    parts, fixes, layers, off = [], [], [], []
     if matmul is not None and matmul.value == "False" and matmuls:
         at = next((x.at for x in (matmul, precision) if x is not None and x.at), None)
         shown = precision.value if precision is not None else "?"
@@ -37,20 +37,26 @@ def _torch(a: ModelAudit) -> tuple[str, str] | None:
         )
         fixes.append("call torch.set_float32_matmul_precision('high')")
         layers += matmuls
+        off.append("Matmul")
     if conv is not None and conv.value == "False" and convs:
         how = f"set at {conv.at}" if conv.at else "set outside the script"
         parts.append(f"cuDNN convolutions run without TF32 ({how})")
         fixes.append("set torch.backends.cudnn.allow_tf32 = True")
         layers += convs
+        off.append("cuDNN")
     if not parts:
         return None
+    # PyTorch's two switches are separate (cuDNN's on by default): the title names the one off,
+    # so it does not read against TF32 convolutions that ran (why_not.tf32_switch's words)
+    title = f"{' and '.join(off)} TF32 {'is' if len(off) == 1 else 'are'} off for a float32 model"
     return (
         "; ".join(parts) + f", for float32 layers {_audit.names(layers)}",
         " and ".join(fixes) + " before the model is built",
+        title,
     )
 
 
-def _keras(a: ModelAudit) -> tuple[str, str] | None:
+def _keras(a: ModelAudit) -> tuple[str, str, str] | None:
     tf32 = a.setting(AuditKey.TF_TF32)
     if tf32 is None or tf32.value != "False":
         return None
@@ -59,6 +65,7 @@ def _keras(a: ModelAudit) -> tuple[str, str] | None:
         f"tf.config.experimental.enable_tensor_float_32_execution(False){where} keeps float32 "
         "matmuls and convolutions off the Tensor Cores",
         "remove that call, or pass True",
+        "TF32 is off for a float32 model",
     )
 
 
@@ -72,12 +79,12 @@ def check(analysis: Analysis) -> list[Finding]:
     said = _keras(a) if a.framework == "keras" else _torch(a)
     if said is None:
         return []
-    detail, fix = said
+    detail, fix, title = said
     return [
         Finding(
             id=ID,
             severity=Severity.MEDIUM,
-            title="TF32 is off for a float32 model",
+            title=title,
             detail=f"{detail}; on Ampere or newer GPUs TF32 runs them on Tensor Cores"
             f"{_audit.expected(a)}.",
             fix=f"{fix[0].upper()}{fix[1:]}; or train in mixed precision, which gains more.",

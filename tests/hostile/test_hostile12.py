@@ -310,10 +310,6 @@ def test_diff_lists_findings_in_the_reports_order_of_severity() -> None:
 # --- TF32 switch words -----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AU003's title is a bare 'TF32 is off' beside TC001's 'Matmul TF32 ... is off' and cuDNN TF32 kernels that ran",
-)
 def test_no_bare_tf32_is_off_beside_convolutions_on_tf32_tensor_cores() -> None:
     """cnn_fp32 (real H200 run with its capture): its convolutions ran cuDNN TF32 Tensor Core
     kernels (cuDNN's switch is on by default) and TC001 now names the switch that is off: 'Matmul
