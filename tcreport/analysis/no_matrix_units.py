@@ -18,19 +18,33 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport.analysis import gpu_arch, tc_kernels
+from tcreport.analysis import device_table, gpu_arch, tc_kernels
 from tcreport.model import Gpu
 
 
 def apply(kernels: pa.Table, gpus: tuple[Gpu, ...]) -> pa.Table:
-    """``kernels`` with every verdict "no" when the run's GPUs have no matrix units; unchanged
-    otherwise (an unidentified GPU included)."""
-    if kernels.num_rows == 0 or gpu_arch.has_matrix_units(gpus) is not False:
+    """``kernels`` with every verdict "no" on the GPUs that have no matrix units: all of them when
+    no GPU of the run has any, else those that ran on such a GPU (a GTX 1060 beside an idle RTX
+    2080); unchanged where no GPU is known to lack them (an unidentified GPU included)."""
+    if kernels.num_rows == 0:
         return kernels
+    if gpu_arch.has_matrix_units(gpus) is False:
+        on_such = pa.scalar(True)
+    else:
+        lacking = [g.device_id for g in gpus if device_table.describe(g).has_matrix_units is False]
+        if not lacking:
+            return kernels
+        on_such = pc.fill_null(
+            pc.is_in(
+                kernels.column("device_id"),
+                value_set=pa.array(lacking, kernels.column("device_id").type),
+            ),
+            False,
+        )
     rule = kernels.column("tc_rule").cast(pa.string())
     measured = pc.fill_null(pc.equal(rule, tc_kernels.COUNTER_RULE), False)
     already_no = pc.fill_null(pc.invert(kernels.column("uses_tc")), False)
-    decide = pc.invert(pc.or_(measured, already_no))
+    decide = pc.and_(on_such, pc.invert(pc.or_(measured, already_no)))
     uses = pc.if_else(decide, False, kernels.column("uses_tc"))
     names = pc.if_else(decide, tc_kernels.NO_MATRIX_UNITS_RULE, rule)
     i_uses = kernels.schema.get_field_index("uses_tc")

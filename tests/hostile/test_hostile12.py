@@ -83,10 +83,6 @@ def test_diff_moved_pairs_a_finding_with_its_own_op_synthetic(tmp_path: Path) ->
 # --- GPUs without matrix units ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="no_matrix_units decides for the whole run, not per device: an idle RTX 2080 un-judges the GTX 1060's kernels",
-)
 def test_an_idle_second_gpu_with_tensor_cores_does_not_unjudge_the_pascal_kernels_synthetic(
     tmp_path: Path,
 ) -> None:
