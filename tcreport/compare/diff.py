@@ -207,6 +207,7 @@ def _per_iter(value: int | float | None, a: Analysis) -> float | None:
 def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
     sb, sh = spread(base), spread(head)
     time_std = pooled(sb.std, sh.std)
+    wall_std = pooled(sb.wall_std, sh.wall_std)
     cv = pooled(sb.cv, sh.cv)
     share_std = pooled(sb.share_std, sh.share_std)
 
@@ -224,7 +225,7 @@ def _figures(base: Analysis, head: Analysis) -> tuple[Figure, ...]:
     def ns(key: str, label: str, better: Better, get: Callable[[Analysis], int | None]) -> None:
         """A time figure, per aggregated iteration on both sides."""
         b, h = _per_iter(get(base), base), _per_iter(get(head), head)
-        own = time_std if key == "gpu_kernel_ns" else None
+        own = {"gpu_kernel_ns": time_std, "wall_ns": wall_std}.get(key)
         specs.append((key, label, Unit.NS, better, b, h, time_threshold(b, own)))
 
     ns("gpu_kernel_ns", "GPU kernel time", Better.LOWER, lambda a: a.time.gpu_kernel_ns)

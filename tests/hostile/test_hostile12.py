@@ -342,10 +342,6 @@ def test_summary_names_stay_apart_at_60_columns(rel: str, table: str) -> None:
     assert len(names) == len(set(names)), names
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the wall-time gate's noise is the kernel time's spread: a warm-up-only +6.4 % wall change fails it",
-)
 def test_wall_gate_judges_wall_time_by_its_own_spread() -> None:
     """cnn_fp16 -> cnn_fp32 (real H200 runs): wall time per iteration 17.4 -> 18.5 ms (+6.4 %) is
     the warm-up iteration alone (21.9 vs 26.6 ms; the three others 15.6-16.2 vs 15.7-15.8 ms, and
