@@ -36,6 +36,12 @@ from tcreport.analysis.shapes import (
     parse_shapes,
     problem_of,
 )
+from tcreport.analysis.tf32_words import (
+    LIBRARY_FIX,
+    LIBRARY_FIX_TORCH,
+    tf32_fix,
+    tf32_switch,
+)
 from tcreport.model import AuditKey, Gpu, ModelAudit
 
 
@@ -84,48 +90,6 @@ _AMP = {
     "any": "use mixed precision: torch.autocast (PyTorch) or the mixed_{policy} policy (Keras)",
     "jax": "compute in {policy}: cast the parameters and inputs to jnp.{policy} (keep float32 "
     "parameters for the update)",
-}
-#: PyTorch's two TF32 switches, one per library family (:func:`family`).
-_TORCH_TF32 = {
-    "gemm": "torch.backends.cuda.matmul.allow_tf32 = True (or "
-    'torch.set_float32_matmul_precision("high")) for matmuls',
-    "conv": "torch.backends.cudnn.allow_tf32 = True for convolutions",
-}
-
-
-#: PyTorch's TF32 switches as a sentence names them: separate (cuDNN's on by default, matmul's off
-#: since 1.12), so "TF32 is off" beside "TF32 is on" contradicts itself unless each names its own.
-_TORCH_TF32_SWITCH = {
-    "gemm": "matmul TF32 (torch.backends.cuda.matmul.allow_tf32)",
-    "conv": "cuDNN TF32 (torch.backends.cudnn.allow_tf32)",
-}
-
-
-def tf32_switch(flavour: str, fam: str) -> str:
-    """The TF32 switch a float32 op of family ``fam`` ("conv", "gemm") depends on: PyTorch's own
-    switch of that family, else "TF32" (TensorFlow and JAX have one switch for both)."""
-    return _TORCH_TF32_SWITCH[fam] if flavour == "torch" else "TF32"
-
-
-def tf32_fix(flavour: str, families: frozenset[str]) -> str:
-    """How to turn TF32 on for float32 ops of these library families ("conv", "gemm"): in PyTorch
-    each family has its own switch, and naming the one already on (cuDNN's is by default) would
-    be advice to do nothing."""
-    if flavour != "torch" or not families:
-        return _TF32[flavour]
-    switches = [_TORCH_TF32[f] for f in ("gemm", "conv") if f in families]
-    return "; ".join([*switches, _TORCH_AMP])
-
-
-_TORCH_AMP = "or AMP: torch.autocast(device_type='cuda', dtype=torch.bfloat16)"
-#: JAX's one switch for float32 matmuls and convolutions on TF32 Tensor Cores.
-JAX_TF32 = "jax.config.update('jax_default_matmul_precision', 'tensorfloat32')"
-_TF32 = {
-    "torch": f"{_TORCH_TF32['gemm']}; {_TORCH_TF32['conv']}; {_TORCH_AMP}",
-    "tf": "tf.config.experimental.enable_tensor_float_32_execution(True), or the mixed_bfloat16 policy",
-    "jax": JAX_TF32 + ", or compute in bfloat16",
-    "any": "enable TF32 (PyTorch: torch.backends.cuda.matmul.allow_tf32; TensorFlow: "
-    "enable_tensor_float_32_execution) or use mixed precision",
 }
 
 
@@ -426,19 +390,7 @@ def _by_shape(case: _Case, dtype: str | None) -> WhyNot:
         library = "cuDNN" if fam == "conv" else "cuBLAS"
         switch = tf32_switch(case.flavour, fam)
         on = f"{switch} is on" if switch != "TF32" else f"TF32 is on for {library}"
-        torch_words = case.flavour == "torch"
-        fix = (
-            (
-                "record shapes (torch.profiler record_shapes=True) to see which calls; set "
-                "torch.backends.cudnn.benchmark = True so cuDNN times its TF32 algorithms too; "
-                if torch_words
-                else "record the ops' shapes to see which calls; "
-            )
-            + "pad channels to a multiple of 4 (a first convolution with 3 input channels is the "
-            "usual case)"
-            if library == "cuDNN"
-            else "record shapes to see which calls; pad M/N/K to multiples of 4 for TF32"
-        )
+        fix = (LIBRARY_FIX_TORCH if case.flavour == "torch" else LIBRARY_FIX)[library]
         return case.why(
             Reason.LIBRARY_CHOICE,
             f"{label}: {library} picked a float32 CUDA-core kernel ({kernel[:60]}) for these calls "

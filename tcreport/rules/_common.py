@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
-from tcreport.analysis import framework, gpu_arch, why_not
+from tcreport.analysis import framework, gpu_arch, tf32_words
 from tcreport.analysis.figures import KernelRow, OpRow, in_some_calls_only
 from tcreport.analysis.result import Analysis
 from tcreport.analysis.shapes import normalise_dtype
@@ -92,7 +92,7 @@ def amp_text(fl: Flavour, cc: float | None, nvidia: bool, jax: bool = False) -> 
         main = f"compute in {dt}: cast the parameters and inputs to jnp.{dt}" + (
             "" if bf16 else " and scale the loss (jmp's DynamicLossScale)"
         )
-        tf32 = why_not.JAX_TF32
+        tf32 = tf32_words.JAX_TF32
     if not nvidia:
         return f"{main}."
     if cc is None:

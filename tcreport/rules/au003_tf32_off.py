@@ -47,7 +47,7 @@ def _torch(a: ModelAudit) -> tuple[str, str, str] | None:
     if not parts:
         return None
     # PyTorch's two switches are separate (cuDNN's on by default): the title names the one off,
-    # so it does not read against TF32 convolutions that ran (why_not.tf32_switch's words)
+    # so it does not read against TF32 convolutions that ran (tf32_words.tf32_switch)
     title = f"{' and '.join(off)} TF32 {'is' if len(off) == 1 else 'are'} off for a float32 model"
     return (
         "; ".join(parts) + f", for float32 layers {_audit.names(layers)}",

@@ -10,7 +10,7 @@ they are reported with the same fix. The id is the one this finding has always h
 from __future__ import annotations
 
 from tcreport import fmt
-from tcreport.analysis import why_not
+from tcreport.analysis import tf32_words, why_not
 from tcreport.analysis.result import Analysis
 from tcreport.rules import _common as c
 from tcreport.rules import thresholds
@@ -90,7 +90,7 @@ def check(analysis: Analysis) -> list[Finding]:
         what = "/".join(kinds[f] for f in ("gemm", "conv") if f in families)
         # PyTorch's two switches: name the one that is off, as TC004 may say the other is on
         switch = (
-            why_not.tf32_switch(c.words_flavour(analysis), next(iter(families)))
+            tf32_words.tf32_switch(c.words_flavour(analysis), next(iter(families)))
             if len(families) == 1
             else "TF32"
         )
@@ -98,7 +98,7 @@ def check(analysis: Analysis) -> list[Finding]:
             f"{switch[:1].upper()}{switch[1:]} is off: {fmt.plural(len(ops), 'eligible op')} "
             f"{'runs' if len(ops) == 1 else 'run'} float32 {what} on CUDA cores"
         )
-        fix = f"Turn TF32 on: {why_not.tf32_fix(c.words_flavour(analysis), families)}."
+        fix = f"Turn TF32 on: {tf32_words.tf32_fix(c.words_flavour(analysis), families)}."
     else:
         title = (
             f"Mixed precision is off: {fmt.plural(len(ops), 'eligible op')} run in "
