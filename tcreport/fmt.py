@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -141,15 +142,38 @@ def tail(text: str, width: int = 60) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` takes: a wide (CJK) character two, a combining mark none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
+        for c in text
+    )
+
+
+def _cut(text: str, width: int) -> str:
+    """The longest start of ``text`` that fits ``width`` cells."""
+    used, n = 0, 0
+    for c in text:
+        used += cells(c)
+        if used > width:
+            break
+        n += 1
+    return text[:n]
+
+
 def middle(text: str, width: int) -> str:
-    """Shorten ``text`` to ``width`` in the middle, keeping both ends: kernel and op names differ
-    at the start (family, library) and at the end (tile shape, layout, the op's own name)."""
-    if len(text) <= width:
+    """Shorten ``text`` to ``width`` terminal cells in the middle, keeping both ends: kernel and op
+    names differ at the start (family, library) and at the end (tile shape, layout, the op's own
+    name). Cells, not characters: a CJK name cut by characters runs past its column, and the
+    terminal then cuts off the end that tells two names apart."""
+    if cells(text) <= width:
         return text
     if width <= 1:
         return "…"[:width]
     head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+    return _cut(text, head) + "…" + _cut(text[::-1], width - 1 - head)[::-1]
 
 
 def middles(texts: Sequence[str], width: int) -> list[str]:

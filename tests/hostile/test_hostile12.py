@@ -202,10 +202,6 @@ def _summary_text(view: api.Report, width: int) -> str:
     return buf.getvalue()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="summary's tables cut names by len(), not terminal cells: two wide names read alike",
-)
 def test_summary_keeps_two_wide_kernel_names_apart_synthetic(tmp_path: Path) -> None:
     """The A100 AlexNet trace with its two longest-running kernels renamed to 50 CJK characters
     (two terminal cells each) then '_gemm_A' / '_gemm_B'. fmt.middles cuts them by len(), keeping
