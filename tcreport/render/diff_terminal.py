@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import shutil
 
-from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -56,19 +55,6 @@ def _text(out: Console) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
-def _middle(text: str, cells: int) -> str:
-    """:func:`tcreport.fmt.middle` in terminal cells, not characters: a CJK character takes two."""
-    if cell_len(text) <= cells:
-        return text
-    if cells <= 1:
-        return "…"[:cells]
-    head = (cells - 1) // 2
-    tail = cells - 1 - head
-    left = set_cell_size(text, head).rstrip() if head else ""
-    right = set_cell_size(text[::-1], tail)[::-1].lstrip() if tail else ""
-    return left + "…" + right
-
-
 def _table(heads: list[str], rows: list[list[str]], right: set[int], name_w: int) -> Table:
     """Cells as :class:`Text` (never markup) with their controls shown; the first column, the
     name, shortened in the middle to ``name_w`` cells (a kernel's family and its tile shape both
@@ -78,7 +64,7 @@ def _table(heads: list[str], rows: list[list[str]], right: set[int], name_w: int
         t.add_column(h, justify="right" if i in right else "left", no_wrap=True)
     for row in rows:
         first, *rest = (plain(c) for c in row)
-        t.add_row(Text(_middle(first, name_w)), *(Text(c) for c in rest))
+        t.add_row(Text(fmt.middle(first, name_w)), *(Text(c) for c in rest))
     return t
 
 
@@ -95,7 +81,7 @@ def _print_table(out: Console, table: Table) -> None:
 def _name_width(heads: list[str], rows: list[list[str]], cols: int) -> int:
     """What the window leaves the name column once the figure columns have their whole width."""
     widths = [
-        max([cell_len(h), *(cell_len(plain(r[i])) for r in rows)]) for i, h in enumerate(heads)
+        max([fmt.cells(h), *(fmt.cells(plain(r[i])) for r in rows)]) for i, h in enumerate(heads)
     ]
     return max(MIN_NAME, cols - sum(widths[1:]) - 2 * (len(heads) - 1))  # 2: a cell's padding
 
