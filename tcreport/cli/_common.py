@@ -214,7 +214,7 @@ def user_errors() -> Iterator[None]:
 @contextmanager
 def status(message: str) -> Iterator[None]:
     """A spinner on stderr for work that may take more than a second (silent when not a TTY)."""
-    if sys.stderr.isatty():
+    if sys.stderr is not None and sys.stderr.isatty():  # fd 2 closed (`2>&-`): no spinner
         from rich.markup import escape
 
         with err_console().status(escape(plain(message))):  # it names the user's file

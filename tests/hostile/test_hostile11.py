@@ -193,6 +193,23 @@ def test_query_error_keeps_its_exit_status_with_stderr_closed(tmp_path: Path) ->
     assert done.returncode == 2
 
 
+def test_a_report_is_written_with_stderr_closed(tmp_path: Path) -> None:
+    """status() asked sys.stderr.isatty() of a None stderr (fd 2 closed): every command with a
+    spinner phase (report, summary) died with AttributeError (hostile11's note, also on
+    f64a199); the report is written and the exit is 0."""
+    out = tmp_path / "r.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcreport", "report", str(SAMPLES / "kineto-a100-tf32-alexnet")]
+        + ["-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=None,
+        timeout=300,
+        check=False,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert done.returncode == 0 and out.read_text().startswith("<!DOCTYPE html>")
+
+
 # --- non-UTF-8 file names (pre-existing on f64a199, found while attacking say()) ------------------
 
 
