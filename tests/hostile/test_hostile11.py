@@ -74,14 +74,25 @@ def _command(*args: str) -> subprocess.CompletedProcess[str]:
 # --- diff -f terminal --------------------------------------------------------------------------
 
 
+def _renamed_pair(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """The AlexNet trace with its heaviest kernel renamed, as base and as a head twice as fast."""
+    base = _renamed_alexnet_synthetic(tmp_path / "base_synthetic.json", name, 1.0)
+    return base, _renamed_alexnet_synthetic(tmp_path / "head_synthetic.json", name, 0.5)
+
+
+def _figures_whole(row: Any, text: str) -> None:
+    """A changed row's base, head and delta cells appear whole in the terminal text."""
+    for cell in (side_ns(row, "base"), side_ns(row, "head"), row_delta(row)):
+        assert cell in text, cell
+
+
 def test_diff_terminal_keeps_figures_whole_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     d, text = _diff_text(FP16, BF16)
     kernels = [r for r in d.kernels if r.verdict.value not in ("noise", "no change")][:5]
     assert kernels
     for r in kernels:
-        for cell in (side_ns(r, "base"), side_ns(r, "head"), row_delta(r)):
-            assert cell in text, cell
+        _figures_whole(r, text)
 
 
 def test_diff_terminal_wide_name_keeps_figures_whole_synthetic(
@@ -89,12 +100,9 @@ def test_diff_terminal_wide_name_keeps_figures_whole_synthetic(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     name = "核心" + "核" * 60
-    base = _renamed_alexnet_synthetic(tmp_path / "base_synthetic.json", name, 1.0)
-    head = _renamed_alexnet_synthetic(tmp_path / "head_synthetic.json", name, 0.5)
-    d, text = _diff_text(base, head)
+    d, text = _diff_text(*_renamed_pair(tmp_path, name))
     (row,) = (r for r in d.kernels if r.key == name)
-    for cell in (side_ns(row, "base"), side_ns(row, "head"), row_delta(row)):
-        assert cell in text, cell
+    _figures_whole(row, text)
 
 
 def test_diff_terminal_line_separator_in_a_name_keeps_one_row_synthetic(
@@ -102,9 +110,7 @@ def test_diff_terminal_line_separator_in_a_name_keeps_one_row_synthetic(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     name = "ampere\u2028INJECTED_sgemm"
-    base = _renamed_alexnet_synthetic(tmp_path / "base_synthetic.json", name, 1.0)
-    head = _renamed_alexnet_synthetic(tmp_path / "head_synthetic.json", name, 0.5)
-    _, text = _diff_text(base, head)
+    _, text = _diff_text(*_renamed_pair(tmp_path, name))
     rows = [ln for ln in text.splitlines() if ln.startswith("ampere")]
     assert rows and all("present" in ln for ln in rows), rows  # name and figures on one line
 

@@ -66,23 +66,24 @@ def test_without_a_named_host_range_the_words_stay_generic_synthetic() -> None:
     assert f.estimated_saving_ns is None
 
 
+def _two_kernel_steps(second_at: int, name: str, start: int, end: int) -> Run:
+    """Four 1 ms ``train_step`` ranges, each with a 200 µs GEMM at its start and a 20 µs one at
+    ``second_at``, and the host range ``name`` open from ``start`` to ``end`` in each step."""
+    kernels = [
+        kernel_row("volta_h884gemm_128x128_nn", None, i * MS + at, d)
+        for i in range(4)
+        for at, d in ((100, 200 * US), (second_at, 20 * US))
+    ]
+    ranges = [range_row("train_step", i * MS, (i + 1) * MS - 1) for i in range(4)]
+    ranges += [range_row(name, i * MS + start, i * MS + end, 1) for i in range(4)]
+    return synthetic_rows_run(kernels=kernels, ranges=ranges)
+
+
 def test_a_small_named_range_beside_unnamed_idle_explains_nothing_synthetic() -> None:
     """Named host work under half the idle is no cause: the generic words stay. A second kernel at
     350 µs splits each step's idle: the gap before it (midpoint 275 µs) is under aten::normal_,
     the longer one after it under nothing."""
-    step = MS
-    kernels = [
-        kernel_row("volta_h884gemm_128x128_nn", None, i * step + 100, 200 * US) for i in range(4)
-    ]
-    kernels += [
-        kernel_row("volta_h884gemm_128x128_nn", None, i * step + 350 * US, 20 * US)
-        for i in range(4)
-    ]
-    ranges = [range_row("train_step", i * step, (i + 1) * step - 1) for i in range(4)]
-    ranges += [
-        range_row("aten::normal_", i * step + 250 * US, i * step + 300 * US, 1) for i in range(4)
-    ]
-    run = synthetic_rows_run(kernels=kernels, ranges=ranges)
+    run = _two_kernel_steps(350 * US, "aten::normal_", 250 * US, 300 * US)
     hw = api.analyze(run).analysis.steps.host_wait
     assert hw is not None and not hw.dominant
     assert [c.name for c in hw.causes] == ["aten::normal_"]  # listed, but not the cause
@@ -92,19 +93,7 @@ def test_a_small_named_range_beside_unnamed_idle_explains_nothing_synthetic() ->
 def test_a_range_that_launches_gpu_work_is_no_cause_synthetic() -> None:
     """``## backward ##`` encloses the gap but launched a kernel itself (at 900 µs): the GPU did
     not wait for it as host work, so nothing is named and the words stay generic."""
-    step = MS
-    kernels = [
-        kernel_row("volta_h884gemm_128x128_nn", None, i * step + 100, 200 * US) for i in range(4)
-    ]
-    kernels += [
-        kernel_row("volta_h884gemm_128x128_nn", None, i * step + 900 * US, 20 * US)
-        for i in range(4)
-    ]
-    ranges = [range_row("train_step", i * step, (i + 1) * step - 1) for i in range(4)]
-    ranges += [
-        range_row("## backward ##", i * step + 300 * US, (i + 1) * step - 10, 1) for i in range(4)
-    ]
-    run = synthetic_rows_run(kernels=kernels, ranges=ranges)
+    run = _two_kernel_steps(900 * US, "## backward ##", 300 * US, MS - 10)
     view = api.analyze(run)
     assert any(c.name == "## backward ##" for r in view.analysis.steps.rows for c in r.host_causes)
     hw = view.analysis.steps.host_wait
