@@ -78,7 +78,9 @@ def main() -> int:
     for trace in traces(args.realtraces) + args.extra:
         for suffix, argv in OUTPUTS:
             cmd = [args.tcreport, *(a.replace("{trace}", str(trace)) for a in argv)]
-            done = subprocess.run(cmd, capture_output=True, env=env, check=False)
+            # cwd: `python -m tcreport` puts its working folder first on sys.path, so a command
+            # run from a checkout would import that checkout's tcreport, not the one asked for
+            done = subprocess.run(cmd, capture_output=True, env=env, check=False, cwd=args.out)
             base = args.out / f"{slug(trace)}.{suffix}"
             base.write_bytes(done.stdout)
             stderr = done.stderr.decode("utf-8", "replace").replace(str(trace), "{trace}")

@@ -47,7 +47,9 @@ COUNTER_RULE = "ncu-counter"
 TRITON_OP_RULE = "triton-op-dtype"
 #: ``tc_rule`` value when the device has no matrix units at all (:mod:`.no_matrix_units`).
 NO_MATRIX_UNITS_RULE = "no-matrix-units"
-_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE, NO_MATRIX_UNITS_RULE)
+#: ``tc_rule`` value when an XLA GEMM fusion's HLO precision decided (:mod:`.triton_ops`).
+XLA_HLO_RULE = "xla-hlo-precision"
+_RESERVED = (PROFILER_LABEL, COUNTER_RULE, TRITON_OP_RULE, NO_MATRIX_UNITS_RULE, XLA_HLO_RULE)
 DEFAULT_PACK = "kernels.toml"
 AMD_PACK = "amd-kernels.toml"
 

@@ -8,9 +8,19 @@ matmul) whose recorded dtype is fp16/bf16/fp8 ran its ``tl.dot`` on Tensor Cores
 name rules left at ``triton-unknown`` take that verdict, ``tc_rule = "triton-op-dtype"``; a
 float32 op, a non-GEMM op or an op without a dtype leaves them unknown, and so does a precision
 the device's matrix units do not take (bf16 on a Turing GPU, per the device table).
+
+XLA's GEMM fusions (rule ``xla-gemm-fusion``: ``gemm_fusion_dot_4``) are Triton kernels too, and
+there the op does say more: in a JAX profile the op is the HLO instruction, whose dtype is the
+precision XLA compiled the dot to run at (:mod:`tcreport.ingest.xplane.hlo`): ``tf32`` for float32
+at DEFAULT or HIGH precision, ``fp32`` at HIGHEST. So those kernels take ``yes`` for a precision
+the device's matrix units take and ``no`` for ``fp32``, ``tc_rule = "xla-hlo-precision"``, over
+xprof's name-based label (which calls them all "no"); Nsight Compute's counters agree on every
+such kernel of sample_traces/h200-jax-xla-ncu. Counters, where given, still decide.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -22,13 +32,16 @@ from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Gpu
 
 _TRITON_UNKNOWN = "triton-unknown"
+_XLA_GEMM = "xla-gemm-fusion"
 _HALF = frozenset({"fp16", "bf16", "fp8"})
+#: What XLA's GEMM fusions may be compiled to run on the matrix units.
+_XLA_MATRIX = frozenset({"fp16", "bf16", "fp8", "int8", "tf32"})
 
 
-def _precisions(gpus: tuple[Gpu, ...]) -> frozenset[str]:
-    """The half precisions every identified GPU's matrix units take (all three when none is
-    identified: a Triton bf16/fp16/fp8 tl.dot compiles to MMA wherever it compiles at all)."""
-    allowed = set(_HALF)
+def _precisions(gpus: tuple[Gpu, ...], wanted: frozenset[str] = _HALF) -> frozenset[str]:
+    """The ``wanted`` precisions every identified GPU's matrix units take (all of them when none
+    is identified: a Triton tl.dot in those precisions compiles to MMA wherever it compiles)."""
+    allowed = set(wanted)
     for g in gpus:
         facts = device_table.describe(g)
         if facts.matrix_unit is not None:
@@ -37,43 +50,80 @@ def _precisions(gpus: tuple[Gpu, ...]) -> frozenset[str]:
 
 
 def refine(kernels: pa.Table, ops: pa.Table | None, gpus: tuple[Gpu, ...] = ()) -> pa.Table:
-    """``kernels`` with its name-unknown Triton kernels decided by their ops' dtype and type."""
+    """``kernels`` with its name-unknown Triton kernels decided by their ops' dtype and type, and
+    XLA's GEMM fusions by their HLO's precision."""
     if ops is None or ops.num_rows == 0 or kernels.num_rows == 0:
         return kernels
-    allowed = _precisions(gpus)
+    half = _precisions(gpus)
     rule = kernels.column("tc_rule").cast(pa.string())
-    mask = pc.and_(
+    triton = pc.and_(
         pc.is_null(kernels.column("uses_tc")), pc.fill_null(pc.equal(rule, _TRITON_UNKNOWN), False)
     )
+
+    def triton_verdict(dtype: str | None, typ: str | None) -> bool | None:
+        return True if dtype in half and is_eligible_type(typ) else None
+
+    kernels = _by_op(kernels, ops, triton, triton_verdict, tc_kernels.TRITON_OP_RULE)
+    pattern = next((r.pattern for r in tc_kernels.default_pack().rules if r.id == _XLA_GEMM), None)
+    if pattern is None:
+        return kernels
+    rule = kernels.column("tc_rule").cast(pa.string())
+    xla = pc.and_(
+        pc.fill_null(
+            pc.match_substring_regex(kernels.column("name").cast(pa.string()), pattern), False
+        ),
+        pc.invert(pc.fill_null(pc.equal(rule, tc_kernels.COUNTER_RULE), False)),
+    )
+    matrix = _precisions(gpus, _XLA_MATRIX)
+
+    def xla_verdict(dtype: str | None, typ: str | None) -> bool | None:
+        if not is_eligible_type(typ):
+            return None
+        return True if dtype in matrix else (False if dtype == "fp32" else None)
+
+    return _by_op(kernels, ops, xla, xla_verdict, tc_kernels.XLA_HLO_RULE)
+
+
+def _by_op(
+    kernels: pa.Table,
+    ops: pa.Table,
+    mask: pa.ChunkedArray | pa.Array,
+    verdict: Callable[[str | None, str | None], bool | None],
+    rule_id: str,
+) -> pa.Table:
+    """Set ``uses_tc`` (and ``tc_rule`` = ``rule_id``) of the ``mask`` rows whose op has a
+    ``verdict`` (from the op's normalised dtype and its type); other rows are left as they are."""
     idx = pc.indices_nonzero(mask)
     if len(idx) == 0:
         return kernels
     op_of = pc.take(kernels.column("op_id"), idx).cast(pa.string())
-    wanted = pc.unique(op_of.drop_null())
     o = ops.select(["op_id", "dtype", "type"])
-    o = o.filter(pc.is_in(o.column("op_id").cast(pa.string()), wanted))
-    yes = {  # op ids are few here: one verdict per distinct op
-        str(i)
+    o = o.filter(pc.is_in(o.column("op_id").cast(pa.string()), pc.unique(op_of.drop_null())))
+    decided = {  # op ids are few here: one verdict per distinct op
+        str(i): v
         for i, d, t in zip(
             o.column("op_id").cast(pa.string()).to_pylist(),
             o.column("dtype").cast(pa.string()).to_pylist(),
             o.column("type").cast(pa.string()).to_pylist(),
             strict=True,
         )
-        if normalise_dtype(d) in allowed and is_eligible_type(t)
+        if (v := verdict(normalise_dtype(d), t)) is not None
     }
-    if not yes:
+    if not decided:
         return kernels
-    hit = np.asarray(
-        pc.fill_null(pc.is_in(op_of, pa.array(sorted(yes), pa.string())), False), dtype=bool
-    )
-    rows = idx.to_numpy()[hit]
+    keys = sorted(decided)
+    pos = pc.index_in(op_of, pa.array(keys, pa.string()))
+    hit = pc.is_valid(pos).to_numpy(zero_copy_only=False)
+    at = pc.fill_null(pos, 0).to_numpy(zero_copy_only=False)[hit]
+    values = np.array([decided[k] for k in keys], dtype=bool)
     n = kernels.num_rows
-    decided = np.zeros(n, dtype=bool)
-    decided[rows] = True
-    flag = pa.array(decided)
-    uses = pc.if_else(flag, True, kernels.column("uses_tc"))
-    names = pc.if_else(flag, tc_kernels.TRITON_OP_RULE, rule)
+    flag_np, uses_np = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    rows = idx.to_numpy()[hit]
+    flag_np[rows] = True
+    uses_np[rows] = values[at]
+    flag = pa.array(flag_np)
+    uses = pc.if_else(flag, pa.array(uses_np), kernels.column("uses_tc"))
+    names = pc.if_else(flag, rule_id, kernels.column("tc_rule").cast(pa.string()))
     i_uses, i_rule = (
         kernels.schema.get_field_index("uses_tc"),
         kernels.schema.get_field_index("tc_rule"),

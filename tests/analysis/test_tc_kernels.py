@@ -124,6 +124,7 @@ UNKNOWN = {
     "xmma-fp32-math": "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32",
     "dgemm": "ampere_dgemm_64x64_nn",
     "triton-unknown": "triton_tem_fused_mm_0",
+    "xla-gemm-fusion": "gemm_fusion_dot_general_13",
     "gemm-unplaced": "my_custom_gemm_kernel",
 }
 

@@ -27,7 +27,9 @@ def number(text):
 def rows(path):
     with open(path, encoding="utf-8", newline="") as fh:
         lines = [ln for ln in fh if not ln.startswith("==")]
-    table = list(csv.reader(lines))
+    # the profiled program's own output (stdout) can precede the table: start at its header
+    first = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), 0)
+    table = list(csv.reader(lines[first:]))
     head = table[0]
     for r in table[2:]:  # row 1 is the units row of --page raw
         if len(r) == len(head) and r[0]:

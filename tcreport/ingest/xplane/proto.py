@@ -86,24 +86,30 @@ _MESSAGES: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...]], ...] = 
 )
 
 
-def xspace_class() -> Any:
-    """The ``XSpace`` message class (built once per process)."""
-    if "XSpace" in _cache:
-        return _cache["XSpace"]
+def message_class(
+    package: str,
+    messages: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...]], ...],
+    root: str,
+) -> Any:
+    """The ``root`` message class of ``messages`` declared in ``package`` (built once per
+    process): the XSpace here, the HLO of :mod:`.hlo`."""
+    key = f"{package}.{root}"
+    if key in _cache:
+        return _cache[key]
     # import_module: protobuf comes with the [tf] extra, without type stubs.
     descriptor_pb2 = importlib.import_module("google.protobuf.descriptor_pb2")
     descriptor_pool = importlib.import_module("google.protobuf.descriptor_pool")
     message_factory = importlib.import_module("google.protobuf.message_factory")
 
     fdp = descriptor_pb2.FileDescriptorProto(
-        name="tcreport_xplane.proto", package=_PACKAGE, syntax="proto3"
+        name=f"{package.replace('.', '_')}.proto", package=package, syntax="proto3"
     )
-    for msg_name, fields in _MESSAGES:
+    for msg_name, fields in messages:
         msg = fdp.message_type.add(name=msg_name)
         for fname, number, ftype, label, type_name in fields:
             f = msg.field.add(name=fname, number=number, type=ftype, label=label)
             if type_name:
-                f.type_name = f".{_PACKAGE}.{type_name}"
+                f.type_name = f".{package}.{type_name}"
         if msg_name == "XPlane":
             for entry, value in (
                 ("EventMetadataEntry", "XEventMetadata"),
@@ -113,13 +119,18 @@ def xspace_class() -> Any:
                 nested.options.map_entry = True
                 nested.field.add(name="key", number=1, type=3, label=1)
                 nested.field.add(
-                    name="value", number=2, type=11, label=1, type_name=f".{_PACKAGE}.{value}"
+                    name="value", number=2, type=11, label=1, type_name=f".{package}.{value}"
                 )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.XSpace"))
-    _cache["XSpace"] = cls
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(key))
+    _cache[key] = cls
     return cls
+
+
+def xspace_class() -> Any:
+    """The ``XSpace`` message class (built once per process)."""
+    return message_class(_PACKAGE, _MESSAGES, "XSpace")
 
 
 def parse_xspace(data: bytes) -> Any:

@@ -148,8 +148,8 @@ def _ops(
     merged: dict[str, dict[str, Any]] = {}
     for r in tables.op_stats or []:
         name = str(r.get("operation") or "")
-        if not name:
-            continue
+        if not name or (facts.hlo_ops and r.get("host_or_device") == "Device"):
+            continue  # an XLA program's device time is its HLO ops' (facts.hlo_ops), not these
         row = merged.setdefault(
             name,
             {
@@ -185,6 +185,8 @@ def _ops(
         shapes = facts.op_shapes.get(name)
         row["input_shapes"] = shapes
         row["dtype"] = main_dtype(shapes) or _dtype_from_layers(name, layers)
+        if (xla := facts.hlo_ops.get(name)) is not None:
+            row.update(type=xla.type, scope=xla.scope, dtype=xla.dtype)
         launches, ns = kernel_ns.get(name, (0, 0))
         if launches:
             row["kernel_calls"] = launches
@@ -295,7 +297,49 @@ def _merged(spaces: list[Any]) -> SpaceFacts:
             facts.memory.data[k] += v
         facts.op_shapes.update(one.op_shapes)
         facts.op_types.update(one.op_types)
+        for k, v in one.ranges.data.items():
+            facts.ranges.data[k] += v
+        for name, op in one.hlo_ops.items():
+            facts.hlo_ops.setdefault(name, op)
     return facts
+
+
+def _notes(
+    side: dict[str, Any],
+    facts: SpaceFacts,
+    tables: ToolTables,
+    op_rows: list[dict[str, Any]],
+    layers: list[dict[str, str]],
+    per_dev: dict[int, tuple[int, int]],
+) -> list[str]:
+    """The run's notes: the capture's own, then what the profile shows beside the tables."""
+    gpu_run = bool(facts.gpus)
+    notes: list[str] = [str(n) for n in side.get("notes", []) if isinstance(n, str)]
+    candidates = [
+        None if gpu_run or facts.other_events else notes_mod.CPU_ONLY,
+        notes_mod.other_devices(facts.other_devices),
+        None if gpu_run else notes_mod.op_type_share(op_rows),
+        notes_mod.dtype_share(
+            op_rows,
+            "gpu_ns" if gpu_run else "cpu_ns",
+            "device time" if gpu_run else "host self-time",
+            None if gpu_run else "from the Keras layer each op ran in",
+        ),
+        notes_mod.layer_policies(side.get("global_policy"), layers),
+        # xprof's overview counts an XLA program's device time by its own op table, which has
+        # no precision for HLO ops: "0.0% in 16-bit ops" for a bf16 JAX run
+        notes_mod.device_compute_precision(tables.overview_props)
+        if gpu_run and not facts.hlo_ops
+        else None,
+        notes_mod.eager_share(tables.op_stats or []),
+        notes_mod.per_device(facts.gpus, per_dev),
+        f"xprof could not convert: {', '.join(tables.failed)}." if tables.failed else None,
+        f"dropped {facts.dropped:,} GPU events whose duration is negative or 13 days or more, or "
+        "whose start lies past the int64 clock's range: they are left out of every figure"
+        if facts.dropped
+        else None,
+    ]
+    return notes + [n for n in candidates if n]
 
 
 def _read(path: Path) -> Run:
@@ -324,30 +368,14 @@ def _read(path: Path) -> Run:
         per_dev[dev] = (n + 1, ns + dur)
     op_rows = _ops(tables, facts, _layer_dtypes(layers), kernel_ns)
     gpu_run = bool(facts.gpus)
-    notes: list[str] = [str(n) for n in side.get("notes", []) if isinstance(n, str)]
-    candidates = [
-        None if gpu_run or facts.other_events else notes_mod.CPU_ONLY,
-        notes_mod.other_devices(facts.other_devices),
-        None if gpu_run else notes_mod.op_type_share(op_rows),
-        notes_mod.dtype_share(
-            op_rows,
-            "gpu_ns" if gpu_run else "cpu_ns",
-            "device time" if gpu_run else "host self-time",
-            None if gpu_run else "from the Keras layer each op ran in",
-        ),
-        notes_mod.layer_policies(side.get("global_policy"), layers),
-        notes_mod.device_compute_precision(tables.overview_props) if gpu_run else None,
-        notes_mod.eager_share(tables.op_stats or []),
-        notes_mod.per_device(facts.gpus, per_dev),
-        f"xprof could not convert: {', '.join(tables.failed)}." if tables.failed else None,
-        f"dropped {facts.dropped:,} GPU events whose duration is negative or 13 days or more, or "
-        "whose start lies past the int64 clock's range: they are left out of every figure"
-        if facts.dropped
-        else None,
-    ]
-    notes += [n for n in candidates if n]
+    notes = _notes(side, facts, tables, op_rows, layers, per_dev)
     keys = [f.name for f in schema.OPS]
     ops = schema.conform({k: [r.get(k) for r in op_rows] for k in keys}, schema.TableKind.OPS)
+    ranges = (
+        schema.conform(dict(facts.ranges.data), schema.TableKind.RANGES)
+        if len(facts.ranges)
+        else None
+    )
     memory = (
         schema.conform(dict(facts.memory.data), schema.TableKind.MEMORY)
         if len(facts.memory)
@@ -375,4 +403,4 @@ def _read(path: Path) -> Run:
         device_events_unread=facts.other_events,
         audit=capture.audit(side),
     )
-    return Run(meta=meta, kernels=kernels, memory=memory, ops=ops)
+    return Run(meta=meta, kernels=kernels, memory=memory, ops=ops, ranges=ranges)

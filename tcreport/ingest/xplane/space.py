@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from tcreport.ingest.xplane import hlo
 from tcreport.model import Gpu, gpu_vendor
 from tcreport.schema import MAX_INTERVAL_NS, POSITIONS_NS, MemoryKind
 
@@ -31,8 +32,14 @@ _TF_EVENT = re.compile(
     r"|__inference_|Iterator::)"
 )
 _DETAILS = re.compile(r"grid:(\d+),(\d+),(\d+)\s+block:(\d+),(\d+),(\d+)")
-_SIZE = re.compile(r"size:(\d+)")
+_SIZE = re.compile(r"(?:size|num_bytes):(\d+)")
+#: JAX writes ``Memset 3`` with ``Memset_details`` (``kind:device num_bytes:4194304 async:1``),
+#: TensorFlow ``MemcpyH2D`` with ``memcpy_details``: names lose spaces and a trailing number.
+_MEMORY_NAME = re.compile(r"\s+|(?<=memset)\d+$")
+_DETAILS_KEYS = ("memcpy_details", "memset_details")
 _DTYPE = re.compile(r"([a-z][a-z0-9_]*)\[")
+#: The op xprof writes for every kernel of a JAX program (``tf_op`` = ``XlaModule:``).
+_XLA_MODULE = "XlaModule"
 _MEMORY = {
     "memcpyh2d": MemoryKind.HTOD,
     "memcpyd2h": MemoryKind.DTOH,
@@ -66,6 +73,10 @@ class SpaceFacts:
     memory: Columns = field(default_factory=Columns)
     op_shapes: dict[str, str] = field(default_factory=dict)  # op name -> "(half[4,384];half[])"
     op_types: dict[str, str] = field(default_factory=dict)  # op name -> type, from kernel events
+    #: XLA ops (HLO instructions) that launched kernels, by name: type, scope, shapes, precision
+    hlo_ops: dict[str, hlo.HloOp] = field(default_factory=dict)
+    #: host step annotations (``StepTraceAnnotation``: events with a ``step_num`` stat)
+    ranges: Columns = field(default_factory=Columns)
     hostnames: tuple[str, ...] = ()
     #: device planes other than GPUs ("TPU"), by kind: counted, never read
     other_devices: dict[str, int] = field(default_factory=dict)
@@ -84,6 +95,10 @@ def main_dtype(shapes: str | None) -> str | None:
     if not shapes:
         return None
     return next((_TF_DTYPE.get(d, d) for d in _DTYPE.findall(shapes) if d in _FLOATS), None)
+
+
+def _within(start_ns: int) -> bool:
+    return POSITIONS_NS[0] <= start_ns < POSITIONS_NS[1]
 
 
 def _stat_value(stat: Any, names: dict[int, str]) -> Any:
@@ -136,7 +151,43 @@ def _op_of(annotation: str) -> tuple[str | None, str | None, str | None]:
     return name or None, typ or None, shape
 
 
-def _device_plane(plane: Any, device: int, facts: SpaceFacts) -> None:
+def _programs(space: Any) -> dict[int, hlo.Program | bytes]:
+    """The serialised HLO of every XLA program on the ``/host:metadata`` planes, by program id
+    (decoded when a kernel first names it: most programs of a profile are small set-up ones)."""
+    found: dict[int, hlo.Program | bytes] = {}
+    for plane in space.planes:
+        if plane.name != "/host:metadata":
+            continue
+        names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for md in plane.event_metadata.values():
+            stats = {names.get(s.metadata_id, ""): s for s in md.stats}
+            proto, pid = stats.get(hlo.HLO_PROTO_STAT), stats.get("program_id")
+            if proto is not None and proto.bytes_value and pid is not None:
+                found[int(pid.uint64_value or pid.int64_value)] = proto.bytes_value
+    return found
+
+
+def _hlo_op(
+    stats: dict[str, Any], kernel: str, programs: dict[int, hlo.Program | bytes]
+) -> hlo.HloOp | None:
+    """The HLO instruction a kernel event ran (:mod:`.hlo`); ``None`` without the program."""
+    pid = stats.get("program_id")
+    if not programs or not isinstance(pid, int) or pid not in programs:
+        return None
+    program = programs[pid]
+    if isinstance(program, bytes):
+        try:
+            program = programs[pid] = hlo.Program(hlo.message(program))
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError: an unreadable program is absent
+            programs.pop(pid)
+            return None
+    hlo_op = stats.get("hlo_op")
+    return program.op(str(hlo_op) if hlo_op else None, kernel)
+
+
+def _device_plane(
+    plane: Any, device: int, facts: SpaceFacts, programs: dict[int, hlo.Program | bytes]
+) -> None:
     names = {k: v.name for k, v in plane.stat_metadata.items()}
     metadata = plane.event_metadata
     for line in plane.lines:
@@ -149,18 +200,26 @@ def _device_plane(plane: Any, device: int, facts: SpaceFacts) -> None:
             start = base_ns + ev.offset_ps // 1000
             dur = ev.duration_ps // 1000
             op, typ, shape = _op_of(str(stats.get("level 0") or stats.get("tf_op") or ""))
+            xla = _hlo_op(stats, md.name, programs)
+            if xla is not None:
+                op, typ, shape = xla.name, xla.type, xla.input_shapes
+                facts.hlo_ops.setdefault(op, xla)
+            elif op == _XLA_MODULE:  # xprof's name for "some op of a JAX program"
+                op = str(stats.get("name") or "") or None
+                typ = op.rsplit("/", 1)[-1] if op else None
             if shape is None and stats.get("shape"):
                 shape = str(stats["shape"])
             if op and shape:
                 facts.op_shapes.setdefault(op, shape)
             if op and typ:
                 facts.op_types.setdefault(op, typ)
-            if not (0 <= dur < MAX_INTERVAL_NS and POSITIONS_NS[0] <= start < POSITIONS_NS[1]):
+            if not (0 <= dur < MAX_INTERVAL_NS and _within(start)):
                 facts.dropped += 1  # damage: summed, it would wrap int64 totals negative
                 continue
-            kind = _MEMORY.get(md.name.lower().replace(" ", ""))
-            if kind is not None or "memcpy_details" in stats or "memset_details" in stats:
-                detail = str(stats.get("memcpy_details") or stats.get("memset_details") or "")
+            kind = _MEMORY.get(_MEMORY_NAME.sub("", md.name.lower()))
+            detail = next((str(v) for k, v in stats.items() if k.lower() in _DETAILS_KEYS), None)
+            if kind is not None or detail is not None:
+                detail = detail or ""
                 size = _SIZE.search(detail)
                 facts.memory.add(
                     kind=(kind or MemoryKind.MEMCPY_OTHER).value,
@@ -197,14 +256,30 @@ def _device_plane(plane: Any, device: int, facts: SpaceFacts) -> None:
 
 
 def _host_plane(plane: Any, facts: SpaceFacts) -> None:
-    """Op shapes recorded on host op events (TF writes them at host_tracer_level 3 on GPU)."""
+    """Op shapes recorded on host op events (TF writes them at host_tracer_level 3 on GPU), and
+    the step annotations (``StepTraceAnnotation`` in JAX and TensorFlow, Keras's ``train`` steps:
+    events with a ``step_num`` stat), which mark the iterations as ``ProfilerStep`` does."""
     names = {k: v.name for k, v in plane.stat_metadata.items()}
     shape_ids = {k for k, v in names.items() if v == "shape"}
-    if not shape_ids:
+    step_ids = {k for k, v in names.items() if v == "step_num"}
+    if not (shape_ids or step_ids):
         return
     for line in plane.lines:
         for ev in line.events:
             for s in ev.stats:
+                if s.metadata_id in step_ids:
+                    start = line.timestamp_ns + ev.offset_ps // 1000
+                    dur = ev.duration_ps // 1000
+                    if not (0 <= dur < MAX_INTERVAL_NS and _within(start)):
+                        break  # damage, as on the device planes
+                    facts.ranges.add(
+                        name=plane.event_metadata[ev.metadata_id].name,
+                        thread_id=line.id,
+                        start_ns=start,
+                        end_ns=start + dur,
+                        depth=0,
+                    )
+                    break
                 if s.metadata_id in shape_ids and s.str_value:
                     op, _, _ = _op_of(plane.event_metadata[ev.metadata_id].name)
                     if op:
@@ -228,13 +303,14 @@ def _frameworks(plane: Any) -> set[str]:
 
 def collect(space: Any) -> SpaceFacts:
     facts = SpaceFacts(hostnames=tuple(space.hostnames))
+    programs = _programs(space)
     for plane in space.planes:
         names = {k: v.name for k, v in plane.stat_metadata.items()}
         m = _GPU_PLANE.match(plane.name)
         if m:
             device = int(m.group(1))
             facts.gpus.append(_gpu(plane, device, names))
-            _device_plane(plane, device, facts)
+            _device_plane(plane, device, facts, programs)
         elif plane.name.startswith("/host:"):
             facts.host_planes += 1
             _host_plane(plane, facts)

@@ -1,0 +1,264 @@
+"""What each GPU kernel of an XLA program computed, from the program's HLO in the profile.
+
+JAX's profiler (and TensorFlow's, for XLA-compiled functions) stores every program it ran as an
+optimised ``HloProto`` on the ``/host:metadata`` plane, keyed by the program id that each GPU
+kernel event carries (``program_id``, with ``hlo_module`` and ``hlo_op``). The HLO says what a
+kernel named ``gemm_fusion_dot_4`` is: a fused ``dot`` of two bf16 matrices at the default
+precision, which its name does not say and xprof's name heuristic calls "not Tensor Cores"
+(recorded on an H200: sample_traces/h200-jax-xla-ncu, where Nsight Compute counted tensor-path
+math in every such kernel but the fp32 ``HIGHEST`` ones).
+
+So each kernel gets its HLO instruction: the one ``hlo_op`` names, or, inside an XLA command buffer
+(``hlo_op`` = ``command_buffer_3``, a CUDA graph of many kernels), the fusion whose name the kernel
+bears (XLA names a fusion's kernel after the instruction, ``.`` and ``-`` turned into ``_``).
+From it: the op row (one per instruction, named as XLA names it, with JAX's name stack as its
+scope), its type ("dot" and "convolution" for the matrix work, the custom call's library, else the
+opcode), its input shapes, and the precision XLA compiled the matrix work to run
+at: the operands' type, and for float32 the ``operand_precision`` (``HIGHEST`` is full float32;
+``DEFAULT`` and ``HIGH`` let XLA use TF32 where the GPU has it, which is what ran: ncu counted
+``tf32`` tensor-path operations in them) or an explicit dot ``algorithm``.
+
+Only the fields read here are declared (field numbers from xla/service/hlo.proto and
+xla/xla_data.proto), as :mod:`.proto` does for the XSpace: protobuf skips the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tcreport.ingest.xplane.proto import message_class
+
+#: The stat of a ``/host:metadata`` event metadata entry that holds one program's ``HloProto``.
+HLO_PROTO_STAT = "Hlo Proto"
+
+_STR, _BYTES, _INT32, _INT64, _MSG = 9, 12, 5, 3, 11
+_ONE, _MANY = 1, 3
+_HLO_MESSAGES: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...]], ...] = (
+    ("HloProto", (("hlo_module", 1, _MSG, _ONE, "HloModuleProto"),)),
+    (
+        "HloModuleProto",
+        (
+            ("name", 1, _STR, _ONE, ""),
+            ("computations", 3, _MSG, _MANY, "HloComputationProto"),
+            ("id", 5, _INT64, _ONE, ""),
+        ),
+    ),
+    (
+        "HloComputationProto",
+        (
+            ("name", 1, _STR, _ONE, ""),
+            ("instructions", 2, _MSG, _MANY, "HloInstructionProto"),
+            ("id", 5, _INT64, _ONE, ""),
+        ),
+    ),
+    (
+        "HloInstructionProto",
+        (
+            ("name", 1, _STR, _ONE, ""),
+            ("opcode", 2, _STR, _ONE, ""),
+            ("shape", 3, _MSG, _ONE, "ShapeProto"),
+            ("metadata", 7, _MSG, _ONE, "OpMetadata"),
+            ("custom_call_target", 28, _STR, _ONE, ""),
+            ("id", 35, _INT64, _ONE, ""),
+            ("operand_ids", 36, _INT64, _MANY, ""),
+            ("called_computation_ids", 38, _INT64, _MANY, ""),
+            ("backend_config", 43, _BYTES, _ONE, ""),
+            ("precision_config", 51, _MSG, _ONE, "PrecisionConfig"),
+        ),
+    ),
+    (
+        "ShapeProto",
+        (
+            ("element_type", 2, _INT32, _ONE, ""),
+            ("dimensions", 3, _INT64, _MANY, ""),
+            ("tuple_shapes", 4, _MSG, _MANY, "ShapeProto"),
+        ),
+    ),
+    ("OpMetadata", (("op_type", 1, _STR, _ONE, ""), ("op_name", 2, _STR, _ONE, ""))),
+    (
+        "PrecisionConfig",
+        (("operand_precision", 1, _INT32, _MANY, ""), ("algorithm", 2, _INT32, _ONE, "")),
+    ),
+)
+
+#: xla.PrimitiveType numbers, spelled as HLO text spells them.
+_TYPES = {
+    1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",
+    10: "f16", 11: "f32", 12: "f64", 13: "tuple", 15: "c64", 16: "bf16", 18: "c128",
+    19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4", 23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz",
+    25: "f8e4m3fnuz", 28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
+}  # fmt: skip
+_PRECISION = {0: "default", 1: "high", 2: "highest"}
+#: xla.PrecisionConfig.Algorithm: the math an explicit dot algorithm runs (the operands' type
+#: otherwise decides). The X3/X6/X9 forms split float32 into bf16/tf32 parts and run on the
+#: matrix units too.
+_ALGORITHM = {
+    1: "fp8", 2: "fp8", 3: "fp16", 4: "fp16", 5: "bf16", 6: "bf16", 7: "bf16", 8: "bf16",
+    9: "tf32", 10: "tf32", 11: "fp32", 12: "fp64", 13: "bf16",
+}  # fmt: skip
+#: The tcreport dtype of a matrix operand type.
+_DTYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "s8": "int8", "u8": "int8"}
+#: The matrix work inside a fusion, heaviest first.
+_MATRIX = ("dot", "scaled-dot", "ragged-dot", "convolution")
+#: Custom-call targets of the GPU libraries XLA calls for matrix work, as op types the
+#: eligibility tables know.
+_LIBRARY = (
+    (re.compile(r"cublas\$lt|cublaslt", re.I), "cublaslt-matmul"),
+    (re.compile(r"cublas", re.I), "cublas-gemm"),
+    (re.compile(r"cudnn\$conv.*bias.*activation", re.I), "cudnn-conv-bias-activation"),
+    (re.compile(r"cudnn\$conv", re.I), "cudnn-conv"),
+)
+#: How deep to look for matrix work through fusions nested in fusions.
+_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class HloOp:
+    """One HLO instruction as an op: what the reader puts in the ops table."""
+
+    name: str  # the instruction's name (``gemm_fusion_dot.4``)
+    type: str  # "dot", "convolution", "cublaslt-matmul", "cudnn-conv", "loop_fusion", "copy"...
+    scope: str | None  # JAX's name stack (``jit(train_step)/jvp()/dot_general``)
+    input_shapes: str | None  # "bf16[256,16384];bf16[16384,1000]": the matrix work's operands
+    dtype: str | None  # the precision the matrix work was compiled to run at; else the inputs'
+
+
+def message(data: bytes) -> Any:
+    """One serialised ``HloProto``; raises protobuf's ``DecodeError`` on garbage."""
+    proto = message_class("tcreport.hlo", _HLO_MESSAGES, "HloProto")()
+    proto.ParseFromString(data)
+    return proto
+
+
+def _shape(s: Any) -> str:
+    kind = _TYPES.get(int(s.element_type), f"type{int(s.element_type)}")
+    if kind == "tuple":
+        return "(" + ", ".join(_shape(t) for t in s.tuple_shapes) + ")"
+    return f"{kind}[{','.join(str(int(d)) for d in s.dimensions)}]"
+
+
+def _matrix_dtype(precisions: list[int], algorithm: int, operands: list[Any]) -> str | None:
+    """The precision a dot or convolution runs at: its algorithm's, else its operands' type, with
+    float32 at DEFAULT or HIGH precision meaning TF32 (XLA's choice on a GPU that has it)."""
+    if algorithm in _ALGORITHM:
+        return _ALGORITHM[algorithm]
+    kind = next((_TYPES.get(int(o.shape.element_type), "") for o in operands), "")
+    if kind.startswith("f8"):
+        return "fp8"
+    dtype = _DTYPE.get(kind)
+    if dtype == "fp32":
+        return "fp32" if max(precisions or [0]) >= 2 else "tf32"
+    return dtype
+
+
+#: A library call's precision lives in its backend config (JSON): cuBLAS GEMMs write
+#: ``"operand_precision":["DEFAULT","DEFAULT"],"algorithm":"ALG_UNSET"`` there.
+_CONFIG_PRECISION = re.compile(rb'"operand_precision"\s*:\s*\[([^\]]*)\]')
+_CONFIG_ALGORITHM = re.compile(rb'"algorithm"\s*:\s*"ALG_([A-Z0-9_]+)"')
+_PRECISION_NAMES = {b"DEFAULT": 0, b"HIGH": 1, b"HIGHEST": 2}
+_ALGORITHM_NAMES = {
+    b"DOT_ANY_F8_ANY_F8_F32": 1, b"DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM": 2, b"DOT_F16_F16_F16": 3,
+    b"DOT_F16_F16_F32": 4, b"DOT_BF16_BF16_BF16": 5, b"DOT_BF16_BF16_F32": 6,
+    b"DOT_BF16_BF16_F32_X3": 7, b"DOT_BF16_BF16_F32_X6": 8, b"DOT_TF32_TF32_F32": 9,
+    b"DOT_TF32_TF32_F32_X3": 10, b"DOT_F32_F32_F32": 11, b"DOT_F64_F64_F64": 12,
+    b"DOT_BF16_BF16_F32_X9": 13,
+}  # fmt: skip
+
+
+def _precision(inst: Any) -> tuple[list[int], int]:
+    """(operand precisions, algorithm) of a dot, convolution or library call."""
+    precisions = [int(p) for p in inst.precision_config.operand_precision]
+    algorithm = int(inst.precision_config.algorithm)
+    config = bytes(inst.backend_config)
+    if not precisions and (m := _CONFIG_PRECISION.search(config)):
+        precisions = [_PRECISION_NAMES.get(p.strip(b' "'), 0) for p in m.group(1).split(b",")]
+    if not algorithm and (a := _CONFIG_ALGORITHM.search(config)):
+        algorithm = _ALGORITHM_NAMES.get(a.group(1), 0)
+    return precisions, algorithm
+
+
+class Program:
+    """One XLA program's instructions, as ops, looked up by a kernel event's stats."""
+
+    def __init__(self, proto: Any) -> None:
+        module = proto.hlo_module
+        self._computations = {int(c.id): c for c in module.computations}
+        self._by_name: dict[str, tuple[Any, Any]] = {}  # name -> (instruction, its computation)
+        self._by_kernel: dict[str, tuple[Any, Any]] = {}
+        self._ops: dict[str, HloOp] = {}
+        for comp in module.computations:
+            for inst in comp.instructions:
+                self._by_name.setdefault(inst.name, (inst, comp))
+                self._by_kernel.setdefault(re.sub(r"[.\-]", "_", inst.name), (inst, comp))
+
+    def op(self, hlo_op: str | None, kernel: str) -> HloOp | None:
+        """The op of a kernel whose event names ``hlo_op``: that instruction, unless it is not
+        in the program (a command buffer), then the fusion named as the kernel is."""
+        found = self._by_name.get(hlo_op) if hlo_op else None
+        if found is None:
+            found = self._by_name.get(kernel) or self._by_kernel.get(kernel)
+        if found is None:
+            return None
+        inst, comp = found
+        name = str(inst.name)
+        if name not in self._ops:
+            self._ops[name] = self._describe(inst, comp)
+        return self._ops[name]
+
+    @staticmethod
+    def _operands(comp: Any, inst: Any) -> list[Any]:
+        by_id = {int(i.id): i for i in comp.instructions}
+        return [by_id[int(i)] for i in inst.operand_ids if int(i) in by_id]
+
+    def _matrix(self, inst: Any, depth: int = 0) -> tuple[Any, list[Any]] | None:
+        """The dot or convolution a fusion (or a fusion in it) computes, with its operands."""
+        if depth > _DEPTH:
+            return None
+        for cid in inst.called_computation_ids:
+            comp = self._computations.get(int(cid))
+            if comp is None:
+                continue
+            for kind in _MATRIX:
+                for inner in comp.instructions:
+                    if inner.opcode == kind:
+                        return inner, self._operands(comp, inner)
+            for inner in comp.instructions:
+                if inner.opcode == "fusion" and (found := self._matrix(inner, depth + 1)):
+                    return found
+        return None
+
+    def _describe(self, inst: Any, comp: Any) -> HloOp:
+        scope = str(inst.metadata.op_name) or None
+        operands = self._operands(comp, inst)
+        if inst.opcode in _MATRIX:
+            found: tuple[Any, list[Any]] | None = (inst, operands)
+        else:
+            found = self._matrix(inst) if inst.opcode == "fusion" else None
+        if found is not None:
+            matrix, inputs = found
+            typ = "convolution" if matrix.opcode == "convolution" else "dot"
+            shapes = ";".join(_shape(o.shape) for o in inputs) or None
+            return HloOp(
+                str(inst.name), typ, scope, shapes, _matrix_dtype(*_precision(matrix), inputs)
+            )
+        target = str(inst.custom_call_target)
+        library = next((t for rx, t in _LIBRARY if target and rx.search(target)), None)
+        shapes = ";".join(_shape(o.shape) for o in operands) or None
+        if library is not None:  # a cuBLAS GEMM or cuDNN convolution: matrix work too
+            return HloOp(
+                str(inst.name), library, scope, shapes, _matrix_dtype(*_precision(inst), operands)
+            )
+        return HloOp(str(inst.name), str(inst.opcode), scope, shapes, _input_dtype(operands))
+
+
+def _input_dtype(operands: list[Any]) -> str | None:
+    """The first floating-point operand type (integer operands are indices and shapes)."""
+    for o in operands:
+        kind = _TYPES.get(int(o.shape.element_type), "")
+        if kind.startswith("f8"):
+            return "fp8"
+        if kind in ("f16", "bf16", "f32", "f64"):
+            return _DTYPE[kind]
+    return None

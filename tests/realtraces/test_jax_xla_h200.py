@@ -1,0 +1,149 @@
+"""A JAX training step on an H200 (sample_traces/h200-jax-xla-ncu): the trace's own verdict against
+Nsight Compute's counters of the same program.
+
+The oracle is the counters (tensor-path operations > 0, ``GROUND_TRUTH.md``), matched to the trace's
+kernels by tcreport's ncu merge (checked on the PyTorch sample, tests/analysis/test_counters_real.py).
+Before the HLO was read, these traces gave 39.9 %, 36.4 % and 0.0 % of kernel time on Tensor Cores
+(XLA's GEMM fusions took xprof's "no"), one op called ``XlaModule`` holding all GPU time with the
+finding "XlaModule takes 100.0% of GPU time and cannot use Tensor Cores", and one iteration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+from trace_paths import SAMPLES
+
+pytest.importorskip("xprof")
+pytest.importorskip("google.protobuf")
+
+from tcreport import api  # noqa: E402
+from tcreport.analysis import counters  # noqa: E402
+from tcreport.analysis.result import classified_run  # noqa: E402
+from tcreport.model import IterationMethod, Run  # noqa: E402
+
+JAX = SAMPLES / "h200-jax-xla-ncu"
+#: precision -> (Tensor Core share of kernel time in %, one decimal, as the counters give it)
+SHARE = {"bf16": 62.4, "fp32": 44.6, "fp32-highest": 0.0}
+#: precision -> the dtype XLA compiled gemm_fusion_dot.4 / .5 (forward dense layers) to
+FUSION_DTYPE = {"bf16": "bf16", "fp32": "tf32", "fp32-highest": "fp32"}
+
+
+def _run(precision: str, with_counters: bool = False) -> Run:
+    run = api.load(JAX / precision)
+    if with_counters:
+        run = counters.merge(run, api.load(JAX / "ncu" / f"ncu_jax_{precision}.csv"))
+    return run
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
+def test_every_measured_kernel_has_the_counters_verdict_without_them(precision: str) -> None:
+    """Names and the HLO alone decide each kernel as the counters do, kernel for kernel."""
+    k = classified_run(_run(precision, with_counters=True)).kernels
+    assert k is not None
+    measured = k.filter(pc.is_valid(k.column("counter_uses_tc")))
+    assert measured.num_rows > 0.8 * k.num_rows
+    bare = classified_run(_run(precision)).kernels
+    assert bare is not None
+    verdicts: dict[str, set[bool | None]] = {}
+    for n, v in zip(
+        bare.column("name").to_pylist(), bare.column("uses_tc").to_pylist(), strict=True
+    ):
+        verdicts.setdefault(n, set()).add(v)
+    assert all(len(v) == 1 for v in verdicts.values())  # one verdict per name in these programs
+    ours = {n: next(iter(v)) for n, v in verdicts.items()}
+    wrong = {
+        n: (ours.get(n), c)
+        for n, c in zip(
+            measured.column("name").to_pylist(),
+            measured.column("counter_uses_tc").to_pylist(),
+            strict=True,
+        )
+        if ours.get(n) is not c
+    }
+    assert wrong == {}
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
+def test_tensor_core_share_equals_the_counters(precision: str) -> None:
+    for with_counters in (False, True):
+        time = api.analyze(_run(precision, with_counters)).analysis.time
+        assert time.tc_kernel_ns is not None and time.gpu_kernel_ns
+        share = 100 * time.tc_kernel_ns / time.gpu_kernel_ns
+        assert round(share, 1) == SHARE[precision], (with_counters, share)
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
+def test_gemm_fusions_are_decided_by_their_hlo_precision(precision: str) -> None:
+    run = _run(precision)
+    assert run.ops is not None
+    ops = {r["op_id"]: r for r in run.ops.to_pylist()}
+    for name in ("gemm_fusion_dot.4", "gemm_fusion_dot.5"):
+        if name in ops:  # XLA's autotuner picked cuBLAS for some layers in some runs
+            assert ops[name]["type"] == "dot"
+            assert ops[name]["dtype"] == FUSION_DTYPE[precision]
+            assert ops[name]["scope"] == "jit(train_step)/jvp()/dot_general"
+    k = classified_run(run).kernels
+    assert k is not None
+    fusions = k.filter(pc.starts_with(k.column("name").cast("string"), "gemm_fusion_dot"))
+    assert fusions.num_rows >= 6
+    assert set(fusions.column("tc_rule").cast("string").to_pylist()) == {"xla-hlo-precision"}
+    assert set(fusions.column("uses_tc").to_pylist()) == {precision != "fp32-highest"}
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
+def test_ops_are_hlo_instructions_and_hold_the_kernel_time_once(precision: str) -> None:
+    run = classified_run(_run(precision))
+    ops, k = run.ops, run.kernels
+    assert ops is not None and k is not None
+    names = set(ops.column("name").cast("string").to_pylist())
+    assert "XlaModule" not in names
+    assert {"cudnn-conv.1", "cudnn-conv-bw-filter.1"} <= names
+    attributed = pc.sum(k.filter(pc.is_valid(k.column("op_id"))).column("duration_ns")).as_py()
+    assert pc.sum(ops.column("gpu_ns")).as_py() == attributed
+    # the kernels without an op (library kernels XLA ran inside a command buffer, named for no
+    # fusion) are all decided by their names
+    loose = k.filter(pc.is_null(k.column("op_id")))
+    assert loose.num_rows and loose.column("uses_tc").null_count == 0
+    assert "profiler-label" not in loose.column("tc_rule").cast("string").to_pylist()
+    # memsets are memory activity, not kernels (JAX writes "Memset 3" with "Memset_details")
+    assert not [n for n in k.column("name").cast("string").to_pylist() if n.startswith("Memset")]
+    report = api.analyze(_run(precision))
+    assert not [f for f in report.findings if "XlaModule" in f.title]
+    assert report.analysis.breakdown.ops[0].name != "XlaModule"
+
+
+def test_the_step_annotations_mark_six_iterations() -> None:
+    report = api.analyze(_run("bf16"))
+    info = report.analysis.meta.iterations
+    assert (info.total, info.aggregated) == (6, 6)
+    assert info.method is IterationMethod.REPEATING_RANGE and info.key_node == "train_step"
+
+
+def test_full_float32_names_the_jax_switch() -> None:
+    """HIGHEST float32: cuBLAS, cuDNN and the fusions on CUDA cores; TC001 says which JAX switch."""
+    report = api.analyze(_run("fp32-highest"))
+    tc001 = next(f for f in report.findings if f.id == "TC001")
+    assert "jax_default_matmul_precision" in (tc001.fix or "")
+    assert report.analysis.time.tc_kernel_ns == 0
+
+
+def test_hlo_precision_is_read_from_cublas_backend_config() -> None:
+    """cuBLAS calls keep their precision in the backend config: float32 DEFAULT is TF32 there too
+    (their kernels are sm90_xmma_gemm_f32f32_tf32f32), HIGHEST is float32."""
+    for precision, dtype in (("fp32", "tf32"), ("fp32-highest", "fp32")):
+        run = _run(precision)
+        assert run.ops is not None
+        gemms = [r for r in run.ops.to_pylist() if r["type"] == "cublaslt-matmul"]
+        assert gemms and {r["dtype"] for r in gemms} == {dtype}, precision
+
+
+def _readme_figures(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def test_readme_states_the_figures_the_tests_hold() -> None:
+    text = _readme_figures(JAX / "README.md")
+    assert "62.4 %, 44.6 % and 0.0 %" in text
