@@ -24,9 +24,14 @@ from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 ID = "GP001"
 
 
-def _feed(fl: c.Flavour, nvidia: bool) -> str:
+def _feed(fl: c.Flavour, nvidia: bool, jax: bool = False) -> str:
     """How to load data in parallel, in the framework's words (DALI only on NVIDIA's GPUs)."""
     dali = ", or NVIDIA DALI" if nvidia else ""
+    if jax:
+        return (
+            "a prefetching input pipeline (Grain, or tf.data with .prefetch(tf.data.AUTOTUNE)) "
+            f"and jax.device_put of the next batch before the step{dali}"
+        )
     return {
         c.Flavour.TORCH: "DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True, "
         f"prefetch_factor=2), .to(device, non_blocking=True){dali}"
@@ -73,6 +78,21 @@ def _off_path(fl: c.Flavour, cause: WaitCause, feed: str) -> str:
         c.Flavour.ANY: "Move that host work to the GPU, into background workers that prepare "
         "the next step while this one computes, or do it every N steps.",
     }[fl]
+
+
+def _find_the_wait(fl: c.Flavour, nvidia: bool, feed: str) -> str:
+    """Where to look when the profile does not show what the GPU waited for."""
+    nsys = "nsys/" if nvidia else ""
+    if fl is c.Flavour.TF:  # TensorFlow and JAX: the same profiler, the same viewer
+        return (
+            f"Find what the GPU waits for in the timeline ({nsys}the profile's trace viewer in "
+            "TensorBoard or Perfetto): host work between steps, synchronisation (.numpy(), "
+            f"float(), jax.device_get, print of arrays), or input data: {feed}."
+        )
+    return (
+        f"Find what the GPU waits for in the timeline ({nsys}torch.profiler): host work between "
+        f"steps, synchronisation (.item(), .cpu(), print of tensors), or input data: {feed}."
+    )
 
 
 def _host_wait(
@@ -143,7 +163,7 @@ def check(analysis: Analysis) -> list[Finding]:
     # one step marker (a single ProfilerStep#N) is a split; a run of one iteration found no marker
     whole = its.whole_run or (not its.marked and (its.info.aggregated or 1) < 2)
     nvidia = c.is_nvidia(analysis)  # NVIDIA's tools (Nsight Systems, DALI): not for another GPU
-    feed = _feed(c.flavour(analysis), nvidia)
+    feed = _feed(c.flavour(analysis), nvidia, c.is_jax(analysis))
     detail = f"The GPU computes {fmt.pct_text(util)} of the {fmt.ns(wall)} aggregated range."
     saving: int | None = None
     assumption = "no saving claimed: the profile does not show what the GPU waited for"
@@ -172,10 +192,7 @@ def check(analysis: Analysis) -> list[Finding]:
         ops = {o.name for o in analysis.breakdown.ops}
         evidence = [Evidence(EvidenceKind.OP, w.name) for w in hw.causes if w.name in ops]
     else:
-        fix = (
-            f"Find what the GPU waits for in the timeline ({'nsys/' if nvidia else ''}torch.profiler): host work between "
-            f"steps, synchronisation (.item(), .cpu(), print of tensors), or input data: {feed}."
-        )
+        fix = _find_the_wait(c.flavour(analysis), nvidia, feed)
     if whole:
         detail += " The range is the whole profile (no iteration split), so start-up is included."
         saving, assumption = None, "no saving claimed: the range includes process start-up"

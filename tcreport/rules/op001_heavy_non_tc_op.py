@@ -30,6 +30,9 @@ _NORM = re.compile(r"norm", re.I)
 #: extension's or a custom autograd Function's kernels. Plain names (DLProf's, TensorFlow's, a
 #: module path) say nothing either way and keep the fusion advice.
 _FOREIGN = re.compile(r"^(?!aten::)[A-Za-z_][\w]*::")
+#: The op type of an XLA fusion's kernel (an HLO ``fusion`` instruction: the JAX reader's ops,
+#: tcreport.ingest.xplane.hlo): element-wise and reduction work XLA has fused already.
+_XLA_FUSION = "fusion"
 _CAST = re.compile(r"^(aten::)?(to|_to_copy|copy_|cast|contiguous|clone)$", re.I)
 
 
@@ -77,6 +80,8 @@ def check(analysis: Analysis) -> list[Finding]:
     for o in analysis.breakdown.ops:  # one row per distinct op name: small
         t = o.type or o.name
         if o.tc_eligible or o.uses_tc or is_eligible_type(t) or _COLLECTIVE.search(t):
+            continue
+        if t == _XLA_FUSION:  # fused by XLA already: "fuse it" has nothing left to say
             continue
         by_type.setdefault(t, []).append(o.name)
         gpu[t] = gpu.get(t, 0) + (o.gpu_ns or 0)

@@ -34,6 +34,12 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "Read GPU values back to the host every N steps, not every step, and avoid "
         "explicit synchronisation inside the step.",
     }[c.flavour(analysis)]
+    if c.is_jax(analysis):
+        fix = (
+            "Let JAX run ahead: its dispatch is asynchronous until the host reads a value, so "
+            "read the loss and metrics (float(), .item(), jax.device_get, print) every N steps, "
+            "not every step, and keep them as device arrays in between."
+        )
     ops = ", ".join(f"{op or 'unnamed'} {fmt.ns(ns)}" for op, ns in s.ops[:3])
     return [
         Finding(

@@ -188,6 +188,7 @@ class Program:
         self._by_name: dict[str, tuple[Any, Any]] = {}  # name -> (instruction, its computation)
         self._by_kernel: dict[str, tuple[Any, Any]] = {}
         self._ops: dict[str, HloOp] = {}
+        self._searched: dict[int, tuple[Any, list[Any]] | None] = {}
         for comp in module.computations:
             for inst in comp.instructions:
                 self._by_name.setdefault(inst.name, (inst, comp))
@@ -212,22 +213,36 @@ class Program:
         by_id = {int(i.id): i for i in comp.instructions}
         return [by_id[int(i)] for i in inst.operand_ids if int(i) in by_id]
 
-    def _matrix(self, inst: Any, depth: int = 0) -> tuple[Any, list[Any]] | None:
+    def _matrix(self, inst: Any) -> tuple[Any, list[Any]] | None:
         """The dot or convolution a fusion (or a fusion in it) computes, with its operands."""
-        if depth > _DEPTH:
-            return None
         for cid in inst.called_computation_ids:
-            comp = self._computations.get(int(cid))
-            if comp is None:
-                continue
-            for kind in _MATRIX:
-                for inner in comp.instructions:
-                    if inner.opcode == kind:
-                        return inner, self._operands(comp, inner)
-            for inner in comp.instructions:
-                if inner.opcode == "fusion" and (found := self._matrix(inner, depth + 1)):
-                    return found
+            if (found := self._in_computation(int(cid), frozenset())) is not None:
+                return found
         return None
+
+    def _in_computation(self, cid: int, seen: frozenset[int]) -> tuple[Any, list[Any]] | None:
+        """The first matrix instruction of computation ``cid``, else of the fusions it calls
+        (each computation searched once: a damaged program's calls can loop)."""
+        if cid in self._searched:
+            return self._searched[cid]
+        comp = self._computations.get(cid)
+        found: tuple[Any, list[Any]] | None = None
+        if comp is not None and cid not in seen and len(seen) < _DEPTH:
+            matrix = next(
+                (i for kind in _MATRIX for i in comp.instructions if i.opcode == kind), None
+            )
+            if matrix is not None:
+                found = (matrix, self._operands(comp, matrix))
+            else:
+                inner = (
+                    self._in_computation(int(c), seen | {cid})
+                    for i in comp.instructions
+                    if i.opcode == "fusion"
+                    for c in i.called_computation_ids
+                )
+                found = next((f for f in inner if f is not None), None)
+        self._searched[cid] = found
+        return found
 
     def _describe(self, inst: Any, comp: Any) -> HloOp:
         scope = str(inst.metadata.op_name) or None
