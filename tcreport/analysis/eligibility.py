@@ -72,6 +72,15 @@ _BACKWARD = re.compile(
     r"scaledmm)backward\d*$"
 )
 _CUSTOM_CALL = re.compile(r"cublas|cudnn|gemm|conv|__triton_gemm")
+#: TorchInductor's template kernels (``torch.compile``): their launches are the trace's ops, named
+#: for the kernel, and a GEMM or convolution template names the ATen op it replaced among the
+#: fused ones: ``triton_tem_fused_mm_t_7``, ``triton_tem_fused_addmm_gelu_0``,
+#: ``triton_tem_fused_gelu_gelu_backward_mm_t_11`` (a real H200 run:
+#: sample_traces/h200-torch-compile-tf32). Pointwise and reduction kernels (``triton_poi_``,
+#: ``triton_red_``, ``triton_per_``) and attention templates (``flex_attention``) are not.
+_INDUCTOR_GEMM = re.compile(
+    r"^triton_tem_fused_(?:\w*_)?(?:mm|addmm|bmm|baddbmm|scaled_mm|convolution)(?:_|$)"
+)
 _PREFIXES = ("aten::", "autograd::engine::evaluate_function: ", "torch::autograd::", "xla::")
 
 
@@ -98,7 +107,7 @@ def is_eligible_type(op_type: str | None) -> bool:
     if not op_type:
         return False
     s = normalise_op_type(op_type)
-    if s in ELIGIBLE or _BACKWARD.match(s):
+    if s in ELIGIBLE or _BACKWARD.match(s) or _INDUCTOR_GEMM.match(s):
         return True
     return s.startswith("custom-call") and bool(_CUSTOM_CALL.search(op_type.lower()))
 

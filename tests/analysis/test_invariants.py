@@ -38,6 +38,7 @@ from tcreport.schema import TableKind, conform
 
 def _traces() -> list[Path]:
     found = sorted(SAMPLES.glob("*/*.json.gz")) + sorted(SAMPLES.glob("*/*.sqlite"))
+    found += sorted(SAMPLES.glob("h200-jax-xla-ncu/*/plugins/profile/*/*.xplane.pb"))
     if REALTRACES.exists():
         for pattern in ("*/*/*.json.gz", "*/*/*.sqlite", "*/*/*.pb"):
             found += sorted(REALTRACES.glob(pattern))
@@ -163,7 +164,8 @@ def test_every_renderer_shows_the_same_numbers(path: Path) -> None:
 
 
 def test_the_suite_covers_samples_and_real_traces() -> None:
-    assert len([p for p in TRACES if SAMPLES in p.parents]) == 2
+    # the A100 Kineto and H100 nsys samples, the torch.compile trace and the three JAX profiles
+    assert len([p for p in TRACES if SAMPLES in p.parents]) == 6
     if REALTRACES.exists():
         assert len(TRACES) >= 12
 
