@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tcreport.analysis import wall
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -357,6 +358,14 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     if unjudged := counters_one_side(ba, ha):
         notes.append(unjudged)
         figures, lost = _unjudged(figures), ()
+    wall_unlike = wall.unlike(
+        ba.time.wall_source, ha.time.wall_source, ba.meta.profiler, ha.meta.profiler
+    )
+    if wall_unlike:  # shown, never judged: the difference of two measures is no change
+        notes.append(wall_unlike)
+        figures = tuple(
+            replace(f, verdict=Change.UNKNOWN) if f.key == "wall_ns" else f for f in figures
+        )
     if idle := rows.idle_ops(ba, ha):
         notes.append(
             f"{idle} {'op' if idle == 1 else 'ops'} with no {clock} time of their own on either "
@@ -373,6 +382,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         ),
         tc_lost=lost,
         tc_not_judged=unjudged,
+        wall_not_judged=wall_unlike,
         base=_side(base, sb),
         head=_side(head, sh),
         not_comparable=reasons,

@@ -245,10 +245,6 @@ def test_summary_op_table_keeps_its_tensor_core_column_at_50_columns() -> None:
 
 
 @pytest.mark.realtraces
-@pytest.mark.xfail(
-    strict=True,
-    reason="the wall-time gate compares DLProf's Wall Clock Time (summary CSV) with the 5.1 ms the other CSVs give when the summary is absent",
-)
 def test_wall_gate_does_not_fail_one_dlprof_run_against_itself(tmp_path: Path) -> None:
     """The DLProf CNN's CSVs, once with dlprof_summary.csv and once without it (DLProf writes only
     the --reports asked for): the same run reads 2.8 s of wall time per iteration with the summary
