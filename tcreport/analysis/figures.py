@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from tcreport._group_by import aggregate_by
 from tcreport.analysis import _codes
+from tcreport.analysis.wall import WallSource, wall
 from tcreport.model import IterationInfo, Run
 
 
@@ -27,6 +28,9 @@ class TimeFigures:
     kernel_launches: int | None
     unique_kernels: int | None
     unknown_kernel_ns: int | None = None  # kernel time with no Tensor Core verdict
+    #: which measure ``wall_ns`` is (:mod:`tcreport.analysis.wall`): two runs' are compared only
+    #: where both are the same
+    wall_source: WallSource | None = None
 
 
 #: What an eligible op row with no GPU time of its own says (:attr:`OpRow.gpu_time_note`).
@@ -187,8 +191,10 @@ def time_figures(run: Run, info: IterationInfo) -> TimeFigures:
         gpu, tc, launches, unique = rep.gpu_kernel_ns, rep.tc_kernel_ns, None, rep.unique_kernels
         unknown = None
     memory = _sum(run.memory.column("duration_ns")) if run.memory is not None else rep.memory_ns
+    w = wall(run, info)
     return TimeFigures(
-        wall_ns=wall_ns(run, info),
+        wall_ns=w.ns,
+        wall_source=w.source,
         gpu_kernel_ns=gpu,
         tc_kernel_ns=tc,
         memory_ns=memory,
@@ -196,47 +202,6 @@ def time_figures(run: Run, info: IterationInfo) -> TimeFigures:
         unique_kernels=unique,
         unknown_kernel_ns=unknown,
     )
-
-
-def wall_ns(run: Run, it: IterationInfo) -> int | None:
-    """The aggregated range: the iterations ``it`` kept (one is enough: a single
-    ``ProfilerStep#N`` is a range too), else what the profiler reported, else first to last
-    kernel or copy (a trace with no step marker is its GPU activity, the range the busy share is
-    taken over)."""
-    if (
-        run.iterations is not None
-        and run.iterations.num_rows
-        and it.start is not None
-        and it.stop is not None
-    ):
-        t = run.iterations
-        mask = pc.and_(
-            pc.greater_equal(t.column("iteration"), it.start),
-            pc.less_equal(t.column("iteration"), it.stop),
-        )
-        sel = t.filter(mask)
-        if sel.num_rows:
-            first = pc.min(sel.column("start_ns")).as_py()
-            last = pc.max(sel.column("end_ns")).as_py()
-            if first is not None and last is not None and last >= first:  # inverted: damage
-                return int(last - first)
-    if run.meta.reported.wall_ns is not None:
-        return run.meta.reported.wall_ns
-    return _activity_span(run)
-
-
-def _activity_span(run: Run) -> int | None:
-    lo: list[int] = []
-    hi: list[int] = []
-    for t in (run.kernels, run.memory):
-        if t is None or t.num_rows == 0:
-            continue
-        timed = t.filter(pc.is_valid(t.column("start_ns")))
-        if timed.num_rows:
-            lo.append(pc.min(timed.column("start_ns")).as_py())
-            ends = pc.add(timed.column("start_ns"), timed.column("duration_ns"))
-            hi.append(pc.max(ends).as_py())
-    return int(max(hi) - min(lo)) if lo else None
 
 
 #: What op_rows keeps of each op name's instances.

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tcreport.analysis import wall
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -294,7 +295,28 @@ def _unjudged(figures: tuple[Figure, ...]) -> tuple[Figure, ...]:
     return tuple(replace(f, verdict=Change.UNKNOWN) if f.key in TC_FIGURES else f for f in figures)
 
 
+def _walls_unlike(base: Analysis, head: Analysis) -> str:
+    """Why the two runs' wall times are not judged ("" when they are): the analysis decided which
+    measure each is, and the difference of two measures is no change of the run's."""
+    tb, th = base.time, head.time
+    return wall.unlike(tb.wall_source, th.wall_source, base.meta.profiler, head.meta.profiler)
+
+
 # -- the diff -------------------------------------------------------------------------------------
+
+
+def _side_notes(base: Analysis, head: Analysis) -> list[str]:
+    """What each side lacks or breaks that every comparison below rests on."""
+    notes: list[str] = []
+    for side, a in (("base", base), ("head", head)):
+        if a.violations:  # the analysis' violations list: its figures are not to be trusted
+            notes.append(
+                f"{side} has broken figures, so its side of every comparison is suspect: "
+                + "; ".join(str(v) for v in a.violations)
+            )
+        if not a.breakdown.has_kernels:
+            notes.append(f"{side} has no kernel rows; kernels not compared")
+    return notes
 
 
 def _side(v: Report, s: Spread) -> Side:
@@ -334,14 +356,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
             )
         fb, fh = own_b, own_h
     notes.extend(inferred_identity(ba, ha))
-    for side, a in (("base", ba), ("head", ha)):
-        if a.violations:  # the analysis' violations list: its figures are not to be trusted
-            notes.append(
-                f"{side} has broken figures, so its side of every comparison is suspect: "
-                + "; ".join(str(v) for v in a.violations)
-            )
-        if not a.breakdown.has_kernels:
-            notes.append(f"{side} has no kernel rows; kernels not compared")
+    notes.extend(_side_notes(ba, ha))
     added, resolved, persisting = rows.findings(fb, fh)
     clock = rows.op_clock(ba, ha)
     if clock == "host":
@@ -357,6 +372,11 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
     if unjudged := counters_one_side(ba, ha):
         notes.append(unjudged)
         figures, lost = _unjudged(figures), ()
+    if wall_unlike := _walls_unlike(ba, ha):  # shown, never judged
+        notes.append(wall_unlike)
+        figures = tuple(
+            replace(f, verdict=Change.UNKNOWN) if f.key == "wall_ns" else f for f in figures
+        )
     if idle := rows.idle_ops(ba, ha):
         notes.append(
             f"{idle} {'op' if idle == 1 else 'ops'} with no {clock} time of their own on either "
@@ -373,6 +393,7 @@ def diff(base: Report, head: Report, *, force: bool = False) -> Diff:
         ),
         tc_lost=lost,
         tc_not_judged=unjudged,
+        wall_not_judged=wall_unlike,
         base=_side(base, sb),
         head=_side(head, sh),
         not_comparable=reasons,

@@ -148,10 +148,14 @@ def _wall_regression(d: compare.Diff, limit: float) -> list[GateResult]:
     """Wall time per iteration, judged as kernel time is: a change that halves kernel time but
     doubles the step (the host now the bottleneck) is a regression the user sees, and ``diff``
     already names it. Inputs that record no wall time on either side (no iterations, DLProf's
-    summaries alone) have no line; one side only fails, as an unknown kernel time does."""
+    summaries alone) have no line; one side only fails, as an unknown kernel time does. Two
+    different measures (DLProf's Wall Clock Time against a kernel span) are not compared, and the
+    line says so: their difference is no change of the run's."""
     w = d.figure("wall_ns")
     if w.base is None and w.head is None:
         return []
+    if d.wall_not_judged:
+        return [GateResult("max-regression", True, d.wall_not_judged)]
     if w.base is None or w.head is None or w.rel is None:
         return [GateResult("max-regression", False, "wall time per iteration unknown on one side")]
     bad = w.rel > limit and w.verdict is Change.REGRESSED

@@ -190,6 +190,9 @@ class Diff:
     #: why the matrix-unit figures and ops' verdicts are not judged ("" when they are): counters
     #: measured them on one side only (:func:`tcreport.compare.diff.counters_one_side`)
     tc_not_judged: str = ""
+    #: why the wall times are not judged ("" when they are): the two runs' are different measures
+    #: (:func:`tcreport.analysis.wall.unlike`), say DLProf's Wall Clock Time and a kernel span
+    wall_not_judged: str = ""
 
     def figure(self, key: str) -> Figure:
         return next(f for f in self.figures if f.key == key)

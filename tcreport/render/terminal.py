@@ -25,7 +25,8 @@ TOP = 10
 HOST_TYPE_W = 20
 #: Ranks of a job listed before "and N more" (the JSON has every one).
 MAX_JOB_RANKS = 32
-#: Narrowest a name column gets before the table is allowed to overflow the terminal instead.
+#: Narrowest the name column gets while the window holds every column; below it the columns of
+#: :data:`GIVE_UP` go first.
 MIN_NAME = 16
 #: Room the name column is given, where the terminal has it, before a text column (an op's type,
 #: a kernel's rule) is narrowed for it.
@@ -34,6 +35,13 @@ WANT_NAME = 32
 MIN_TEXT = 12
 #: The columns that hold text and may be narrowed; the figures' columns are always whole.
 TEXT_COLUMNS = frozenset({"type", "rule"})
+#: The columns a narrow window gives up, first to last, where the name would get less than
+#: :data:`MIN_NAME`: the text that explains a row, then the figures the GPU time implies. The GPU
+#: time and the eligibility and verdict columns, what the report is about, are never given up.
+GIVE_UP = ("rule", "type", "calls", "share")
+#: Narrowest the name column gets once the columns of :data:`GIVE_UP` are gone; a window
+#: narrower still gets lines that run past its edge, never a table cropped at it.
+NAME_FLOOR = 8
 
 
 def _names_type(name: str, typ: str | None) -> bool:
@@ -41,10 +49,16 @@ def _names_type(name: str, typ: str | None) -> bool:
     return not typ or name == typ or name.endswith((f"/{typ}", f"::{typ}"))
 
 
+def _borders(columns: int) -> int:
+    """Cells a heavy-box table of ``columns`` columns takes besides its cells' text: a bar and a
+    space each side of every cell."""
+    return 3 * columns + 1
+
+
 def _fit(widths: list[int], text: list[bool], room: int, name_need: int) -> int:
-    """The name column's width in ``room``, narrowing the text columns of ``widths`` (in place,
-    widest first, to :data:`MIN_TEXT`) until the name has what it needs up to :data:`WANT_NAME`;
-    never under :data:`MIN_NAME` (a terminal too narrow for that overflows)."""
+    """What ``room`` leaves the name column (less than :data:`MIN_NAME`, or nothing, where it is
+    too narrow), narrowing the text columns of ``widths`` (in place, widest first, to
+    :data:`MIN_TEXT`) until the name has what it needs up to :data:`WANT_NAME`."""
     want = min(name_need, WANT_NAME)
     while room - sum(widths) < want:
         narrowable = [i for i, t in enumerate(text) if t and widths[i] > MIN_TEXT]
@@ -52,7 +66,27 @@ def _fit(widths: list[int], text: list[bool], room: int, name_need: int) -> int:
             break
         i = max(narrowable, key=lambda j: widths[j])
         widths[i] -= min(widths[i] - MIN_TEXT, want - (room - sum(widths)))
-    return max(MIN_NAME, room - sum(widths))
+    return room - sum(widths)
+
+
+def _layout(
+    heads: list[str], widths: list[int], room: int, name_need: int
+) -> tuple[list[int], list[int], int]:
+    """The columns of ``heads`` a window of ``room`` cells shows (their indexes), their widths and
+    the name column's: where the name would get less than :data:`MIN_NAME` (or than it needs),
+    the columns of :data:`GIVE_UP` go one at a time, so the verdict columns stay on screen at
+    50 columns instead of rich cropping them off; the name is never under :data:`NAME_FLOOR`."""
+    keep = list(range(len(heads)))
+    droppable = [heads.index(h) for h in GIVE_UP if h in heads]
+    while True:
+        shown = [widths[i] for i in keep]
+        text = [heads[i] in TEXT_COLUMNS for i in keep]
+        name_w = _fit(shown, text, room - _borders(len(keep) + 1), name_need)
+        if name_w >= min(MIN_NAME, name_need):
+            return keep, shown, min(name_w, name_need)
+        if not droppable:
+            return keep, shown, min(max(NAME_FLOOR, name_w), name_need)
+        keep.remove(droppable.pop(0))
 
 
 def _ranked(
@@ -64,24 +98,31 @@ def _ranked(
     out: Console,
 ) -> Table:
     """A ranked table that fits the terminal: the figures' columns are always whole, a text column
-    (type, rule) is narrowed where the name needs the room, and the name column gets the rest;
-    names and text are shortened in the middle, two different names never to the same string
-    (:func:`fmt.middles`). Widths are measured on the strings as shown (controls made visible);
-    markup is escaped last."""
+    (type, rule) is narrowed where the name needs the room, the name column gets the rest, and a
+    window too narrow for every column gives up the least telling ones (:func:`_layout`, named in
+    the caption). Names and text are shortened in the middle, two different names never to the
+    same string (:func:`fmt.middles`). Widths are terminal cells of the strings as shown
+    (controls made visible), and every column's width is set, so rich lays the table out at
+    exactly the widths computed here and never cuts a name again; markup is escaped last."""
     names = [plain(n) for n in names]
     cells = [[plain(c) for c in row] for row in cells]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(heads)]
-    borders = 3 * (len(heads) + 1) + 1  # heavy box: a bar and a space each side of every cell
-    text = [h in TEXT_COLUMNS for h in heads]
-    name_need = max([len(name_head), *(len(n) for n in names)])
-    name_w = _fit(widths, text, out.width - borders, name_need)
+    widths = [max([fmt.cells(h), *(fmt.cells(r[i]) for r in cells)]) for i, h in enumerate(heads)]
+    name_need = max([fmt.cells(name_head), *(fmt.cells(n) for n in names)])
+    keep, widths, name_w = _layout(heads, widths, out.width, name_need)
     t = Table(title=title, title_justify="left")
-    t.add_column(name_head, no_wrap=True, overflow="ellipsis", max_width=name_w)
-    for h, w in zip(heads, widths, strict=True):
-        t.add_column(h, no_wrap=True, min_width=w, max_width=w)
-    shown = [[middle(c, w) for c, w in zip(row, widths, strict=True)] for row in cells]
-    for name, row in zip(fmt.middles(names, name_w), shown, strict=True):
-        t.add_row(escape(name), *(escape(c) for c in row))
+    t.add_column(name_head, no_wrap=True, overflow="ellipsis", min_width=name_w, max_width=name_w)
+    for i, w in zip(keep, widths, strict=True):
+        t.add_column(heads[i], no_wrap=True, min_width=w, max_width=w)
+    table_w = name_w + sum(widths) + _borders(len(keep) + 1)
+    if table_w > out.width:  # laid out whole, the lines running past the edge (print crop=False)
+        t.width = table_w
+    gone = [h for h in heads if heads.index(h) not in keep]
+    if gone:
+        t.caption = f"not shown at {out.width} columns: {', '.join(gone)}"
+        t.caption_justify = "left"
+    for name, row in zip(fmt.middles(names, name_w), cells, strict=True):
+        shown = (middle(row[i], w) for i, w in zip(keep, widths, strict=True))
+        t.add_row(escape(name), *(escape(c) for c in shown))
     return t
 
 
@@ -163,7 +204,8 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
         if show_type:
             cells = [[t, *c] for t, c in zip(types, cells, strict=True)]
             heads = ["type", *heads]
-        out.print(_ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out))
+        table = _ranked("Top ops by GPU time", "op", [o.name for o in ops], heads, cells, out)
+        out.print(table, crop=False)
         for mark, note in notes:
             out.print(f"{mark} {note}", markup=False, soft_wrap=True)
     if a.breakdown.kernels:
@@ -180,7 +222,9 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
         ]
         heads = ["calls", "GPU time", "share", a.verdict.words.short, "rule"]
         names = [k.name for k in kernels]
-        out.print(_ranked("Top kernels by GPU time", "kernel", names, heads, cells, out))
+        out.print(
+            _ranked("Top kernels by GPU time", "kernel", names, heads, cells, out), crop=False
+        )
 
 
 #: A query column wider than this wraps inside its cell rather than pushing the table off-screen.

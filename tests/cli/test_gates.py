@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from synthetic import synthetic_run
-from trace_paths import H200_NCU, SAMPLES
+from trace_paths import DLPROF_CNN, H200_NCU, SAMPLES, need
 from typer.testing import CliRunner
 
 import tcreport.cli.compare_cmds  # noqa: F401  registers diff/check on the app
@@ -208,3 +208,30 @@ def test_faster_kernels_in_a_slower_step_fail_max_regression() -> None:
         result.stdout
     )
     assert "pass max-regression: GPU kernel time per iteration 2.0 ms -> 1.4 ms" in result.stdout
+
+
+@pytest.mark.realtraces
+def test_wall_times_of_two_measures_are_shown_not_judged(tmp_path: Path) -> None:
+    """The DLProf CNN's CSVs with and without dlprof_summary.csv: one run's wall time is DLProf's
+    Wall Clock Time (2.8 s) on one side and its kernels' span (5.1 ms) on the other. The gate says
+    it does not compare them and passes; diff shows both values with no verdict and a note."""
+    full = need(DLPROF_CNN)
+    partial = tmp_path / "no_summary_synthetic"
+    partial.mkdir()
+    for csv in full.glob("dlprof_*.csv"):
+        if csv.name != "dlprof_summary.csv":
+            (partial / csv.name).write_bytes(csv.read_bytes())
+    args = ["check", str(partial), "--baseline", str(full), "--max-regression", "0.05"]
+    result = runner.invoke(app, [*args, "--force"])
+    assert result.exit_code == 0, result.output
+    said = (
+        "pass max-regression: wall time not compared: the base's is DLProf v1.8.0's own wall time"
+    )
+    assert said in result.stdout and "first to last GPU activity" in result.stdout
+    base, head = (api.analyze(api.load(p)) for p in (full, partial))
+    d = api.diff(base, head, force=True)
+    wall = d.figure("wall_ns")
+    assert (wall.base, wall.head) == (2_840_562_182, 5_090_959)
+    assert wall.verdict.value == "unknown" and d.wall_not_judged in d.notes
+    same = api.diff(head, head, force=True)  # one measure on both sides: judged as before
+    assert same.figure("wall_ns").verdict.value == "no change" and not same.wall_not_judged

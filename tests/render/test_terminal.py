@@ -208,3 +208,20 @@ def test_middles_keep_different_names_apart() -> None:
     same_window = ["x" * 30 + "A" + "y" * 30, "x" * 30 + "B" + "y" * 30]
     assert len(set(middles(same_window, 8))) == 2  # too narrow for a window: keys
     assert middles(["short", "names"], 24) == ["short", "names"]
+
+
+@pytest.mark.parametrize("width", [30, 50, 60])
+def test_narrow_windows_give_up_columns_but_never_the_verdict(width: int) -> None:
+    """Below the width every column needs, the rule, type, calls and share columns go (named under
+    the table), never the GPU time, eligibility or Tensor Core columns; narrower still, the lines
+    run past the edge whole instead of rich cropping the verdict off."""
+    text = _summary(KINETO, width)
+    heads = _headers(text)
+    ops = next(h for h in heads if h[0] == "op")
+    kernels = next(h for h in heads if h[0] == "kernel")
+    assert {"GPU time", "elig.", "TC"} <= set(ops) and {"GPU time", "TC"} <= set(kernels)
+    table = [ln.rstrip() for ln in text.splitlines() if ln.startswith(("│", "┃", "┏", "┡", "└"))]
+    assert all(ln.endswith(("│", "┃", "┓", "┩", "┘")) for ln in table)  # whole, never cropped
+    assert (max(len(ln) for ln in table) <= width) == (width >= 50)
+    gone = [ln for ln in text.splitlines() if ln.startswith(f"not shown at {width} columns: ")]
+    assert len(gone) == 2
