@@ -101,6 +101,11 @@ def normalise_op_type(op_type: str) -> str:
     return re.sub(r"(?<=[a-z])v\d$", "", s)  # BatchMatMulV2, CudnnRNNV3, Conv3DBackpropFilterV2
 
 
+def is_inductor_gemm(op_type: str | None) -> bool:
+    """An op that is TorchInductor's launch of a GEMM or convolution template kernel."""
+    return bool(op_type) and bool(_INDUCTOR_GEMM.match(normalise_op_type(op_type or "")))
+
+
 @cache
 def is_eligible_type(op_type: str | None) -> bool:
     """Tensor Core eligible by type alone (no kernel evidence)."""

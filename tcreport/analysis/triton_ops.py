@@ -8,6 +8,10 @@ matmul) whose recorded dtype is fp16/bf16/fp8 ran its ``tl.dot`` on Tensor Cores
 name rules left at ``triton-unknown`` take that verdict, ``tc_rule = "triton-op-dtype"``; a
 float32 op, a non-GEMM op or an op without a dtype leaves them unknown, and so does a precision
 the device's matrix units do not take (bf16 on a Turing GPU, per the device table).
+TorchInductor's GEMM templates (``triton_tem_fused_mm_t_7``: the launch is the op) in float32
+are decided too where ``tcreport profile``'s audit recorded PyTorch's matmul TF32 switch, which
+Inductor compiles into them (``ALLOW_TF32``): on, TF32 Tensor Cores (ncu counted ``tf32``
+operations in them, sample_traces/h200-torch-compile-tf32); off, IEEE float32 on CUDA cores.
 
 XLA's GEMM fusions (rule ``xla-gemm-fusion``: ``gemm_fusion_dot_4``) are Triton kernels too, and
 there the op does say more: in a JAX profile the op is the HLO instruction, whose dtype is the
@@ -27,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tcreport.analysis import device_table, tc_kernels
-from tcreport.analysis.eligibility import is_eligible_type
+from tcreport.analysis.eligibility import is_eligible_type, is_inductor_gemm
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Gpu
 
@@ -49,19 +53,31 @@ def _precisions(gpus: tuple[Gpu, ...], wanted: frozenset[str] = _HALF) -> frozen
     return frozenset(allowed)
 
 
-def refine(kernels: pa.Table, ops: pa.Table | None, gpus: tuple[Gpu, ...] = ()) -> pa.Table:
+def refine(
+    kernels: pa.Table,
+    ops: pa.Table | None,
+    gpus: tuple[Gpu, ...] = (),
+    matmul_tf32: bool | None = None,
+) -> pa.Table:
     """``kernels`` with its name-unknown Triton kernels decided by their ops' dtype and type, and
-    XLA's GEMM fusions by their HLO's precision."""
+    XLA's GEMM fusions by their HLO's precision. ``matmul_tf32``: PyTorch's matmul TF32 switch as
+    the capture's audit recorded it (``None`` when unknown), which TorchInductor compiles into its
+    GEMM templates (``ALLOW_TF32``): with it, their float32 launches are decided too."""
     if ops is None or ops.num_rows == 0 or kernels.num_rows == 0:
         return kernels
     half = _precisions(gpus)
+    tf32 = "tf32" in _precisions(gpus, frozenset({"tf32"}))
     rule = kernels.column("tc_rule").cast(pa.string())
     triton = pc.and_(
         pc.is_null(kernels.column("uses_tc")), pc.fill_null(pc.equal(rule, _TRITON_UNKNOWN), False)
     )
 
     def triton_verdict(dtype: str | None, typ: str | None) -> bool | None:
-        return True if dtype in half and is_eligible_type(typ) else None
+        if dtype in half and is_eligible_type(typ):
+            return True
+        if dtype == "fp32" and matmul_tf32 is not None and is_inductor_gemm(typ):
+            return matmul_tf32 and tf32  # ALLOW_TF32 off: IEEE float32 on CUDA cores
+        return None
 
     kernels = _by_op(kernels, ops, triton, triton_verdict, tc_kernels.TRITON_OP_RULE)
     pattern = next((r.pattern for r in tc_kernels.default_pack().rules if r.id == _XLA_GEMM), None)

@@ -8,10 +8,16 @@ Tensor Cores", while Nsight Compute counted TF32 tensor-path math in them.
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
 from trace_paths import SAMPLES
 
 from tcreport import api
 from tcreport.analysis import counters
+from tcreport.analysis.result import classified_run
 
 FOLDER = SAMPLES / "h200-torch-compile-tf32"
 TRACE = FOLDER / "inductor_mlp.pt.trace.json.gz"
@@ -47,3 +53,33 @@ def test_the_counters_say_tf32_tensor_cores_for_the_templates_they_reached() -> 
         if v is not None and n.startswith("triton_tem")
     }
     assert measured == {"triton_tem_fused_addmm_t_0": True, "triton_tem_fused_addmm_t_2": True}
+
+
+def _with_capture_synthetic(tmp_path: Path, matmul_tf32: str) -> Path:
+    """The real trace beside a ``tcreport-capture.json`` whose audit recorded PyTorch's matmul TF32
+    switch as given (the sitting ran torch.profiler directly, so it wrote none: synthetic)."""
+    tmp_path.mkdir()
+    trace = tmp_path / TRACE.name
+    shutil.copyfile(TRACE, trace)
+    settings = [{"key": "torch.backends.cuda.matmul.allow_tf32", "value": matmul_tf32, "at": None}]
+    side = {"trace": trace.name, "audit": {"framework": "pytorch", "settings": settings}}
+    (tmp_path / "tcreport-capture.json").write_text(json.dumps(side), encoding="utf-8")
+    return trace
+
+
+def test_the_audits_tf32_switch_decides_the_float32_templates(tmp_path: Path) -> None:
+    """Inductor compiles PyTorch's matmul TF32 switch into its templates (ALLOW_TF32): on, the
+    float32 templates ran TF32 on Tensor Cores (what ncu measured in this run); off, IEEE float32."""
+    on = classified_run(api.load(_with_capture_synthetic(tmp_path / "on", "True"))).kernels
+    assert on is not None
+    tem = on.filter(pc.starts_with(on.column("name").cast("string"), "triton_tem_"))
+    assert tem.num_rows >= TEMPLATES
+    assert set(tem.column("uses_tc").to_pylist()) == {True}
+    assert set(tem.column("tc_rule").cast("string").to_pylist()) == {"triton-op-dtype"}
+    off = classified_run(api.load(_with_capture_synthetic(tmp_path / "off", "False"))).kernels
+    assert off is not None
+    tem = off.filter(pc.starts_with(off.column("name").cast("string"), "triton_tem_"))
+    assert set(tem.column("uses_tc").to_pylist()) == {False}
+    # pointwise and reduction kernels keep their own rules either way
+    poi = off.filter(pc.starts_with(off.column("name").cast("string"), "triton_poi_"))
+    assert set(poi.column("tc_rule").cast("string").to_pylist()) == {"triton-pointwise"}
