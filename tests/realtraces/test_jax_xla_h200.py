@@ -101,6 +101,9 @@ def test_ops_are_hlo_instructions_and_hold_the_kernel_time_once(precision: str) 
     names = set(ops.column("name").cast("string").to_pylist())
     assert "XlaModule" not in names
     assert {"cudnn-conv.1", "cudnn-conv-bw-filter.1"} <= names
+    # each ran once a step, whatever number of kernels it launched (cuDNN pads, splits K)
+    calls = {r["calls"] for r in ops.to_pylist() if r["type"] in ("dot", "cudnn-conv")}
+    assert calls == {6}, calls
     attributed = pc.sum(k.filter(pc.is_valid(k.column("op_id"))).column("duration_ns")).as_py()
     assert pc.sum(ops.column("gpu_ns")).as_py() == attributed
     # the kernels without an op (library kernels XLA ran inside a command buffer, named for no

@@ -143,6 +143,7 @@ def _ops(
     facts: SpaceFacts,
     layers: dict[str, str],
     kernel_ns: dict[str, tuple[int, int]],
+    runs: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per op name, host and device rows of framework_op_stats merged."""
     merged: dict[str, dict[str, Any]] = {}
@@ -180,7 +181,7 @@ def _ops(
     for name, (launches, _ns) in kernel_ns.items():
         if name not in merged:  # ran on a device, absent from the converter's op table
             merged[name] = {"op_id": name, "name": name, "type": facts.op_types.get(name)}
-            merged[name]["calls"] = launches
+            merged[name]["calls"] = (runs or {}).get(name, launches)
     for name, row in merged.items():
         shapes = facts.op_shapes.get(name)
         row["input_shapes"] = shapes
@@ -358,15 +359,26 @@ def _read(path: Path) -> Run:
     kernel_ns: dict[str, tuple[int, int]] = {}
     per_dev: dict[int, tuple[int, int]] = {}
     cols = facts.kernels.data
-    for op, dev, dur in zip(
-        cols.get("op_id", []), cols.get("device_id", []), cols.get("duration_ns", []), strict=True
+    by_kernel: dict[str, dict[str, int]] = {}  # HLO op -> its kernels' launches, by name
+    for op, dev, dur, kname in zip(
+        cols.get("op_id", []),
+        cols.get("device_id", []),
+        cols.get("duration_ns", []),
+        cols.get("name", []),
+        strict=True,
     ):
         if op:
             n, ns = kernel_ns.get(op, (0, 0))
             kernel_ns[op] = (n + 1, ns + dur)
+            if op in facts.hlo_ops:
+                counts = by_kernel.setdefault(op, {})
+                counts[kname] = counts.get(kname, 0) + 1
         n, ns = per_dev.get(dev, (0, 0))
         per_dev[dev] = (n + 1, ns + dur)
-    op_rows = _ops(tables, facts, _layer_dtypes(layers), kernel_ns)
+    # an XLA op launches several kernels each time it runs (cuDNN's padding, the convolution, a
+    # split-K reduction): it ran as often as its least launched kernel
+    runs = {op: min(counts.values()) for op, counts in by_kernel.items()}
+    op_rows = _ops(tables, facts, _layer_dtypes(layers), kernel_ns, runs)
     gpu_run = bool(facts.gpus)
     notes = _notes(side, facts, tables, op_rows, layers, per_dev)
     keys = [f.name for f in schema.OPS]
