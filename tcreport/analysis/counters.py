@@ -27,6 +27,7 @@ process, and ``ncu -k``/``-c`` usually profiles a subset):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,15 +59,23 @@ class CounterDisagreement:
 # --------------------------------------------------------------------------- disagreements
 
 
-def disagreements(kernels: pa.Table) -> tuple[CounterDisagreement, ...]:
-    """Every (kernel, name verdict, counter verdict) where the two differ, most GPU time first.
+def disagreements(
+    kernels: pa.Table, trace_only: Callable[[pa.Table], pa.Table] | None = None
+) -> tuple[CounterDisagreement, ...]:
+    """Every (kernel, trace verdict, counter verdict) where the two differ, most GPU time first.
 
-    A name rule that says "unknown" is not contradicted, only completed: such kernels are not
-    listed (the report shows them as decided by ``ncu-counter``).
+    ``trace_only`` gives the verdicts the trace alone gives (names, then what the trace adds:
+    :func:`tcreport.analysis.kernel_verdicts.classify` without counters); the names alone by
+    default. A rule that says "unknown" is not contradicted, only completed: such kernels are
+    not listed (the report shows them as decided by ``ncu-counter``).
     """
     if kernels.num_rows == 0 or kernels.column("counter_uses_tc").null_count == kernels.num_rows:
         return ()
-    by_name = tc_kernels.classify_kernels(kernels, counters=False)
+    by_name = (
+        trace_only(kernels)
+        if trace_only is not None
+        else tc_kernels.classify_kernels(kernels, counters=False)
+    )
     measured = kernels.column("counter_uses_tc")
     named = by_name.column("uses_tc")
     differ = pc.fill_null(pc.not_equal(named, measured), False)

@@ -30,15 +30,14 @@ from tcreport.analysis import (
     invariants,
     iteration_timeline,
     iterations,
+    kernel_verdicts,
     key_nodes,
-    no_matrix_units,
     overlap,
     readable_names,
     slicing,
     steps,
     tc_kernels,
     throughput,
-    triton_ops,
     vendor,
 )
 from tcreport.analysis.derived import IterationRow
@@ -65,7 +64,7 @@ from tcreport.analysis.steps import StepRow
 from tcreport.analysis.throughput import Throughput
 from tcreport.analysis.vendor import Vendor
 from tcreport.errors import OptionError
-from tcreport.model import AuditKey, IterationMethod, Run
+from tcreport.model import IterationMethod, Run
 
 
 def run_vendor(run: Run) -> Vendor:
@@ -77,23 +76,9 @@ def run_vendor(run: Run) -> Vendor:
 def _classify(run: Run, gpu_vendor: Vendor) -> Run:
     pack = tc_kernels.pack_for(gpu_vendor.value)
     named = readable_names.with_readable_names(run.kernels) if run.kernels is not None else None
-    kernels = tc_kernels.classify_kernels(named, pack) if named is not None else None
-    kernels = (
-        triton_ops.refine(kernels, run.ops, run.meta.gpus, _matmul_tf32(run))
-        if kernels is not None
-        else None
-    )
-    # a GPU without matrix units: no kernel used them, named or not (TC005's device)
-    kernels = no_matrix_units.apply(kernels, run.meta.gpus) if kernels is not None else None
+    kernels = kernel_verdicts.classify(named, run, pack) if named is not None else None
     ops = eligibility.classify_ops(run.ops, kernels, judged=True) if run.ops is not None else None
     return run.replace(kernels=kernels, ops=ops)
-
-
-def _matmul_tf32(run: Run) -> bool | None:
-    """PyTorch's matmul TF32 switch as ``tcreport profile``'s audit last recorded it."""
-    audit = run.meta.audit
-    setting = audit.setting(AuditKey.TORCH_MATMUL_TF32) if audit is not None else None
-    return None if setting is None else setting.value == "True"
 
 
 def _ranges_in(run: Run, sel: Selection) -> pa.Table | None:

@@ -122,7 +122,7 @@ def render(view: Report, heading: str = "###") -> str:
             gpu = f"{fmt.ns(o.gpu_ns)} {mark}".rstrip()
             lines.append(
                 f"| {_esc(o.name)} | {_esc(o.type or '')} | {gpu} | {fmt.pct(o.share)} "
-                f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(o.uses_tc)} |"
+                f"| {fmt.yes_no(o.tc_eligible)} | {fmt.yes_no(a.host.op_uses_tc(o))} |"
             )
         lines.append("")
         for mark, note in footnotes:

@@ -196,7 +196,7 @@ def _ranked_tables(a: Analysis, out: Console) -> None:
                 f"{fmt.ns(o.gpu_ns)} {mark}".rstrip(),
                 fmt.pct(o.share),
                 fmt.yes_no(o.tc_eligible),
-                fmt.yes_no(o.uses_tc),
+                fmt.yes_no(a.host.op_uses_tc(o)),
             ]
             for o, mark in zip(ops, marks, strict=True)
         ]

@@ -3,7 +3,7 @@
 Every input is a real profile (sample_traces/h200-jax-xla-ncu, sample_traces/h200-torch-compile-tf32)
 or a synthetic edit of one (``*_synthetic``): the XSpace is decoded with tcreport's own descriptor
 (:func:`parse_xspace`), changed, and written back under ``plugins/profile/run``. Each test is a
-defect found on the day the HLO reading landed, marked xfail until it is fixed.
+defect found on the day the HLO reading landed (hostile13), fixed the same day.
 """
 
 from __future__ import annotations
@@ -66,11 +66,6 @@ def _classified_kernels(run: Any) -> list[dict[str, Any]]:
 # --- two programs whose instructions share names ------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HLO ops are keyed by instruction name alone: a second program's same-named GEMM "
-    "fusions take the first program's precision",
-)
 def test_two_programs_with_the_same_instruction_names_keep_their_own_precision_synthetic(
     tmp_path: Path,
 ) -> None:
@@ -131,10 +126,6 @@ def test_two_programs_with_the_same_instruction_names_keep_their_own_precision_s
 # --- program id 0 -------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_stat_value reads a stat of value 0 as absent: kernels of program 0 never get their HLO",
-)
 def test_kernels_of_program_id_0_get_their_hlo_ops_synthetic(tmp_path: Path) -> None:
     """The bf16 JAX profile with its train step renumbered 16606 -> 0 (and the ``jit_stage``
     program, which really is id 0 in this profile, renumbered 0 -> 16606). XLA numbers modules
@@ -162,11 +153,6 @@ def test_kernels_of_program_id_0_get_their_hlo_ops_synthetic(tmp_path: Path) -> 
 # --- an enormous program ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hlo.Program._operands builds an id map of the whole computation for every op it "
-    "describes: O(instructions x distinct ops)",
-)
 def test_describing_ops_of_a_100k_instruction_program_is_fast_synthetic() -> None:
     """A synthetic ``HloProto``: one computation of 100,000 loop fusions, each using the one
     before. Describing 400 distinct instructions (a big unrolled model launches thousands of
@@ -194,11 +180,6 @@ def test_describing_ops_of_a_100k_instruction_program_is_fast_synthetic() -> Non
 # --- step annotations ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="step ranges carry no host/process: two hosts' simultaneous steps read as overlapping "
-    "and the step marker is rejected",
-)
 def test_a_two_host_profile_keeps_its_step_annotations_synthetic(tmp_path: Path) -> None:
     """The bf16 JAX profile as a two-host run: the same XSpace written twice into one run folder
     (``host0.xplane.pb``, ``host1.xplane.pb``, as a multi-host jax.profiler capture on a shared
@@ -228,10 +209,6 @@ def _damaged_step(root: Path) -> Path:
     return _write(space, root)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a damaged step annotation is dropped without a note (GPU events get one)",
-)
 def test_a_dropped_step_annotation_is_named_in_the_notes_synthetic(tmp_path: Path) -> None:
     """The bf16 JAX profile with its third ``train_step`` annotation's duration set to -5 ps.
     space._host_plane drops it silently: the run has 5 ranges, the iteration before it now spans
@@ -247,10 +224,6 @@ def test_a_dropped_step_annotation_is_named_in_the_notes_synthetic(tmp_path: Pat
 # --- torch.compile's GEMM templates in the op tables --------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="op tables print an op whose kernels are all unknown (tc_known False) as 'uses TC: no'",
-)
 def test_inductor_template_ops_are_not_shown_as_missing_tensor_cores() -> None:
     """sample_traces/h200-torch-compile-tf32 (real, H200, float32 with TF32 allowed): since
     2b82c1a the template ops (triton_tem_fused_mm_t_7, 22.8 % of GPU time) are eligible, and all

@@ -60,7 +60,9 @@ def test_a_folder_of_folders_lists_the_traces_one_level_down() -> None:
         res = runner.invoke(app, args)
         line = res.stderr.strip()
         assert res.exit_code == 2 and "\n" not in line, line
-        assert "holds 2 traces in its subfolders" in line
+        # the A100 and H100 samples and the torch.compile one (the H200 folders are deeper)
+        assert "holds 3 traces in its subfolders" in line
+        assert "h200-torch-compile-tf32/inductor_mlp.pt.trace.json.gz (kineto-json)" in line
         assert "nsys-h100x2-bf16/mfu_2gpu_after.sqlite (nsys-sqlite)" in line
         assert "kineto-a100-tf32-alexnet/benchmark_result_" in line and "give one of them" in line
 

@@ -67,6 +67,14 @@ def test_every_measured_kernel_has_the_counters_verdict_without_them(precision: 
 
 
 @pytest.mark.parametrize("precision", sorted(SHARE))
+def test_the_report_lists_no_disagreement_with_the_counters(precision: str) -> None:
+    """The report's 'name says X, counters say Y' list holds the trace's own verdicts (names and
+    the HLO) against the counters: it listed the seven GEMM fusions as 'profiler-label: no'."""
+    verdict = api.analyze(_run(precision, with_counters=True)).analysis.verdict
+    assert verdict.counter_disagreements == ()
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
 def test_tensor_core_share_equals_the_counters(precision: str) -> None:
     for with_counters in (False, True):
         time = api.analyze(_run(precision, with_counters)).analysis.time

@@ -78,8 +78,12 @@ class Host:
 
     def op_uses_tc(self, op: OpRow) -> bool | None:
         """An op's matrix-unit use as the outputs state it: unknown (``None``) on a CPU-only
-        run, where no kernel ran to say yes or no."""
-        return None if self.cpu_only else op.uses_tc
+        run, where no kernel ran to say yes or no, and for an op none of whose calls has a known
+        verdict (all its kernels unknown: a torch.compile template in float32), which is not a
+        miss but unjudged."""
+        if self.cpu_only or (not op.uses_tc and not op.tc_known):
+            return None
+        return op.uses_tc
 
 
 def _gpu_run_adds(unit: str) -> str:

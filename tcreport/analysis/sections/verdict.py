@@ -19,6 +19,7 @@ from tcreport.analysis import (
     eligibility,
     framework,
     gpu_arch,
+    kernel_verdicts,
     tc_kernels,
     vendor,
     why_not,
@@ -364,7 +365,11 @@ def build(
         op_eligibility_agreement=op_elig,
         op_tc_agreement=op_uses,
         counter_disagreements=(
-            counters.disagreements(run.kernels) if run.kernels is not None else ()
+            counters.disagreements(
+                run.kernels, lambda k: kernel_verdicts.classify(k, run, counters=False)
+            )
+            if run.kernels is not None
+            else ()
         ),
         counter_measured=len({k.name for k in kernels if k.tc_rule == tc_kernels.COUNTER_RULE}),
         tone=tone,

@@ -189,6 +189,8 @@ class Program:
         self._by_kernel: dict[str, tuple[Any, Any]] = {}
         self._ops: dict[str, HloOp] = {}
         self._searched: dict[int, tuple[Any, list[Any]] | None] = {}
+        self._ids: dict[int, dict[int, Any]] = {}
+        self.module = str(module.name)
         for comp in module.computations:
             for inst in comp.instructions:
                 self._by_name.setdefault(inst.name, (inst, comp))
@@ -208,9 +210,13 @@ class Program:
             self._ops[name] = self._describe(inst, comp)
         return self._ops[name]
 
-    @staticmethod
-    def _operands(comp: Any, inst: Any) -> list[Any]:
-        by_id = {int(i.id): i for i in comp.instructions}
+    def _operands(self, comp: Any, inst: Any) -> list[Any]:
+        """``inst``'s operands in ``comp`` (each computation's id map built once: a program can
+        hold 100k instructions)."""
+        key = id(comp)
+        by_id = self._ids.get(key)
+        if by_id is None:
+            by_id = self._ids[key] = {int(i.id): i for i in comp.instructions}
         return [by_id[int(i)] for i in inst.operand_ids if int(i) in by_id]
 
     def _matrix(self, inst: Any) -> tuple[Any, list[Any]] | None:

@@ -288,6 +288,7 @@ def _merged(spaces: list[Any]) -> SpaceFacts:
         facts.gpus += one.gpus
         facts.host_planes += one.host_planes
         facts.dropped += one.dropped
+        facts.dropped_steps += one.dropped_steps
         facts.frameworks |= one.frameworks
         facts.other_events += one.other_events
         for kind, n in one.other_devices.items():
@@ -298,8 +299,9 @@ def _merged(spaces: list[Any]) -> SpaceFacts:
             facts.memory.data[k] += v
         facts.op_shapes.update(one.op_shapes)
         facts.op_types.update(one.op_types)
-        for k, v in one.ranges.data.items():
-            facts.ranges.data[k] += v
+        if not len(facts.ranges):  # one host's steps cut the iterations, as one rank's do
+            for k, v in one.ranges.data.items():
+                facts.ranges.data[k] += v
         for name, op in one.hlo_ops.items():
             facts.hlo_ops.setdefault(name, op)
     return facts
@@ -338,6 +340,10 @@ def _notes(
         f"dropped {facts.dropped:,} GPU events whose duration is negative or 13 days or more, or "
         "whose start lies past the int64 clock's range: they are left out of every figure"
         if facts.dropped
+        else None,
+        f"dropped {facts.dropped_steps:,} step annotations (events with a step_num) whose "
+        "duration is negative or 13 days or more: the steps around them may read as one"
+        if facts.dropped_steps
         else None,
     ]
     return notes + [n for n in candidates if n]

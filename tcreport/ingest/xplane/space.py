@@ -75,6 +75,7 @@ class SpaceFacts:
     op_types: dict[str, str] = field(default_factory=dict)  # op name -> type, from kernel events
     #: XLA ops (HLO instructions) that launched kernels, by name: type, scope, shapes, precision
     hlo_ops: dict[str, hlo.HloOp] = field(default_factory=dict)
+    hlo_owner: dict[str, int] = field(default_factory=dict)  # op id -> its program id
     #: host step annotations (``StepTraceAnnotation``: events with a ``step_num`` stat)
     ranges: Columns = field(default_factory=Columns)
     hostnames: tuple[str, ...] = ()
@@ -84,6 +85,7 @@ class SpaceFacts:
     #: frameworks whose runtime events the host planes hold ("jax", "tensorflow")
     frameworks: set[str] = field(default_factory=set)
     dropped: int = 0  # GPU events with a negative or 13-day duration, or a start past the clock
+    dropped_steps: int = 0  # step annotations so damaged
 
 
 def main_dtype(shapes: str | None) -> str | None:
@@ -169,9 +171,12 @@ def _programs(space: Any) -> dict[int, hlo.Program | bytes]:
 
 def _hlo_op(
     stats: dict[str, Any], kernel: str, programs: dict[int, hlo.Program | bytes]
-) -> hlo.HloOp | None:
+) -> tuple[int, str, hlo.HloOp] | None:
     """The HLO instruction a kernel event ran (:mod:`.hlo`); ``None`` without the program."""
-    pid = stats.get("program_id")
+    if "program_id" not in stats:
+        return None
+    # a stat of value 0 has no field set (proto3), so _stat_value reads it as None: program 0
+    pid = stats["program_id"] or 0
     if not programs or not isinstance(pid, int) or pid not in programs:
         return None
     program = programs[pid]
@@ -182,7 +187,21 @@ def _hlo_op(
             programs.pop(pid)
             return None
     hlo_op = stats.get("hlo_op")
-    return program.op(str(hlo_op) if hlo_op else None, kernel)
+    found = program.op(str(hlo_op) if hlo_op else None, kernel)
+    return None if found is None else (pid, program.module, found)
+
+
+def _op_key(facts: SpaceFacts, program: int, module: str, xla: hlo.HloOp) -> str:
+    """The op id of an HLO instruction: its name, as XLA and xprof show it, unless another
+    program of the run has an instruction of that name (XLA names instructions per program:
+    every jitted function has its ``gemm_fusion_dot.4``); then ``module/name``, and with the
+    program id where two programs share a module name (a recompilation)."""
+    for key in (xla.name, f"{module}/{xla.name}", f"{module}({program})/{xla.name}"):
+        owner = facts.hlo_owner.setdefault(key, program)
+        if owner == program:
+            facts.hlo_ops.setdefault(key, xla)
+            return key
+    return key  # unreachable: the last key names the program
 
 
 def _device_plane(
@@ -200,10 +219,10 @@ def _device_plane(
             start = base_ns + ev.offset_ps // 1000
             dur = ev.duration_ps // 1000
             op, typ, shape = _op_of(str(stats.get("level 0") or stats.get("tf_op") or ""))
-            xla = _hlo_op(stats, md.name, programs)
-            if xla is not None:
-                op, typ, shape = xla.name, xla.type, xla.input_shapes
-                facts.hlo_ops.setdefault(op, xla)
+            found = _hlo_op(stats, md.name, programs)
+            if found is not None:
+                xla = found[2]
+                op, typ, shape = _op_key(facts, *found), xla.type, xla.input_shapes
             elif op == _XLA_MODULE:  # xprof's name for "some op of a JAX program"
                 op = str(stats.get("name") or "") or None
                 typ = op.rsplit("/", 1)[-1] if op else None
@@ -271,7 +290,8 @@ def _host_plane(plane: Any, facts: SpaceFacts) -> None:
                     start = line.timestamp_ns + ev.offset_ps // 1000
                     dur = ev.duration_ps // 1000
                     if not (0 <= dur < MAX_INTERVAL_NS and _within(start)):
-                        break  # damage, as on the device planes
+                        facts.dropped_steps += 1  # damage, as on the device planes
+                        break
                     facts.ranges.add(
                         name=plane.event_metadata[ev.metadata_id].name,
                         thread_id=line.id,
