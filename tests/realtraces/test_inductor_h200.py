@@ -38,6 +38,9 @@ def test_gemm_templates_are_eligible_and_no_finding_says_otherwise() -> None:
     # float32 whose TF32 the trace does not record: unknown, and said to be (TC002), not "no"
     assert report.analysis.time.tc_kernel_ns == 0
     assert any(f.id == "TC002" for f in report.findings)
+    # and the headline does not call 91.5 % of unjudged time "No Tensor Core use"
+    lead, rest = report.analysis.verdict.sentence
+    assert lead.startswith("Tensor Core use unknown") and "No Tensor Core use" not in lead + rest
 
 
 def test_the_counters_say_tf32_tensor_cores_for_the_templates_they_reached() -> None:

@@ -252,6 +252,13 @@ def _sentence(
         return f"{w.unit_one} use unknown:", " this input holds no kernel times."
     n = e.missing or 0
     ops = f"op{'s' if n != 1 else ''}"
+    if time.tc_kernel_ns == 0 and (time.unknown_kernel_ns or 0) * 2 > (time.gpu_kernel_ns or 0):
+        # most of the time unjudged (torch.compile's float32 templates): "no use" would be a guess
+        return (
+            f"{w.unit_one} use unknown for most kernel time:",
+            f" {fmt.ns(time.unknown_kernel_ns)} of {fmt.ns(time.gpu_kernel_ns)} ran in kernels "
+            f"whose names do not say; none of the rest ran on {w.unit}.",
+        )
     if time.tc_kernel_ns == 0:
         could = f", although {n} {ops} could" if n else ""
         return (
