@@ -77,6 +77,11 @@ def check(analysis: Analysis) -> list[Finding]:
         c.Flavour.ANY: "keep input shapes fixed so compilers and autotuners do not re-run, prefetch "
         "input data, and avoid host synchronisation inside the step",
     }[fl]
+    if c.is_jax(analysis):
+        shapes = (
+            "keep input shapes fixed (pad or bucket batches) so jax.jit does not recompile, "
+            "prefetch the input pipeline, and read values back to the host every N steps"
+        )
     return [
         Finding(
             id=ID,
