@@ -261,7 +261,10 @@ def _mfu_note(
     precision: str | None, any_count: bool, no_peaks: str | None = None,
 ) -> str | None:  # fmt: skip
     if not any_count:
-        return "no GEMM, convolution or attention op has recorded shapes"
+        return (
+            "no GEMM, convolution or attention op has shapes a FLOP count can be made from "
+            "(none recorded, or an XLA dot whose contracting dimensions the trace does not give)"
+        )
     if missing:
         n = len(missing)
         return (

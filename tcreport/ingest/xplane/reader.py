@@ -87,7 +87,7 @@ def _parse(files: list[Path]) -> list[Any]:
         from tcreport.ingest.xplane.proto import parse_xspace
     except ImportError as exc:
         raise MissingExtraError(
-            f"reading TensorFlow profiles needs xprof: {INSTALL}", files[0], extra="tf"
+            f"reading TensorFlow or JAX profiles needs xprof: {INSTALL}", files[0], extra="xplane"
         ) from exc
     spaces = []
     for f in files:

@@ -22,7 +22,8 @@ from typing import Any
 
 from tcreport.errors import InputError, MissingExtraError
 
-INSTALL = "pip install 'tcreport[tf]'"
+#: xprof alone reads a profile; the [tf] extra (TensorFlow, for capturing one) includes it.
+INSTALL = "pip install 'tcreport[xplane]'"
 TOOLS = ("framework_op_stats", "kernel_stats", "overview_page")
 
 
@@ -94,7 +95,7 @@ def convert(xplanes: list[Path]) -> ToolTables:
         raw_to_tool_data = importlib.import_module("xprof.convert.raw_to_tool_data")
     except ImportError as exc:
         raise MissingExtraError(
-            f"reading TensorFlow profiles needs xprof: {INSTALL}", xplane, extra="tf"
+            f"reading TensorFlow or JAX profiles needs xprof: {INSTALL}", xplane, extra="xplane"
         ) from exc
     answers: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="tcreport-xplane-") as tmp:
