@@ -44,7 +44,10 @@ RUNS = pa.schema(
         ("date", pa.timestamp("s", tz="UTC")),
         ("date_source", pa.string()),
         ("tcreport_version", pa.string()),  # the tcreport that made the row (or failed on it)
-        ("missing_extra", pa.string()),  # a failure for want of an extra ("xplane"): install, re-run
+        (
+            "missing_extra",
+            pa.string(),
+        ),  # a failure for want of an extra ("xplane"): install, re-run
         # the analysis' broken invariants, "; "-joined (null when all hold): figures not to trust
         ("invariant_violations", pa.string()),
         ("iterations_aggregated", pa.int64()),

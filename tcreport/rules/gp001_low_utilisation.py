@@ -15,10 +15,11 @@ split) includes start-up, so there the finding is informational only.
 from __future__ import annotations
 
 from tcreport import fmt
-from tcreport.analysis.host_wait import HostWait, WaitCause
+from tcreport.analysis.host_wait import HostWait
 from tcreport.analysis.result import Analysis
+from tcreport.analysis.stalls import StallKind
 from tcreport.rules import _common as c
-from tcreport.rules import thresholds
+from tcreport.rules import _stalls, thresholds
 from tcreport.rules.base import Evidence, EvidenceKind, Finding, Severity
 
 ID = "GP001"
@@ -43,11 +44,12 @@ def _feed(fl: c.Flavour, nvidia: bool, jax: bool = False) -> str:
     }[fl]
 
 
-def _off_path(fl: c.Flavour, cause: WaitCause, feed: str) -> str:
-    """How to take the named host work off the step's critical path, in the framework's words."""
-    if cause.work == "data loading":
+def _off_path(fl: c.Flavour, work: str, feed: str) -> str:
+    """How to take the named host work (a :attr:`WaitCause.work`) off the step's critical path,
+    in the framework's words."""
+    if work == "data loading":
         return f"Overlap data loading with compute: {feed}."
-    if cause.work == "synchronisation":
+    if work == "synchronisation":
         return {
             c.Flavour.TORCH: "Remove the synchronisation from the step: no .item(), .cpu(), "
             "print of tensors or torch.cuda.synchronize() each step; keep values on the GPU and "
@@ -57,7 +59,7 @@ def _off_path(fl: c.Flavour, cause: WaitCause, feed: str) -> str:
             c.Flavour.ANY: "Remove the synchronisation from the step: read GPU values on the "
             "host every N steps, not each step.",
         }[fl]
-    if cause.work == "random data":
+    if work == "random data":
         return {
             c.Flavour.TORCH: "Make the data on the GPU (torch.randn(..., device='cuda')), or in "
             "DataLoader workers (num_workers>0, pin_memory=True) so the next batch is ready "
@@ -129,7 +131,9 @@ def _host_wait(
             "is claimed twice"
         )
     names = ", ".join(w.name for w in hw.causes)
-    fix = f"Take {names} off the step's critical path. " + _off_path(c.flavour(analysis), top, feed)
+    fix = f"Take {names} off the step's critical path. " + _off_path(
+        c.flavour(analysis), top.work, feed
+    )
     return title, detail, saving, assumption, fix
 
 
@@ -193,6 +197,18 @@ def check(analysis: Analysis) -> list[Finding]:
         evidence = [Evidence(EvidenceKind.OP, w.name) for w in hw.causes if w.name in ops]
     else:
         fix = _find_the_wait(c.flavour(analysis), nvidia, feed)
+        sync = _stalls.summary(analysis, StallKind.SYNC)
+        if sync is not None and idle_wall and sync.idle_ns * 3 >= idle_wall:
+            # a third or more of the idle follows host syncs (ST001 measures it): say that first
+            top = sync.ops[0][0] if sync.ops else None
+            where = f" (ST001: {fmt.ns(sync.idle_ns)} of idle after syncs, mostly at {top})"
+            fix = (
+                _off_path(c.flavour(analysis), "synchronisation", feed).rstrip(".")
+                + (where if top else "")
+                + ". Then: "
+                + fix[:1].lower()
+                + fix[1:]
+            )
     if whole:
         detail += " The range is the whole profile (no iteration split), so start-up is included."
         saving, assumption = None, "no saving claimed: the range includes process start-up"

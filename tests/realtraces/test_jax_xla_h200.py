@@ -158,3 +158,12 @@ def _readme_figures(path: Path) -> str:
 def test_readme_states_the_figures_the_tests_hold() -> None:
     text = _readme_figures(JAX / "README.md")
     assert "62.4 %, 44.6 % and 0.0 %" in text
+
+
+def test_low_utilisation_names_the_sync_that_idles_the_gpu() -> None:
+    """bf16: the loop reads the loss every step (float(loss)); GP001 (fix first) said only 'find
+    what the GPU waits for in the timeline' while ST001 measured the idle after those syncs."""
+    report = api.analyze(_run("bf16"))
+    gp001 = next(f for f in report.findings if f.id == "GP001")
+    assert gp001.fix is not None and gp001.fix.startswith("Remove the synchronisation")
+    assert "ST001" in gp001.fix
