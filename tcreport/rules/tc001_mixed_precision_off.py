@@ -81,7 +81,9 @@ def check(analysis: Analysis) -> list[Finding]:
         detail += " After the switch, these dimensions also need padding: " + "; ".join(pads) + "."
     tf32_off = all(w.reason == "fp32-tf32-off" for _, w in rows)
     if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
-        detail += "".join(f" {w.message[:1].upper()}{w.message[1:]}." for _, w in rows[:3])
+        # one sentence per distinct message: two convolutions of one type say the same thing
+        messages = list(dict.fromkeys(w.message for _, w in rows))[:3]
+        detail += "".join(f" {m[:1].upper()}{m[1:]}." for m in messages)
         # the switches of the families that missed, without the per-op padding (the detail
         # lists it for every op): cuDNN's switch is on by default, so a matmul-only miss does
         # not name it
