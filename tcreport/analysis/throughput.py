@@ -235,7 +235,10 @@ def compute(
     total = {prec_names[i]: float(per_prec[i]) for i in np.flatnonzero(seen)}
     precision = max(total, key=lambda p: total[p]) if total else None
     counted = int(gpu_ns[has].sum())
-    note = _mfu_note(missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()), no_peaks)
+    note = _mfu_note(
+        missing, counted, tc_kernel_ns, gpu, precision, bool(has.any()), no_peaks,
+        shaped=not has.any() and _any_shapes(ops),
+    )  # fmt: skip
     iters = _iterations(run, ops, rows, row_flops)
     if wall_ns is None and iters:  # one iteration: no reported wall, but its own span
         wall_ns = sum(i.duration_ns for i in iters)
@@ -256,15 +259,25 @@ def compute(
     )
 
 
+def _any_shapes(ops: pa.Table) -> bool:
+    """Whether any Tensor Core eligible op recorded input shapes (none of them countable)."""
+    shaped = pc.and_(
+        pc.fill_null(ops.column("tc_eligible"), False), pc.is_valid(ops.column("input_shapes"))
+    )
+    return bool(pc.any(shaped).as_py())
+
+
 def _mfu_note(
     missing: tuple[str, ...], counted: int, tc_ns: int | None, gpu: peaks.GpuPeaks | None,
-    precision: str | None, any_count: bool, no_peaks: str | None = None,
+    precision: str | None, any_count: bool, no_peaks: str | None = None, *, shaped: bool = False,
 ) -> str | None:  # fmt: skip
-    if not any_count:
+    if not any_count and shaped:  # an XLA dot: operand shapes, no contracting dimensions
         return (
             "no GEMM, convolution or attention op has shapes a FLOP count can be made from "
-            "(none recorded, or an XLA dot whose contracting dimensions the trace does not give)"
+            "(their recorded shapes do not say which dimensions are contracted: XLA's dots)"
         )
+    if not any_count:
+        return "no GEMM, convolution or attention op has recorded shapes"
     if missing:
         n = len(missing)
         return (

@@ -82,14 +82,15 @@ def _off_path(fl: c.Flavour, work: str, feed: str) -> str:
     }[fl]
 
 
-def _find_the_wait(fl: c.Flavour, nvidia: bool, feed: str) -> str:
+def _find_the_wait(fl: c.Flavour, nvidia: bool, feed: str, jax: bool = False) -> str:
     """Where to look when the profile does not show what the GPU waited for."""
     nsys = "nsys/" if nvidia else ""
     if fl is c.Flavour.TF:  # TensorFlow and JAX: the same profiler, the same viewer
+        sync = "float(), jax.device_get, print of arrays" if jax else ".numpy(), print of tensors"
         return (
             f"Find what the GPU waits for in the timeline ({nsys}the profile's trace viewer in "
-            "TensorBoard or Perfetto): host work between steps, synchronisation (.numpy(), "
-            f"float(), jax.device_get, print of arrays), or input data: {feed}."
+            f"TensorBoard or Perfetto): host work between steps, synchronisation ({sync}), or "
+            f"input data: {feed}."
         )
     return (
         f"Find what the GPU waits for in the timeline ({nsys}torch.profiler): host work between "
@@ -196,7 +197,7 @@ def check(analysis: Analysis) -> list[Finding]:
         ops = {o.name for o in analysis.breakdown.ops}
         evidence = [Evidence(EvidenceKind.OP, w.name) for w in hw.causes if w.name in ops]
     else:
-        fix = _find_the_wait(c.flavour(analysis), nvidia, feed)
+        fix = _find_the_wait(c.flavour(analysis), nvidia, feed, c.is_jax(analysis))
         sync = _stalls.summary(analysis, StallKind.SYNC)
         if sync is not None and idle_wall and sync.idle_ns * 3 >= idle_wall:
             # a third or more of the idle follows host syncs (ST001 measures it): say that first
