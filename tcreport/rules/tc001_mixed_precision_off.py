@@ -83,7 +83,7 @@ def check(analysis: Analysis) -> list[Finding]:
     if tf32_off:  # float32 on a GPU with TF32: the one switch that fixes it is TF32's
         # one sentence per distinct message: two convolutions of one type say the same thing
         messages = list(dict.fromkeys(w.message for _, w in rows))[:3]
-        detail += "".join(f" {m[:1].upper()}{m[1:]}." for m in messages)
+        detail += "".join(f" {_sentence_start(m)}." for m in messages)
         # the switches of the families that missed, without the per-op padding (the detail
         # lists it for every op): cuDNN's switch is on by default, so a matmul-only miss does
         # not name it
@@ -119,3 +119,10 @@ def check(analysis: Analysis) -> list[Finding]:
             evidence=tuple(Evidence(EvidenceKind.OP, o.name) for o in ops),
         )
     ]
+
+
+def _sentence_start(message: str) -> str:
+    """A sentence from a why-not message: an English first word capitalised, an op type
+    (``cublaslt-matmul``, ``aten::mm``) left as the trace spells it."""
+    first = message.split(" ", 1)[0]
+    return message[:1].upper() + message[1:] if first.isalpha() else message
