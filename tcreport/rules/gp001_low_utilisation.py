@@ -98,6 +98,18 @@ def _find_the_wait(fl: c.Flavour, nvidia: bool, feed: str, jax: bool = False) ->
     )
 
 
+def _sync_first(analysis: Analysis, idle_wall: int, feed: str, fix: str) -> str:
+    """``fix``, led by taking the syncs out of the step where a third or more of the idle
+    follows host syncs (ST001 measures it from the same stall summary)."""
+    sync = _stalls.summary(analysis, StallKind.SYNC)
+    if sync is None or not idle_wall or sync.idle_ns * 3 < idle_wall:
+        return fix
+    top = sync.ops[0][0] if sync.ops else None
+    where = f" (ST001: {fmt.ns(sync.idle_ns)} of idle after syncs, mostly at {top})" if top else ""
+    first = _off_path(c.flavour(analysis), "synchronisation", feed).rstrip(".")
+    return f"{first}{where}. Then: {fix[:1].lower()}{fix[1:]}"
+
+
 def _host_wait(
     analysis: Analysis, hw: HostWait, util: float, idle_wall: int, feed: str
 ) -> tuple[str, str, int, str, str]:
@@ -197,19 +209,12 @@ def check(analysis: Analysis) -> list[Finding]:
         ops = {o.name for o in analysis.breakdown.ops}
         evidence = [Evidence(EvidenceKind.OP, w.name) for w in hw.causes if w.name in ops]
     else:
-        fix = _find_the_wait(c.flavour(analysis), nvidia, feed, c.is_jax(analysis))
-        sync = _stalls.summary(analysis, StallKind.SYNC)
-        if sync is not None and idle_wall and sync.idle_ns * 3 >= idle_wall:
-            # a third or more of the idle follows host syncs (ST001 measures it): say that first
-            top = sync.ops[0][0] if sync.ops else None
-            where = f" (ST001: {fmt.ns(sync.idle_ns)} of idle after syncs, mostly at {top})"
-            fix = (
-                _off_path(c.flavour(analysis), "synchronisation", feed).rstrip(".")
-                + (where if top else "")
-                + ". Then: "
-                + fix[:1].lower()
-                + fix[1:]
-            )
+        fix = _sync_first(
+            analysis,
+            idle_wall,
+            feed,
+            _find_the_wait(c.flavour(analysis), nvidia, feed, c.is_jax(analysis)),
+        )
     if whole:
         detail += " The range is the whole profile (no iteration split), so start-up is included."
         saving, assumption = None, "no saving claimed: the range includes process start-up"

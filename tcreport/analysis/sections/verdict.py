@@ -238,6 +238,16 @@ def _why_not(run: Run, fix_flavour: str) -> tuple[WhyNot, ...]:
     )
 
 
+def _disagreements(run: Run) -> tuple[CounterDisagreement, ...]:
+    """The counters held against what the trace alone says (names, then the trace's own
+    refinements: :mod:`tcreport.analysis.kernel_verdicts`)."""
+    if run.kernels is None:
+        return ()
+    return counters.disagreements(
+        run.kernels, lambda k: kernel_verdicts.classify(k, run, counters=False)
+    )
+
+
 def _sentence(
     w: UnitWords, cpu_only: bool, tc_share: float | None, time: TimeFigures, e: _Eligibility
 ) -> tuple[str, str]:
@@ -371,13 +381,7 @@ def build(
         kernel_agreement=kernel,
         op_eligibility_agreement=op_elig,
         op_tc_agreement=op_uses,
-        counter_disagreements=(
-            counters.disagreements(
-                run.kernels, lambda k: kernel_verdicts.classify(k, run, counters=False)
-            )
-            if run.kernels is not None
-            else ()
-        ),
+        counter_disagreements=_disagreements(run),
         counter_measured=len({k.name for k in kernels if k.tc_rule == tc_kernels.COUNTER_RULE}),
         tone=tone,
         sentence=_sentence(w, cpu_only, tc_share, time, e),
