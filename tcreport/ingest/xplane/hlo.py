@@ -90,7 +90,6 @@ _TYPES = {
     19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4", 23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz",
     25: "f8e4m3fnuz", 28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
 }  # fmt: skip
-_PRECISION = {0: "default", 1: "high", 2: "highest"}
 #: xla.PrecisionConfig.Algorithm: the math an explicit dot algorithm runs (the operands' type
 #: otherwise decides). The X3/X6/X9 forms split float32 into bf16/tf32 parts and run on the
 #: matrix units too.
@@ -119,7 +118,7 @@ class HloOp:
     """One HLO instruction as an op: what the reader puts in the ops table."""
 
     name: str  # the instruction's name (``gemm_fusion_dot.4``)
-    type: str  # "dot", "convolution", "cublaslt-matmul", "cudnn-conv", "loop_fusion", "copy"...
+    type: str  # "dot", "convolution", "cublaslt-matmul", "cudnn-conv", "fusion", "copy"...
     scope: str | None  # JAX's name stack (``jit(train_step)/jvp()/dot_general``)
     input_shapes: str | None  # "bf16[256,16384];bf16[16384,1000]": the matrix work's operands
     dtype: str | None  # the precision the matrix work was compiled to run at; else the inputs'

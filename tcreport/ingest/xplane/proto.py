@@ -96,7 +96,7 @@ def message_class(
     key = f"{package}.{root}"
     if key in _cache:
         return _cache[key]
-    # import_module: protobuf comes with the [tf] extra, without type stubs.
+    # import_module: protobuf comes with xprof (the [xplane] extra), without type stubs.
     descriptor_pb2 = importlib.import_module("google.protobuf.descriptor_pb2")
     descriptor_pool = importlib.import_module("google.protobuf.descriptor_pool")
     message_factory = importlib.import_module("google.protobuf.message_factory")
