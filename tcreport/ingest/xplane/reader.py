@@ -3,7 +3,7 @@
 Op figures come from xprof's own converters (``framework_op_stats``, ``kernel_stats``,
 ``overview_page``), so tcreport agrees with what TensorBoard's profile plugin shows for the same
 file; per-launch kernel rows, devices and op dtypes come from the XSpace's device planes, which the
-converters aggregate away. xprof (the ``[tf]`` extra) is imported only when a profile is read.
+converters aggregate away. xprof (the ``[xplane]`` extra) is imported only when a profile is read.
 
 A ``tcreport-capture.json`` written by ``tcreport profile --backend tf`` beside the profile adds
 what the profiler cannot know: which steps the capture window kept and the Keras dtype policies.
