@@ -1,4 +1,7 @@
-"""Reader for TensorFlow profiler output (``*.xplane.pb`` XSpace files, TF 2.2 and later).
+"""Reader for TensorFlow and JAX profiler output (``*.xplane.pb`` XSpace files, TF 2.2 and later).
+
+In a JAX (XLA) profile each kernel's op is its HLO instruction, decoded from the programs the
+profile stores (:mod:`.hlo`), and step annotations become ranges (:mod:`.space`).
 
 Op figures come from xprof's own converters (``framework_op_stats``, ``kernel_stats``,
 ``overview_page``), so tcreport agrees with what TensorBoard's profile plugin shows for the same
