@@ -38,7 +38,10 @@ from tcreport.analysis.shapes import Shape, element_bytes, flag, parse_concrete,
 __all__ = ["HEAVY", "Count", "count"]
 
 _GEMM = {"mm", "addmm", "addmm_", "_addmm_activation", "matmul", "bmm", "baddbmm", "baddbmm_",
-         "linear", "matmul_", "dense", "matmulop"}  # fmt: skip
+         "linear", "matmul_", "dense", "matmulop",
+         # XLA's dots and cuBLAS calls, whose shapes the xplane reader writes as the GEMM they
+         # compute ([B,]M,K and [B,]K,N: tcreport.ingest.xplane.hlo.gemm_shapes)
+         "dot", "cublaslt-matmul", "cublas-gemm"}  # fmt: skip
 _BIAS_FIRST = {"addmm", "addmm_", "_addmm_activation", "baddbmm", "baddbmm_"}
 _ATTN = re.compile(
     r"^(_?scaled_dot_product(_flash|_efficient|_cudnn)?_attention|_flash_attention_forward"
@@ -64,7 +67,8 @@ _CONV_DGRAD = re.compile(r"convolution_backward_input$")
 _CONV_BWD = conv_flops.BACKWARD
 #: Op types whose FLOPs this module can count: the "heavy" ops an MFU figure must cover.
 HEAVY = re.compile(
-    r"^(mm|addmm_?|_addmm_activation|matmul|bmm|baddbmm_?|linear|.*conv.*|.*attention.*"
+    r"^(mm|addmm_?|_addmm_activation|matmul|bmm|baddbmm_?|linear|dot|cublas(lt)?-(gemm|matmul)"
+    r"|.*conv.*|.*attention.*"
     r"|_flash_attention_.*|flash_attn.*|flashattn.*func)$"
 )
 

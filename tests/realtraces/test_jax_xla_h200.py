@@ -10,6 +10,8 @@ finding "XlaModule takes 100.0% of GPU time and cannot use Tensor Cores", and on
 
 from __future__ import annotations
 
+import csv
+import json
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -167,3 +169,46 @@ def test_low_utilisation_names_the_sync_that_idles_the_gpu() -> None:
     gp001 = next(f for f in report.findings if f.id == "GP001")
     assert gp001.fix is not None and gp001.fix.startswith("Remove the synchronisation")
     assert "ST001" in gp001.fix
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_gemm_fusion_flops_are_the_counters_tensor_math_before_tile_padding(precision: str) -> None:
+    """The reader writes each XLA dot as the GEMM it computes ([B,]M,K x [B,]K,N, from the HLO's
+    dot dimension numbers), and its FLOPs are 2·B·M·N·K. Nsight Compute counted, per launch of each
+    GEMM fusion, that many tensor-path operations where M, N and K are multiples of 64, and more by
+    the kernel's tile padding elsewhere (N 1000 -> 1024: x1.024; 10 -> 16: x1.6; split-K's
+    K 252 -> 256: x1.016): the shapes are the work the Tensor Cores did."""
+    lines = (JAX / "ncu" / f"ncu_jax_{precision}.csv").read_text(encoding="utf-8").splitlines()
+    table = list(
+        csv.reader(lines[next(i for i, ln in enumerate(lines) if ln.startswith('"ID"')) :])
+    )
+    head = table[0]
+    measured: dict[str, float] = {}
+    for row in table[2:]:
+        r = dict(zip(head, row, strict=False))
+        name = r.get("Kernel Name", "")
+        if name.startswith("gemm_fusion"):
+            ops = sum(
+                float(v.replace(",", "") or 0)
+                for k, v in r.items()
+                if k.startswith("sm__ops_path_tensor_") and k.endswith(".sum")
+            )
+            measured.setdefault(name, ops)
+    throughput = api.analyze(_run(precision)).analysis.throughput
+    assert throughput is not None
+    checked = 0
+    for g in throughput.ops:
+        kernel = g.name.replace(".", "_")
+        if kernel not in measured or not g.flops or not g.calls:
+            continue
+        dims = json.loads(g.input_shapes or "[]")
+        *batch, m, k = dims[0]
+        n = dims[1][-1]
+        b = batch[0] if batch else 1
+        per_call = 2 * b * m * n * k
+        assert g.flops / g.calls == per_call
+        assert per_call <= measured[kernel] <= 1.6 * per_call, g.name
+        if m % 64 == n % 64 == k % 64 == 0:
+            assert measured[kernel] == per_call, g.name
+        checked += 1
+    assert checked >= 6

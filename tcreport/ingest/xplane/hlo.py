@@ -24,6 +24,7 @@ xla/xla_data.proto), as :mod:`.proto` does for the XSpace: protobuf skips the re
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -64,8 +65,18 @@ _HLO_MESSAGES: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...]], ...
             ("id", 35, _INT64, _ONE, ""),
             ("operand_ids", 36, _INT64, _MANY, ""),
             ("called_computation_ids", 38, _INT64, _MANY, ""),
+            ("dot_dimension_numbers", 30, _MSG, _ONE, "DotDimensionNumbers"),
             ("backend_config", 43, _BYTES, _ONE, ""),
             ("precision_config", 51, _MSG, _ONE, "PrecisionConfig"),
+        ),
+    ),
+    (
+        "DotDimensionNumbers",
+        (
+            ("lhs_contracting_dimensions", 1, _INT64, _MANY, ""),
+            ("rhs_contracting_dimensions", 2, _INT64, _MANY, ""),
+            ("lhs_batch_dimensions", 3, _INT64, _MANY, ""),
+            ("rhs_batch_dimensions", 4, _INT64, _MANY, ""),
         ),
     ),
     (
@@ -120,7 +131,7 @@ class HloOp:
     name: str  # the instruction's name (``gemm_fusion_dot.4``)
     type: str  # "dot", "convolution", "cublaslt-matmul", "cudnn-conv", "fusion", "copy"...
     scope: str | None  # JAX's name stack (``jit(train_step)/jvp()/dot_general``)
-    input_shapes: str | None  # "bf16[256,16384];bf16[16384,1000]": the matrix work's operands
+    input_shapes: str | None  # "[[256, 16384], [16384, 1000]]": the matrix work's operands
     dtype: str | None  # the precision the matrix work was compiled to run at; else the inputs'
 
 
@@ -131,11 +142,17 @@ def message(data: bytes) -> Any:
     return proto
 
 
-def _shape(s: Any) -> str:
-    kind = _TYPES.get(int(s.element_type), f"type{int(s.element_type)}")
-    if kind == "tuple":
-        return "(" + ", ".join(_shape(t) for t in s.tuple_shapes) + ")"
-    return f"{kind}[{','.join(str(int(d)) for d in s.dimensions)}]"
+def _shapes(operands: list[Any]) -> str | None:
+    """Operand shapes as the other readers write them (Kineto's ``Input Dims``:
+    ``[[256, 16384], [16384, 1000]]``; the element type is the op's dtype), a tuple operand as
+    its parts' list."""
+
+    def dims(s: Any) -> Any:
+        if int(s.element_type) == _TUPLE:
+            return [dims(t) for t in s.tuple_shapes]
+        return [int(d) for d in s.dimensions]
+
+    return json.dumps([dims(o.shape) for o in operands]) if operands else None
 
 
 def _matrix_dtype(precisions: list[int], algorithm: int, operands: list[Any]) -> str | None:
@@ -156,6 +173,7 @@ def _matrix_dtype(precisions: list[int], algorithm: int, operands: list[Any]) ->
 #: ``"operand_precision":["DEFAULT","DEFAULT"],"algorithm":"ALG_UNSET"`` there.
 _CONFIG_PRECISION = re.compile(rb'"operand_precision"\s*:\s*\[([^\]]*)\]')
 _CONFIG_ALGORITHM = re.compile(rb'"algorithm"\s*:\s*"ALG_([A-Z0-9_]+)"')
+_TUPLE = 13  # xla.PrimitiveType TUPLE
 _PRECISION_NAMES = {b"DEFAULT": 0, b"HIGH": 1, b"HIGHEST": 2}
 _ALGORITHM_NAMES = {
     b"DOT_ANY_F8_ANY_F8_F32": 1, b"DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM": 2, b"DOT_F16_F16_F16": 3,
@@ -164,6 +182,61 @@ _ALGORITHM_NAMES = {
     b"DOT_TF32_TF32_F32_X3": 10, b"DOT_F32_F32_F32": 11, b"DOT_F64_F64_F64": 12,
     b"DOT_BF16_BF16_F32_X9": 13,
 }  # fmt: skip
+
+
+#: A cuBLAS call's dot dimensions, in its backend config (JSON): ``"lhs_contracting_dimensions":
+#: ["1"]`` and the three others.
+_CONFIG_DIMS = re.compile(rb'"(lhs|rhs)_(contracting|batch)_dimensions"\s*:\s*\[([^\]]*)\]')
+_DIM_NAMES = ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
+
+
+def _dot_dims(inst: Any) -> tuple[list[int], ...] | None:
+    """(lhs contracting, rhs contracting, lhs batch, rhs batch) of a dot or a cuBLAS call."""
+    d = inst.dot_dimension_numbers
+    found = (
+        list(d.lhs_contracting_dimensions),
+        list(d.rhs_contracting_dimensions),
+        list(d.lhs_batch_dimensions),
+        list(d.rhs_batch_dimensions),
+    )
+    if found[0]:
+        return tuple([int(x) for x in f] for f in found)
+    parsed: dict[str, list[int]] = {}
+    for side, kind, values in _CONFIG_DIMS.findall(bytes(inst.backend_config)):
+        nums = [v.strip(b' "') for v in values.split(b",") if v.strip(b' "')]
+        if not all(n.isdigit() for n in nums):
+            return None
+        parsed[f"{side.decode()}_{kind.decode()}"] = [int(n) for n in nums]
+    if not parsed.get("lhs_contracting"):
+        return None
+    return tuple(parsed.get(k, []) for k in _DIM_NAMES)
+
+
+def _product(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def gemm_shapes(inst: Any, operands: list[Any]) -> str | None:
+    """A dot's operands as the GEMM it computes, ``[[B,]M,K]`` and ``[[B,]K,N]`` (batch dimensions
+    multiplied into B, the others into M, K and N), so a FLOP count and the alignment rules read
+    it as a matrix product; ``None`` where the dimensions do not add up."""
+    dims = _dot_dims(inst)
+    if dims is None or len(operands) < 2:
+        return None
+    lhs, rhs = list(operands[0].shape.dimensions), list(operands[1].shape.dimensions)
+    lc, rc, lb, rb = dims
+    if any(not 0 <= i < len(lhs) for i in lc + lb) or any(not 0 <= i < len(rhs) for i in rc + rb):
+        return None
+    k, b = _product([lhs[i] for i in lc]), _product([lhs[i] for i in lb])
+    if k != _product([rhs[i] for i in rc]) or b != _product([rhs[i] for i in rb]):
+        return None
+    m = _product([x for i, x in enumerate(lhs) if i not in lc and i not in lb])
+    n = _product([x for i, x in enumerate(rhs) if i not in rc and i not in rb])
+    batch = [b] if b > 1 else []
+    return json.dumps([[*batch, m, k], [*batch, k, n]])
 
 
 def _precision(inst: Any) -> tuple[list[int], int]:
@@ -259,13 +332,15 @@ class Program:
         if found is not None:
             matrix, inputs = found
             typ = "convolution" if matrix.opcode == "convolution" else "dot"
-            shapes = ";".join(_shape(o.shape) for o in inputs) or None
+            shapes = (gemm_shapes(matrix, inputs) if typ == "dot" else None) or _shapes(inputs)
             return HloOp(
                 str(inst.name), typ, scope, shapes, _matrix_dtype(*_precision(matrix), inputs)
             )
         target = str(inst.custom_call_target)
         library = next((t for rx, t in _LIBRARY if target and rx.search(target)), None)
-        shapes = ";".join(_shape(o.shape) for o in operands) or None
+        shapes = _shapes(operands)
+        if library is not None and library.startswith("cublas"):
+            shapes = gemm_shapes(inst, operands) or shapes
         if library is not None:  # a cuBLAS GEMM or cuDNN convolution: matrix work too
             return HloOp(
                 str(inst.name), library, scope, shapes, _matrix_dtype(*_precision(inst), operands)
