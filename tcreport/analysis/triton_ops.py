@@ -97,7 +97,25 @@ def refine(
             return None
         return True if dtype in matrix else (False if dtype == "fp32" else None)
 
-    return _by_op(kernels, ops, xla, xla_verdict, tc_kernels.XLA_HLO_RULE)
+    kernels = _by_op(kernels, ops, xla, xla_verdict, tc_kernels.XLA_HLO_RULE)
+    return _unlabelled(kernels, xla)
+
+
+def _unlabelled(kernels: pa.Table, xla: pa.ChunkedArray | pa.Array) -> pa.Table:
+    """XLA GEMM fusions the HLO did not decide stay unknown: xprof's label for them is a name
+    heuristic that calls every one "no" (wrong for all the bf16 and TF32 ones ncu measured)."""
+    rule = kernels.column("tc_rule").cast(pa.string())
+    labelled = pc.and_(xla, pc.fill_null(pc.equal(rule, tc_kernels.PROFILER_LABEL), False))
+    if not pc.any(labelled).as_py():
+        return kernels
+    uses = pc.if_else(labelled, pa.scalar(None, pa.bool_()), kernels.column("uses_tc"))
+    names = pc.if_else(labelled, _XLA_GEMM, rule)
+    i_uses, i_rule = (
+        kernels.schema.get_field_index("uses_tc"),
+        kernels.schema.get_field_index("tc_rule"),
+    )
+    out = kernels.set_column(i_uses, kernels.schema.field(i_uses), uses)
+    return out.set_column(i_rule, kernels.schema.field(i_rule), pc.dictionary_encode(names))
 
 
 def _by_op(

@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
 from trace_paths import SAMPLES
 
@@ -20,6 +21,7 @@ pytest.importorskip("xprof")
 pytest.importorskip("google.protobuf")
 
 from tcreport import api  # noqa: E402
+from tcreport.analysis.result import classified_run  # noqa: E402
 from tcreport.errors import TcreportError  # noqa: E402
 from tcreport.ingest.xplane import hlo  # noqa: E402
 from tcreport.ingest.xplane.proto import parse_xspace  # noqa: E402
@@ -97,3 +99,8 @@ def test_a_program_without_its_hlo_keeps_xprof_ops(tmp_path: Path) -> None:
     names = set(run.ops.column("name").cast("string").to_pylist())
     assert "XlaModule" not in names
     assert "jit(train_step)/jvp()/conv_general_dilated" in names
+    k = classified_run(run).kernels
+    assert k is not None
+    fusions = k.filter(pc.starts_with(k.column("name").cast("string"), "gemm_fusion_dot"))
+    assert fusions.num_rows and fusions.column("uses_tc").null_count == fusions.num_rows
+    assert set(fusions.column("tc_rule").cast("string").to_pylist()) == {"xla-gemm-fusion"}
