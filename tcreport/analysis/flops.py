@@ -62,7 +62,10 @@ _CAUSAL_ARG = {
 }
 #: ``_efficient_attention_forward`` records a mask type instead: 0 none, 1 and 2 causal.
 _MASK_TYPE_ARG = {"_efficient_attention_forward": 9}
-_CONV = re.compile(r"^(_?convolution|conv[123]d|cudnn_convolution|mkldnn_convolution|conv2d)$")
+_CONV = re.compile(
+    r"^(_?convolution|conv[123]d|cudnn_convolution|mkldnn_convolution|conv2d"
+    r"|cudnn-conv(-bias-activation)?)$"  # XLA's cuDNN calls, in the forward problem's shapes
+)
 _CONV_DGRAD = re.compile(r"convolution_backward_input$")
 _CONV_BWD = conv_flops.BACKWARD
 #: Op types whose FLOPs this module can count: the "heavy" ops an MFU figure must cover.

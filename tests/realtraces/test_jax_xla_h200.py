@@ -212,3 +212,35 @@ def test_gemm_fusion_flops_are_the_counters_tensor_math_before_tile_padding(prec
             assert measured[kernel] == per_call, g.name
         checked += 1
     assert checked >= 6
+
+
+def test_convolutions_read_as_their_forward_problem_with_flops_and_the_channel_reason() -> None:
+    """cuDNN's calls keep the forward convolution's dimension numbers, the backward-filter call's
+    filter being its result: both read <N:256, C:3, H:32, W:32>; <K:64, C:3, R:3, S:3>, so their
+    FLOPs are 2·N·K·P·Q·C·R·S and the float32 run's miss gets its reason: TC003 'pad C 3 → 4'
+    where TC004 said 'why: unknown'. Nsight Compute counted the bf16 forward kernel's tensor math
+    as that product with the 3 input channels padded to 32."""
+    fp32 = api.analyze(_run("fp32"))
+    tc003 = next(f for f in fp32.findings if f.id == "TC003")
+    assert "cudnn-conv-bw-filter.1: pad C 3 → 4" in tc003.detail
+    bf16 = api.analyze(_run("bf16")).analysis.throughput
+    assert bf16 is not None
+    convs = {g.name: g for g in bf16.ops if g.name.startswith("cudnn-conv")}
+    assert set(convs) == {"cudnn-conv.1", "cudnn-conv-bw-filter.1"}
+    per_call = 2 * 256 * 64 * 32 * 32 * 3 * 3 * 3
+    for g in convs.values():
+        assert g.input_shapes == "<N:256, C:3, H:32, W:32>; <K:64, C:3, R:3, S:3>"
+        assert g.flops is not None and g.calls and g.flops / g.calls == per_call
+    lines = (JAX / "ncu" / "ncu_jax_bf16.csv").read_text(encoding="utf-8").splitlines()
+    table = list(
+        csv.reader(lines[next(i for i, ln in enumerate(lines) if ln.startswith('"ID"')) :])
+    )
+    fprop = [
+        dict(zip(table[0], row, strict=False))
+        for row in table[2:]
+        if "s16816fprop_optimized_bf16" in row[table[0].index("Kernel Name")]
+    ]
+    assert fprop
+    for r in fprop:
+        ops = float(r["sm__ops_path_tensor_src_bf16_dst_fp32.sum"].replace(",", ""))
+        assert ops == per_call * 32 // 3

@@ -65,9 +65,24 @@ _HLO_MESSAGES: tuple[tuple[str, tuple[tuple[str, int, int, int, str], ...]], ...
             ("id", 35, _INT64, _ONE, ""),
             ("operand_ids", 36, _INT64, _MANY, ""),
             ("called_computation_ids", 38, _INT64, _MANY, ""),
+            ("convolution_dimension_numbers", 16, _MSG, _ONE, "ConvolutionDimensionNumbers"),
             ("dot_dimension_numbers", 30, _MSG, _ONE, "DotDimensionNumbers"),
             ("backend_config", 43, _BYTES, _ONE, ""),
             ("precision_config", 51, _MSG, _ONE, "PrecisionConfig"),
+        ),
+    ),
+    (
+        "ConvolutionDimensionNumbers",
+        (
+            ("kernel_input_feature_dimension", 3, _INT64, _ONE, ""),
+            ("kernel_output_feature_dimension", 4, _INT64, _ONE, ""),
+            ("kernel_spatial_dimensions", 6, _INT64, _MANY, ""),
+            ("input_batch_dimension", 7, _INT64, _ONE, ""),
+            ("input_feature_dimension", 8, _INT64, _ONE, ""),
+            ("output_batch_dimension", 9, _INT64, _ONE, ""),
+            ("output_feature_dimension", 10, _INT64, _ONE, ""),
+            ("input_spatial_dimensions", 11, _INT64, _MANY, ""),
+            ("output_spatial_dimensions", 12, _INT64, _MANY, ""),
         ),
     ),
     (
@@ -133,6 +148,7 @@ class HloOp:
     scope: str | None  # JAX's name stack (``jit(train_step)/jvp()/dot_general``)
     input_shapes: str | None  # "[[256, 16384], [16384, 1000]]": the matrix work's operands
     dtype: str | None  # the precision the matrix work was compiled to run at; else the inputs'
+    output_shapes: str | None = None  # a convolution's output, labelled: its FLOP count needs it
 
 
 def message(data: bytes) -> Any:
@@ -239,6 +255,55 @@ def gemm_shapes(inst: Any, operands: list[Any]) -> str | None:
     return json.dumps([[*batch, m, k], [*batch, k, n]])
 
 
+#: Spatial dimension labels of a convolution's input, filter and output, by how many there are
+#: (the labelled form DLProf writes: ``<N:32, C:3, H:32, W:32>``, ``<K:6, C:3, R:3, S:3>``).
+_SPATIAL = {
+    1: (("W",), ("S",), ("Q",)),
+    2: (("H", "W"), ("R", "S"), ("P", "Q")),
+    3: (("D", "H", "W"), ("T", "R", "S"), ("O", "P", "Q")),
+}
+
+
+def _labelled(pairs: list[tuple[str, int]]) -> str:
+    return "<" + ", ".join(f"{k}:{v}" for k, v in pairs) + ">"
+
+
+def conv_shapes(inst: Any, operands: list[Any], result: Any) -> tuple[str, str] | None:
+    """A convolution's (input and filter, output) shapes in the labelled form the alignment rules
+    and the FLOP count read: ``<N, C, H, W>; <K, C/groups, R, S>`` and ``<N, K, P, Q>``. XLA keeps
+    the forward convolution's dimension numbers on cuDNN's backward calls too, so the three shapes
+    are found by the call's kind: the filter gradient is the result of a backward-filter call,
+    the input gradient of a backward-input one (checked on the H200 JAX programs)."""
+    target = str(inst.custom_call_target).lower()
+    shapes = [list(o.shape.dimensions) for o in operands[:2]]
+    if len(shapes) < 2:
+        return None
+    res = list((result.tuple_shapes[0] if len(result.tuple_shapes) else result).dimensions)
+    if "backwardfilter" in target:
+        x, w, y = shapes[0], res, shapes[1]
+    elif "backwardinput" in target:
+        x, w, y = res, shapes[1], shapes[0]
+    else:
+        x, w, y = shapes[0], shapes[1], res
+    d = inst.convolution_dimension_numbers
+    try:
+        n, c = x[d.input_batch_dimension], x[d.input_feature_dimension]
+        k, cg = w[d.kernel_output_feature_dimension], w[d.kernel_input_feature_dimension]
+        hw = [x[i] for i in d.input_spatial_dimensions]
+        rs = [w[i] for i in d.kernel_spatial_dimensions]
+        pq = [y[i] for i in d.output_spatial_dimensions]
+        n_out, k_out = y[d.output_batch_dimension], y[d.output_feature_dimension]
+    except IndexError:
+        return None
+    labels = _SPATIAL.get(len(hw))
+    if labels is None or not (len(rs) == len(pq) == len(hw)) or (n_out, k_out) != (n, k):
+        return None
+    inputs = _labelled([("N", n), ("C", c), *zip(labels[0], hw, strict=True)])
+    filt = _labelled([("K", k), ("C", cg), *zip(labels[1], rs, strict=True)])
+    output = _labelled([("N", n), ("K", k), *zip(labels[2], pq, strict=True)])
+    return f"{inputs}; {filt}", output
+
+
 def _precision(inst: Any) -> tuple[list[int], int]:
     """(operand precisions, algorithm) of a dot, convolution or library call."""
     precisions = [int(p) for p in inst.precision_config.operand_precision]
@@ -332,19 +397,21 @@ class Program:
         if found is not None:
             matrix, inputs = found
             typ = "convolution" if matrix.opcode == "convolution" else "dot"
+            dtype = _matrix_dtype(*_precision(matrix), inputs)
+            if typ == "convolution" and (conv := conv_shapes(matrix, inputs, matrix.shape)):
+                return HloOp(str(inst.name), typ, scope, conv[0], dtype, conv[1])
             shapes = (gemm_shapes(matrix, inputs) if typ == "dot" else None) or _shapes(inputs)
-            return HloOp(
-                str(inst.name), typ, scope, shapes, _matrix_dtype(*_precision(matrix), inputs)
-            )
+            return HloOp(str(inst.name), typ, scope, shapes, dtype)
         target = str(inst.custom_call_target)
         library = next((t for rx, t in _LIBRARY if target and rx.search(target)), None)
         shapes = _shapes(operands)
         if library is not None and library.startswith("cublas"):
             shapes = gemm_shapes(inst, operands) or shapes
         if library is not None:  # a cuBLAS GEMM or cuDNN convolution: matrix work too
-            return HloOp(
-                str(inst.name), library, scope, shapes, _matrix_dtype(*_precision(inst), operands)
-            )
+            dtype = _matrix_dtype(*_precision(inst), operands)
+            if library.startswith("cudnn") and (conv := conv_shapes(inst, operands, inst.shape)):
+                return HloOp(str(inst.name), library, scope, conv[0], dtype, conv[1])
+            return HloOp(str(inst.name), library, scope, shapes, dtype)
         return HloOp(str(inst.name), str(inst.opcode), scope, shapes, _input_dtype(operands))
 
 

@@ -190,7 +190,9 @@ def _ops(
         row["input_shapes"] = shapes
         row["dtype"] = main_dtype(shapes) or _dtype_from_layers(name, layers)
         if (xla := facts.hlo_ops.get(name)) is not None:
-            row.update(type=xla.type, scope=xla.scope, dtype=xla.dtype)
+            row.update(
+                type=xla.type, scope=xla.scope, dtype=xla.dtype, output_shapes=xla.output_shapes
+            )
         launches, ns = kernel_ns.get(name, (0, 0))
         if launches:
             row["kernel_calls"] = launches
