@@ -248,8 +248,12 @@ def rows_table(columns: list[str], rows: list[list[str]], console: Console | Non
         out.print(t)
         return
     key_w = max(len(c) for c in columns)
+    # each record titled by its first column where that names it (a job's "rank 0"), else "row N"
+    firsts = [row[0] for row in rows if row]
+    keyed = len(set(firsts)) == len(rows) and all(0 < len(v) <= 40 for v in firsts)
     for n, row in enumerate(rows, start=1):
-        out.rule(Text(f"row {n}"), align="left", characters="─")
+        title = f"{columns[0]} {row[0]}" if keyed else f"row {n}"
+        out.rule(Text(title), align="left", characters="─")
         t = Table(show_header=False, box=None, pad_edge=False)
         t.add_column(style="bold", no_wrap=True, min_width=key_w)
         t.add_column(overflow="fold")

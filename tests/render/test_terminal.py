@@ -93,7 +93,8 @@ def test_query_select_star_is_readable(dataset: Path, width: int) -> None:
     assert all(len(ln) <= width for ln in lines)
     for name in ("run_id", "gpu_model", "tc_share", "eligible_not_using_gpu_ns", "month"):
         assert any(ln.startswith(name + " ") for ln in lines), name  # one per line, whole
-    assert sum(ln.startswith("row ") for ln in lines) == 2
+    # one record per run, each titled by its first column (run_id: unique and short)
+    assert sum(ln.startswith("run_id ") and ln.rstrip().endswith("─") for ln in lines) == 2
     assert res.stderr.strip() == "2 rows"
 
 
@@ -225,3 +226,19 @@ def test_narrow_windows_give_up_columns_but_never_the_verdict(width: int) -> Non
     assert (max(len(ln) for ln in table) <= width) == (width >= 50)
     gone = [ln for ln in text.splitlines() if ln.startswith(f"not shown at {width} columns: ")]
     assert len(gone) == 2
+
+
+def test_records_of_a_narrow_rows_table_are_titled_by_their_key() -> None:
+    """A job's per-rank table in a window too narrow for it prints one record at a time; each was
+    titled 'row 1', 'row 2' (a newcomer read them as rows of something else): a first column that
+    names every record (unique, short) titles them 'rank 0', 'rank 1'."""
+    out = Console(file=io.StringIO(), width=30, color_system=None)
+    columns = ["rank", "TC share", "step time", "a very long figure name", "another one"]
+    terminal.rows_table(
+        columns, [["0", "61.7 %", "299 ms", "x", "y"], ["1", "58 %", "3 ms", "z", "w"]], out
+    )
+    text = out.file.getvalue()  # type: ignore[attr-defined]
+    assert "rank 0 " in text and "rank 1 " in text and "row 1" not in text
+    out = Console(file=io.StringIO(), width=30, color_system=None)
+    terminal.rows_table(columns, [["0", "a", "b", "c", "d"], ["0", "e", "f", "g", "h"]], out)
+    assert "row 2" in out.file.getvalue()  # type: ignore[attr-defined]
