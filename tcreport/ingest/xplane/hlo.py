@@ -25,6 +25,7 @@ xla/xla_data.proto), as :mod:`.proto` does for the XSpace: protobuf skips the re
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -116,13 +117,22 @@ _TYPES = {
     19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4", 23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz",
     25: "f8e4m3fnuz", 28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
 }  # fmt: skip
-#: xla.PrecisionConfig.Algorithm: the math an explicit dot algorithm runs (the operands' type
-#: otherwise decides). The X3/X6/X9 forms split float32 into bf16/tf32 parts and run on the
-#: matrix units too.
-_ALGORITHM = {
-    1: "fp8", 2: "fp8", 3: "fp16", 4: "fp16", 5: "bf16", 6: "bf16", 7: "bf16", 8: "bf16",
-    9: "tf32", 10: "tf32", 11: "fp32", 12: "fp64", 13: "bf16",
-}  # fmt: skip
+#: xla.PrecisionConfig.Algorithm (number, name as a backend config spells it after ``ALG_``, the
+#: math it runs): an explicit dot algorithm decides the precision (the operands' type otherwise).
+#: The X3/X6/X9 forms split float32 into bf16/tf32 parts and run on the matrix units too.
+_ALGORITHMS = (
+    (1, "DOT_ANY_F8_ANY_F8_F32", "fp8"), (2, "DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM", "fp8"),
+    (3, "DOT_F16_F16_F16", "fp16"), (4, "DOT_F16_F16_F32", "fp16"),
+    (5, "DOT_BF16_BF16_BF16", "bf16"), (6, "DOT_BF16_BF16_F32", "bf16"),
+    (7, "DOT_BF16_BF16_F32_X3", "bf16"), (8, "DOT_BF16_BF16_F32_X6", "bf16"),
+    (9, "DOT_TF32_TF32_F32", "tf32"), (10, "DOT_TF32_TF32_F32_X3", "tf32"),
+    (11, "DOT_F32_F32_F32", "fp32"), (12, "DOT_F64_F64_F64", "fp64"),
+    (13, "DOT_BF16_BF16_F32_X9", "bf16"),
+)  # fmt: skip
+_ALGORITHM = {number: math for number, _, math in _ALGORITHMS}
+_ALGORITHM_NUMBER = {f"ALG_{name}": number for number, name, _ in _ALGORITHMS}
+_PRECISION_NUMBER = {"DEFAULT": 0, "HIGH": 1, "HIGHEST": 2}
+_TUPLE = 13  # xla.PrimitiveType TUPLE
 #: The tcreport dtype of a matrix operand type.
 _DTYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "s8": "int8", "u8": "int8"}
 #: The matrix work inside a fusion, heaviest first.
@@ -185,54 +195,43 @@ def _matrix_dtype(precisions: list[int], algorithm: int, operands: list[Any]) ->
     return dtype
 
 
-#: A library call's precision lives in its backend config (JSON): cuBLAS GEMMs write
-#: ``"operand_precision":["DEFAULT","DEFAULT"],"algorithm":"ALG_UNSET"`` there.
-_CONFIG_PRECISION = re.compile(rb'"operand_precision"\s*:\s*\[([^\]]*)\]')
-_CONFIG_ALGORITHM = re.compile(rb'"algorithm"\s*:\s*"ALG_([A-Z0-9_]+)"')
-_TUPLE = 13  # xla.PrimitiveType TUPLE
-_PRECISION_NAMES = {b"DEFAULT": 0, b"HIGH": 1, b"HIGHEST": 2}
-_ALGORITHM_NAMES = {
-    b"DOT_ANY_F8_ANY_F8_F32": 1, b"DOT_ANY_F8_ANY_F8_F32_FAST_ACCUM": 2, b"DOT_F16_F16_F16": 3,
-    b"DOT_F16_F16_F32": 4, b"DOT_BF16_BF16_BF16": 5, b"DOT_BF16_BF16_F32": 6,
-    b"DOT_BF16_BF16_F32_X3": 7, b"DOT_BF16_BF16_F32_X6": 8, b"DOT_TF32_TF32_F32": 9,
-    b"DOT_TF32_TF32_F32_X3": 10, b"DOT_F32_F32_F32": 11, b"DOT_F64_F64_F64": 12,
-    b"DOT_BF16_BF16_F32_X9": 13,
-}  # fmt: skip
+def _gemm_config(inst: Any) -> dict[str, Any]:
+    """A cuBLAS call's ``gemm_backend_config`` (its backend config is JSON): where XLA keeps the
+    call's ``precision_config`` and ``dot_dimension_numbers``; ``{}`` when absent or damaged."""
+    try:
+        config = json.loads(bytes(inst.backend_config) or b"{}")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    gemm = config.get("gemm_backend_config") if isinstance(config, dict) else None
+    return gemm if isinstance(gemm, dict) else {}
 
 
-#: A cuBLAS call's dot dimensions, in its backend config (JSON): ``"lhs_contracting_dimensions":
-#: ["1"]`` and the three others.
-_CONFIG_DIMS = re.compile(rb'"(lhs|rhs)_(contracting|batch)_dimensions"\s*:\s*\[([^\]]*)\]')
-_DIM_NAMES = ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch")
+def _ints(values: object) -> list[int] | None:
+    """A JSON list of dimension numbers (XLA writes them as strings: ``["1"]``)."""
+    if not isinstance(values, list):
+        return None
+    out = [int(v) for v in values if isinstance(v, int | str) and str(v).isdigit()]
+    return out if len(out) == len(values) else None
 
 
 def _dot_dims(inst: Any) -> tuple[list[int], ...] | None:
     """(lhs contracting, rhs contracting, lhs batch, rhs batch) of a dot or a cuBLAS call."""
     d = inst.dot_dimension_numbers
-    found = (
-        list(d.lhs_contracting_dimensions),
-        list(d.rhs_contracting_dimensions),
-        list(d.lhs_batch_dimensions),
-        list(d.rhs_batch_dimensions),
-    )
-    if found[0]:
-        return tuple([int(x) for x in f] for f in found)
-    parsed: dict[str, list[int]] = {}
-    for side, kind, values in _CONFIG_DIMS.findall(bytes(inst.backend_config)):
-        nums = [v.strip(b' "') for v in values.split(b",") if v.strip(b' "')]
-        if not all(n.isdigit() for n in nums):
-            return None
-        parsed[f"{side.decode()}_{kind.decode()}"] = [int(n) for n in nums]
-    if not parsed.get("lhs_contracting"):
+    if d.lhs_contracting_dimensions:
+        fields = [d.lhs_contracting_dimensions, d.rhs_contracting_dimensions]
+        fields += [d.lhs_batch_dimensions, d.rhs_batch_dimensions]
+        return tuple([int(x) for x in f] for f in fields)
+    dims = _gemm_config(inst).get("dot_dimension_numbers")
+    if not isinstance(dims, dict):
         return None
-    return tuple(parsed.get(k, []) for k in _DIM_NAMES)
-
-
-def _product(values: list[int]) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
+    found = tuple(
+        _ints(dims.get(f"{side}_{kind}_dimensions", []))
+        for side, kind in (("lhs", "contracting"), ("rhs", "contracting"))
+        + (("lhs", "batch"), ("rhs", "batch"))
+    )
+    if any(f is None for f in found) or not found[0]:
+        return None
+    return tuple(f or [] for f in found)
 
 
 def gemm_shapes(inst: Any, operands: list[Any]) -> str | None:
@@ -246,11 +245,11 @@ def gemm_shapes(inst: Any, operands: list[Any]) -> str | None:
     lc, rc, lb, rb = dims
     if any(not 0 <= i < len(lhs) for i in lc + lb) or any(not 0 <= i < len(rhs) for i in rc + rb):
         return None
-    k, b = _product([lhs[i] for i in lc]), _product([lhs[i] for i in lb])
-    if k != _product([rhs[i] for i in rc]) or b != _product([rhs[i] for i in rb]):
+    k, b = math.prod(lhs[i] for i in lc), math.prod(lhs[i] for i in lb)
+    if k != math.prod(rhs[i] for i in rc) or b != math.prod(rhs[i] for i in rb):
         return None
-    m = _product([x for i, x in enumerate(lhs) if i not in lc and i not in lb])
-    n = _product([x for i, x in enumerate(rhs) if i not in rc and i not in rb])
+    m = math.prod(x for i, x in enumerate(lhs) if i not in lc and i not in lb)
+    n = math.prod(x for i, x in enumerate(rhs) if i not in rc and i not in rb)
     batch = [b] if b > 1 else []
     return json.dumps([[*batch, m, k], [*batch, k, n]])
 
@@ -286,6 +285,12 @@ def conv_shapes(inst: Any, operands: list[Any], result: Any) -> tuple[str, str] 
     else:
         x, w, y = shapes[0], shapes[1], res
     d = inst.convolution_dimension_numbers
+    indexes = [d.input_batch_dimension, d.input_feature_dimension, d.output_batch_dimension]
+    indexes += [d.output_feature_dimension, d.kernel_output_feature_dimension]
+    indexes += [d.kernel_input_feature_dimension, *d.input_spatial_dimensions]
+    indexes += [*d.kernel_spatial_dimensions, *d.output_spatial_dimensions]
+    if any(i < 0 for i in indexes):  # damage: a negative index would read from the end
+        return None
     try:
         n, c = x[d.input_batch_dimension], x[d.input_feature_dimension]
         k, cg = w[d.kernel_output_feature_dimension], w[d.kernel_input_feature_dimension]
@@ -305,15 +310,19 @@ def conv_shapes(inst: Any, operands: list[Any], result: Any) -> tuple[str, str] 
 
 
 def _precision(inst: Any) -> tuple[list[int], int]:
-    """(operand precisions, algorithm) of a dot, convolution or library call."""
+    """(operand precisions, algorithm) of a dot or convolution, or of a cuBLAS call (in its
+    backend config: ``"operand_precision":["DEFAULT","DEFAULT"],"algorithm":"ALG_UNSET"``)."""
     precisions = [int(p) for p in inst.precision_config.operand_precision]
     algorithm = int(inst.precision_config.algorithm)
-    config = bytes(inst.backend_config)
-    if not precisions and (m := _CONFIG_PRECISION.search(config)):
-        precisions = [_PRECISION_NAMES.get(p.strip(b' "'), 0) for p in m.group(1).split(b",")]
-    if not algorithm and (a := _CONFIG_ALGORITHM.search(config)):
-        algorithm = _ALGORITHM_NAMES.get(a.group(1), 0)
-    return precisions, algorithm
+    if precisions or algorithm:
+        return precisions, algorithm
+    config = _gemm_config(inst).get("precision_config")
+    if not isinstance(config, dict):
+        return [], 0
+    names = config.get("operand_precision")
+    if isinstance(names, list):
+        precisions = [_PRECISION_NUMBER.get(str(n), 0) for n in names]
+    return precisions, _ALGORITHM_NUMBER.get(str(config.get("algorithm")), 0)
 
 
 class Program:
