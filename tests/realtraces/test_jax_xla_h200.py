@@ -244,3 +244,20 @@ def test_convolutions_read_as_their_forward_problem_with_flops_and_the_channel_r
     for r in fprop:
         ops = float(r["sm__ops_path_tensor_src_bf16_dst_fp32.sum"].replace(",", ""))
         assert ops == per_call * 32 // 3
+
+
+@pytest.mark.parametrize("precision", sorted(SHARE))
+def test_kernel_time_and_launches_equal_xprofs_own_kernel_table(precision: str) -> None:
+    """The profiler's own figure: xprof's kernel_stats (what TensorBoard's profile plugin shows)
+    sums to tcreport's GPU kernel time to the microsecond and counts the same launches, memsets
+    left out of both (JAX's 'Memset 3' events, which the reader once counted as kernels)."""
+    from tcreport.ingest.xplane.tools import convert
+
+    files = sorted((JAX / precision).glob("plugins/profile/*/*.xplane.pb"))
+    stats = convert(files).kernel_stats
+    assert stats
+    report = api.analyze(_run(precision))
+    total_us = sum(float(k.get("total_duration_us") or 0) for k in stats)
+    assert round(total_us * 1000) == report.analysis.time.gpu_kernel_ns
+    launches = sum(int(k.get("occurrences") or 0) for k in stats)
+    assert launches == sum(k.calls for k in report.analysis.breakdown.kernels)
