@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tcreport._arrays import on_values
 from tcreport.analysis import device_table, tc_kernels
 from tcreport.analysis.eligibility import is_eligible_type, is_inductor_gemm
 from tcreport.analysis.shapes import normalise_dtype
@@ -67,9 +68,9 @@ def refine(
         return kernels
     half = _precisions(gpus)
     tf32 = "tf32" in _precisions(gpus, frozenset({"tf32"}))
-    rule = kernels.column("tc_rule").cast(pa.string())
     triton = pc.and_(
-        pc.is_null(kernels.column("uses_tc")), pc.fill_null(pc.equal(rule, _TRITON_UNKNOWN), False)
+        pc.is_null(kernels.column("uses_tc")),
+        pc.fill_null(_rule_is(kernels, _TRITON_UNKNOWN), False),
     )
 
     def triton_verdict(dtype: str | None, typ: str | None) -> bool | None:
@@ -83,12 +84,10 @@ def refine(
     pattern = next((r.pattern for r in tc_kernels.default_pack().rules if r.id == _XLA_GEMM), None)
     if pattern is None:
         return kernels
-    rule = kernels.column("tc_rule").cast(pa.string())
+    named = on_values(kernels.column("name"), lambda v: pc.match_substring_regex(v, pattern))
     xla = pc.and_(
-        pc.fill_null(
-            pc.match_substring_regex(kernels.column("name").cast(pa.string()), pattern), False
-        ),
-        pc.invert(pc.fill_null(pc.equal(rule, tc_kernels.COUNTER_RULE), False)),
+        pc.fill_null(named, False),
+        pc.invert(pc.fill_null(_rule_is(kernels, tc_kernels.COUNTER_RULE), False)),
     )
     matrix = _precisions(gpus, _XLA_MATRIX)
 
@@ -101,13 +100,17 @@ def refine(
     return _unlabelled(kernels, xla)
 
 
+def _rule_is(kernels: pa.Table, rule_id: str) -> pa.ChunkedArray:
+    return on_values(kernels.column("tc_rule"), lambda v: pc.equal(v, rule_id))
+
+
 def _unlabelled(kernels: pa.Table, xla: pa.ChunkedArray | pa.Array) -> pa.Table:
     """XLA GEMM fusions the HLO did not decide stay unknown: xprof's label for them is a name
     heuristic that calls every one "no" (wrong for all the bf16 and TF32 ones ncu measured)."""
-    rule = kernels.column("tc_rule").cast(pa.string())
-    labelled = pc.and_(xla, pc.fill_null(pc.equal(rule, tc_kernels.PROFILER_LABEL), False))
+    labelled = pc.and_(xla, pc.fill_null(_rule_is(kernels, tc_kernels.PROFILER_LABEL), False))
     if not pc.any(labelled).as_py():
         return kernels
+    rule = kernels.column("tc_rule").cast(pa.string())
     uses = pc.if_else(labelled, pa.scalar(None, pa.bool_()), kernels.column("uses_tc"))
     names = pc.if_else(labelled, _XLA_GEMM, rule)
     i_uses, i_rule = (

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tcreport.ingest.common.distributed import distributed_from
+from tcreport.ingest.common.later import Later
 from tcreport.model import Distributed, SourceFormat
 
 #: How much text to look at, at each end of a trace, for ``distributedInfo``.
@@ -76,7 +77,8 @@ class Job:
     detected_by: str
     label: str  # how the job is named in lists and batch sources
     #: why no collective message sizes can be read, where the format says more than "none"
-    sizes_note: str | None = None
+    #: (worked out off the critical path: :attr:`sizes_note`)
+    sizes: Later[str | None] | None = dataclasses.field(default=None, compare=False, repr=False)
     #: files beside the ranks named like one of them (``*_rank-N.json.gz``) that no reader took:
     #: a crashed rank's half-written trace is named in the job's notes, not silently dropped
     unreadable: tuple[str, ...] = ()
@@ -87,6 +89,10 @@ class Job:
             "damaged?): left out"
             for name in self.unreadable
         )
+
+    @property
+    def sizes_note(self) -> str | None:
+        return None if self.sizes is None else self.sizes.value()
 
     @property
     def present(self) -> int:
@@ -244,11 +250,11 @@ def _job(folder: Path, ranks: list[RankTrace], alone: bool) -> Job:
         by = "tcreport ingest metadata"
     else:
         by = "distributedInfo"
-    note = None
+    note: Later[str | None] | None = None
     if ranks[0].format is SourceFormat.NSYS_SQLITE:  # what its NVTX holds of NCCL's sizes
         from tcreport.ingest.nsys import processes
 
-        note = processes.sizes_note(ranks[0].path)
+        note = processes.sizes_later(ranks[0].path)
     return Job(
         folder=folder,
         ranks=tuple(ranks),
@@ -256,7 +262,7 @@ def _job(folder: Path, ranks: list[RankTrace], alone: bool) -> Job:
         backend=dists[0].backend if dists else None,
         detected_by=by,
         label=_label(folder, ranks, alone),
-        sizes_note=note,
+        sizes=note,
     )
 
 
@@ -299,5 +305,5 @@ def launch_job(path: Path) -> Job | None:
         backend=None,
         detected_by=processes.DETECTED_BY,
         label=path.name,
-        sizes_note=launch.sizes_note,
+        sizes=launch.sizes,
     )

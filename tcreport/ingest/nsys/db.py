@@ -153,7 +153,7 @@ class NsysDb:
             batches = _timed(_adbc_batches(adbc, scan, self._stop), self.path)
             try:
                 return scan.fold(batches)
-            except (pa.ArrowInvalid, OSError, _adbc_errors()) as exc:
+            except (pa.ArrowInvalid, OSError, adbc_errors()) as exc:
                 if self._stop.is_set() or _interrupted(exc):
                     raise KeyboardInterrupt from exc
                 # else ADBC cannot read this data (a type that changes mid-table, invalid UTF-8):
@@ -255,7 +255,7 @@ def string(batch: pa.RecordBatch, name: str) -> pa.Array:
     return col if col.type == pa.string() else col.cast(pa.string())
 
 
-def _adbc_errors() -> type[Exception]:
+def adbc_errors() -> type[Exception]:
     try:
         import adbc_driver_manager
     except ImportError:  # pragma: no cover - only reached when ADBC vanished mid-read
@@ -293,13 +293,42 @@ class _Adbc:
             self.db.close()
 
 
-def _open_adbc(path: Path) -> _Adbc | None:
+def has_adbc() -> bool:
+    """Whether both ADBC packages import (else every scan goes through ``sqlite3``)."""
     try:
         import adbc_driver_manager  # noqa: F401  # both packages, or the sqlite3 path
         import adbc_driver_sqlite  # noqa: F401
     except ImportError:
+        return False
+    return True
+
+
+def _open_adbc(path: Path) -> _Adbc | None:
+    if not has_adbc():
         return None
     try:
         return _Adbc(path)
-    except _adbc_errors():
+    except adbc_errors():
         return None
+
+
+def adbc_row(path: Path, sql: str) -> tuple[object, ...] | None:
+    """The one row an aggregate ``sql`` returns, read through ADBC (SQLite runs in C, never
+    holding the GIL: safe beside a busy main thread); None when ADBC is not installed. Only for a
+    file whose tables :func:`tcreport.ingest.common.sqlite.refuse_unsafe` passed: no progress
+    handler bounds the query, so it must read stored rows only, a bounded number of times."""
+    con = _open_adbc(path)
+    if con is None:
+        return None
+    stmt = con.manager.AdbcStatement(con.con)
+    try:
+        stmt.set_sql_query(sql)
+        stream, _ = stmt.execute_query()
+        with pa.RecordBatchReader.from_stream(stream) as reader:
+            rows = reader.read_all().to_pylist()
+    finally:
+        stmt.close()
+        con.close()
+    if len(rows) != 1:
+        raise pa.ArrowInvalid(f"an aggregate gave {len(rows)} rows")
+    return tuple(rows[0].values())

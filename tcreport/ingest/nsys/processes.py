@@ -34,7 +34,9 @@ import pyarrow.compute as pc
 from tcreport.errors import InputError
 from tcreport.ingest.common import sqlite
 from tcreport.ingest.common.constant import Constants
+from tcreport.ingest.common.later import Later
 from tcreport.ingest.common.memory import release_free_memory
+from tcreport.ingest.nsys import db
 from tcreport.model import Distributed, Run, RunMeta
 
 _KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -57,7 +59,7 @@ class Launch:
     """The processes of a multi-process export, in rank order."""
 
     ranks: tuple[ProcessRank, ...]
-    sizes_note: str  # why the job has no collective message sizes
+    sizes: Later[str | None]  # why the job has no collective message sizes
 
 
 def _pairs(con: sqlite3.Connection) -> list[tuple[int, int]]:
@@ -68,22 +70,33 @@ def _pairs(con: sqlite3.Connection) -> list[tuple[int, int]]:
     return [(int(p), int(d)) for p, d in rows]
 
 
-def _sizes_note(con: sqlite3.Connection, names: set[str]) -> str:
-    """What the export holds of NCCL's NVTX ranges, which is where nsys could carry sizes."""
+def _sizes_query(con: sqlite3.Connection, names: set[str]) -> tuple[str, bool]:
+    """What the export holds of NCCL's NVTX ranges, which is where nsys could carry sizes: the
+    note where the schema alone says (``(note, False)``), else the SQL that counts NCCL's ranges
+    and those with a payload (``(sql, True)``)."""
     if _NVTX not in names:
-        return "message sizes not recorded: the export holds no NVTX rows (NCCL's among them)"
+        return (
+            "message sizes not recorded: the export holds no NVTX rows (NCCL's among them)",
+            False,
+        )
     cols = set(sqlite.columns(con, _NVTX))
-    payload = [f"count({c})" for c in ("binaryData", "jsonText", "jsonTextId") if c in cols]
-    text = "e.text"
-    join = ""
-    if "textId" in cols and "StringIds" in names:
-        text, join = "coalesce(e.text, s.value)", " LEFT JOIN StringIds s ON s.id = e.textId"
     if "domainId" not in cols or "text" not in cols:
-        return "message sizes not recorded: the export's NVTX rows name no domain"
-    count, with_payload = con.execute(
-        f"SELECT count(*), {' + '.join(payload) or '0'} FROM {_NVTX} e{join} "
-        f"WHERE e.domainId IS NOT NULL AND e.domainId != 0 AND {text} LIKE 'nccl%'"
-    ).fetchone()
+        return "message sizes not recorded: the export's NVTX rows name no domain", False
+    payload = [f"count({c})" for c in ("binaryData", "jsonText", "jsonTextId") if c in cols]
+    named = "text LIKE 'nccl%'"
+    if "textId" in cols and "StringIds" in names:  # the text, else its registered string's
+        named = (
+            f"({named} OR (text IS NULL AND textId IN "
+            "(SELECT id FROM StringIds WHERE value LIKE 'nccl%')))"
+        )
+    sql = (
+        f"SELECT count(*), {' + '.join(payload) or '0'} FROM {_NVTX} "
+        f"WHERE domainId IS NOT NULL AND domainId != 0 AND {named}"
+    )
+    return sql, True
+
+
+def _sizes_note(count: object, with_payload: object) -> str:
     if not count:
         return "message sizes not recorded: the export holds no NCCL NVTX ranges"
     if not with_payload:
@@ -97,16 +110,43 @@ def _sizes_note(con: sqlite3.Connection, names: set[str]) -> str:
     )
 
 
-def sizes_note(path: Path) -> str | None:
+def _counted(path: Path, sql: str) -> Later[str | None]:
+    """The note from counting NCCL's ranges: through ADBC in a thread once the reader's scan is
+    done (:mod:`tcreport.ingest.common.later`; ~1 s of the x1000 export's critical path), else
+    through ``sqlite3`` when the job asks for it. None where the file cannot be counted: the
+    reader says why when it reads it."""
+
+    def through_adbc() -> str | None:
+        try:
+            row = db.adbc_row(path, sql)
+        except (pa.ArrowException, OSError, db.adbc_errors()):
+            return None
+        return through_sqlite() if row is None else _sizes_note(*row[:2])
+
+    def through_sqlite() -> str | None:
+        try:
+            with sqlite.connect(path) as con:
+                count, with_payload = con.execute(sql).fetchone()
+        except (InputError, sqlite3.Error):
+            return None
+        return _sizes_note(count, with_payload)
+
+    if db.has_adbc():
+        return Later(through_adbc, threaded=True)
+    return Later(through_sqlite, threaded=False)
+
+
+def sizes_later(path: Path) -> Later[str | None]:
     """Why an nsys export gives no collective message sizes (None where it cannot be read: the
-    reader says why when the export is read)."""
+    reader says why when the export is read), worked out off the critical path."""
     try:
         with sqlite.connect(path) as con:
             names = sqlite.table_names(con, path)
             sqlite.refuse_unsafe(con, path, [_NVTX, "StringIds"])
-            return _sizes_note(con, names)
+            text, counts = _sizes_query(con, names)
     except (InputError, sqlite3.Error):
-        return None
+        return Later.known(None)
+    return _counted(path, text) if counts else Later.known(text)
 
 
 def launch_of(path: Path) -> Launch | None:
@@ -126,13 +166,13 @@ def launch_of(path: Path) -> Launch | None:
             owners = [d for ds in devices.values() for d in ds]
             if len(owners) != len(set(owners)):
                 return None  # a GPU ran kernels of two processes: not one rank per process
-            note = _sizes_note(con, names)
+            text, counts = _sizes_query(con, names)
     except (InputError, sqlite3.Error):
         return None
     ranks = tuple(
         ProcessRank(i, pid, tuple(sorted(devices[pid]))) for i, pid in enumerate(sorted(devices))
     )
-    return Launch(ranks, note)
+    return Launch(ranks, _counted(path, text) if counts else Later.known(text))
 
 
 #: The canonical tables that hold rows of one process each (``process_id``); the iteration table

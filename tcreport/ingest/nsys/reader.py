@@ -24,6 +24,7 @@ from tcreport._arrays import Handoff
 from tcreport._arrays import int64_view as _view
 from tcreport._arrays import int64s as _np
 from tcreport.errors import InputError, SchemaError
+from tcreport.ingest.common import later
 from tcreport.ingest.common import sqlite as _sqlite
 from tcreport.ingest.common.constant import Constants, shared
 from tcreport.ingest.common.memory import release_free_memory
@@ -115,6 +116,7 @@ def _read(db: NsysDb, geometry: bool = True) -> Run:
         MEMSET_TABLE: _memory_scans(db, MEMSET_TABLE, "-1"),
     }
     flat = db.scan([s for group in jobs.values() for s in group])
+    later.start_waiting()  # what follows runs mostly on one core: the other's is free
     done: dict[str, list[Any]] = {}
     for table, group in jobs.items():
         done[table], flat = flat[: len(group)], flat[len(group) :]
