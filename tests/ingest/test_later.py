@@ -34,7 +34,12 @@ _JOINED = (
 
 def test_a_threaded_value_runs_in_its_own_thread_once_started() -> None:
     ran_in: list[str] = []
-    value = Later(lambda: ran_in.append(threading.current_thread().name) or 7, threaded=True)
+
+    def work() -> int:
+        ran_in.append(threading.current_thread().name)
+        return 7
+
+    value = Later(work, threaded=True)
     later.start_waiting()
     assert value.value() == 7 and value.value() == 7
     assert ran_in == ["tcreport-later"]  # once, in the thread
@@ -42,7 +47,12 @@ def test_a_threaded_value_runs_in_its_own_thread_once_started() -> None:
 
 def test_a_value_nobody_started_is_worked_out_by_the_caller() -> None:
     ran_in: list[str] = []
-    value = Later(lambda: ran_in.append(threading.current_thread().name) or "x", threaded=True)
+
+    def work() -> str:
+        ran_in.append(threading.current_thread().name)
+        return "x"
+
+    value = Later(work, threaded=True)
     assert value.value() == "x"
     later.start_waiting()  # too late: taken already, never run twice
     assert value.value() == "x" and ran_in == [threading.current_thread().name]
