@@ -24,6 +24,7 @@ import pytest
 from trace_paths import SAMPLES
 
 from tcreport import api
+from tcreport.errors import InputError
 from tcreport.ingest.common import later
 from tcreport.ingest.nsys import db as nsys_db
 from tcreport.ingest.nsys import processes
@@ -159,3 +160,17 @@ def test_synthetic_two_jobs_one_after_the_other_in_one_process(tmp_path: Path) -
         assert job is not None
         notes.append(api.analyze_job(job).section.bandwidth.note)
     assert notes[0] == notes[1] and notes[0] is not None and "NCCL's 420" in notes[0]
+
+
+def test_synthetic_an_export_deleted_after_detection_is_a_one_line_error(tmp_path: Path) -> None:
+    """``load_rank`` stat'ed a multi-process export's path unguarded (its cache key): an export
+    deleted between detection and reading was a FileNotFoundError traceback out of ``summary``
+    (seen with a file deleted 0.25 s into the command), not a one-line error naming the file."""
+    path = tmp_path / "gone_synthetic.sqlite"
+    shutil.copy(NSYS, path)
+    job = api.find_job(path)
+    assert job is not None
+    path.unlink()
+    with pytest.raises(InputError, match="no such file or directory") as caught:
+        api.analyze_job(job)
+    assert str(path) in str(caught.value)
