@@ -9,7 +9,9 @@ a defect found on the day the change landed.
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import shutil
 import signal
 import sqlite3
@@ -174,3 +176,16 @@ def test_synthetic_an_export_deleted_after_detection_is_a_one_line_error(tmp_pat
     with pytest.raises(InputError, match="no such file or directory") as caught:
         api.analyze_job(job)
     assert str(path) in str(caught.value)
+
+
+def test_synthetic_a_found_job_pickles_and_copies_as_before(tmp_path: Path) -> None:
+    """A Job was a frozen dataclass of plain values: a user could hand it to a process pool
+    (``pool.map(api.analyze_job, jobs)``) or deepcopy it. Its note became a Later holding an
+    Event and local functions: ``Can't pickle local object '_counted.<locals>.through_adbc'``,
+    ``cannot pickle '_thread.lock' object``. It pickles as its value."""
+    path = tmp_path / "job_synthetic.sqlite"
+    shutil.copy(NSYS, path)
+    job = api.find_job(path)
+    assert job is not None and job.sizes_note is not None
+    for copied in (pickle.loads(pickle.dumps(job)), copy.deepcopy(job)):
+        assert copied.sizes_note == job.sizes_note and copied.ranks == job.ranks

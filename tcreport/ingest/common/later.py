@@ -86,6 +86,16 @@ class Later(Generic[T]):
             raise self._error
         return self._value  # type: ignore[return-value]
 
+    def __reduce__(self) -> tuple[Callable[[T], Later[T]], tuple[T]]:
+        """Pickled (and deep-copied) as its value: what it holds to work it out (a thread's
+        Event, local functions) does not pickle, and a :class:`~tcreport.ingest.job.Job` that
+        holds one did before (a process pool's argument)."""
+        return _known, (self.value(),)
+
+
+def _known(value: T) -> Later[T]:
+    return Later.known(value)
+
 
 def start_waiting() -> None:
     """Start every threaded :class:`Later` not started yet: a core is about to fall idle."""
