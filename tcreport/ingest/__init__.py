@@ -308,7 +308,11 @@ def load_rank(rank: RankTrace, *, geometry: bool = True) -> Run:
 
     if rank.process_id is None:
         return load(rank.path)
-    st = rank.path.stat()
+    try:  # found when the job was: gone or locked since is the user's error, not a traceback
+        st = rank.path.stat()
+    except OSError as exc:
+        _check_readable(rank.path)
+        raise InputError(f"cannot read: {exc.strerror}", rank.path) from exc
     key = (str(rank.path.resolve()), st.st_size, st.st_mtime_ns)
     export = _WHOLE.get(key)
     # read again for a rank let go, or for the geometry left out

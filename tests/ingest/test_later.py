@@ -12,7 +12,9 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from trace_paths import SAMPLES
@@ -23,6 +25,7 @@ from tcreport.ingest.common.later import Later
 from tcreport.ingest.nsys import db as nsys_db
 from tcreport.ingest.nsys import processes
 
+T = TypeVar("T")
 NSYS = SAMPLES / "nsys-h100x2-bf16" / "mfu_2gpu_after.sqlite"
 #: the note's counts as the job worked them out before (a LEFT JOIN on StringIds)
 _JOINED = (
@@ -32,14 +35,19 @@ _JOINED = (
 )
 
 
+def _noting(ran_in: list[str], result: T) -> Callable[[], T]:
+    """``result``, noting the thread it was worked out in."""
+
+    def work() -> T:
+        ran_in.append(threading.current_thread().name)
+        return result
+
+    return work
+
+
 def test_a_threaded_value_runs_in_its_own_thread_once_started() -> None:
     ran_in: list[str] = []
-
-    def work() -> int:
-        ran_in.append(threading.current_thread().name)
-        return 7
-
-    value = Later(work, threaded=True)
+    value = Later(_noting(ran_in, 7), threaded=True)
     later.start_waiting()
     assert value.value() == 7 and value.value() == 7
     assert ran_in == ["tcreport-later"]  # once, in the thread
@@ -47,12 +55,7 @@ def test_a_threaded_value_runs_in_its_own_thread_once_started() -> None:
 
 def test_a_value_nobody_started_is_worked_out_by_the_caller() -> None:
     ran_in: list[str] = []
-
-    def work() -> str:
-        ran_in.append(threading.current_thread().name)
-        return "x"
-
-    value = Later(work, threaded=True)
+    value = Later(_noting(ran_in, "x"), threaded=True)
     assert value.value() == "x"
     later.start_waiting()  # too late: taken already, never run twice
     assert value.value() == "x" and ran_in == [threading.current_thread().name]

@@ -70,13 +70,31 @@ class Later(Generic[T]):
             self._done.set()
 
     def value(self) -> T:
-        """The value: waits for its thread, or works it out now where none started."""
+        """The value: waits for its thread, or works it out now where none started. A Ctrl-C
+        that stopped the work here is raised, and not kept: asked again, the value is worked out
+        again (a kept KeyboardInterrupt was raised by every later ask, with no Ctrl-C)."""
         if self._claim():
             self._work()
+            if self._error is not None and not isinstance(self._error, Exception):
+                error, self._error = self._error, None
+                self._done.clear()
+                with _LOCK:
+                    self._claimed = False
+                raise error
         self._done.wait()
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
+
+    def __reduce__(self) -> tuple[Callable[[T], Later[T]], tuple[T]]:
+        """Pickled (and deep-copied) as its value: what it holds to work it out (a thread's
+        Event, local functions) does not pickle, and a :class:`~tcreport.ingest.job.Job` that
+        holds one did before (a process pool's argument)."""
+        return _known, (self.value(),)
+
+
+def _known(value: T) -> Later[T]:
+    return Later.known(value)
 
 
 def start_waiting() -> None:

@@ -100,10 +100,16 @@ class _Guarded(sqlite3.Connection):
 
 
 def unreadable(con: sqlite3.Connection, exc: BaseException, path: Path) -> InputError:
-    """The error for a failed query: the bound it ran into, else corruption."""
+    """The error for a failed query: the bound it ran into, else corruption. A query the guard
+    did not stop but that was interrupted was stopped by a Ctrl-C: the KeyboardInterrupt raised
+    in the progress handler, which sqlite3 reports as ``OperationalError('interrupted')``. It is
+    raised again as the KeyboardInterrupt it was (not "corrupt or unreadable", exit 2; a caller
+    that took a bad file for "no value" carried on as if never asked to stop)."""
     tripped = getattr(con, "tripped", None)
     if tripped:
         return InputError(tripped, path)
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_INTERRUPT:
+        raise KeyboardInterrupt from exc
     return InputError(f"corrupt or unreadable SQLite database: {exc}", path)
 
 
@@ -153,9 +159,9 @@ def refuse_unsafe(con: sqlite3.Connection, path: Path, reads: Iterable[str]) -> 
     database holds a trigger, a virtual table or a column computed on every read (no profiler
     writes any of those); see the module docstring. Other views are never read (they are not in
     :func:`table_names`), so a profiler's own views (DLProf's, nsys 2022's) are no reason."""
-    wanted = set(reads)
+    wanted = {r.lower() for r in reads}  # SQLite's names ignore case: nvtx_events is read too
     for kind, name, table, sql in _master(con, path):
-        if kind == "view" and name in wanted:
+        if kind == "view" and name.lower() in wanted:
             why = f"{name} is a view, not a table"
         elif kind == "table" and _virtual(sql):
             why = f"{name[:60]} is a virtual table"

@@ -312,14 +312,27 @@ def _open_adbc(path: Path) -> _Adbc | None:
         return None
 
 
-def adbc_row(path: Path, sql: str) -> tuple[object, ...] | None:
+def adbc_row(path: Path, sql: str, *, unsafe: str) -> tuple[object, ...] | None:
     """The one row an aggregate ``sql`` returns, read through ADBC (SQLite runs in C, never
-    holding the GIL: safe beside a busy main thread); None when ADBC is not installed. Only for a
-    file whose tables :func:`tcreport.ingest.common.sqlite.refuse_unsafe` passed: no progress
-    handler bounds the query, so it must read stored rows only, a bounded number of times."""
+    holding the GIL: safe beside a busy main thread); None when ADBC is not installed. No progress
+    handler bounds the query, so it must read stored rows only, a bounded number of times:
+    ``unsafe`` (a count of what ``sql`` reads that is not a stored table: a view, a virtual
+    table, a generated column) is run first on the same connection, so it checks the very file
+    the count reads, not the one found at that path when the job was detected (a file replaced
+    since by one holding an endless view kept a thread busy for ever); InputError where it is
+    not 0."""
     con = _open_adbc(path)
     if con is None:
         return None
+    try:
+        if _one_row(con, unsafe) != (0,):
+            raise InputError("a table the count reads is not a stored table", path)
+        return _one_row(con, sql)
+    finally:
+        con.close()
+
+
+def _one_row(con: _Adbc, sql: str) -> tuple[object, ...]:
     stmt = con.manager.AdbcStatement(con.con)
     try:
         stmt.set_sql_query(sql)
@@ -328,7 +341,6 @@ def adbc_row(path: Path, sql: str) -> tuple[object, ...] | None:
             rows = reader.read_all().to_pylist()
     finally:
         stmt.close()
-        con.close()
     if len(rows) != 1:
         raise pa.ArrowInvalid(f"an aggregate gave {len(rows)} rows")
     return tuple(rows[0].values())

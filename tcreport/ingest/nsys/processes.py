@@ -83,11 +83,13 @@ def _sizes_query(con: sqlite3.Connection, names: set[str]) -> tuple[str, bool]:
     if "domainId" not in cols or "text" not in cols:
         return "message sizes not recorded: the export's NVTX rows name no domain", False
     payload = [f"count({c})" for c in ("binaryData", "jsonText", "jsonTextId") if c in cols]
-    named = "text LIKE 'nccl%'"
+    # CAST: SQLite 3.5x (ADBC's) matches a BLOB against LIKE, 3.40 (a Python's sqlite3) never
+    # does; a text stored as a BLOB counts the same through either
+    named = "CAST(text AS TEXT) LIKE 'nccl%'"
     if "textId" in cols and "StringIds" in names:  # the text, else its registered string's
         named = (
             f"({named} OR (text IS NULL AND textId IN "
-            "(SELECT id FROM StringIds WHERE value LIKE 'nccl%')))"
+            "(SELECT id FROM StringIds WHERE CAST(value AS TEXT) LIKE 'nccl%')))"
         )
     sql = (
         f"SELECT count(*), {' + '.join(payload) or '0'} FROM {_NVTX} "
@@ -110,6 +112,16 @@ def _sizes_note(count: object, with_payload: object) -> str:
     )
 
 
+#: What the count reads that is not a stored table (a view, a virtual table, a generated
+#: column), asked on the connection that counts: :func:`sizes_later` checked the file the path
+#: held when the job was found, and the count runs later, unbounded through ADBC.
+_UNSAFE = (
+    "SELECT count(*) FROM sqlite_master m WHERE lower(m.name) IN ('nvtx_events', 'stringids') "
+    "AND (m.type = 'view' OR (m.type = 'table' AND (upper(ltrim(m.sql)) LIKE 'CREATE VIRTUAL%' "
+    "OR EXISTS (SELECT 1 FROM pragma_table_xinfo(m.name) x WHERE x.hidden = 2))))"
+)
+
+
 def _counted(path: Path, sql: str) -> Later[str | None]:
     """The note from counting NCCL's ranges: through ADBC in a thread once the reader's scan is
     done (:mod:`tcreport.ingest.common.later`; ~1 s of the x1000 export's critical path), else
@@ -118,14 +130,15 @@ def _counted(path: Path, sql: str) -> Later[str | None]:
 
     def through_adbc() -> str | None:
         try:
-            row = db.adbc_row(path, sql)
-        except (pa.ArrowException, OSError, db.adbc_errors()):
+            row = db.adbc_row(path, sql, unsafe=_UNSAFE)
+        except (InputError, pa.ArrowException, OSError, db.adbc_errors()):
             return None
         return through_sqlite() if row is None else _sizes_note(*row[:2])
 
     def through_sqlite() -> str | None:
         try:
-            with sqlite.connect(path) as con:
+            with sqlite.connect(path) as con:  # checked again: the path may hold a new file
+                sqlite.refuse_unsafe(con, path, [_NVTX, "StringIds"])
                 count, with_payload = con.execute(sql).fetchone()
         except (InputError, sqlite3.Error):
             return None

@@ -121,7 +121,6 @@ def _read(db: NsysDb, geometry: bool = True) -> Run:
     for table, group in jobs.items():
         done[table], flat = flat[: len(group)], flat[len(group) :]
     spans = {t: _span(parts) for t, parts in done.items() if parts}
-
     # The kernel side (launch joins) first, then the NVTX side (nesting, op outlines): they do
     # not meet until attribution, but run side by side their temporaries added up to the whole
     # run's peak (x1000: 1.7-1.8 GiB against ~1.45 GiB one after the other, for the same CPU),
