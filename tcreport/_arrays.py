@@ -6,7 +6,6 @@ nulls comes back as a read-only view of Arrow's buffer, with no copy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -84,23 +83,3 @@ class Handoff(Generic[_T]):
 
     def take(self) -> _T:
         return self._held.pop()
-
-
-def on_values(
-    col: pa.Array | pa.ChunkedArray, fn: Callable[[pa.Array], pa.Array]
-) -> pa.ChunkedArray:
-    """``fn`` (element-wise: a comparison, a regex match) of a column's values. A dictionary
-    column's is worked out on its dictionary and taken by its indices: the same result as on the
-    decoded column, at the cost of its distinct values (a kernel name or rule column of millions
-    of rows holds a few hundred), where decoding it first cost ~0.4 s a rank on the x1000 nsys
-    export."""
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if not chunks:
-        value_type = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
-        return pa.chunked_array([fn(pa.array([], value_type))])
-    return pa.chunked_array(
-        [
-            pc.take(fn(c.dictionary), c.indices) if pa.types.is_dictionary(c.type) else fn(c)
-            for c in chunks
-        ]
-    )

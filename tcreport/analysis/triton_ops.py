@@ -30,8 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tcreport._arrays import on_values
-from tcreport.analysis import device_table, tc_kernels
+from tcreport.analysis import _codes, device_table, tc_kernels
 from tcreport.analysis.eligibility import is_eligible_type, is_inductor_gemm
 from tcreport.analysis.shapes import normalise_dtype
 from tcreport.model import Gpu
@@ -70,7 +69,7 @@ def refine(
     tf32 = "tf32" in _precisions(gpus, frozenset({"tf32"}))
     triton = pc.and_(
         pc.is_null(kernels.column("uses_tc")),
-        pc.fill_null(_rule_is(kernels, _TRITON_UNKNOWN), False),
+        _codes.equals(kernels.column("tc_rule"), _TRITON_UNKNOWN),
     )
 
     def triton_verdict(dtype: str | None, typ: str | None) -> bool | None:
@@ -84,10 +83,9 @@ def refine(
     pattern = next((r.pattern for r in tc_kernels.default_pack().rules if r.id == _XLA_GEMM), None)
     if pattern is None:
         return kernels
-    named = on_values(kernels.column("name"), lambda v: pc.match_substring_regex(v, pattern))
     xla = pc.and_(
-        pc.fill_null(named, False),
-        pc.invert(pc.fill_null(_rule_is(kernels, tc_kernels.COUNTER_RULE), False)),
+        _codes.matches(kernels.column("name"), pattern),
+        pc.invert(_codes.equals(kernels.column("tc_rule"), tc_kernels.COUNTER_RULE)),
     )
     matrix = _precisions(gpus, _XLA_MATRIX)
 
@@ -100,14 +98,10 @@ def refine(
     return _unlabelled(kernels, xla)
 
 
-def _rule_is(kernels: pa.Table, rule_id: str) -> pa.ChunkedArray:
-    return on_values(kernels.column("tc_rule"), lambda v: pc.equal(v, rule_id))
-
-
 def _unlabelled(kernels: pa.Table, xla: pa.ChunkedArray | pa.Array) -> pa.Table:
     """XLA GEMM fusions the HLO did not decide stay unknown: xprof's label for them is a name
     heuristic that calls every one "no" (wrong for all the bf16 and TF32 ones ncu measured)."""
-    labelled = pc.and_(xla, pc.fill_null(_rule_is(kernels, tc_kernels.PROFILER_LABEL), False))
+    labelled = pc.and_(xla, _codes.equals(kernels.column("tc_rule"), tc_kernels.PROFILER_LABEL))
     if not pc.any(labelled).as_py():
         return kernels
     rule = kernels.column("tc_rule").cast(pa.string())
