@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
 from tcreport.cli import _exit
-from tcreport.cli.app import OWN_PROCESS, app
+from tcreport.cli.app import OWN_PROCESS, app, app_for
 
 __all__ = ["app", "command", "main"]  # `app` is public: tests and embedders invoke the Typer app
 
@@ -11,7 +13,7 @@ __all__ = ["app", "command", "main"]  # `app` is public: tests and embedders inv
 def main() -> None:
     # The allocators are tuned in the app's callback (tcreport.cli.app.tune_allocators), once the
     # command is known: never for `profile`, whose user script runs in this process.
-    app(obj=OWN_PROCESS)
+    app_for(sys.argv[1:])(obj=OWN_PROCESS)
 
 
 def command() -> None:
