@@ -191,6 +191,11 @@ def _refuse_ineffective(slc: Slice, selection: Selection) -> None:
 T = TypeVar("T")
 
 
+#: A run with fewer kernels than this is analysed in one thread: its step analysis takes a few
+#: milliseconds, less than a second thread's start and hand-offs (``threaded``, below).
+SMALL_RUN = 10_000
+
+
 class _Inline(Executor):
     """An executor that runs each job at once, in the caller's thread."""
 
@@ -213,7 +218,7 @@ def compute(
     ``threaded``: run the step analysis in a second thread, beside the per-name figures (about a
     third of the time on big traces; False: one after the other, for the same CPU and about
     half the temporaries, where a caller holds much beside the run: a multi-process export's
-    other ranks)."""
+    other ranks). A small run is analysed in one thread whatever this says (``SMALL_RUN``)."""
     gpu_vendor = run_vendor(run)
     run = run.replace(meta=vendor.resolve_gpus(run.meta, gpu_vendor))
     classified = _classify(run, gpu_vendor)
@@ -233,6 +238,7 @@ def compute(
     iteration_rows = derived.iteration_rows(all_iters, selection)
     # The step analysis (a third of the time on big traces) shares nothing with the per-name
     # figures: it runs beside them in a second thread (numpy and Arrow release the GIL).
+    threaded = threaded and run.kernels is not None and run.kernels.num_rows >= SMALL_RUN
     pool = ThreadPoolExecutor(1, thread_name_prefix="tcreport-steps") if threaded else _Inline()
     with pool:
         steps_job = pool.submit(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -343,17 +344,32 @@ def test_sqlite3_fallback_gives_the_same_tables(
     _same_run(nsys_sqlite.read(path), fast)
 
 
+@pytest.mark.parametrize("pooled", [True, False], ids=["thread-pool", "calling-thread"])
 def test_small_chunks_and_batches_give_the_same_tables(
-    nsys_h100: Path, cnn_export: Path, monkeypatch: pytest.MonkeyPatch
+    nsys_h100: Path, cnn_export: Path, monkeypatch: pytest.MonkeyPatch, pooled: bool
 ) -> None:
     """Rowid ranges of a few hundred rows put ops and the ranges inside them in different chunks
     (so the merge must find what one chunk alone cannot), and 5-row batches make ADBC type
-    columns from batches that are all NULL (textId) or all empty text."""
+    columns from batches that are all NULL (textId) or all empty text. The chunks are scanned by
+    the thread pool (as in every export of 16 MiB or more: these are smaller) and by the calling
+    thread alone, and both give the tables one whole-table scan gives."""
+    pools: list[int] = []
+    real_pool = _nsys_db.ThreadPoolExecutor
+
+    def counted(workers: int) -> ThreadPoolExecutor:
+        pools.append(workers)
+        return real_pool(workers)
+
     for path in (nsys_h100, cnn_export):
         whole = nsys_sqlite.read(path)
+        pools.clear()
         monkeypatch.setattr(_nsys_db, "CHUNK_ROWS", 7)
         monkeypatch.setattr(_nsys_db, "BATCH_ROWS", 5)
+        monkeypatch.setattr(_nsys_db, "SMALL_EXPORT", 0 if pooled else 1 << 62)
+        monkeypatch.setattr(_nsys_db, "_cpus", lambda: 2)  # a pool even on a one-core runner
+        monkeypatch.setattr(_nsys_db, "ThreadPoolExecutor", counted)
         _same_run(nsys_sqlite.read(path), whole)
+        assert (pools != []) == pooled
         monkeypatch.undo()
 
 

@@ -48,6 +48,11 @@ BATCH_ROWS = 65536
 #: x300 / x1000 exports the scan's system time is 0.74-1.00 s / 1.65-2.33 s against 1.24-1.36 s /
 #: 2.93-3.33 s. Below 1 M the user time grows as fast (benchmarks/README.md, branch adbcperf).
 CHUNK_ROWS = 1_000_000
+#: An export smaller than this is scanned in the calling thread: its scans take milliseconds, and
+#: a pool's threads (each scan on its own ADBC connection) cost more than they overlap. On the
+#: bundled 2.4 MB sample, with the step thread below ``analysis.result.SMALL_RUN`` also off, a
+#: ``summary --json`` took ~7-10 ms less CPU (benchmarks/README.md, session 13).
+SMALL_EXPORT = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class NsysDb:
         self.tables = _sqlite.table_names(con, path)
         self._cols: dict[str, list[str]] = {}
         self._types: dict[str, dict[str, str]] = {}
-        self.workers = max(1, min(4, _cpus()))
+        self.workers = 1 if _size(path) < SMALL_EXPORT else max(1, min(4, _cpus()))
         self._stop = threading.Event()
 
     def columns(self, table: str) -> list[str]:
@@ -180,6 +185,13 @@ def _interrupted(exc: BaseException) -> bool:
             return True
         e = e.__cause__ or e.__context__
     return False
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # gone or unreadable: the scans say which, with the file's name
 
 
 def _cpus() -> int:
