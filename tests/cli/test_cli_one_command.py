@@ -9,13 +9,12 @@ command's help, a group option before the command, and everything that needs the
 from __future__ import annotations
 
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
-from tcreport.cli.app import app, app_for
+from tcreport.cli.app import _name, app, app_for
 
 runner = CliRunner()
-COMMANDS = [typer.main.get_command_name(c.callback.__name__) for c in app.registered_commands]
+COMMANDS = [str(_name(c)) for c in app.registered_commands]
 
 
 def test_every_registered_command_is_found_by_its_name() -> None:
@@ -24,7 +23,7 @@ def test_every_registered_command_is_found_by_its_name() -> None:
         one = app_for([name, "--help"])
         assert one is not app
         assert [c.callback for c in one.registered_commands] == [
-            c.callback for c in app.registered_commands if c.callback.__name__ == name
+            c.callback for c in app.registered_commands if _name(c) == name
         ]
     assert len(app.registered_commands) == len(COMMANDS)  # the shared app is left whole
 

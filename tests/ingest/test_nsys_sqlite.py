@@ -354,7 +354,7 @@ def test_small_chunks_and_batches_give_the_same_tables(
     the thread pool (as in every export of 16 MiB or more: these are smaller) and by the calling
     thread alone, and both give the tables one whole-table scan gives."""
     pools: list[int] = []
-    real_pool = _nsys_db.ThreadPoolExecutor
+    real_pool = ThreadPoolExecutor
 
     def counted(workers: int) -> ThreadPoolExecutor:
         pools.append(workers)
