@@ -51,6 +51,10 @@ class Architecture:
     source: str
     compute_capabilities: tuple[str, ...] = ()
     gfx: tuple[str, ...] = ()
+    #: the parts of this generation that have no matrix units although its compute capability
+    #: says nothing of it (Turing's TU116/TU117: 7.5 like the RTX parts): a device known only by
+    #: the capability may be one of them
+    parts_without: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ def _architecture(raw: dict[str, Any]) -> Architecture:
         source=str(raw["source"]),
         compute_capabilities=tuple(str(c) for c in raw.get("compute_capabilities", ())),
         gfx=tuple(str(g).lower() for g in raw.get("gfx", ())),
+        parts_without=raw.get("parts_without"),
     )
 
 
@@ -179,11 +184,29 @@ class DeviceFacts:
     matrix_unit: str | None = None  # "Tensor Cores", ... or NONE
     matrix_precisions: tuple[str, ...] = ()
     source: str | None = None
+    #: set when only the compute capability identifies the device and some parts of that
+    #: generation have no matrix units (a 7.5 may be a GTX 1650): then ``matrix_unit`` is
+    #: ``None`` (not known) and ``matrix_precisions`` are what the units take where they exist
+    parts_without: str | None = None
 
     @property
     def has_matrix_units(self) -> bool | None:
-        """True/False when the device is identified, ``None`` when it is not."""
+        """True/False when the device is identified, ``None`` when it is not (or when its compute
+        capability is shared by parts with and without matrix units)."""
         return None if self.matrix_unit is None else self.matrix_unit != NONE
+
+    @property
+    def matrix_unit_words(self) -> str | None:
+        """What is known of the device's matrix units, in words: "Tensor Cores", "none", or, for
+        a device known only by a capability its generation's smaller parts share, "Tensor Cores
+        unless this is a GeForce GTX 16-series ... part"; ``None`` when nothing is known."""
+        if self.parts_without is not None and self.architecture is not None:
+            unit = next(
+                (a.matrix_unit for a in table().architectures if a.name == self.architecture),
+                None,
+            )
+            return f"{unit} unless this is a {self.parts_without} part"
+        return self.matrix_unit
 
 
 def describe(gpu: Gpu) -> DeviceFacts:
@@ -211,11 +234,14 @@ def describe(gpu: Gpu) -> DeviceFacts:
 
 
 def _from_arch(arch: Architecture, cc: str | None) -> DeviceFacts:
+    """A device known by its generation only: its matrix units are the generation's, unless the
+    generation has parts without them (then not known: ``parts_without`` says which)."""
     return DeviceFacts(
         vendor=arch.vendor,
         architecture=arch.name,
         compute_capability=cc if arch.vendor == "nvidia" else None,
-        matrix_unit=arch.matrix_unit,
+        matrix_unit=None if arch.parts_without else arch.matrix_unit,
         matrix_precisions=arch.matrix_precisions,
         source=arch.source,
+        parts_without=arch.parts_without,
     )

@@ -43,6 +43,28 @@ def has_matrix_units(gpus: Iterable[Gpu]) -> bool | None:
     return any(verdicts)
 
 
+def matrix_units_caveat(gpus: Iterable[Gpu]) -> str | None:
+    """What is known of the matrix units of the GPUs that only a compute capability identifies,
+    where that capability is shared by parts without them (7.5: an RTX 2080 or a GTX 1650), in
+    words every output shows; ``None`` when no GPU of the run is such. The one place this doubt
+    is worded: the verdict carries it, TC006 shows it, renderers only format it."""
+    doubtful: dict[str, list[str]] = {}
+    for g in gpus:
+        facts = device_table.describe(g)
+        words = facts.matrix_unit_words
+        if facts.parts_without is None or words is None:
+            continue
+        unnamed = f"{g.name!r}, a name the device table does not know" if g.name else "no name"
+        what = f"compute capability {facts.compute_capability} ({facts.architecture}) and {unnamed}"
+        doubtful.setdefault(f"{what}: {words}", []).append(str(g.device_id))
+    if not doubtful:
+        return None
+    return "; ".join(
+        f"GPU{'s' if len(ids) > 1 else ''} {', '.join(ids)}: {text}"
+        for text, ids in doubtful.items()
+    )
+
+
 #: Kernel-name marks of the architecture a kernel was built for, oldest first. A kernel built for
 #: a newer architecture cannot run on an older GPU (sm80 kernels do run on a Hopper), so the newest
 #: mark seen is the best guess of the GPU's generation. ``nvjet`` is cuBLAS's Hopper-era JIT GEMM.

@@ -48,7 +48,7 @@ def _precisions(gpus: tuple[Gpu, ...], wanted: frozenset[str] = _HALF) -> frozen
     allowed = set(wanted)
     for g in gpus:
         facts = device_table.describe(g)
-        if facts.matrix_unit is not None:
+        if facts.architecture is not None:  # a 7.5 that may be a GTX 1650: Turing's at most
             allowed &= set(facts.matrix_precisions)
     return frozenset(allowed)
 

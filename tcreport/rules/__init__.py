@@ -46,6 +46,7 @@ from tcreport.rules import (
     tc003_unaligned_dims,
     tc004_eligible_missed_tc,
     tc005_no_matrix_units,
+    tc006_matrix_units_unsure,
 )
 from tcreport.rules.base import SEVERITY_ORDER, Evidence, EvidenceKind, Finding, Rule, Severity
 
@@ -96,6 +97,7 @@ REGISTRY: dict[str, Rule] = dict(
             "TC003": tc003_unaligned_dims.check,
             "TC004": tc004_eligible_missed_tc.check,
             "TC005": tc005_no_matrix_units.check,
+            "TC006": tc006_matrix_units_unsure.check,
         }.items()
     )
 )
@@ -195,7 +197,7 @@ def evaluate(analysis: Analysis) -> tuple[Finding, ...]:
 
 #: Findings about the measurement or the input (where to aggregate, what the names cannot tell),
 #: not about a change to the model: they never take the "fix first" place.
-NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002", "TC005"})
+NOT_A_FIX = frozenset({"IT001", "IT002", "IT004", "IT005", "TC002", "TC005", "TC006"})
 
 
 def _model_advice(f: Finding) -> bool:

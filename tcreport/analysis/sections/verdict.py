@@ -142,6 +142,10 @@ class Verdict:
     #: whose words the fixes take: "torch", "tf", "jax" or "any" (analysis.framework.flavour,
     #: decided once here from the run's framework, else its op names; every rule reads it)
     flavour: str = "any"
+    #: the GPUs only a compute capability identifies, where parts of that capability have no
+    #: matrix units (7.5: "Tensor Cores unless this is a GeForce GTX 16-series ... part"), in the
+    #: words every output shows (TC006; :func:`gpu_arch.matrix_units_caveat`); None: no such GPU
+    matrix_units_caveat: str | None = None
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -372,6 +376,7 @@ def build(
         op_level_gpu_ns=op_level_ns,
         op_level_tc_share=op_level_share,
         no_matrix_units=gpu_arch.has_matrix_units(run.meta.gpus) is False,
+        matrix_units_caveat=gpu_arch.matrix_units_caveat(run.meta.gpus),
         eligible_not_using_per_iteration_ns=per_iter,
         partly_using_op_count=e.partly,
         eligible_listed=sum(1 for o in ops if o.tc_eligible),

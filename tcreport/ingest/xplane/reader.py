@@ -26,7 +26,7 @@ from tcreport import schema
 from tcreport.errors import InputError, MissingExtraError
 from tcreport.ingest.common import capture, started
 from tcreport.ingest.xplane import notes as notes_mod
-from tcreport.ingest.xplane.space import SpaceFacts, collect, main_dtype
+from tcreport.ingest.xplane.space import SpaceFacts, main_dtype, merge
 from tcreport.ingest.xplane.tools import INSTALL, ToolTables, convert
 from tcreport.model import (
     Granularity,
@@ -285,33 +285,6 @@ def read(path: Path) -> Run:
         raise InputError(f"unexpected value in the XSpace: {exc}", path) from exc
 
 
-def _merged(spaces: list[Any]) -> SpaceFacts:
-    """The facts of every XSpace (one per host of a multi-worker run) as one."""
-    facts = SpaceFacts()
-    for space in spaces:
-        one = collect(space)
-        facts.gpus += one.gpus
-        facts.host_planes += one.host_planes
-        facts.dropped += one.dropped
-        facts.dropped_steps += one.dropped_steps
-        facts.frameworks |= one.frameworks
-        facts.other_events += one.other_events
-        for kind, n in one.other_devices.items():
-            facts.other_devices[kind] = facts.other_devices.get(kind, 0) + n
-        for k, v in one.kernels.data.items():
-            facts.kernels.data[k] += v
-        for k, v in one.memory.data.items():
-            facts.memory.data[k] += v
-        facts.op_shapes.update(one.op_shapes)
-        facts.op_types.update(one.op_types)
-        if not len(facts.ranges):  # one host's steps cut the iterations, as one rank's do
-            for k, v in one.ranges.data.items():
-                facts.ranges.data[k] += v
-        for name, op in one.hlo_ops.items():
-            facts.hlo_ops.setdefault(name, op)
-    return facts
-
-
 def _notes(
     side: dict[str, Any],
     facts: SpaceFacts,
@@ -340,6 +313,7 @@ def _notes(
         if gpu_run and not facts.hlo_ops
         else None,
         notes_mod.eager_share(tables.op_stats or []),
+        facts.host_devices,
         notes_mod.per_device(facts.gpus, per_dev),
         f"xprof could not convert: {', '.join(tables.failed)}." if tables.failed else None,
         f"dropped {facts.dropped:,} GPU events whose duration is negative or 13 days or more, or "
@@ -359,7 +333,7 @@ def _read(path: Path) -> Run:
     if not files:
         raise InputError(f"no {SUFFIX} file here", path)
     spaces = _parse(files)
-    facts = _merged(spaces)
+    facts = merge(spaces, [f.name for f in files])
     tables = convert(files)
     side = _sidecar(files[0].parent)
     raw_layers = side.get("layers")

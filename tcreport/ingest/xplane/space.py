@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tcreport.ingest.xplane import hlo
@@ -79,6 +80,8 @@ class SpaceFacts:
     #: host step annotations (``StepTraceAnnotation``: events with a ``step_num`` stat)
     ranges: Columns = field(default_factory=Columns)
     hostnames: tuple[str, ...] = ()
+    #: a run of several hosts' profiles: which of the run's GPU ids each host's GPUs became
+    host_devices: str | None = None
     #: device planes other than GPUs ("TPU"), by kind: counted, never read
     other_devices: dict[str, int] = field(default_factory=dict)
     other_events: int = 0  # events on those planes
@@ -342,4 +345,57 @@ def collect(space: Any) -> SpaceFacts:
             facts.other_devices[kind] = facts.other_devices.get(kind, 0) + 1
             facts.other_events += n
     facts.gpus.sort(key=lambda g: g.device_id)
+    return facts
+
+
+def _renumber(one: SpaceFacts, offset: int) -> None:
+    """One host's GPUs and their events moved to ids from ``offset`` on: every host numbers its
+    own GPUs from 0, so two hosts' "GPU 0" would be one device of the merged run (one per-device
+    row holding both hosts' kernels, two GPUs of one id)."""
+    one.gpus = [replace(g, device_id=g.device_id + offset) for g in one.gpus]
+    for cols in (one.kernels.data, one.memory.data):
+        if "device_id" in cols:
+            cols["device_id"] = [d + offset for d in cols["device_id"]]
+
+
+def merge(spaces: list[Any], names: Sequence[str] = ()) -> SpaceFacts:
+    """The facts of every XSpace (one per host of a multi-worker run) as one. A device's identity
+    includes its host: the second host's GPUs follow the first's (host 1's GPU 0 is the run's
+    GPU 1 when host 0 has one), and a note names each host's GPUs. One host: ids unchanged."""
+    facts = SpaceFacts()
+    hosts: list[str] = []
+    for i, space in enumerate(spaces):
+        one = collect(space)
+        offset = max((g.device_id for g in facts.gpus), default=-1) + 1
+        if i and one.gpus and offset:
+            _renumber(one, offset)
+        if len(spaces) > 1 and one.gpus:
+            label = names[i] if i < len(names) else f"profile {i + 1}"
+            host = f" ({one.hostnames[0]})" if one.hostnames else ""
+            ids = ", ".join(str(g.device_id) for g in one.gpus)
+            hosts.append(f"{label}{host}: GPU{'s' if len(one.gpus) > 1 else ''} {ids}")
+        facts.gpus += one.gpus
+        facts.host_planes += one.host_planes
+        facts.dropped += one.dropped
+        facts.dropped_steps += one.dropped_steps
+        facts.frameworks |= one.frameworks
+        facts.other_events += one.other_events
+        for kind, n in one.other_devices.items():
+            facts.other_devices[kind] = facts.other_devices.get(kind, 0) + n
+        for k, v in one.kernels.data.items():
+            facts.kernels.data[k] += v
+        for k, v in one.memory.data.items():
+            facts.memory.data[k] += v
+        facts.op_shapes.update(one.op_shapes)
+        facts.op_types.update(one.op_types)
+        if not len(facts.ranges):  # one host's steps cut the iterations, as one rank's do
+            for k, v in one.ranges.data.items():
+                facts.ranges.data[k] += v
+        for name, op in one.hlo_ops.items():
+            facts.hlo_ops.setdefault(name, op)
+    if len(hosts) > 1:
+        facts.host_devices = (
+            f"{len(hosts)} hosts' profiles, their GPUs numbered one after the other: "
+            + "; ".join(hosts)
+        )
     return facts
