@@ -36,6 +36,8 @@ from tcreport.render import notebook_html, summary_json
 from tcreport.rules.base import Finding
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tcreport.model import Run
     from tcreport.report import Report
 
@@ -67,6 +69,17 @@ def _frame(rows: tuple[Any, ...], cls: type[Any], extra: dict[str, pa.Array] | N
     return to_pandas(pa.table(columns))
 
 
+#: The op rows' miss verdicts the analysis defines (properties of :class:`OpRow`), each under
+#: the analysis' own name and meaning: ``missed_tc`` missed in every call with a verdict,
+#: ``partly_missed`` in some only, ``has_misses`` in either; ``missed_ns`` the missed calls' time.
+OP_VERDICTS = (("missed_tc", pa.bool_()), ("partly_missed", pa.bool_()),
+               ("has_misses", pa.bool_()), ("missed_ns", pa.int64()))  # fmt: skip
+
+
+def _op_verdicts(rows: Sequence[OpRow]) -> dict[str, pa.Array]:
+    return {name: pa.array([getattr(r, name) for r in rows], t) for name, t in OP_VERDICTS}
+
+
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """Arrow-backed dtypes throughout (``pd.ArrowDtype``): no object columns, no NaN for missing
     integers, and no copy of the column buffers where pandas can wrap them."""
@@ -95,8 +108,7 @@ class AnalysedRun:
     @cached_property
     def ops(self) -> pd.DataFrame:
         rows = self.report.analysis.breakdown.ops
-        missed = pa.array([r.has_misses for r in rows], pa.bool_())
-        return _frame(rows, OpRow, {"missed_tc": missed})
+        return _frame(rows, OpRow, _op_verdicts(rows))
 
     @cached_property
     def op_types(self) -> pd.DataFrame:

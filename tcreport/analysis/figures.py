@@ -115,10 +115,15 @@ class OpRow:
 
     @property
     def missed_ns(self) -> int:
-        """GPU time of the calls that missed: all of the op's when it never used Tensor Cores."""
-        if self.missed_tc:
-            return self.gpu_ns or 0
-        return (self.missed_gpu_ns or 0) if self.partly_missed else 0
+        """GPU time of the eligible calls known to have missed (:attr:`missed_gpu_ns`), whether
+        the op missed in every call with a verdict or in some: calls whose kernels have no
+        verdict are unknown, not missed, and so are calls not eligible. All of the op's time only
+        where the row has no per-call count (a profiler's per-op verdict alone)."""
+        if not self.has_misses:
+            return 0
+        if self.missed_gpu_ns is None:
+            return (self.gpu_ns or 0) if self.missed_tc else 0
+        return self.missed_gpu_ns
 
 
 def in_some_calls_only(partly: int, total: int) -> str:

@@ -45,10 +45,15 @@ UNCOVERED_TC_SHARE = 0.05
 class IterationThroughput:
     iteration: int
     duration_ns: int
-    flops: int
+    #: counted FLOPs of the iteration's ops; ``None`` where none of its op calls has a FLOP count
+    #: (0 would claim a measured zero, as :attr:`Throughput.tflops` says)
+    flops: int | None
 
     def tflops(self) -> float | None:
-        return self.flops / self.duration_ns / 1e3 if self.duration_ns > 0 else None
+        """Achieved TFLOP/s over the iteration's duration; ``None`` where not measured."""
+        if self.flops is None or self.duration_ns <= 0:
+            return None
+        return self.flops / self.duration_ns / 1e3
 
 
 @dataclass(frozen=True)
@@ -389,9 +394,10 @@ def _iterations(
     if not ok.any():
         return ()
     per = np.bincount(itc[ok], weights=row_flops[ok])
+    counted = np.bincount(itc[ok])  # op rows with a count, per iteration: 0 = not measured
     rows = []
     for r in it.sort_by("iteration").to_pylist():  # one per iteration
         i = int(r["iteration"])
-        if i < per.size:
-            rows.append(IterationThroughput(i, int(r["end_ns"] - r["start_ns"]), int(per[i])))
+        flops = int(per[i]) if i < counted.size and counted[i] else None
+        rows.append(IterationThroughput(i, int(r["end_ns"] - r["start_ns"]), flops))
     return tuple(rows)

@@ -54,7 +54,7 @@ def _verdict_table(view: Report) -> list[str]:
     return [
         f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
-        f"| {fmt.pct(a.verdict.tc_share)} | {fmt.ns(a.verdict.eligible_not_using_gpu_ns)} "
+        f"| {fmt.pct(a.verdict.tc_share)} | {a.verdict.miss_card.value} "
         f"({fmt.count(n)} {fmt.noun(n, 'op')}) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.verdict.classified_share)} |",
         "",

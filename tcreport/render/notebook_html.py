@@ -65,7 +65,7 @@ def _verdict(view: Report) -> list[str]:
         '<span style="font-size:1.6em;font-weight:bold">'
         f"{_e(fmt.pct(a.verdict.tc_share))}</span> of GPU kernel time on {_e(w.unit)} "
         f"({_e(fmt.ns(a.time.tc_kernel_ns))} of {_e(fmt.ns(a.time.gpu_kernel_ns))}); "
-        f"eligible time not on {_e(w.unit)}: {_e(fmt.ns(a.verdict.eligible_not_using_gpu_ns))} in "
+        f"eligible time not on {_e(w.unit)}: {_e(a.verdict.miss_card.value)} in "
         f"{_e(fmt.count(a.verdict.missed_op_count))} "
         f"{'op' if a.verdict.missed_op_count == 1 else 'ops'}",
         "</div>",

@@ -96,6 +96,8 @@ def _tensor_core(view: Report) -> dict[str, Any]:
         "missed_op_count": v.missed_op_count,
         "eligible_gpu_ns": v.eligible_gpu_ns,
         "eligible_not_using_gpu_ns": v.eligible_not_using_gpu_ns,
+        # the headline's figure (every output's "eligible GPU time not on ..."), per iteration
+        "eligible_not_using_per_iteration_ns": _int(v.eligible_not_using_per_iteration_ns),
     }
     op_level = {"op_level_gpu_ns": v.op_level_gpu_ns, "op_level_share": v.op_level_tc_share}
     return figures | {alias: figures[name] for name, alias in ALIASES.items()} | op_level

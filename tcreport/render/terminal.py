@@ -356,7 +356,8 @@ def _headline(view: Report) -> Table:
             f"{w.eligible} ops / using {w.short}",
             f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}{partly}",
         )
-        head.add_row(f"Eligible GPU time not on {w.short}", fmt.ns(v.eligible_not_using_gpu_ns))
+        # the analysis' one figure, as the card shows it (per iteration over several)
+        head.add_row(f"Eligible GPU time not on {w.short}", v.miss_card.value)
     it = a.iterations.info
     head.add_row(
         "Iterations",

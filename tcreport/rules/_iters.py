@@ -1,13 +1,11 @@
 """Aggregated iteration durations, shared by the warm-up and variance rules so they agree on what
-counts as a warm-up outlier (and the variance rule does not fire on the warm-up again)."""
+counts as a warm-up outlier (and the variance rule does not fire on the warm-up again). The step
+times the variance rule judges are the analysis' (``analysis.iterations.step_time``)."""
 
 from __future__ import annotations
 
-import statistics
-
-from tcreport.analysis.derived import IterationRow, step_times, warmup
+from tcreport.analysis.derived import IterationRow, warmup
 from tcreport.analysis.result import Analysis
-from tcreport.rules import thresholds
 
 
 def aggregated(analysis: Analysis) -> list[IterationRow]:
@@ -23,17 +21,3 @@ def warmup_outlier(rows: list[IterationRow]) -> tuple[IterationRow, float] | Non
 def steady(rows: list[IterationRow]) -> list[IterationRow]:
     """The aggregated iterations without a leading warm-up outlier."""
     return rows[1:] if warmup_outlier(rows) is not None else rows
-
-
-def steady_times(rows: list[IterationRow]) -> tuple[list[tuple[IterationRow, int]], str]:
-    """The aggregated iterations' step times (:func:`derived.step_times`: GPU-side where the
-    breakdown measured them, else host-side) without a leading warm-up outlier by that same
-    measure, and which measure it is ("GPU" or "host")."""
-    times, basis = step_times(rows)
-    timed = [(r, times[r.iteration]) for r in rows if r.iteration in times]
-    if len(timed) >= thresholds.MIN_ITERATIONS:
-        first, rest = timed[0][1], [t for _, t in timed[1:]]
-        median = statistics.median(rest)
-        if median > 0 and first >= thresholds.WARMUP_RATIO * median:
-            timed = timed[1:]
-    return timed, basis

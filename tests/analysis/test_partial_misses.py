@@ -29,7 +29,7 @@ CONV_OK = "[[64, 64, 55, 55], [192, 64, 5, 5]]"
 
 
 def _conv_ops(
-    uses: list[bool], shapes: list[str], gpu: list[int], dtype: str = "float32"
+    uses: list[bool | None], shapes: list[str], gpu: list[int], dtype: str = "float32"
 ) -> pa.Table:
     n = len(uses)
     return schema.conform(
@@ -72,6 +72,19 @@ def test_synthetic_partly_missed_op_counts_its_missed_calls() -> None:
     assert (tc.eligible_op_count, tc.using_op_count, tc.eligible_not_using_op_count) == (1, 1, 0)
     assert (tc.partly_using_op_count, tc.missed_op_count) == (1, 1)
     assert (tc.eligible_gpu_ns, tc.eligible_not_using_gpu_ns) == (13_000, 3_000)
+
+
+def test_synthetic_missed_and_unknown_calls_count_only_the_missed_time() -> None:
+    """An op missed Tensor Cores in one call and has no verdict for another: only the missed
+    call's time is missed; the unknown call's is unknown, in the op row and in the headline."""
+    view = _view(_conv_ops([False, None], [CONV_OK, CONV_OK], [5_000, 3_000]))
+    (op,) = view.analysis.breakdown.ops
+    assert (op.uses_tc, op.tc_known, op.missed_tc, op.partly_missed) == (False, True, True, False)
+    assert (op.gpu_ns, op.missed_ns, op.tc_ns, op.other_ns) == (8_000, 5_000, 0, 3_000)
+    tc = view.analysis.verdict
+    assert (tc.eligible_gpu_ns, tc.eligible_not_using_gpu_ns) == (8_000, 5_000)
+    (f,) = [f for f in view.findings if f.id in {"TC001", "TC004"}]
+    assert f.estimated_saving_ns == int(5_000 * (1 - 1 / thresholds.TC_SPEEDUP))
 
 
 def test_synthetic_partly_missed_conv_gets_the_padding_not_tf32_off() -> None:

@@ -39,3 +39,28 @@ def test_counted_run_keeps_its_achieved_tflops() -> None:
         missing=(), precision="bf16", wall_ns=1_000_000, gpus=1, iterations=(), mfu_note=None,
     )  # fmt: skip
     assert t.tflops == pytest.approx(2.0)
+
+
+MI250 = REALTRACES / "kineto" / "mi250-rocm-minitoy" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+@pytest.mark.realtraces
+def test_real_iteration_without_counted_flops_is_listed_as_not_measured() -> None:
+    """The MI250 run's second iteration has no op with a FLOP count: it is listed with a null
+    count and rate (it was left out, and one in the middle of a run read 0 FLOPs, 0.0 TFLOP/s)."""
+    view = api.analyze(api.load(need(MI250)))
+    t = view.analysis.throughput
+    assert t is not None and t.flops > 0
+    first, second = t.iterations
+    assert first.flops == t.flops and (first.tflops() or 0) > 0
+    assert second.flops is None and second.tflops() is None and t.iteration_mfu(second) is None
+    its = json.loads(api.render_json(view))["throughput"]["iterations"]
+    assert [(i["iteration"], i["flops"], i["achieved_tflops"]) for i in its][1] == (1, None, None)
+
+
+def test_iteration_rate_is_null_only_where_not_measured() -> None:
+    from tcreport.analysis.throughput import IterationThroughput
+
+    assert IterationThroughput(3, 1_000, None).tflops() is None
+    assert IterationThroughput(3, 1_000, 0).tflops() == 0.0  # counted, and zero: a measurement
+    assert IterationThroughput(3, 1_000, 2_000_000).tflops() == pytest.approx(2.0)

@@ -179,3 +179,33 @@ def test_flop_figures_and_gap_label_in_html_come_from_fmt() -> None:
     assert fmt.flops(4_406_888_448) == "4.41 GFLOP" and fmt.flops(999) == "999 FLOP"
     assert fmt.ns(LAUNCH_GAP_NS, 0) == "100 µs"
     assert f"gaps &lt; {fmt.ns(LAUNCH_GAP_NS, 0)})" in page  # the step chart's legend
+
+
+CNN = SAMPLES / "h200-torch-cnn-ncu" / "cnn_fp32" / "torch_cnn.pt.trace.json.gz"
+
+
+def test_eligible_time_not_on_tc_is_one_figure_with_one_unit_everywhere() -> None:
+    """Over several iterations the headline's "eligible GPU time not on Tensor Cores" is per
+    iteration in every output, labelled so; the terminal, Markdown and notebook said the total
+    (1.5 ms) where the HTML card said 381.7 µs / iteration for the same run."""
+    from tcreport.render import markdown, notebook_html
+
+    r = _report(CNN)
+    v = r.analysis.verdict
+    assert (r.analysis.iterations.info.aggregated or 0) > 1 and v.eligible_not_using_gpu_ns
+    per = v.eligible_not_using_per_iteration_ns
+    assert per is not None and per < v.eligible_not_using_gpu_ns
+    shown = f"{fmt.ns(per)} / iteration"
+    assert v.miss_card.value == shown
+    assert f'<div class="v">{shown}</div><div class="k">eligible GPU time not on Tensor Cores' in (
+        html.render(r)
+    )
+    console = Console(width=200, record=True, file=io.StringIO())
+    terminal.render(r, console)
+    assert re.search(rf"^Eligible GPU time not on TC\s+{re.escape(shown)}\s*$",
+                     console.export_text(), re.MULTILINE)  # fmt: skip
+    assert f"| {shown} (" in markdown.render(r)
+    assert f"eligible time not on Tensor Cores: {shown} in " in notebook_html.render(r)
+    tc = json.loads(api.render_json(r))["tensor_core"]
+    assert tc["eligible_not_using_per_iteration_ns"] == round(per)
+    assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns  # the total, as before

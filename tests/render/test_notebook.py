@@ -55,7 +55,10 @@ def _columns(name: str) -> list[str]:
         for f in dataclasses.fields(ROW_TYPES[name])
         if not str(f.type).startswith("tuple") and f.name != "css"
     ]
-    extra = {"ops": ["missed_tc"], "findings": ["evidence"]}.get(name, [])
+    extra = {
+        "ops": ["missed_tc", "partly_missed", "has_misses", "missed_ns"],
+        "findings": ["evidence"],
+    }.get(name, [])
     cols = ["type" if (name, c) == ("op_types", "name") else c for c in cols]
     return cols + extra
 
@@ -105,12 +108,14 @@ def test_frames_are_the_reports_own_figures(
     assert s["time"]["tc_kernel_ns"] == tc
     assert s["time"]["gpu_kernel_ns"] == run.launches["duration_ns"].sum()
     assert list(run.findings["id"]) == [f["id"] for f in s["findings"]]
-    # the frame's missed_tc is "missed in all or some calls"; the JSON's count, since fix11b, the
-    # ops that missed in every call (so it adds up with using_op_count to the eligible)
-    v = run.report.analysis.verdict
-    assert v.missed_op_count == int(run.ops["missed_tc"].sum())
-    never = sum(1 for o in run.report.analysis.breakdown.ops if o.missed_tc)
-    assert s["tensor_core"]["eligible_not_using_op_count"] == never
+    # named fix: the frame's missed_tc is OpRow.missed_tc, "missed in every call" (the JSON's
+    # eligible_not_using_op_count, which adds up with using_op_count to the eligible); "in all or
+    # some calls" is has_misses (the JSON's missed_op_count); it was missed_tc here
+    ops, tc = run.ops, s["tensor_core"]
+    assert tc["eligible_not_using_op_count"] == int(ops["missed_tc"].sum())
+    assert tc["missed_op_count"] == int(ops["has_misses"].sum())
+    assert (ops["has_misses"] == (ops["missed_tc"] | ops["partly_missed"])).all()
+    assert tc["eligible_not_using_gpu_ns"] == int(ops["missed_ns"].sum())
 
 
 def test_summary_is_the_summary_json_and_to_html_the_report(

@@ -54,3 +54,37 @@ def test_synthetic_uneven_gpu_steps_are_variance_with_both_measures(tmp_path: Pa
     assert "GPU step time: from a step's first GPU activity to the next step's first" in f.detail
     assert "Host-side step lengths vary by" in f.detail
     assert f.estimated_saving_ns == 2 * 40_000_000  # the two 140 ms steps at the 100 ms median
+
+
+JAX_FP32 = (
+    Path(__file__).resolve().parents[2]
+    / "sample_traces/h200-jax-xla-ncu/fp32/plugins/profile/2026_11_26_10_47_40/vm.xplane.pb"
+)
+
+
+def test_jax_variance_finding_reads_the_analysis_step_time_and_names_the_card() -> None:
+    """The bundled JAX fp32 run: the card's mean iteration time (wall clock, 6 iterations) and
+    IT003's GPU step time (5 iterations with one) are two measures; the finding's figures are
+    the analysis' StepTime, it names the measure, and it quotes the card's figure with its own
+    (it said "average 1.4 ms ± 280 µs" beside a card of "1.3 ms ± 331 µs", neither labelled)."""
+    from tcreport import fmt
+
+    report = api.analyze(api.load(JAX_FP32))
+    its = report.analysis.iterations
+    st = its.step_time
+    assert st.basis == "GPU" and len(st.times) == 5 and not st.warmup_left_out
+    assert its.card.label == "mean iteration time (wall clock)"
+    assert its.card.value == fmt.ns(its.info.mean_ns) == "1.3 ms"
+    (f,) = [f for f in report.findings if f.id == "IT003"]
+    assert f.detail.startswith(
+        f"The 5 aggregated iterations with a GPU step time average {fmt.ns(st.mean_ns)} with a "
+        f"standard deviation of {fmt.ns(st.std_ns)} ({st.measure});"
+    )
+    assert fmt.ns(st.mean_ns) == "1.4 ms" and st.measure.startswith("GPU step time")
+    assert (
+        f"In the headline, the mean iteration time, {its.card.value} ± "
+        f"{fmt.ns(its.info.std_ns)}, is wall-clock over all 6 aggregated iterations." in f.detail
+    )
+    assert {e.key for e in f.evidence} == {
+        str(i) for i, t in st.times if st.median_ns is not None and t > st.median_ns
+    }

@@ -8,6 +8,8 @@ iteration takes.
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcreport import fmt
@@ -20,6 +22,54 @@ from tcreport.model import IterationInfo, IterationMethod, Run
 
 #: The methods that cut a run at its ``ProfilerStep#N`` ranges, whose numbers label the steps.
 _STEP_METHODS = (IterationMethod.PROFILER_STEP, IterationMethod.PROFILER_STEP_RANGES)
+#: What each step-time measure is, in every output's words (:attr:`StepTime.measure`).
+STEP_MEASURES = {
+    "GPU": "GPU step time: from a step's first GPU activity to the next step's first",
+    "host": "wall-clock iteration time",
+}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """The aggregated iterations' step times by the measure outliers and the variance finding
+    (IT003) judge (:func:`derived.step_times`: the GPU's where the step breakdown measured it),
+    a leading warm-up by that measure left out. It is not the card's mean iteration time, which
+    is wall-clock over every aggregated iteration: the two differ where the GPU's pace is
+    measured or a warm-up is left out, and each output names which it shows."""
+
+    basis: str  # "GPU" or "host" (:data:`STEP_MEASURES`)
+    times: tuple[tuple[int, int], ...]  # (iteration, step time in ns), in iteration order
+    warmup_left_out: bool
+
+    @property
+    def measure(self) -> str:
+        return STEP_MEASURES[self.basis]
+
+    @property
+    def mean_ns(self) -> float | None:
+        return statistics.fmean(t for _, t in self.times) if self.times else None
+
+    @property
+    def std_ns(self) -> float | None:
+        return statistics.pstdev(t for _, t in self.times) if self.times else None
+
+    @property
+    def median_ns(self) -> float | None:
+        return float(statistics.median(t for _, t in self.times)) if self.times else None
+
+
+def step_time(rows: Sequence[IterationRow]) -> StepTime:
+    """The aggregated iterations' step times (:class:`StepTime`), decided once here: the
+    warm-up by the same measure, as :func:`derived.warmup` decides it by the host's."""
+    kept = [r for r in rows if r.aggregated and r.duration_ns > 0]
+    times, basis = derived.step_times(kept)
+    timed = [(r.iteration, times[r.iteration]) for r in kept if r.iteration in times]
+    left_out = False
+    if len(timed) >= derived.WARMUP_MIN_ITERATIONS:
+        median = statistics.median(t for _, t in timed[1:])
+        if median > 0 and timed[0][1] >= derived.WARMUP_RATIO * median:
+            timed, left_out = timed[1:], True
+    return StepTime(basis, tuple(timed), left_out)
 
 
 @dataclass(frozen=True)
@@ -33,11 +83,26 @@ class Iterations:
     #: every iteration, warm-up included, with its step breakdown where there is one
     rows: tuple[IterationRow, ...]
     card: Headline  # the mean iteration time, or the aggregated wall time without iterations
+    #: the step times the variance finding judges (not the card's figure: see :class:`StepTime`)
+    step_time: StepTime
     #: an iteration this many times slower (or faster) than the median is an outlier
     outlier_factor: float = derived.OUTLIER_FACTOR
     #: each iteration's ``ProfilerStep#N`` number (the script's step, counted from 0, for a
     #: ``tcreport profile`` run), where the run was cut at those steps; () otherwise
     step_numbers: tuple[int, ...] = ()
+
+    @property
+    def card_phrase(self) -> str | None:
+        """The card's mean iteration time as a sentence says it, naming its measure, for text
+        that shows another measure beside it (IT003); ``None`` without a mean."""
+        info = self.info
+        if info.mean_ns is None:
+            return None
+        spread = f" ± {fmt.ns(info.std_ns)}" if info.std_ns is not None else ""
+        return (
+            f"the mean iteration time, {fmt.ns(info.mean_ns)}{spread}, is wall-clock over all "
+            f"{fmt.count(info.aggregated)} aggregated iterations"
+        )
 
     @property
     def warm_up(self) -> tuple[IterationRow, float] | None:
@@ -124,7 +189,8 @@ def _card(info: IterationInfo, wall_ns: int | None) -> Headline:
     detail = f"{fmt.count(n)} iteration{'s' if n != 1 else ''} aggregated"
     if info.std_ns is not None and (n or 0) > 1:
         detail = f"± {fmt.ns(info.std_ns)}; {detail}"
-    return Headline(fmt.ns(info.mean_ns), "mean iteration time", detail, Tone.NEUTRAL)
+    # "wall clock": IT003 judges the GPU step time where it was measured (StepTime)
+    return Headline(fmt.ns(info.mean_ns), "mean iteration time (wall clock)", detail, Tone.NEUTRAL)
 
 
 def step_numbers(run: Run, info: IterationInfo, count: int) -> tuple[int, ...]:
@@ -152,5 +218,6 @@ def build(
         suggestions=suggestions,
         rows=rows,
         card=_card(selection.info, wall_ns),
+        step_time=step_time(rows),
         step_numbers=steps,
     )
