@@ -23,6 +23,10 @@ NOISE_SIGMAS = 2.0
 #: whatever its relative change: a 32 ns step of a 2 µs kernel (+1.7 %) is below what a
 #: profiler's timestamps resolve reliably across two runs, and no PR is judged by it.
 ROW_NOISE_FLOOR_NS = 1_000
+#: A row whose share of time on the matrix units moves by less than this, its yes/no verdict
+#: unchanged, has not changed what it runs on: an op with Tensor Core and other kernels (a cuDNN
+#: convolution and its layout conversions) sees that share drift with its kernels' times.
+ROW_TC_SHARE_FLOOR = 0.10
 #: The label of a row that pools the ops of one type whose names ran on one side only.
 TYPE_ROW = "ops of type {type}"
 
@@ -60,6 +64,16 @@ class Presence(StrEnum):
     BOTH = "present"
     GONE = "gone"  # base only
     NEW = "new"  # head only
+
+
+class TcMove(StrEnum):
+    """How a row's use of the matrix units moved: its yes/no verdict, else its share of time."""
+
+    NONE = ""
+    GAINED = "gained"  # no -> yes
+    LOST = "lost"  # yes -> no: a regression whatever the time did (the gates count it)
+    MORE = "more"  # a larger share of its time, by ROW_TC_SHARE_FLOOR or more
+    LESS = "less"
 
 
 class Better(StrEnum):
@@ -107,7 +121,9 @@ class RowDiff:
 
     key: str
     type: str | None
-    matched_by: str  # "name", "type" or "" (present on one side only)
+    #: "name", "type", XLA's "framework op and shapes" / "framework op" (:mod:`.op_keys`), or ""
+    #: (present on one side only)
+    matched_by: str
     presence: Presence
     base_ns: float | None
     head_ns: float | None
@@ -125,6 +141,23 @@ class RowDiff:
     base_uses_tc: bool | None = None
     head_uses_tc: bool | None = None
     threshold_ns: float | None = None  # |Δ| below this is noise (the diff's one noise rule)
+    tc_move: TcMove = TcMove.NONE  # how its matrix-unit use moved; the verdict weighs it
+
+    def tc_note(self, w: UnitWords) -> str:
+        """The row's matrix-unit move in words, beside its verdict ("" when none): the verdict
+        "changed" is a move and a time that disagree ("now on TC, slower")."""
+        if self.tc_move is TcMove.NONE:
+            return ""
+        word = {
+            TcMove.GAINED: "now on",
+            TcMove.LOST: "no longer on",
+            TcMove.MORE: "more on",
+            TcMove.LESS: "less on",
+        }[self.tc_move]
+        time = ""
+        if self.verdict is Change.CHANGED:
+            time = ", faster" if self.tc_move is TcMove.LESS else ", slower"
+        return f"{word} {w.short}{time}"
 
     @property
     def tc_lost(self) -> bool:
