@@ -17,7 +17,6 @@ from tcreport import fmt
 from tcreport.compare import op_keys
 from tcreport.compare.model import (
     ROW_NOISE_FLOOR_NS,
-    ROW_TC_SHARE_FLOOR,
     TYPE_ROW,
     Better,
     Change,
@@ -46,6 +45,7 @@ class _Acc:
     has_time: bool
     dtype: str | None = None
     uses_tc: bool | None = None
+    names: tuple[str, ...] = ()  # the ops summed into it
 
 
 def _on(x: _Acc | None) -> bool:
@@ -64,29 +64,19 @@ def _presence(b: _Acc | None, h: _Acc | None) -> Presence | None:
 
 def _verdict(presence: Presence, time: Change, move: TcMove) -> Change:
     """The row's one verdict: new or gone first; a lost matrix-unit verdict is a regression
-    whatever the time did; otherwise the matrix-unit move and the time each count, and where
-    they disagree (on Tensor Cores now, and slower) the row "changed", neither won nor lost."""
+    whatever the time did; a gained one an improvement unless the time regressed beyond noise,
+    and then the row "changed" (on Tensor Cores now, and slower), neither won nor lost."""
     if presence is not Presence.BOTH:
         return Change.NEW if presence is Presence.NEW else Change.GONE
     if move is TcMove.LOST:
         return Change.REGRESSED
-    if move in (TcMove.GAINED, TcMove.MORE):
+    if move is TcMove.GAINED:
         return Change.CHANGED if time is Change.REGRESSED else Change.IMPROVED
-    if move is TcMove.LESS:
-        return Change.CHANGED if time is Change.IMPROVED else Change.REGRESSED
     return time
 
 
 def _tc_move(r: RowDiff) -> TcMove:
-    if r.tc_lost:
-        return TcMove.LOST
-    if r.tc_gained:
-        return TcMove.GAINED
-    b, h = r.base_tc_share, r.head_tc_share
-    moved = b is not None and h is not None and abs(h - b) >= ROW_TC_SHARE_FLOOR
-    if r.presence is Presence.BOTH and moved:
-        return TcMove.MORE if (h or 0.0) > (b or 0.0) else TcMove.LESS
-    return TcMove.NONE
+    return TcMove.LOST if r.tc_lost else TcMove.GAINED if r.tc_gained else TcMove.NONE
 
 
 def _row(
@@ -127,6 +117,8 @@ def _row(
         base_uses_tc=b.uses_tc if b else None,
         head_uses_tc=h.uses_tc if h else None,
         threshold_ns=thr,
+        base_ops=tuple(sorted(b.names)) if b else (),
+        head_ops=tuple(sorted(h.names)) if h else (),
     )
     move = _tc_move(row)
     return replace(row, verdict=_verdict(presence, time, move), tc_move=move)
@@ -159,6 +151,7 @@ def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
             has_time=t is not None,
             dtype=o.dtype,
             uses_tc=o.uses_tc,
+            names=(o.name,),
         )
     return out
 
@@ -176,9 +169,7 @@ def _pool(accs: dict[str, _Acc], keys: dict[str, str], typed: bool = False) -> d
         typ = key if typed else x.type
         prev = out.get(key)
         if prev is None:
-            out[key] = _Acc(
-                x.ns, x.tc_ns, x.miss_ns, typ, x.eligible, x.has_time, x.dtype, x.uses_tc
-            )
+            out[key] = replace(x, type=typ)
         else:
             out[key] = _Acc(
                 prev.ns + x.ns,
@@ -189,6 +180,7 @@ def _pool(accs: dict[str, _Acc], keys: dict[str, str], typed: bool = False) -> d
                 prev.has_time or x.has_time,
                 prev.dtype if prev.dtype == x.dtype else None,
                 bool(prev.uses_tc or x.uses_tc),
+                prev.names + x.names,
             )
     return out
 

@@ -57,6 +57,7 @@ def test_the_same_gemm_compiled_two_ways_is_one_row() -> None:
     row = _row(d, f"{cublas.scope} {cublas.input_shapes}")
     assert row.presence is Presence.BOTH and row.matched_by == op_keys.BY_OP_AND_SHAPES
     assert row.base_ns == _per_iter(cublas) and row.head_ns == _per_iter(triton)
+    assert (row.base_ops, row.head_ops) == (("custom-call.4",), ("gemm_fusion_dot",))
     # no op of either run is left to a type pool because its HLO name is new
     assert not any(
         r.key.startswith("ops of type") and r.type in ("dot", "cublaslt-matmul") for r in d.ops
