@@ -24,7 +24,9 @@ iteration. The constants are :data:`~tcreport.compare.model.NOISE_SIGMAS`,
 Rows (ops, op types, kernels) are one model (:class:`~tcreport.compare.model.RowDiff`): first
 present, gone or new (an op that ran nothing itself on one side is not on that side), then the
 deltas; an op whose matrix-unit verdict goes from yes to no is a regression whatever its time did,
-and :attr:`Diff.tc_lost` names those for the verdict line and the gates.
+and :attr:`Diff.tc_lost` names those for the verdict line and the gates; one that moved onto the
+matrix units and got slower is "changed", never a regression for its time alone
+(:attr:`RowDiff.tc_move <tcreport.compare.model.RowDiff.tc_move>`).
 """
 
 from __future__ import annotations

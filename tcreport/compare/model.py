@@ -62,6 +62,16 @@ class Presence(StrEnum):
     NEW = "new"  # head only
 
 
+class TcMove(StrEnum):
+    """How a row's matrix-unit verdict (the report's yes/no) moved. Its share of time on them is
+    no such move: it falls when its Tensor Core kernels get faster and its others do not (a
+    cuDNN convolution in fp16 against TF32 on the H200 CNN runs: 41 % -> 24 %, all of it faster)."""
+
+    NONE = ""
+    GAINED = "gained"  # no -> yes
+    LOST = "lost"  # yes -> no: a regression whatever the time did (the gates count it)
+
+
 class Better(StrEnum):
     LOWER = "lower"
     HIGHER = "higher"
@@ -107,7 +117,9 @@ class RowDiff:
 
     key: str
     type: str | None
-    matched_by: str  # "name", "type" or "" (present on one side only)
+    #: "name", "type", XLA's "framework op and shapes" / "framework op" (:mod:`.op_keys`), or ""
+    #: (present on one side only)
+    matched_by: str
     presence: Presence
     base_ns: float | None
     head_ns: float | None
@@ -125,6 +137,20 @@ class RowDiff:
     base_uses_tc: bool | None = None
     head_uses_tc: bool | None = None
     threshold_ns: float | None = None  # |Δ| below this is noise (the diff's one noise rule)
+    tc_move: TcMove = TcMove.NONE  # how its matrix-unit use moved; the verdict weighs it
+    #: the report's ops summed into an op or op-type row on each side (XLA's HLO instructions
+    #: under one framework op); empty for kernels and for a side the row is not on
+    base_ops: tuple[str, ...] = ()
+    head_ops: tuple[str, ...] = ()
+
+    def tc_note(self, w: UnitWords) -> str:
+        """The row's matrix-unit move in words, beside its verdict ("" when none): the verdict
+        "changed" is a move and a time that disagree ("now on TC, slower")."""
+        if self.tc_move is TcMove.NONE:
+            return ""
+        if self.tc_move is TcMove.LOST:
+            return f"no longer on {w.short}"
+        return f"now on {w.short}" + (", slower" if self.verdict is Change.CHANGED else "")
 
     @property
     def tc_lost(self) -> bool:

@@ -2,7 +2,9 @@
 
 Ops are paired by name; ops whose names appear on one side only are pooled by op type and paired
 that way, because two readers of one run may name an op differently (a DLProf scope path against
-another profiler's op path). Rows are per aggregated iteration, like the headline figures.
+another profiler's op path). XLA's ops, named by the compiler, are paired by the framework op
+they record instead (:mod:`tcreport.compare.op_keys`). Rows are per aggregated iteration, like
+the headline figures; a row's verdict weighs its Tensor Core move beside its time.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tcreport import fmt
+from tcreport.compare import op_keys
 from tcreport.compare.model import (
     ROW_NOISE_FLOOR_NS,
     TYPE_ROW,
@@ -20,6 +23,7 @@ from tcreport.compare.model import (
     FindingChange,
     Presence,
     RowDiff,
+    TcMove,
 )
 from tcreport.compare.noise import judge
 
@@ -41,6 +45,7 @@ class _Acc:
     has_time: bool
     dtype: str | None = None
     uses_tc: bool | None = None
+    names: tuple[str, ...] = ()  # the ops summed into it
 
 
 def _on(x: _Acc | None) -> bool:
@@ -57,16 +62,21 @@ def _presence(b: _Acc | None, h: _Acc | None) -> Presence | None:
     return None  # ran on neither side: not a row of the diff
 
 
-def _verdict(presence: Presence, time: Change, lost: bool, gained: bool) -> Change:
+def _verdict(presence: Presence, time: Change, move: TcMove) -> Change:
     """The row's one verdict: new or gone first; a lost matrix-unit verdict is a regression
-    whatever the time did; a gained one an improvement unless the time regressed beyond noise."""
+    whatever the time did; a gained one an improvement unless the time regressed beyond noise,
+    and then the row "changed" (on Tensor Cores now, and slower), neither won nor lost."""
     if presence is not Presence.BOTH:
         return Change.NEW if presence is Presence.NEW else Change.GONE
-    if lost:
+    if move is TcMove.LOST:
         return Change.REGRESSED
-    if gained and time is not Change.REGRESSED:
-        return Change.IMPROVED
+    if move is TcMove.GAINED:
+        return Change.CHANGED if time is Change.REGRESSED else Change.IMPROVED
     return time
+
+
+def _tc_move(r: RowDiff) -> TcMove:
+    return TcMove.LOST if r.tc_lost else TcMove.GAINED if r.tc_gained else TcMove.NONE
 
 
 def _row(
@@ -107,8 +117,11 @@ def _row(
         base_uses_tc=b.uses_tc if b else None,
         head_uses_tc=h.uses_tc if h else None,
         threshold_ns=thr,
+        base_ops=tuple(sorted(b.names)) if b else (),
+        head_ops=tuple(sorted(h.names)) if h else (),
     )
-    return replace(row, verdict=_verdict(presence, time, row.tc_lost, row.tc_gained))
+    move = _tc_move(row)
+    return replace(row, verdict=_verdict(presence, time, move), tc_move=move)
 
 
 def _rows(candidates: list[RowDiff | None]) -> tuple[RowDiff, ...]:
@@ -138,30 +151,36 @@ def _op_accs(a: Analysis, clock: str = "GPU") -> dict[str, _Acc]:
             has_time=t is not None,
             dtype=o.dtype,
             uses_tc=o.uses_tc,
+            names=(o.name,),
         )
     return out
 
 
 def _by_type(accs: dict[str, _Acc], names: set[str]) -> dict[str, _Acc]:
+    return _pool(accs, {n: accs[n].type or "(unknown)" for n in names}, typed=True)
+
+
+def _pool(accs: dict[str, _Acc], keys: dict[str, str], typed: bool = False) -> dict[str, _Acc]:
+    """The ops of one row key summed: an op type's (``typed``: the key is the type) or an XLA
+    framework op's (:mod:`tcreport.compare.op_keys`), whose type is its ops' where they agree."""
     out: dict[str, _Acc] = {}
-    for name in names:
+    for name, key in keys.items():
         x = accs[name]
-        key = x.type or "(unknown)"
+        typ = key if typed else x.type
         prev = out.get(key)
         if prev is None:
-            out[key] = _Acc(
-                x.ns, x.tc_ns, x.miss_ns, key, x.eligible, x.has_time, x.dtype, x.uses_tc
-            )
+            out[key] = replace(x, type=typ)
         else:
             out[key] = _Acc(
                 prev.ns + x.ns,
                 prev.tc_ns + x.tc_ns,
                 prev.miss_ns + x.miss_ns,
-                key,
+                typ if prev.type == typ else None,
                 prev.eligible or x.eligible,
                 prev.has_time or x.has_time,
                 prev.dtype if prev.dtype == x.dtype else None,
                 bool(prev.uses_tc or x.uses_tc),
+                prev.names + x.names,
             )
     return out
 
@@ -192,9 +211,19 @@ def idle_ops(base: Analysis, head: Analysis) -> int:
 
 
 def ops(base: Analysis, head: Analysis, rel_thr: float) -> tuple[tuple[RowDiff, ...], str]:
-    """Pair ops by name; ops whose names ran on one side only are paired by op type."""
+    """Pair ops by name; ops whose names ran on one side only are paired by op type. XLA's ops,
+    whose names a recompilation changes, are paired by framework op (:mod:`.op_keys`)."""
     clock = op_clock(base, head)
     ab, ah = _ran(_op_accs(base, clock)), _ran(_op_accs(head, clock))
+    if ab and ah and (op_keys.compiled(base) or op_keys.compiled(head)):
+        keys = op_keys.match(
+            [o for o in base.breakdown.ops if o.name in ab],
+            [o for o in head.breakdown.ops if o.name in ah],
+        )
+        pb, ph = _pool(ab, keys.base), _pool(ah, keys.head)
+        return _rows(
+            [_row(k, pb.get(k), ph.get(k), keys.how.get(k, ""), rel_thr) for k in set(pb) | set(ph)]
+        ), keys.matching
     named = set(ab) & set(ah)
     rows = [_row(k, ab[k], ah[k], "name", rel_thr) for k in named]
     tb, th = _by_type(ab, set(ab) - named), _by_type(ah, set(ah) - named)

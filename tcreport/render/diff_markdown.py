@@ -9,9 +9,14 @@ comment.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tcreport import fmt
 from tcreport.compare.model import Change, Diff, Figure, Presence, RowDiff, Unit, changed
 from tcreport.render.escape import markdown as esc
+
+if TYPE_CHECKING:
+    from tcreport.analysis.sections.verdict import UnitWords
 
 GITHUB_LIMIT = 65_536
 BUDGET = 60_000  # leave room for a bot's own header around the comment
@@ -57,6 +62,12 @@ def verdict(v: Change) -> str:
     return f"**{v.value}**" if v in (Change.REGRESSED, Change.IMPROVED) else v.value
 
 
+def row_verdict(r: RowDiff, words: UnitWords) -> str:
+    """A row's verdict, with its matrix-unit move in the compare layer's words beside it."""
+    note = r.tc_note(words)
+    return verdict(r.verdict) + (f" ({note})" if note else "")
+
+
 def tc(r: RowDiff, side: str, kind: str) -> str:
     """An op type shows its Tensor Core share; an op or kernel the report's own yes/no."""
     if kind == "type":
@@ -88,7 +99,7 @@ def _dtype(r: RowDiff) -> str:
 
 
 def _rows(
-    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, short: str, clock: str = "GPU"
+    title: str, rows: tuple[RowDiff, ...], kind: str, cap: int, words: UnitWords, clock: str = "GPU"
 ) -> list[str]:
     """Only the rows that changed beyond noise (the compare layer's verdict), then a count of the
     rest: a self-diff lists none."""
@@ -107,6 +118,7 @@ def _rows(
     shown = moved[:cap]
     top = f"top {len(shown)} by |Δ|" if len(shown) < len(moved) else "by |Δ|"
     first = "op type" if kind == "type" else kind
+    short = words.short
     out = [
         f"{what} — {len(moved)} of {len(rows)} changed beyond noise, {top}; {quiet}",
         "",
@@ -119,7 +131,7 @@ def _rows(
         f"| {side_ns(r, 'head')} | {row_delta(r)} "
         f"| {_dtype(r) if host else tc(r, 'base', kind) + ' → ' + tc(r, 'head', kind)} "
         f"| {'–' if host else miss(r, kind)} "
-        f"| {verdict(r.verdict)} |"
+        f"| {row_verdict(r, words)} |"
         for r in shown
     ]
     out.append("")
@@ -169,10 +181,9 @@ def _render(d: Diff, cap: int, tool_version: str) -> str:
     if d.added or d.resolved or d.moved:
         lines.append("")
     lines += [f"Matching: {esc(d.matching)}.", ""]
-    short = d.words.short
-    lines += _rows("**Ops**", d.ops, "op", cap, short, d.op_clock)
-    lines += _rows("**Op types**", d.op_types, "type", cap, short, d.op_clock)
-    lines += _rows("**Kernels**", d.kernels, "kernel", cap, short)
+    lines += _rows("**Ops**", d.ops, "op", cap, d.words, d.op_clock)
+    lines += _rows("**Op types**", d.op_types, "type", cap, d.words, d.op_clock)
+    lines += _rows("**Kernels**", d.kernels, "kernel", cap, d.words)
     lines += [f"- {esc(n)}" for n in d.notes]
     if d.notes:
         lines.append("")

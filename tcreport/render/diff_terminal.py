@@ -176,7 +176,8 @@ def _rows(
         else:
             row.append(f"{tc(r, 'base', kind)} → {tc(r, 'head', kind)}")
             row += [] if kind == "kernel" else [miss(r, kind)]
-        cells.append([*row, r.verdict.value])
+        note = r.tc_note(d.words)
+        cells.append([*row, r.verdict.value + (f" ({note})" if note else "")])
     _print_table(out, _table(heads, cells, {2, 3, 4}, _name_width(heads, cells, cols)))
     out.print()
 

@@ -71,14 +71,14 @@ EXPECTED_MARKDOWN = """\
 
 | op | on | base | head | Δ | TC | eligible not on TC | verdict |
 |---|---|---:|---:|---:|:-:|---:|---|
-| model/fc1/linear | present | 100.0 µs | 40.0 µs | -60.0 µs (-60.0%) | no → yes | 100.0 µs → 0 ns | **improved** |
-| model/fc2/linear | present | 50.0 µs | 20.0 µs | -30.0 µs (-60.0%) | no → yes | 50.0 µs → 0 ns | **improved** |
+| model/fc1/linear | present | 100.0 µs | 40.0 µs | -60.0 µs (-60.0%) | no → yes | 100.0 µs → 0 ns | **improved** (now on TC) |
+| model/fc2/linear | present | 50.0 µs | 20.0 µs | -30.0 µs (-60.0%) | no → yes | 50.0 µs → 0 ns | **improved** (now on TC) |
 
 **Op types** — 1 of 2 changed beyond noise, by |Δ|; 1 unchanged or within noise, not listed
 
 | op type | on | base | head | Δ | TC | eligible not on TC | verdict |
 |---|---|---:|---:|---:|:-:|---:|---|
-| linear | present | 150.0 µs | 60.0 µs | -90.0 µs (-60.0%) | 0 % → 100 % | 150.0 µs → 0 ns | **improved** |
+| linear | present | 150.0 µs | 60.0 µs | -90.0 µs (-60.0%) | 0 % → 100 % | 150.0 µs → 0 ns | **improved** (now on TC) |
 
 **Kernels** — 2 of 3 changed beyond noise, by |Δ|; 1 unchanged or within noise, not listed
 

@@ -18,6 +18,8 @@ from synthetic import synthetic_run
 from trace_paths import H200_NCU, REALTRACES, SAMPLES
 
 from tcreport import api, fmt
+from tcreport.analysis.sections.verdict import words_for
+from tcreport.analysis.vendor import Vendor
 from tcreport.compare import diff as compare
 from tcreport.compare import gates, rows
 from tcreport.compare.model import CHANGED, ROW_NOISE_FLOOR_NS, Change, Diff, Presence, RowDiff
@@ -28,6 +30,7 @@ from tcreport.report import Report
 A100 = SAMPLES / "kineto-a100-tf32-alexnet"
 H100X2 = SAMPLES / "nsys-h100x2-bf16"
 RANKS = REALTRACES / "kineto" / "two-rank-sampled"
+WORDS = words_for(Vendor.NVIDIA)
 
 
 @cache
@@ -128,10 +131,14 @@ def test_synthetic_lost_tensor_cores_is_a_regression_even_when_faster() -> None:
     faster_off_tc = rows._row("fc", _acc(100_000.0, True), _acc(50_000.0, False), "name", 0.01)
     assert faster_off_tc is not None and faster_off_tc.tc_lost
     assert faster_off_tc.verdict is Change.REGRESSED
+    assert faster_off_tc.tc_note(WORDS) == "no longer on TC"
+    # on Tensor Cores now and slower: the two disagree, so neither "regressed" nor "improved"
     slower_on_tc = rows._row("fc", _acc(50_000.0, False), _acc(100_000.0, True), "name", 0.01)
-    assert slower_on_tc is not None and slower_on_tc.verdict is Change.REGRESSED  # time decides
+    assert slower_on_tc is not None and slower_on_tc.verdict is Change.CHANGED
+    assert slower_on_tc.changed and slower_on_tc.tc_note(WORDS) == "now on TC, slower"
     same_on_tc = rows._row("fc", _acc(100_000.0, False), _acc(100_000.0, True), "name", 0.01)
     assert same_on_tc is not None and same_on_tc.verdict is Change.IMPROVED
+    assert same_on_tc.tc_note(WORDS) == "now on TC"
 
 
 def test_synthetic_lost_tensor_cores_counts_in_verdict_line_and_gate() -> None:
