@@ -93,15 +93,33 @@ def generation_from_kernels(names: Iterable[str]) -> str | None:
 @dataclass(frozen=True)
 class GpuIdentity:
     """Which GPU a run ran on, as every output names it: the recorded model, else the generation
-    its kernel names were built for, else unknown (``label`` ``None``). One decision, so the diff's
-    GPU row and its comparability warning cannot disagree ("unknown" beside "Hopper")."""
+    of the compute capability recorded for the unnamed GPUs, else the generation its kernel names
+    were built for, else unknown (``label`` ``None``). One decision, so the diff's GPU row and its
+    comparability warning cannot disagree ("unknown" beside "Hopper"), nor the heading with the
+    finding that reads the capability (a 7.5 export running ``volta_`` cuBLAS kernels is a
+    Turing GPU, not "Volta (inferred from kernel names)")."""
 
     model: str | None  # the recorded GPU model(s), ", "-joined
     generation: str | None  # the generation the kernel names were built for (None: CPU-only)
+    #: the unnamed GPUs' recorded compute capability and its generation, "Turing (compute
+    #: capability 7.5)" (several, "; "-joined); None where no unnamed GPU records one
+    by_capability: str | None = None
+    #: the generation of every GPU's compute capability (recorded, else its model's), in the
+    #: kernel names' words (:data:`_GENERATION_CC`): what the diff compares; None where the GPUs
+    #: give none, or several
+    capability_generation: str | None = None
+
+    @property
+    def best_generation(self) -> str | None:
+        """The run's GPU generation: its GPUs' compute capability's, else its kernel names'."""
+        return self.capability_generation or self.generation
 
     @property
     def inferred(self) -> str | None:
-        """The name a GPU the trace does not name is given: its generation, said to be inferred."""
+        """The name a GPU the trace does not name is given: its recorded capability's generation,
+        else its kernels' generation, said to be inferred."""
+        if self.by_capability:
+            return self.by_capability
         return f"{self.generation} (inferred from kernel names)" if self.generation else None
 
     @property
@@ -117,9 +135,42 @@ class GpuIdentity:
 
 def identity(gpus: Iterable[Gpu], kernel_names: Iterable[str], cpu_only: bool) -> GpuIdentity:
     """The run's :class:`GpuIdentity`; a CPU-only run has no GPU to infer."""
-    names = sorted({g.name for g in gpus if g.name})
+    devices = tuple(gpus)
+    names = sorted({g.name for g in devices if g.name})
     generation = None if cpu_only else generation_from_kernels(kernel_names)
-    return GpuIdentity(", ".join(names) if names else None, generation)
+    unnamed = {} if cpu_only else _capabilities(g for g in devices if not g.name)
+    words = "; ".join(f"{arch} (compute capability {cc})" for cc, arch in sorted(unnamed.items()))
+    every = {} if cpu_only else _capabilities(devices)
+    kinds = {_kernel_words(cc, arch) for cc, arch in every.items()}
+    return GpuIdentity(
+        ", ".join(names) if names else None,
+        generation,
+        words or None,
+        kinds.pop() if len(kinds) == 1 else None,
+    )
+
+
+def _capabilities(gpus: Iterable[Gpu]) -> dict[str, str]:
+    """Each compute capability of ``gpus`` (recorded, else their model's in the device table) with
+    its generation from the table; capabilities the table does not know are left out."""
+    out: dict[str, str] = {}
+    for g in gpus:
+        facts = device_table.describe(g)
+        cc = g.compute_capability or facts.compute_capability
+        if cc and facts.architecture and facts.vendor in (None, "nvidia"):
+            out[str(cc)] = facts.architecture
+    return out
+
+
+def _kernel_words(cc: str, architecture: str) -> str:
+    """A capability's generation as the kernel names call it ("Ada", not "Ada Lovelace"): the
+    newest of :data:`_GENERATION_CC` it reaches; the device table's name before Volta."""
+    try:
+        value = float(cc)
+    except ValueError:
+        return architecture
+    reached = [name for name, first in _GENERATION_CC.items() if first <= value]
+    return reached[-1] if reached else architecture
 
 
 #: The compute capability of each generation's first GPUs: what a kernel built for it proves the

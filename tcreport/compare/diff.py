@@ -80,9 +80,15 @@ def _version(framework: str) -> str | None:
 
 
 def inferred_gpu(a: Analysis) -> str | None:
-    """The GPU generation the kernel names were built for, when the trace names no GPU model
-    (:attr:`Analysis.gpu`, the one decision the GPU row shows too)."""
-    return a.gpu.generation
+    """The GPU generation of a run whose trace names no GPU model: its recorded compute
+    capability's, else the one its kernel names were built for (:attr:`Analysis.gpu`, the one
+    decision the GPU row shows too)."""
+    return a.gpu.best_generation
+
+
+def _how(a: Analysis) -> str:
+    """How :func:`inferred_gpu` knows, in the notes' words."""
+    return "from compute capability" if a.gpu.capability_generation else "from kernel names"
 
 
 def inferred_framework(a: Analysis) -> str | None:
@@ -95,7 +101,7 @@ def inferred_identity(base: Analysis, head: Analysis) -> tuple[str, ...]:
     notes: list[str] = []
     for side, a in (("base", base), ("head", head)):
         if not a.host.cpu_only and gpu_model(a) is None and (g := inferred_gpu(a)):
-            notes.append(f"{side} GPU not recorded: {g} inferred from kernel names")
+            notes.append(f"{side} GPU not recorded: {g} inferred {_how(a)}")
         if not a.meta.framework and (f := inferred_framework(a)):
             notes.append(f"{side} framework not recorded: {f} inferred from op names")
     return tuple(notes)
@@ -131,7 +137,13 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
     if not both_cpu and (gpu_model(base) is None or gpu_model(head) is None):
         ib, ih = inferred_gpu(base), inferred_gpu(head)
         if ib and ih and ib != ih:
-            reasons.append(f"different GPU generation ({ib} vs {ih}, inferred from kernel names)")
+            if _how(base) == _how(head):
+                reasons.append(f"different GPU generation ({ib} vs {ih}, inferred {_how(base)})")
+            else:  # each side's generation with where it comes from
+                reasons.append(
+                    f"different GPU generation ({ib}, inferred {_how(base)}, vs {ih}, inferred "
+                    f"{_how(head)})"
+                )
     if not base.meta.framework or not head.meta.framework:
         fb_, fh_ = (
             _family(a.meta.framework) if a.meta.framework else inferred_framework(a)

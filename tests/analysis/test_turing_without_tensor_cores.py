@@ -127,3 +127,26 @@ def test_real_rtx_2070_super_export_keeps_its_tensor_cores_without_a_caveat() ->
     view = api.analyze(api.load(need(DLPROF_CNN / "nsys_profile.sqlite")))
     assert view.analysis.verdict.matrix_units_caveat is None
     assert not {"TC005", "TC006"} & {f.id for f in view.findings}
+
+
+@pytest.mark.realtraces
+def test_real_turing_export_without_a_name_is_headed_turing_not_volta_synthetic(
+    tmp_path: Path,
+) -> None:
+    """The export records 7.5 but (here) no name, and runs cuBLAS's ``volta_`` kernels (built for
+    7.0, run on Turing too): the heading names the generation of the recorded capability, as
+    TC006 does, not "Volta (inferred from kernel names)"; the diff compares that generation."""
+    from tcreport.compare import diff
+
+    view = api.analyze(api.load(_export(tmp_path, None)))
+    gpu = view.analysis.gpu
+    assert gpu.generation == "Volta"  # what the kernel names alone say
+    assert gpu.label == "Turing (compute capability 7.5)" == view.analysis.gpu_names()
+    assert gpu.best_generation == "Turing"
+    for text in (api.render_markdown(view), api.render_html(view)):
+        assert "Turing (compute capability 7.5)" in text and "Volta (inferred" not in text
+    named = api.analyze(api.load(need(DLPROF_CNN / "nsys_profile.sqlite")))
+    d = diff.diff(named, view, force=True)
+    assert "head GPU not recorded: Turing inferred from compute capability" in d.notes
+    assert named.analysis.gpu.best_generation == "Turing"  # the model's 7.5, not its kernels'
+    assert not any("GPU" in r for r in diff.comparability(named.analysis, view.analysis))

@@ -423,10 +423,18 @@ def test_diff_of_the_two_bundled_samples_refuses_in_one_line(tmp_path: Path) -> 
     result = runner.invoke(app, ["diff", str(A100), str(h100)])
     assert result.exit_code == 2 and result.stdout == ""
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "different GPU generation (Ampere vs Hopper" in lines[0]
+    assert (
+        len(lines) == 1
+        and "different GPU generation (Ampere, inferred from compute capability, vs Hopper"
+        in lines[0]
+    )
     assert "--force" in lines[0]
     gate = runner.invoke(app, ["check", str(h100), "--baseline", str(A100)])
-    assert gate.exit_code == 2 and "different GPU generation (Ampere vs Hopper" in gate.stderr
+    assert (
+        gate.exit_code == 2
+        and "different GPU generation (Ampere, inferred from compute capability, vs Hopper"
+        in gate.stderr
+    )
 
 
 def test_the_bundled_nsys_sample_compares_with_itself_by_inferred_identity(tmp_path: Path) -> None:
@@ -455,7 +463,10 @@ def test_forced_diff_names_the_inferred_gpu_in_its_row_as_in_its_warning(tmp_pat
     H100 = _one_process_h100(tmp_path)  # the sample itself is a two-rank job: one process of it
     md = runner.invoke(app, ["diff", str(A100), str(H100), "--force"])
     assert md.exit_code == 0, md.stderr
-    assert "Ampere vs Hopper, inferred from kernel names" in md.stderr
+    # the A100's generation is its model's compute capability; the unnamed H100's, its kernels'
+    assert "(Ampere, inferred from compute capability, vs Hopper, inferred from kernel names)" in (
+        md.stderr
+    )
     assert "| GPU | NVIDIA A100-PG509-200 | Hopper (inferred from kernel names) |" in md.stdout
     doc = json.loads(
         runner.invoke(app, ["diff", str(A100), str(H100), "--force", "-f", "json"]).stdout
