@@ -128,8 +128,12 @@ class GpuIdentity:
 
     @property
     def unnamed(self) -> str:
-        """What a report says of one device with no recorded name (never a bare "unknown" where
-        the diff, reading the same kernel names, says "Hopper")."""
+        """What a report says of one device with no recorded name in a list that shows each
+        device's compute capability beside it: the capability's generation alone ("Hopper", not
+        "Hopper (compute capability 9.0), compute capability 9.0"), else :attr:`inferred` (never a
+        bare "unknown" where the diff, reading the same kernel names, says "Hopper")."""
+        if self.by_capability and self.capability_generation and ";" not in self.by_capability:
+            return self.capability_generation
         return self.inferred or "unknown"
 
 

@@ -67,7 +67,10 @@ class Analysis:
 
     def gpu_names(self, per_device: bool = False) -> str:
         """The run's GPUs as every output's heading names them: the host's device on a CPU-only
-        run, the recorded models, else the generation the kernel names give, as the diff does."""
+        run, the recorded models, else the generation of their recorded compute capability, else
+        the one the kernel names give, as the diff does (:attr:`gpu`)."""
         return self.host.device or fmt.gpus(
-            self.meta.gpus, per_device=per_device, unnamed=self.gpu.inferred
+            self.meta.gpus,
+            per_device=per_device,
+            unnamed=self.gpu.unnamed if per_device else self.gpu.inferred,
         )
