@@ -143,8 +143,10 @@ def test_real_turing_export_without_a_name_is_headed_turing_not_volta_synthetic(
     assert gpu.generation == "Volta"  # what the kernel names alone say
     assert gpu.label == "Turing (compute capability 7.5)" == view.analysis.gpu_names()
     assert gpu.best_generation == "Turing"
-    for text in (api.render_markdown(view), api.render_html(view)):
-        assert "Turing (compute capability 7.5)" in text and "Volta (inferred" not in text
+    md, page = api.render_markdown(view), api.render_html(view)
+    assert "Turing (compute capability 7.5)" in md and "Volta (inferred" not in md
+    # per device the capability stands beside the generation once
+    assert "<dd>Turing, compute capability 7.5" in page and "Volta (inferred" not in page
     named = api.analyze(api.load(need(DLPROF_CNN / "nsys_profile.sqlite")))
     d = diff.diff(named, view, force=True)
     assert "head GPU not recorded: Turing inferred from compute capability" in d.notes
