@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,22 +65,35 @@ def _candidates(path: Path) -> list[Path]:
     if not path.is_dir():
         return []
     for pattern in (f"*{SUFFIX}", f"plugins/profile/*/*{SUFFIX}", f"*/*{SUFFIX}"):
-        found = sorted(p for p in path.glob(pattern) if p.is_file())
+        found = [p for p in path.glob(pattern) if p.is_file()]
         if found:
             newest = max(p.parent for p in found)
-            return [p for p in found if p.parent == newest]
+            return sorted((p for p in found if p.parent == newest), key=_natural)
     return []
 
 
+def _natural(path: Path) -> tuple[tuple[int, int | str], ...]:
+    """A host file's sort key with its numbers as numbers: worker2 before worker10, so the
+    merged run's GPU ids follow the hosts' own order (``space.merge`` numbers them in turn)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.split(r"(\d+)", path.name)
+        if part
+    )
+
+
 def sniff(path: Path) -> bool:
-    files = _candidates(path)
-    if not files:
-        return False
-    try:
-        with files[0].open("rb") as fh:
-            return _looks_like_xspace(fh.read(_HEAD))
-    except OSError:
-        return False
+    """Judged by the first file that holds anything: an empty host file of a run is the reader's
+    to refuse, by name (else the folder was skipped and its other host read alone)."""
+    for f in _candidates(path):
+        try:
+            with f.open("rb") as fh:
+                head = fh.read(_HEAD)
+        except OSError:
+            return False
+        if head:
+            return _looks_like_xspace(head)
+    return False
 
 
 def _parse(files: list[Path]) -> list[Any]:
@@ -95,7 +109,10 @@ def _parse(files: list[Path]) -> list[Any]:
     spaces = []
     for f in files:
         try:
-            spaces.append(parse_xspace(f.read_bytes()))
+            data = f.read_bytes()
+            if not data and len(files) > 1:  # a host whose profiler died before writing
+                raise InputError("file is empty (one of the run's hosts)", f)
+            spaces.append(parse_xspace(data))
         except decode_error as exc:
             raise InputError(
                 "not a TensorFlow profiler XSpace (protobuf does not decode)", f
