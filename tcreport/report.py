@@ -28,6 +28,8 @@ class Report:
         None  # only when the user asks (--timestamp): reports stay byte-stable
     )
     fix_first: Finding | None = None  # rules.fix_first(findings): the headline's "fix first"
+    #: what the headline says without one, and why (rules.no_fix_first); None with one
+    no_fix_first: str | None = None
 
     @property
     def title(self) -> str:
@@ -52,10 +54,12 @@ def build(
     except OptionError as exc:
         raise exc.at(source) from None
     findings = rules.evaluate(analysis)
+    first = rules.fix_first(findings, analysis.host.cpu_only)
     return Report(
         analysis=analysis,
         findings=findings,
         source_path=source,
         generated_at=timestamp,
-        fix_first=rules.fix_first(findings, analysis.host.cpu_only),
+        fix_first=first,
+        no_fix_first=None if first is not None else rules.no_fix_first(findings),
     )

@@ -108,8 +108,7 @@ def _verdict(view: Report) -> None:
 
     say("tcreport: " + "".join(view.analysis.verdict.sentence))
     ff = api.fix_first_text(view)
-    if ff is not None:
-        say(f"tcreport: fix first: {ff}")
+    say(f"tcreport: fix first: {ff if ff is not None else view.no_fix_first}")
 
 
 def capture_and_report(request: ProfileRequest, slc: Slice) -> None:

@@ -77,7 +77,7 @@ def finding(f: Finding) -> list[str]:
 def _fix_first(view: Report) -> str:
     ff = view.fix_first
     if ff is None:
-        return "**Fix first:** no actionable finding"
+        return f"**Fix first:** {_esc(view.no_fix_first or '')}"
     saving = f" — {ff.saving_words}" if ff.saving_words else ""
     return f"**Fix first:** `{ff.id}` {_esc(ff.title)}{saving}"
 

@@ -310,7 +310,7 @@ def _lead(out: Console, view: Report) -> None:
     if view.analysis.host.cpu_only or view.analysis.verdict.tc_share is None:
         out.print(plain("".join(view.analysis.verdict.sentence)), markup=False, soft_wrap=True)
     ff = fix_first_text(view)
-    line = f"Fix first: {ff}" if ff else "Fix first: no actionable finding"
+    line = f"Fix first: {ff}" if ff else f"Fix first: {view.no_fix_first}"
     out.print(plain(line), markup=False, soft_wrap=True)
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "Severity",
     "evaluate",
     "fix_first",
+    "no_fix_first",
 ]
 
 #: rule id -> rule, sorted by id. ``DLPROF`` emits DLProf's own findings as ``dlprof:<detector>``.
@@ -229,3 +230,26 @@ def fix_first(findings: tuple[Finding, ...], cpu_only: bool = False) -> Finding 
         ):
             return f
     return None
+
+
+#: What every output says where no finding takes the "fix first" place.
+NO_FIX_FIRST = "no actionable finding"
+
+
+def no_fix_first(findings: tuple[Finding, ...]) -> str:
+    """The words for a report with no fix-first finding, and why where it is not obvious: the
+    highest high or medium finding that does not qualify, and the reason (a reader who sees a
+    ``[high]`` finding beside "no actionable finding" is told why it is not the one to fix)."""
+    for f in findings:
+        if f.severity not in (Severity.HIGH, Severity.MEDIUM):
+            continue
+        if f.id in NOT_A_FIX:
+            why = "is about the measurement or the input, not a change to the model"
+        elif f.source != "tcreport":
+            why = f"is {f.source}'s own finding"
+        elif not f.fix:
+            why = "names no fix"
+        else:
+            continue  # qualifies: fix_first would have taken it (a CPU-only run's order aside)
+        return f"{NO_FIX_FIRST} ({f.id} [{f.severity.value}] {why})"
+    return NO_FIX_FIRST
