@@ -110,3 +110,29 @@ def test_a_manifest_with_sound_fields_of_every_kind_reads_synthetic(tmp_path: Pa
     meta = api.load(folder).meta
     assert meta.framework == "PyTorch 2.3" and meta.gpus[0].sm_count == 108
     assert meta.iterations.mean_ns == 12.0 and meta.reported.gpu_utilization == 0.5
+
+
+def test_a_run_with_a_model_audit_reads_back_from_its_ingest_folder(tmp_path: Path) -> None:
+    """A newcomer ingested the H200 CNN run (``profile --backend torch`` output, whose
+    ``tcreport-capture.json`` holds the model audit) and could not read the folder back: the
+    layers' ``dims`` are ``tuple[tuple[str, int], ...]`` and the manifest checked every pair's
+    number against the first type, text. The round trip gives the same audit and report."""
+    from trace_paths import H200_NCU
+
+    run = api.load(H200_NCU / "cnn_fp16")
+    assert run.meta.audit is not None and run.meta.audit.layers
+    assert any(d for layer in run.meta.audit.layers for d in layer.dims)
+    back = api.load(api.ingest(run, tmp_path / "ing16"))
+    assert back.meta.audit == run.meta.audit
+    assert api.render_json(api.analyze(back)) == api.render_json(api.analyze(run))
+
+
+@pytest.mark.parametrize("dims", [[["C", 3, 4]], [["C"]], [[3, "C"]]])
+def test_a_damaged_dims_pair_is_an_input_error_synthetic(tmp_path: Path, dims: object) -> None:
+    from trace_paths import H200_NCU
+
+    out = api.ingest(api.load(H200_NCU / "cnn_fp16"), tmp_path / "run")
+    _edit_manifest(out, {"meta.audit.layers.0.dims": dims})
+    with pytest.raises(InputError) as info:
+        api.load(out)
+    assert "meta.audit.layers[0].dims[0]" in str(info.value) and "\n" not in str(info.value)

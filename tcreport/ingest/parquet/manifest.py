@@ -80,8 +80,12 @@ def _value(tp: Any, v: object, where: str, nullable: bool = False) -> object:
     if origin is tuple:
         if not isinstance(v, list):
             raise _Bad(where, v, "a list")
-        item = typing.get_args(tp)[0]
-        return tuple(_value(item, x, f"{where}[{i}]") for i, x in enumerate(v))
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:  # tuple[X, ...]: any length of X
+            return tuple(_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(v))
+        if len(v) != len(args):  # tuple[X, Y]: a pair, each of its own type
+            raise _Bad(where, v, f"a list of {len(args)}")
+        return tuple(_value(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
     if dataclasses.is_dataclass(tp):
         return _object(typing.cast("type[Any]", tp), v, where)
     if isinstance(tp, type) and issubclass(tp, Enum):
