@@ -53,7 +53,7 @@ class CheckResult:
         return tuple(r for r in self.results if not r.passed)
 
 
-def _apart(value: float, limit: float) -> tuple[str, str]:
+def apart(value: float, limit: float) -> tuple[str, str]:
     """A share and its limit with as many decimals as it takes to tell them apart (up to four):
     "6.8 % > maximum 6.8 %" would contradict the verdict it explains."""
     digits = 1
@@ -71,7 +71,7 @@ def _min_share(view: Report, limit: float) -> GateResult:
         )
     ok = share >= limit
     rel = ">=" if ok else "<"
-    shown, bound = _apart(share, limit)
+    shown, bound = apart(share, limit)
     return GateResult("min-tc-share", ok, f"{short} share {shown} {rel} minimum {bound}")
 
 
@@ -89,8 +89,8 @@ def _max_miss(view: Report, limit: float) -> GateResult:
     return GateResult(
         "max-eligible-not-tc-share",
         ok,
-        f"eligible GPU time not on {short} {_apart(share, limit)[0]} of kernel time {rel} "
-        f"maximum {_apart(share, limit)[1]}",
+        f"eligible GPU time not on {short} {apart(share, limit)[0]} of kernel time {rel} "
+        f"maximum {apart(share, limit)[1]}",
     )
 
 

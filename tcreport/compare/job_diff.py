@@ -301,8 +301,9 @@ def check(
         msg = (
             "eligible-not-TC share unknown: no rank has op or kernel times"
             if share is None
-            else f"eligible GPU time not on TC {fmt.pct(share)} of all ranks' kernel time "
-            f"{'<=' if ok else '>'} maximum {fmt.pct(g.max_eligible_not_tc_share)}"
+            else f"eligible GPU time not on TC {gates.apart(share, g.max_eligible_not_tc_share)[0]} "
+            f"of all ranks' kernel time {'<=' if ok else '>'} maximum "
+            f"{gates.apart(share, g.max_eligible_not_tc_share)[1]}"
         )
         results.append(gates.GateResult("max-eligible-not-tc-share", ok, msg))
     forced = False
@@ -321,10 +322,9 @@ def _min_share(share: float | None, limit: float, jr: JobReport) -> gates.GateRe
     ok = share >= limit
     sp = jr.section.verdict.spread
     low = f"; lowest rank {sp.low_rank} at {fmt.pct(sp.low)}" if sp is not None else ""
+    shown, bound = gates.apart(share, limit)  # 59.97 % is not "60.0 % < minimum 60.0 %"
     return gates.GateResult(
-        "min-tc-share",
-        ok,
-        f"job TC share {fmt.pct(share)} {'>=' if ok else '<'} minimum {fmt.pct(limit)}{low}",
+        "min-tc-share", ok, f"job TC share {shown} {'>=' if ok else '<'} minimum {bound}{low}"
     )
 
 

@@ -93,3 +93,16 @@ def test_job_diff_compares_the_ranks_timed_on_both_sides(tmp_path: Path) -> None
     notes = " ".join(job["notes"])
     assert "rank 2 in base" in notes and "(ranks 0, 1)" in notes
     assert "rank 0 is diffed in full" in notes
+
+
+def test_a_job_gate_at_its_limit_shows_the_digits_that_tell_them_apart() -> None:
+    """A newcomer read "job TC share 60.0 % < minimum 60.0 %" for the bundled 2-rank export
+    (59.97 %): the job gates now word their figures as a single run's gates do (gates.apart)."""
+    from trace_paths import SAMPLES
+
+    job = SAMPLES / "nsys-h100x2-bf16"
+    failed = runner.invoke(app, ["check", str(job), "--min-tc-share", "0.6"])
+    assert failed.exit_code == 1
+    assert "job TC share 59.97 % < minimum 60.00 %" in failed.stdout
+    passed = runner.invoke(app, ["check", str(job), "--min-tc-share", "0.5997"])
+    assert passed.exit_code == 0 and "59.973 % >= minimum 59.970 %" in passed.stdout

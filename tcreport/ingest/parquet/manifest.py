@@ -85,7 +85,9 @@ def _value(tp: Any, v: object, where: str, nullable: bool = False) -> object:
             return tuple(_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(v))
         if len(v) != len(args):  # tuple[X, Y]: a pair, each of its own type
             raise _Bad(where, v, f"a list of {len(args)}")
-        return tuple(_value(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))
+        return tuple(
+            _value(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v, strict=True))
+        )
     if dataclasses.is_dataclass(tp):
         return _object(typing.cast("type[Any]", tp), v, where)
     if isinstance(tp, type) and issubclass(tp, Enum):
