@@ -58,7 +58,9 @@ Force = Annotated[
     bool,
     typer.Option(
         "--force",
-        help="Compare even when GPU model, framework version or iteration count differ.",
+        help="Compare even when the GPU model, generation or count, the framework or its "
+        "version differ, one run is CPU-only, or either side's GPU or framework is unknown "
+        "(figures are per iteration, so iteration counts may differ).",
     ),
 ]
 
