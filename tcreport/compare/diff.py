@@ -197,8 +197,15 @@ def verdict_line(
 
     rank = {key: i for i, key in enumerate(VERDICT_LEADS)}
     lead = sorted(moved, key=lambda f: rank.get(f.key, len(rank)))  # stable: the rest in order
+    named = lead[:VERDICT_PARTS]
+    if word == "mixed" and not lost and all(f.verdict is Change.IMPROVED for f in named):
+        # "mixed" followed by improvements alone hides what got worse: name the first of it
+        named = [
+            *named[: VERDICT_PARTS - 1],
+            next(f for f in lead if f.verdict is Change.REGRESSED),
+        ]
     text = word + (" beyond noise" if word == "no change" else "")
-    parts = [how(f) for f in lead[:VERDICT_PARTS]]
+    parts = [how(f) for f in named]
     if lost:
         w = base.verdict.words
         parts.append(f"{len(lost)} {'op' if len(lost) == 1 else 'ops'} no longer on {w.unit}")

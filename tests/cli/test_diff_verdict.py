@@ -88,3 +88,18 @@ def test_a_finding_whose_figures_moved_is_listed_not_counted_unchanged() -> None
     for fmt_ in ("markdown", "terminal", "html"):
         text = api.render_diff(d, fmt_)
         assert "11.0 ms per step" in text and "24.0 ms per step" in text, fmt_
+
+
+def test_a_mixed_verdict_names_what_got_worse() -> None:
+    """The real JAX runs, fp32 at HIGHEST precision then default fp32 (TF32): three figures
+    improved and only memory got worse (+1.3 µs per iteration). The line read "mixed:" followed by
+    three improvements; it now names the regression in the last place."""
+    pytest.importorskip("xprof")
+    root = H200_NCU.parent / "h200-jax-xla-ncu"
+    views = [api.analyze(api.load(root / n), source_path=n) for n in ("fp32-highest", "fp32")]
+    d = compare.diff(*views)
+    assert d.figure("memory_ns").verdict is Change.REGRESSED
+    assert d.verdict.startswith("mixed: GPU kernel time per iteration -48.5%")
+    parts = d.verdict.split(": ", 1)[1].split("; ")
+    assert len(parts) == compare.VERDICT_PARTS
+    assert parts[-1].startswith("Memory (memcpy + memset) per iteration +17.7%")
