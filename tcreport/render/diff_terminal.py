@@ -58,13 +58,14 @@ def _text(out: Console) -> str:
 def _table(heads: list[str], rows: list[list[str]], right: set[int], name_w: int) -> Table:
     """Cells as :class:`Text` (never markup) with their controls shown; the first column, the
     name, shortened in the middle to ``name_w`` cells (a kernel's family and its tile shape both
-    stay), the figures always whole (:func:`_print_table`)."""
+    stay, and names that would shorten alike keep where they differ: :func:`fmt.middles`, as the
+    summary's tables do), the figures always whole (:func:`_print_table`)."""
     t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for i, h in enumerate(heads):
         t.add_column(h, justify="right" if i in right else "left", no_wrap=True)
-    for row in rows:
-        first, *rest = (plain(c) for c in row)
-        t.add_row(Text(fmt.middle(first, name_w)), *(Text(c) for c in rest))
+    names = fmt.middles([plain(row[0]) for row in rows], name_w)
+    for name, row in zip(names, rows, strict=True):
+        t.add_row(Text(name), *(Text(plain(c)) for c in row[1:]))
     return t
 
 

@@ -111,3 +111,23 @@ def test_a_job_diff_has_a_terminal_form() -> None:
     assert lines[0].startswith("tcreport job diff: ")
     assert any(line.startswith("rank ") for line in lines)
     assert "Verdict: no change beyond noise" in lines
+
+
+def test_op_names_that_would_shorten_alike_stay_apart_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """XLA's framework-op names share long prefixes (``jit(train_step)/jit(main)/...``): at 80
+    columns a newcomer saw five rows read ``jit(tra…, 1000]]``. The diff's tables keep names
+    apart as the summary's do (fmt.middles)."""
+    pytest.importorskip("xprof")
+    monkeypatch.setenv("COLUMNS", "80")
+    root = SAMPLES / "h200-jax-xla-ncu"
+    args = ["diff", str(root / "fp32-highest"), str(root / "fp32"), "-f", "terminal"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Ops: "))
+    rows = lines[start + 2 : lines.index("", start)]
+    assert len(rows) >= 5
+    names = [row.split()[0] for row in rows]
+    assert len(set(names)) == len(names), names
