@@ -51,11 +51,12 @@ def _verdict_table(view: Report) -> list[str]:
     if a.host.cpu_only:
         return [f"{w.unit_one} use and GPU time: {a.host.unknown}.", ""]
     n = a.verdict.missed_op_count  # the ops the missed time is spread over, partly-missed too
+    share = f"; {a.verdict.miss_share_words}" if a.verdict.miss_share_words else ""
     return [
         f"| {w.unit_one} share | eligible not on {w.short} | GPU kernel time | classified |",
         "|---:|---:|---:|---:|",
         f"| {fmt.pct(a.verdict.tc_share)} | {a.verdict.miss_card.value} "
-        f"({fmt.count(n)} {fmt.noun(n, 'op')}) | {fmt.ns(a.time.gpu_kernel_ns)} "
+        f"({fmt.count(n)} {fmt.noun(n, 'op')}{share}) | {fmt.ns(a.time.gpu_kernel_ns)} "
         f"| {fmt.pct(a.verdict.classified_share)} |",
         "",
     ]

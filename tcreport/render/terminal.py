@@ -357,7 +357,8 @@ def _headline(view: Report) -> Table:
             f"{fmt.count(v.eligible_op_count)} / {fmt.count(v.using_op_count)}{partly}",
         )
         # the analysis' one figure, as the card shows it (per iteration over several)
-        head.add_row(f"Eligible GPU time not on {w.short}", v.miss_card.value)
+        share = f" ({v.miss_share_words})" if v.miss_share_words else ""
+        head.add_row(f"Eligible GPU time not on {w.short}", v.miss_card.value + share)
     it = a.iterations.info
     head.add_row(
         "Iterations",

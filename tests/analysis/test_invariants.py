@@ -99,7 +99,9 @@ def check_renderers(view: Report) -> None:
         # the missed time beside the ops it is spread over, partly-missed ones included: the
         # headline card's figure (per iteration over several), as every output shows it
         f"| {tc.miss_card.value} ({fmt.count(tc.missed_op_count)} "
-        f"{fmt.noun(tc.missed_op_count, 'op')}) | {fmt.ns(t.gpu_kernel_ns)} |" in md
+        f"{fmt.noun(tc.missed_op_count, 'op')}"
+        f"{f'; {tc.miss_share_words}' if tc.miss_share_words else ''}) | "
+        f"{fmt.ns(t.gpu_kernel_ns)} |" in md
     )
     page = html.render(view)
     assert f"{fmt.ns(t.tc_kernel_ns)} of {fmt.ns(t.gpu_kernel_ns)}" in page

@@ -202,7 +202,10 @@ def test_eligible_time_not_on_tc_is_one_figure_with_one_unit_everywhere() -> Non
     )
     console = Console(width=200, record=True, file=io.StringIO())
     terminal.render(r, console)
-    assert re.search(rf"^Eligible GPU time not on TC\s+{re.escape(shown)}\s*$",
+    # beside the totals its share of kernel time (analysis: Verdict.miss_share_words)
+    beside = f"{shown} ({fmt.pct(v.eligible_not_tc_share)} of kernel time)"
+    assert v.miss_share_words == f"{fmt.pct(v.eligible_not_tc_share)} of kernel time"
+    assert re.search(rf"^Eligible GPU time not on TC\s+{re.escape(beside)}\s*$",
                      console.export_text(), re.MULTILINE)  # fmt: skip
     assert f"| {shown} (" in markdown.render(r)
     assert f"eligible time not on Tensor Cores: {shown} in " in notebook_html.render(r)

@@ -24,4 +24,4 @@ def test_markdown_counts_the_ops_the_missed_time_is_spread_over() -> None:
     assert v.eligible_not_using_gpu_ns and v.missed_op_count == 2
     assert v.eligible_not_using_op_count == 0  # all of them used Tensor Cores in some calls
     md = markdown.render(view)
-    assert f"{fmt.ns(v.eligible_not_using_gpu_ns)} (2 ops)" in md
+    assert f"{fmt.ns(v.eligible_not_using_gpu_ns)} (2 ops; {v.miss_share_words})" in md

@@ -108,7 +108,8 @@ def test_the_verdict_section_reads_the_same_everywhere(outputs: Outputs) -> None
     # the terminal, Markdown and notebook showed the total beside the card's per iteration)
     miss, n = v.miss_card.value, fmt.count(v.eligible_not_using_op_count)
     assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns
-    assert _row(o.text, f"Eligible GPU time not on {w.short}", miss)
+    beside = f" ({v.miss_share_words})" if v.miss_share_words else ""  # its share, by totals
+    assert _row(o.text, f"Eligible GPU time not on {w.short}", miss + beside)
     assert f"{fmt.pct(v.eligible_not_tc_share)} of kernel time; {n} of " in o.page
     spread = fmt.count(v.missed_op_count)  # the ops the missed time is spread over
     assert f"eligible time not on {w.unit}: {miss} in {spread} " in o.fragment
