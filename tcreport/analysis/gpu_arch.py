@@ -189,6 +189,14 @@ _GENERATION_CC = {
 }
 
 
+def may_run_on(kernel_generation: str, capability_generation: str) -> bool:
+    """Whether kernels built for ``kernel_generation`` may have run on a GPU of
+    ``capability_generation``: a kernel runs on its generation and newer ones (``volta_`` cuBLAS
+    kernels on a Turing part), so a kernel-name generation is a lower bound, never a match. A
+    capability before Volta (not in :data:`_GENERATION_CC`) runs none of them."""
+    return _GENERATION_CC[kernel_generation] <= _GENERATION_CC.get(capability_generation, 0.0)
+
+
 def run_compute_capability(gpus: Iterable[Gpu], kernel_names: Iterable[str]) -> float | None:
     """The run's compute capability for advice: the lowest of its GPUs' (recorded, else guessed from
     the name); when no GPU yields one, that of the generation the kernel names were built for (the
