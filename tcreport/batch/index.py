@@ -88,10 +88,13 @@ def _row(r: dict[str, Any]) -> IndexRow:
     )
 
 
-def _per_iteration(ns: int | None, aggregated: int | None) -> float | None:
-    """A run's missed time per aggregated iteration, as its report card shows it (the run's
-    total where it has one iteration or no count: :func:`analysis.derived.per_iteration`)."""
-    return None if ns is None else ns / aggregated if aggregated and aggregated > 0 else float(ns)
+def _per_iteration(ns: int | None, aggregated: int | None) -> int | None:
+    """A run's missed time per aggregated iteration as its report card shows it, in whole ns as
+    the summary JSON's ``eligible_not_using_per_iteration_ns`` (the run's total where it has one
+    iteration or no count, as the card shows it)."""
+    if ns is None:
+        return None
+    return round(ns / aggregated) if aggregated and aggregated > 0 else ns
 
 
 def series(rows: tuple[IndexRow, ...]) -> tuple[tuple[str, tuple[IndexRow, ...]], ...]:
