@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 
 def ns(value: int | float | None, digits: int = 1) -> str:
@@ -56,21 +56,33 @@ class GpuLike(Protocol):
     def compute_capability(self) -> str | None: ...
 
 
+G = TypeVar("G", bound=GpuLike)
+
+
 def gpus(
-    devices: Iterable[GpuLike], *, per_device: bool = False, unnamed: str | None = None
+    devices: Iterable[G],
+    *,
+    per_device: bool = False,
+    unnamed: str | Callable[[G], str] | None = None,
 ) -> str:
     """A run's GPUs for a heading: the distinct model names, sorted, ``unnamed`` (else
     ``UNKNOWN_GPU``) for a missing name or an empty list ('NVIDIA A100-SXM4-80GB'). ``per_device``:
     every device with its compute capability, for the run's metadata table ('0: NVIDIA H100 (sm
     9.0); 1: unknown'). ``unnamed`` is the analysis' word for a GPU the trace does not name
-    (:attr:`tcreport.analysis.gpu_arch.GpuIdentity.inferred`)."""
+    (:attr:`tcreport.analysis.gpu_arch.GpuIdentity.inferred`), or per device its word for each
+    (:meth:`~tcreport.analysis.gpu_arch.GpuIdentity.unnamed_device`: unnamed GPUs of several
+    capabilities are each named by their own)."""
     if per_device:
+
+        def word(g: G) -> str:
+            return (unnamed(g) if callable(unnamed) else unnamed) or "unknown"
+
         return "; ".join(
-            f"{g.device_id}: {g.name or unnamed or 'unknown'}"
+            f"{g.device_id}: {g.name or word(g)}"
             + (f" (sm {g.compute_capability})" if g.compute_capability else "")
             for g in devices
         )
-    missing = unnamed or UNKNOWN_GPU
+    missing = (None if callable(unnamed) else unnamed) or UNKNOWN_GPU
     return ", ".join(sorted({g.name or missing for g in devices})) or missing
 
 

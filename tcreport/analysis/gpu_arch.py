@@ -126,15 +126,15 @@ class GpuIdentity:
     def label(self) -> str | None:
         return self.model or self.inferred
 
-    @property
-    def unnamed(self) -> str:
+    def unnamed_device(self, gpu: Gpu) -> str:
         """What a report says of one device with no recorded name in a list that shows each
-        device's compute capability beside it: the capability's generation alone ("Hopper", not
-        "Hopper (compute capability 9.0), compute capability 9.0"), else :attr:`inferred` (never a
-        bare "unknown" where the diff, reading the same kernel names, says "Hopper")."""
-        if self.by_capability and self.capability_generation and ";" not in self.by_capability:
-            return self.capability_generation
-        return self.inferred or "unknown"
+        device's compute capability beside it: its own capability's generation alone ("Hopper",
+        not "Hopper (compute capability 9.0), compute capability 9.0"; among unnamed GPUs of
+        several capabilities, each its own), else the kernel names' generation, said to be
+        inferred (never a bare "unknown" where the diff, reading the same names, says "Hopper")."""
+        for cc, architecture in _capabilities((gpu,)).items():
+            return _kernel_words(cc, architecture)
+        return f"{self.generation} (inferred from kernel names)" if self.generation else "unknown"
 
 
 def identity(gpus: Iterable[Gpu], kernel_names: Iterable[str], cpu_only: bool) -> GpuIdentity:
@@ -187,6 +187,14 @@ _GENERATION_CC = {
     "Hopper": 9.0,
     "Blackwell": 10.0,
 }
+
+
+def may_run_on(kernel_generation: str, capability_generation: str) -> bool:
+    """Whether kernels built for ``kernel_generation`` may have run on a GPU of
+    ``capability_generation``: a kernel runs on its generation and newer ones (``volta_`` cuBLAS
+    kernels on a Turing part), so a kernel-name generation is a lower bound, never a match. A
+    capability before Volta (not in :data:`_GENERATION_CC`) runs none of them."""
+    return _GENERATION_CC[kernel_generation] <= _GENERATION_CC.get(capability_generation, 0.0)
 
 
 def run_compute_capability(gpus: Iterable[Gpu], kernel_names: Iterable[str]) -> float | None:

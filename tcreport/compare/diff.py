@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tcreport.analysis import wall
+from tcreport.analysis import gpu_arch, wall
 from tcreport.compare import rows
 from tcreport.compare.model import (
     NOISE_FLOOR,
@@ -91,6 +91,15 @@ def _how(a: Analysis) -> str:
     return "from compute capability" if a.gpu.capability_generation else "from kernel names"
 
 
+def _may_differ(base: Analysis, head: Analysis) -> bool:
+    """Whether two different inferred generations say the GPUs differ: one side's capability
+    against the other's kernel names only where those kernels cannot run on that capability."""
+    if _how(base) == _how(head):
+        return True
+    cap, kernels = (base, head) if base.gpu.capability_generation else (head, base)
+    return not gpu_arch.may_run_on(str(kernels.gpu.generation), str(cap.gpu.capability_generation))
+
+
 def inferred_framework(a: Analysis) -> str | None:
     """The framework family from op names (``aten::`` is PyTorch) when the run does not say."""
     return {Flavour.TORCH: "pytorch", Flavour.TF: "tensorflow"}.get(flavour(a))
@@ -136,7 +145,7 @@ def comparability(base: Analysis, head: Analysis) -> tuple[str, ...]:
         reasons.append(unknown)
     if not both_cpu and (gpu_model(base) is None or gpu_model(head) is None):
         ib, ih = inferred_gpu(base), inferred_gpu(head)
-        if ib and ih and ib != ih:
+        if ib and ih and ib != ih and _may_differ(base, head):
             if _how(base) == _how(head):
                 reasons.append(f"different GPU generation ({ib} vs {ih}, inferred {_how(base)})")
             else:  # each side's generation with where it comes from

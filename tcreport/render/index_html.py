@@ -39,7 +39,7 @@ class IndexRow:
     timestamp: float | None
     tc_share: float | None
     miss_share: float | None  # eligible-not-TC GPU time / kernel time
-    miss_ns: int | None
+    miss_ns: int | None  # eligible-not-TC GPU time per aggregated iteration (the card's)
     fix_first: str | None  # "ID: title" of the finding the run's report says to fix first
     report: str | None  # relative link
     date_from_mtime: bool = False  # the trace records no start time: the file's mtime stands in

@@ -54,7 +54,7 @@ def test_real_index_leads_with_the_runs_table_and_draws_no_lone_dots(
     for head in (
         "on matrix units (%)",
         "eligible not on matrix units (%)",
-        "eligible not on matrix units (ms)",
+        "eligible not on matrix units (ms / iteration)",
     ):
         assert f">{head}</th>" in page
     for r in runs:

@@ -72,5 +72,5 @@ class Analysis:
         return self.host.device or fmt.gpus(
             self.meta.gpus,
             per_device=per_device,
-            unnamed=self.gpu.unnamed if per_device else self.gpu.inferred,
+            unnamed=self.gpu.unnamed_device if per_device else self.gpu.inferred,
         )
