@@ -183,7 +183,9 @@ def query(
     timeout: Annotated[
         float | None,
         typer.Option(
-            "--timeout", help="Stop the query after this many seconds (default: no limit)."
+            "--timeout",
+            metavar="SECONDS",
+            help="Stop the query after this many seconds (default: no limit).",
         ),
     ] = None,
 ) -> None:

@@ -45,11 +45,13 @@ class DiffFormat(StrEnum):
     TERMINAL = "terminal"
 
 
-_INPUT_HELP = "Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder)."
+_INPUT_HELP = (
+    "Any input tcreport reads (trace, Nsight Compute CSV, DLProf folder, 'tcreport ingest' folder)."
+)
 Input = Annotated[
     Path,
     typer.Argument(
-        help="Any input tcreport reads (trace, DLProf folder, 'tcreport ingest' folder).",
+        help=_INPUT_HELP,
         metavar="PATH",
         show_default=False,
     ),

@@ -33,7 +33,7 @@ def export(
         Path,
         typer.Argument(
             help="Any trace tcreport reads (DLProf, Nsight Systems export, PyTorch profiler, "
-            "TensorFlow xplane, a 'tcreport ingest' folder).",
+            "TensorFlow xplane, Nsight Compute CSV, a 'tcreport ingest' folder).",
             metavar="PATH",
             show_default=False,
         ),

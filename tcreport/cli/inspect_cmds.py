@@ -48,7 +48,8 @@ TracePath = Annotated[
     Path,
     typer.Argument(
         help="A DLProf result folder or report, dlprof_dldb.sqlite, an Nsight Systems .sqlite export, "
-        "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, a folder holding "
+        "a .nsys-rep report, a PyTorch profiler trace, a TensorFlow xplane.pb, an Nsight Compute "
+        "CSV (ncu --csv), a folder holding "
         "one of these or the per-rank traces of one distributed job, or a 'tcreport ingest' "
         "folder.",
         metavar="PATH",

@@ -166,9 +166,16 @@ def _choose_one(
     shown = [f"{p.relative_to(path).as_posix()} ({f.value})" for f, p in found[:_LISTED]]
     more = f" and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     which = "give one of them" if len(found) > 1 else "give its path"
+    # Nsight Compute CSVs are mostly given to --counters, which reads one beside its trace
+    ncu = all(f is SourceFormat.NCU_CSV for f, _ in found)
+    many = (
+        "`--counters` takes one; `tcreport batch` reads many"
+        if ncu
+        else "`tcreport batch` reads many"
+    )
     raise UnsupportedFormatError(
         f"holds {len(found)} trace{'s' if len(found) > 1 else ''}{where}: {', '.join(shown)}"
-        f"{more}; {which} (`tcreport batch` reads many){unsearched}",
+        f"{more}; {which} ({many}){unsearched}",
         path,
     )
 
