@@ -406,7 +406,7 @@ def render_job(jr: JobReport, console: Console | None = None) -> None:
         "compute",
         "collectives",
         "idle",
-        "outside coll.",
+        "outside collectives",
         "wait",
         "straggler",
     ]
