@@ -152,8 +152,14 @@ def architecture_of_cc(cc: str | None) -> Architecture | None:
     """The NVIDIA generation of a compute capability ("7.5" -> Turing), else ``None``."""
     if not cc:
         return None
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", cc)  # "7.5", " 7.50 ", "8": one spelling
+    key = f"{int(m.group(1))}.{(m.group(2) or '0').rstrip('0') or '0'}" if m else cc
     return next(
-        (a for a in table().architectures if a.vendor == "nvidia" and cc in a.compute_capabilities),
+        (
+            a
+            for a in table().architectures
+            if a.vendor == "nvidia" and key in a.compute_capabilities
+        ),
         None,
     )
 
