@@ -5,7 +5,13 @@ from __future__ import annotations
 import sys
 
 from tcreport.cli import _exit
-from tcreport.cli.app import OWN_PROCESS, app, app_for
+
+try:
+    from tcreport.cli.app import OWN_PROCESS, app, app_for
+except KeyboardInterrupt:  # Ctrl-C while Typer and the commands load: before the app's own
+    # handling ("interrupted", exit 130) is in place; the same line here, not a traceback
+    sys.stderr.write("tcreport: interrupted\n")
+    raise SystemExit(130) from None
 
 __all__ = ["app", "command", "main"]  # `app` is public: tests and embedders invoke the Typer app
 
