@@ -77,7 +77,15 @@ def _system(view: Report) -> dict[str, Any]:
         }
         for g in a.meta.gpus
     ]
-    return {"gpus": gpus, "vendor": a.verdict.vendor.value, "matrix_unit": a.verdict.words.unit}
+    return {
+        "gpus": gpus,
+        "vendor": a.verdict.vendor.value,
+        "matrix_unit": a.verdict.words.unit,
+        # the GPU as every other output's heading names it, and its generation, also where the
+        # trace names no model ("Hopper (inferred from kernel names)"): Analysis.gpu
+        "gpu_label": a.gpu.label,
+        "gpu_generation": a.gpu.best_generation,
+    }
 
 
 #: Names ``tcreport.summary/1`` gave two figures first, kept as aliases of their one name
