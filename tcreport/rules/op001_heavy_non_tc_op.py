@@ -26,6 +26,10 @@ ID = "OP001"
 _COLLECTIVE = re.compile(COLLECTIVE_OP, re.I)
 _RESIZE = re.compile(r"upsample|interpolat|resize|grid_sampler|affine_grid|roi_?align", re.I)
 _NORM = re.compile(r"norm", re.I)
+#: batch normalisation (``aten::native_batch_norm``, ``cudnn_batch_norm``, TF's
+#: ``FusedBatchNormV3``), where a convnet's memory layout matters; a transformer's LayerNorm or
+#: RMSNorm has no channels to lay out
+_BATCH_NORM = re.compile(r"batch_?norm", re.I)
 #: An op of another namespace than ATen's (``fbgemm::``, ``torch::autograd::CppNode<...>``): an
 #: extension's or a custom autograd Function's kernels. Plain names (DLProf's, TensorFlow's, a
 #: module path) say nothing either way and keep the fusion advice.
@@ -64,8 +68,16 @@ def _fix(
             f"convolution or pixel shuffle ({w.unit_one} eligible) instead of upsample+conv, or resize "
             f"in the input pipeline on the GPU{' (DALI)' if nvidia else ''}; and {fuse}."
         )
+    if _BATCH_NORM.search(op_type) and fl is c.Flavour.TORCH:
+        return (
+            "Put the model and its inputs in channels_last memory format "
+            "(model.to(memory_format=torch.channels_last)) so cuDNN runs batch norm in NHWC, or "
+            f"{fuse}."
+        )
+    if _BATCH_NORM.search(op_type):  # TensorFlow and JAX lay convnets out NHWC already
+        return f"{fuse[0].upper()}{fuse[1:]}; this op type has no {w.unit_one} path."
     if _NORM.search(op_type):
-        return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm) or {fuse}; in convnets channels_last helps cuDNN batch norm."
+        return f"Use the fused normalisation kernels (apex/Transformer Engine fused LayerNorm or RMSNorm) or {fuse}."
     if _CAST.search(op_type):
         return "Avoid repeated casts/copies: keep weights and activations in the compute dtype (autocast caches weight casts), drop .contiguous()/.to() inside the step."
     return f"{fuse[0].upper()}{fuse[1:]}; this op type has no {w.unit_one} path."
