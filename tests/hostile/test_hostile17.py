@@ -3,7 +3,9 @@
 * ingest folders' manifest checks (7b33032): a damaged manifest is one ``InputError`` naming the
   file, never a traceback;
 * the share gates' words (b70083e, ``gates.apart``): the figure and the limit are told apart
-  whenever they differ, for a run and for the real two-rank job.
+  whenever they differ, for a run and for the real two-rank job;
+* the diff's terminal tables (6f46f5a, ``fmt.middles``): look-alike names kept apart fit their
+  column in cells, wide (CJK) names too.
 
 Real traces first: the bundled H200 CNN run (its ingest folder holds a model audit) and the bundled
 2x H100 Nsight Systems job; damaged manifests and limits are ``*synthetic*``.
@@ -11,14 +13,18 @@ Real traces first: the bundled H200 CNN run (its ingest folder holds a model aud
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
 
 import pytest
 from trace_paths import H200_NCU, SAMPLES
+from typer.testing import CliRunner
 
-from tcreport import api
+import tcreport.cli.compare_cmds  # noqa: F401  registers diff on the app
+from tcreport import api, fmt
+from tcreport.cli.app import app
 from tcreport.errors import InputError
 
 JOB = SAMPLES / "nsys-h100x2-bf16"
@@ -89,3 +95,56 @@ def test_a_runs_share_gate_tells_a_limit_beside_its_share_apart_synthetic(limit_
     (r,) = api.check(view, min_tc_share=limit).results
     assert r.passed is (share >= limit)
     _told_apart(r.message, ">=" if r.passed else "<")
+
+
+# -- 3. names windowed apart fit their column in cells, wide (CJK) names too ---------------------
+
+
+def test_wide_names_kept_apart_fit_their_column_synthetic() -> None:
+    """fmt.middles keeps look-alike names apart with a window on where they differ; it cut the
+    window by characters, so two CJK names that differ in one character came out at twice the
+    column's cells (the terminal then cuts off the end) and lost the character between them."""
+    a, b = "层" * 30 + "甲" + "层" * 30, "层" * 30 + "乙" + "层" * 30
+    for width in (10, 20, 30, 40, 57):
+        short = fmt.middles([a, b], width)
+        assert all(fmt.cells(s) <= width for s in short), (width, short)
+        assert "甲" in short[0] and "乙" in short[1], (width, short)
+    c = "x" * 5 + "层" * 40
+    for width in range(8, 60):
+        short = fmt.middles([c + "1" + c, c + "2" + c, c + "1" + c + "z"], width)
+        assert all(fmt.cells(s) <= width for s in short), (width, short)
+        assert len(set(short)) == 3, (width, short)
+
+
+def _cjk_kernels(src: Path, dst: Path) -> Path:
+    """The real H200 CNN Kineto trace with each kernel named '层' * 30 + its first 12 characters +
+    '层' * 30 (``*synthetic*``): names that shorten alike, of wide characters."""
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    pad = "层" * 30
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["name"] = pad + e["name"][:12] + pad
+    dst.write_text(json.dumps(doc), encoding="utf-8")
+    return dst
+
+
+@pytest.mark.parametrize("columns", [120, 160, 200])  # at 80 the figures alone are wider
+def test_a_diffs_kernel_table_of_wide_names_fits_the_terminal_synthetic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """The real fp32 -> mixed-precision CNN diff with CJK-padded kernel names: at 120 columns its
+    kernel rows ran to 144-150 cells."""
+    base = _cjk_kernels(
+        H200_NCU / "cnn_fp32" / "torch_cnn.pt.trace.json.gz", tmp_path / "b_synthetic.json"
+    )
+    head = _cjk_kernels(H200_NCU / "mix" / "kineto_mix_h.json.gz", tmp_path / "h_synthetic.json")
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = CliRunner().invoke(app, ["diff", str(base), str(head), "-f", "terminal"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Kernels: "))
+    rows = lines[start + 2 : lines.index("", start) if "" in lines[start:] else None]
+    assert len(rows) >= 10
+    assert all(fmt.cells(r) <= columns for r in rows), max(fmt.cells(r) for r in rows)
+    names = [r.split("  ")[0] for r in rows]
+    assert len(set(names)) == len(names), names
