@@ -206,29 +206,36 @@ def middles(texts: Sequence[str], width: int) -> list[str]:
         if len({texts[i] for i in group}) > 1:
             for k, i in enumerate(group, start=1):
                 key = f"#{k}"
-                short[i] = short[i][: max(0, width - len(key))] + key
+                short[i] = _cut(short[i], max(0, width - len(key))) + key
     return short
 
 
 def _window(text: str, alike: Sequence[str], width: int) -> str:
-    """``text`` in ``width`` as head…window…tail, the window starting at the identifier where
-    ``text`` first differs from the most similar of ``alike``."""
+    """``text`` in ``width`` cells as head…window…tail, the window starting at the identifier
+    where ``text`` first differs from the most similar of ``alike``. Pieces are measured in cells
+    (:func:`_cut`), as :func:`middle`'s are: a wide (CJK) name windowed by characters ran to twice
+    its column."""
     head = tail = max(1, width // 4)
     room = width - head - tail - 2
     if room < 1:
         return middle(text, width)
+    h, t = _cut(text, head), _cut(text[::-1], tail)[::-1]
+    end = len(text) - len(t)  # where the tail starts
     d = max(len(os.path.commonprefix([text, o])) for o in alike)
     start = d
-    while start > max(head, d - room // 2) and (
-        text[start - 1].isalnum() or text[start - 1] == "_"
+    while (  # back to the identifier's start, by at most half the window's cells
+        start > len(h)
+        and cells(text[start - 1 : d]) <= room // 2
+        and (text[start - 1].isalnum() or text[start - 1] == "_")
     ):
         start -= 1
-    start = min(max(start, head), len(text) - tail - room)
-    if start <= head + 1:  # the window joins the head
-        return text[: start + room] + "…" + text[len(text) - tail :]
-    if start + room >= len(text) - tail - 1:  # ...or the tail
-        return text[:head] + "…" + text[start:]
-    return text[:head] + "…" + text[start : start + room] + "…" + text[len(text) - tail :]
+    start = min(max(start, len(h)), end - len(_cut(text[:end][::-1], room)))
+    w = _cut(text[start:], room)
+    if start <= len(h) + 1:  # the window joins the head
+        return _cut(text, min(cells(text[:start]) + room, width - 1 - cells(t))) + "…" + t
+    if start + len(w) >= end - 1:  # ...or the tail
+        return h + "…" + text[start:]
+    return h + "…" + w + "…" + t
 
 
 #: C0/C1 controls, the line and paragraph separators (a table row would break at them) and the

@@ -11,7 +11,9 @@ slower step are no improvement.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from tcreport import fmt
@@ -54,12 +56,21 @@ class CheckResult:
 
 
 def apart(value: float, limit: float) -> tuple[str, str]:
-    """A share and its limit with as many decimals as it takes to tell them apart (up to four):
-    "6.8 % > maximum 6.8 %" would contradict the verdict it explains."""
+    """A share and its limit with as many decimals as it takes to tell them apart (up to four, more
+    only for a limit closer than that): "6.8 % > maximum 6.8 %" would contradict the verdict it
+    explains."""
     digits = 1
     while digits < 4 and value != limit and fmt.pct(value, digits) == fmt.pct(limit, digits):
         digits += 1
-    return fmt.pct(value, digits), fmt.pct(limit, digits)
+    shown, bound = fmt.pct(value, digits), fmt.pct(limit, digits)
+    if shown == bound and value != limit and math.isfinite(value) and math.isfinite(limit):
+        # closer than 0.0001 points (a limit copied from a figure and nudged): the exact decimals,
+        # as many as it takes; a float's expansion is finite, so the loop ends
+        a, b = Decimal(value) * 100, Decimal(limit) * 100
+        while f"{a:.{digits}f}" == f"{b:.{digits}f}":
+            digits += 1
+        shown, bound = f"{a:.{digits}f} %", f"{b:.{digits}f} %"
+    return shown, bound
 
 
 def _min_share(view: Report, limit: float) -> GateResult:

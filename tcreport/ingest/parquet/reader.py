@@ -130,6 +130,10 @@ def read(path: Path) -> Run:
         raw_meta = manifest["meta"]
     except KeyError as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest (no {exc})", path) from exc
+    except RecursionError:  # lists nested past the parser's depth: no manifest tcreport writes
+        raise InputError(
+            f"{MANIFEST}: unreadable tcreport manifest (nested too deep)", path
+        ) from None
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"{MANIFEST}: unreadable tcreport manifest ({exc})", path) from exc
     known = ", ".join(sorted(k.value for k in schema.TableKind))
