@@ -139,7 +139,7 @@ def _regression(d: compare.Diff, limit: float) -> list[GateResult]:
                 "max-regression",
                 not bad,
                 f"{short} share {fmt.pct(s.base)} -> {fmt.pct(s.head)} "
-                f"({s.delta * 100:+.1f} points{noise}; limit -{limit * 100:.1f} points)",
+                f"({s.delta * 100:+.1f} points{noise}; limit {'-' if limit else ''}{limit * 100:.1f} points)",
             )
         )
     unit = d.words.unit

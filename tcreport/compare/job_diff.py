@@ -358,7 +358,7 @@ def _regression(d: JobDiff, limit: float) -> list[gates.GateResult]:
                 "max-regression",
                 not bad,
                 f"job TC share {fmt.pct(s.base)} -> {fmt.pct(s.head)} ({s.delta * 100:+.1f} points{noise}; "
-                f"limit -{limit * 100:.1f} points)",
+                f"limit {'-' if limit else ''}{limit * 100:.1f} points)",
             )
         )
     return out

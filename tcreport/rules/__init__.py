@@ -246,7 +246,7 @@ def no_fix_first(findings: tuple[Finding, ...]) -> str:
         if f.id in NOT_A_FIX:
             why = "is about the measurement or the input, not a change to the model"
         elif f.source != "tcreport":
-            why = f"is {f.source}'s own finding"
+            why = f"comes from {f.source}, not from tcreport's rules"
         elif not f.fix:
             why = "names no fix"
         else:

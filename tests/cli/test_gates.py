@@ -235,3 +235,13 @@ def test_wall_times_of_two_measures_are_shown_not_judged(tmp_path: Path) -> None
     assert wall.verdict.value == "unknown" and d.wall_not_judged in d.notes
     same = api.diff(head, head, force=True)  # one measure on both sides: judged as before
     assert same.figure("wall_ns").verdict.value == "no change" and not same.wall_not_judged
+
+
+def test_a_zero_regression_limit_reads_0_0_points_not_minus_0_0() -> None:
+    """``--baseline`` alone gates at 0: the share's limit read "limit -0.0 points" (hostile17)."""
+    from trace_paths import SAMPLES
+
+    job = SAMPLES / "nsys-h100x2-bf16"
+    result = runner.invoke(app, ["check", str(job), "--baseline", str(job)])
+    assert result.exit_code == 0, result.output
+    assert "limit 0.0 points)" in result.stdout and "-0.0 points" not in result.stdout

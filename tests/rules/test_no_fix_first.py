@@ -43,7 +43,8 @@ LOW = Finding("TC002", Severity.LOW, "Unclassified kernels", "d", fix="f")
         ),
         (
             (DLPROF,),
-            "no actionable finding (dlprof:amp [medium] is DLProf expert systems's own finding)",
+            "no actionable finding (dlprof:amp [medium] comes from DLProf expert systems, not "
+            "from tcreport's rules)",
         ),  # fmt: skip
         ((NO_FIX, WARMUP), "no actionable finding (GP001 [high] names no fix)"),
     ],
