@@ -202,6 +202,8 @@ def verdict_line(
             return f"{f.label} {f.delta * 100:+.1f} pt"
         if f.unit is Unit.NS and f.rel is not None:
             return f"{f.label} per iteration {f.rel:+.1%} ({dur(f.base)} → {dur(f.head)})"
+        if f.unit is Unit.NS and f.base is not None and f.head is not None:  # from or to zero
+            return f"{f.label} per iteration {f.verdict.value} ({dur(f.base)} → {dur(f.head)})"
         return f"{f.label} {f.verdict.value}"
 
     rank = {key: i for i, key in enumerate(VERDICT_LEADS)}

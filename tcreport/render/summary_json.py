@@ -62,6 +62,8 @@ def _advice(view: Report) -> dict[str, Any]:
             "estimated_saving_ns": view.fix_first.estimated_saving_ns,
             "saving_per_iteration_ns": view.fix_first.saving_per_iteration_ns,
         },
+        # without one, what every other output's "Fix first" line says instead, and why
+        "no_fix_first": view.no_fix_first,
     }
 
 

@@ -103,3 +103,12 @@ def test_a_mixed_verdict_names_what_got_worse() -> None:
     parts = d.verdict.split(": ", 1)[1].split("; ")
     assert len(parts) == compare.VERDICT_PARTS
     assert parts[-1].startswith("Memory (memcpy + memset) per iteration +17.7%")
+
+
+def test_a_figure_that_grows_from_zero_shows_both_sides_in_the_verdict_line() -> None:
+    """torch.compile's fp32 MLP then the fp16 mix: eligible time not on Tensor Cores goes from 0 to
+    595.1 µs per iteration, which has no relative change; the line said only "... regressed"."""
+    base = api.analyze(api.load(H200_NCU.parent / "h200-torch-compile-tf32"))
+    head = _view("mix")
+    d = compare.diff(base, head, force=True)
+    assert "Eligible GPU time not on TC per iteration regressed (0 ns → 595.1 µs)" in d.verdict

@@ -212,3 +212,16 @@ def test_eligible_time_not_on_tc_is_one_figure_with_one_unit_everywhere() -> Non
     tc = json.loads(api.render_json(r))["tensor_core"]
     assert tc["eligible_not_using_per_iteration_ns"] == round(per)
     assert tc["eligible_not_using_gpu_ns"] == v.eligible_not_using_gpu_ns  # the total, as before
+
+
+def test_a_miss_that_rounds_to_zero_percent_is_not_called_0_0_percent() -> None:
+    """A missed time under 0.05 % of kernel time read "(0.0 % of kernel time)" beside a nonzero
+    figure (hostile17); it reads "under 0.1 %"."""
+    import dataclasses
+
+    v = _report(CNN).analysis.verdict
+    tiny = dataclasses.replace(v, eligible_not_tc_share=0.0001)
+    assert tiny.miss_share_words == "under 0.1 % of kernel time"
+    assert dataclasses.replace(v, eligible_not_tc_share=0.0005).miss_share_words == (
+        "0.1 % of kernel time"
+    )

@@ -85,3 +85,16 @@ def test_profile_prints_the_fix_first_line_without_one_too(
     profile_flow._verdict(warmup_only_synthetic)
     err = capsys.readouterr().err
     assert "tcreport: fix first: no actionable finding (IT002 [high] is about" in err
+
+
+def test_the_summary_json_carries_the_words_too(warmup_only_synthetic: Report) -> None:
+    """``fix_first`` is null without one; ``no_fix_first`` says what the other outputs' line says
+    (hostile17: the JSON gave no reason), and is null beside a fix-first finding."""
+    import json
+
+    data = json.loads(api.render_json(warmup_only_synthetic))
+    assert data["fix_first"] is None
+    assert data["no_fix_first"] == warmup_only_synthetic.no_fix_first
+    assert data["no_fix_first"].startswith("no actionable finding (IT002 [high]")
+    real = json.loads(api.render_json(api.analyze(api.load(ALEXNET))))
+    assert real["fix_first"] is not None and real["no_fix_first"] is None

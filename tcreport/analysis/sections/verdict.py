@@ -156,6 +156,8 @@ class Verdict:
         share = self.eligible_not_tc_share
         if share is None or self.miss_card.value == "none":
             return None
+        if share < 0.0005:  # a miss that rounds to "0.0 %" is still one
+            return "under 0.1 % of kernel time"
         return f"{fmt.pct(share)} of kernel time"
 
 
