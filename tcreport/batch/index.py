@@ -24,6 +24,7 @@ from tcreport import __version__
 from tcreport._fs import write_text_atomic
 from tcreport.render import index_html
 from tcreport.render.index_html import IndexPage, IndexRow
+from tcreport.rules import NO_FIX_FIRST
 
 #: Fewest dated runs of one GPU model that make a trend chart.
 MIN_TREND_RUNS = 3
@@ -66,6 +67,8 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
 def _row(r: dict[str, Any]) -> IndexRow:
     date = r["date"]
     first = f"{r['fix_first_id']}: {r['fix_first_title']}" if r["fix_first_id"] else None
+    if first is None and r["status"] == "ok":  # what its report's "Fix first" line begins with
+        first = NO_FIX_FIRST
     return IndexRow(
         run_id=r["run_id"],
         ok=r["status"] == "ok",
