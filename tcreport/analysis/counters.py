@@ -315,13 +315,23 @@ def _another_run(ncu_run: Run, targets: list[str], profiled: int) -> InputError:
     )
 
 
+#: How the run's note on the counters it was given begins (:func:`notes_of` finds it by it).
+NOTE_PREFIX = "Nsight Compute counters from "
+
+
+def notes_of(notes: tuple[str, ...]) -> tuple[str, ...]:
+    """The run's notes on the Nsight Compute counters it was given (what ``check`` prints beside
+    its gates: how much of the kernel time the counters decided)."""
+    return tuple(n for n in notes if n.startswith(NOTE_PREFIX))
+
+
 def _note(ncu_run: Run, kernels: pa.Table, distinct: int, m: _Match) -> str:
     dur = kernels.column("duration_ns")
     total = pc.sum(dur).as_py() or 0
     covered = pc.sum(pc.if_else(pc.is_valid(kernels.column("counter_uses_tc")), dur, 0)).as_py()
     share = f"{(covered or 0) / total:.0%} of kernel time" if total else "no kernel time"
     name = ncu_run.meta.files[0] if ncu_run.meta.files else ncu_run.meta.path
-    text = f"Nsight Compute counters from {name}: {m.matched} of {distinct} kernel names matched"
+    text = f"{NOTE_PREFIX}{name}: {m.matched} of {distinct} kernel names matched"
     text += f" ({len(m.ordered)} launch by launch)" if m.ordered else ""
     text += f", {share} has a measured verdict"
     text += f"; {m.ambiguous} ambiguous names left unknown" if m.ambiguous else ""

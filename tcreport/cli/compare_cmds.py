@@ -277,6 +277,8 @@ def _print_check(result: CheckResult) -> None:
         typer.echo(f"tcreport check: FAILED: {len(result.failures)} of {total} failed{forced}")
     for r in result.results:
         typer.echo(plain(f"tcreport check: {'pass' if r.passed else 'FAIL'} {r.name}: {r.message}"))
+    for note in result.notes:
+        typer.echo(plain(f"tcreport check: note: {note}"))
     if not result.passed:
         raise typer.Exit(1)
 

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from tcreport import fmt
+from tcreport.analysis import counters
 from tcreport.compare import diff as compare
 from tcreport.compare.model import Change
 from tcreport.errors import UsageError
@@ -45,6 +46,9 @@ class GateResult:
 class CheckResult:
     results: tuple[GateResult, ...]
     forced: bool = False
+    #: what a reader of the gates should know of their figures: the counters' coverage where
+    #: ``--counters`` decided part of the kernel time (a share gated on 28 % measured time)
+    notes: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -216,4 +220,7 @@ def check(
         d = compare.diff(baseline, view, force=force)
         forced = d.forced
         results += _regression(d, gates.max_regression)
-    return CheckResult(tuple(results), forced)
+    notes = counters.notes_of(view.analysis.meta.notes)
+    if baseline is not None:
+        notes += tuple(f"baseline: {n}" for n in counters.notes_of(baseline.analysis.meta.notes))
+    return CheckResult(tuple(results), forced, notes)

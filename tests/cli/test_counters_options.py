@@ -99,3 +99,27 @@ def test_a_counters_option_given_twice_is_refused_naming_it(
         "run once with ncu, every kernel in one CSV)"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_check_says_how_much_of_the_kernel_time_the_counters_decided() -> None:
+    """A gate on a share that counters decided in part is read with their coverage: ``check``
+    printed nothing of a CSV that matched 3 of the trace's 29 kernel names (a newcomer's find);
+    it prints the run's counters note, as ``summary`` does, and the baseline's, named so."""
+    result = runner.invoke(
+        app,
+        ["check", str(CNN), "--counters", str(MIX_CSV), "--min-tc-share", "0.1"],
+    )
+    assert result.exit_code == 0, result.output
+    notes = [ln for ln in result.stdout.splitlines() if ln.startswith("tcreport check: note: ")]
+    assert len(notes) == 1
+    assert "Nsight Compute counters from ncu3_mix.csv: 3 of 29 kernel names matched" in notes[0]
+    both = runner.invoke(
+        app,
+        ["check", str(CNN), "--counters", str(CNN_CSV), "--baseline", str(CNN),
+         "--baseline-counters", str(MIX_CSV)],
+    )  # fmt: skip
+    assert both.exit_code == 0, both.output
+    assert "tcreport check: note: Nsight Compute counters from ncu3_cnn_fp16.csv" in both.stdout
+    assert "note: baseline: Nsight Compute counters from ncu3_mix.csv: 3 of 29" in both.stdout
+    plain = runner.invoke(app, ["check", str(CNN), "--min-tc-share", "0.1"])
+    assert "note:" not in plain.stdout  # no counters, no note
