@@ -87,3 +87,34 @@ def test_check_prints_the_counters_gpu_mismatch_as_summary_does_synthetic(tmp_pa
     assert check.exit_code == 0, check.output
     notes = [line for line in check.stdout.splitlines() if line.startswith("tcreport check: note:")]
     assert any("counters were measured on compute capability 9.0" in n for n in notes), notes
+
+
+# -- 3. a miss under 0.05 % of kernel time, in the words every output uses -----------------------
+
+
+def test_the_miss_gate_calls_a_tiny_miss_under_0_1_percent_as_summary_does_synthetic() -> None:
+    """The real CNN fp16 run with its missed share set to 0.01 % (as the lead's own test of
+    ``miss_share_words`` does): ``summary`` says "under 0.1 % of kernel time" (5d1b608), the gate
+    said "eligible GPU time not on TC 0.0 % of kernel time", the "0.0 %" that fix removed."""
+    import dataclasses
+
+    from tcreport.compare import gates
+
+    view = api.analyze(api.load(H200_NCU / "cnn_fp16"))
+    tiny = dataclasses.replace(view.analysis.verdict, eligible_not_tc_share=0.0001)
+    view = dataclasses.replace(view, analysis=dataclasses.replace(view.analysis, verdict=tiny))
+    assert tiny.miss_share_words == "under 0.1 % of kernel time"
+    result = gates.check(view, gates.Gates(max_eligible_not_tc_share=0.1))
+    (miss,) = [r for r in result.results if r.name == "max-eligible-not-tc-share"]
+    assert "under 0.1 % of kernel time <= maximum 10.0 %" in miss.message, miss.message
+
+
+def test_the_miss_card_calls_a_tiny_miss_under_0_1_percent_synthetic() -> None:
+    """The HTML's miss card read "0.0 % of kernel time; 1 of 4 eligible ops" beside a nonzero
+    missed time, where the terminal and Markdown say "under 0.1 % of kernel time"."""
+    from tcreport.analysis.sections import verdict
+    from tcreport.analysis.vendor import Vendor
+
+    e = verdict._Eligibility(4, 3, 1, 1, 0, 10_000_000, 1_000, 0)
+    card = verdict._miss_card(verdict.words_for(Vendor.NVIDIA), e, 0.0001, None, False)
+    assert card.detail.startswith("under 0.1 % of kernel time; "), card.detail
