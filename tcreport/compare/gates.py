@@ -101,11 +101,13 @@ def _max_miss(view: Report, limit: float) -> GateResult:
         )
     ok = share <= limit
     rel = "<=" if ok else ">"
+    shown, bound = apart(share, limit)
+    if share > 0 and shown == fmt.pct(0.0):  # the words summary uses: a miss is still one
+        shown = "under 0.1 %"
     return GateResult(
         "max-eligible-not-tc-share",
         ok,
-        f"eligible GPU time not on {short} {apart(share, limit)[0]} of kernel time {rel} "
-        f"maximum {apart(share, limit)[1]}",
+        f"eligible GPU time not on {short} {shown} of kernel time {rel} maximum {bound}",
     )
 
 
