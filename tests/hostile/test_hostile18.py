@@ -118,3 +118,18 @@ def test_the_miss_card_calls_a_tiny_miss_under_0_1_percent_synthetic() -> None:
     e = verdict._Eligibility(4, 3, 1, 1, 0, 10_000_000, 1_000, 0)
     card = verdict._miss_card(verdict.words_for(Vendor.NVIDIA), e, 0.0001, None, False)
     assert card.detail.startswith("under 0.1 % of kernel time; "), card.detail
+
+
+# -- 4. a zero regression limit spelt "-0" -------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", ["-0", "-0.0"])
+def test_a_zero_regression_limit_spelt_minus_zero_reads_0_0(tmp_path: Path, limit: str) -> None:
+    """``--max-regression -0`` on the real CNN run against itself: the option's ``>= 0`` check lets
+    -0.0 through, and the lines read "limit +-0.0%" and "limit -0.0 points", what a642348 removed
+    for "0"."""
+    run = api.ingest(api.load(H200_NCU / "cnn_fp32"), tmp_path / "run")
+    done = runner.invoke(app, ["check", str(run), "--baseline", str(run), "--max-regression", limit])
+    assert done.exit_code == 0, done.output
+    assert "limit +0.0%" in done.stdout and "limit 0.0 points" in done.stdout, done.stdout
+    assert "-0.0" not in done.stdout
