@@ -34,6 +34,13 @@ class Gates:
     max_eligible_not_tc_share: float | None = None
     max_regression: float | None = None  # relative kernel-time increase / TC-share drop (points)
 
+    def __post_init__(self) -> None:
+        # "-0" passes the options' ">= 0" check; as -0.0 it read "limit +-0.0%" in every line
+        for name in ("min_tc_share", "max_eligible_not_tc_share", "max_regression"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, value + 0.0)  # -0.0 + 0.0 is 0.0
+
 
 @dataclass(frozen=True)
 class GateResult:
