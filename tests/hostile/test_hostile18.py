@@ -129,7 +129,9 @@ def test_a_zero_regression_limit_spelt_minus_zero_reads_0_0(tmp_path: Path, limi
     -0.0 through, and the lines read "limit +-0.0%" and "limit -0.0 points", what a642348 removed
     for "0"."""
     run = api.ingest(api.load(H200_NCU / "cnn_fp32"), tmp_path / "run")
-    done = runner.invoke(app, ["check", str(run), "--baseline", str(run), "--max-regression", limit])
+    done = runner.invoke(
+        app, ["check", str(run), "--baseline", str(run), "--max-regression", limit]
+    )
     assert done.exit_code == 0, done.output
     assert "limit +0.0%" in done.stdout and "limit 0.0 points" in done.stdout, done.stdout
     assert "-0.0" not in done.stdout
