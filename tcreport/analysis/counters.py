@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from tcreport import schema
 from tcreport._group_by import aggregate_by
-from tcreport.analysis import tc_kernels
+from tcreport.analysis import device_table, tc_kernels
 from tcreport.errors import InputError
 from tcreport.kernel_names import demangle, loose_key, readable, short_name
 from tcreport.model import Granularity, Run
@@ -317,12 +317,15 @@ def _another_run(ncu_run: Run, targets: list[str], profiled: int) -> InputError:
 
 #: How the run's note on the counters it was given begins (:func:`notes_of` finds it by it).
 NOTE_PREFIX = "Nsight Compute counters from "
+#: How the note begins that the counters were measured on another GPU than the trace's.
+GPU_NOTE_PREFIX = "counters were measured on compute capability "
 
 
 def notes_of(notes: tuple[str, ...]) -> tuple[str, ...]:
     """The run's notes on the Nsight Compute counters it was given (what ``check`` prints beside
-    its gates: how much of the kernel time the counters decided)."""
-    return tuple(n for n in notes if n.startswith(NOTE_PREFIX))
+    its gates: how much of the kernel time the counters decided, and that they were measured on
+    another GPU where they were)."""
+    return tuple(n for n in notes if n.startswith((NOTE_PREFIX, GPU_NOTE_PREFIX)))
 
 
 def _note(ncu_run: Run, kernels: pa.Table, distinct: int, m: _Match) -> str:
@@ -379,11 +382,18 @@ def _shown(name: str) -> str:
 
 
 def _gpu_note(run: Run, ncu_run: Run) -> list[str]:
-    ours = {g.compute_capability for g in run.meta.gpus if g.compute_capability}
-    theirs = {g.compute_capability for g in ncu_run.meta.gpus if g.compute_capability}
+    # compared by capability, not by spelling ("9" and "9.0" are one Hopper)
+    ours = {
+        device_table.plain_cc(g.compute_capability) for g in run.meta.gpus if g.compute_capability
+    }
+    theirs = {
+        device_table.plain_cc(g.compute_capability)
+        for g in ncu_run.meta.gpus
+        if g.compute_capability
+    }
     if ours and theirs and not ours & theirs:
         return [
-            f"counters were measured on compute capability {', '.join(sorted(theirs))}, "
+            f"{GPU_NOTE_PREFIX}{', '.join(sorted(theirs))}, "
             f"the trace ran on {', '.join(sorted(ours))}: kernels may differ"
         ]
     return []

@@ -148,12 +148,19 @@ def mig_profile(name: str | None) -> str | None:
     return m.group(1) or "MIG"
 
 
+def plain_cc(cc: str) -> str:
+    """A compute capability in the one spelling the readers write ("8.0", "7.5"), whatever the
+    input's (" 8.00 ", "8", "08.0"): what every output shows and what two runs' capabilities are
+    compared by; a text that is not a capability is returned as it is."""
+    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", cc)
+    return f"{int(m.group(1))}.{(m.group(2) or '0').rstrip('0') or '0'}" if m else cc
+
+
 def architecture_of_cc(cc: str | None) -> Architecture | None:
     """The NVIDIA generation of a compute capability ("7.5" -> Turing), else ``None``."""
     if not cc:
         return None
-    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", cc)  # "7.5", " 7.50 ", "8": one spelling
-    key = f"{int(m.group(1))}.{(m.group(2) or '0').rstrip('0') or '0'}" if m else cc
+    key = plain_cc(cc)
     return next(
         (
             a

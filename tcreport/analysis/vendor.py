@@ -112,6 +112,7 @@ def resolve_gpus(meta: RunMeta, run_vendor: Vendor) -> RunMeta:
                 f"knows {g.name!r} as {who!r}; read as {who!r}, the name is the more specific fact"
             )
         cc = g.compute_capability if who in (None, Vendor.NVIDIA.value) else None
+        cc = device_table.plain_cc(cc) if cc else cc  # " 8.00 " reads "8.0" in every output
         gpus.append(dataclasses.replace(g, vendor=who, compute_capability=cc))
     resolved = tuple(gpus)
     if resolved == meta.gpus:

@@ -34,6 +34,13 @@ class Gates:
     max_eligible_not_tc_share: float | None = None
     max_regression: float | None = None  # relative kernel-time increase / TC-share drop (points)
 
+    def __post_init__(self) -> None:
+        # "-0" passes the options' ">= 0" check; as -0.0 it read "limit +-0.0%" in every line
+        for name in ("min_tc_share", "max_eligible_not_tc_share", "max_regression"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, value + 0.0)  # -0.0 + 0.0 is 0.0
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -101,11 +108,13 @@ def _max_miss(view: Report, limit: float) -> GateResult:
         )
     ok = share <= limit
     rel = "<=" if ok else ">"
+    shown, bound = apart(share, limit)
+    if share > 0 and shown == fmt.pct(0.0):  # the words summary uses: a miss is still one
+        shown = "under 0.1 %"
     return GateResult(
         "max-eligible-not-tc-share",
         ok,
-        f"eligible GPU time not on {short} {apart(share, limit)[0]} of kernel time {rel} "
-        f"maximum {apart(share, limit)[1]}",
+        f"eligible GPU time not on {short} {shown} of kernel time {rel} maximum {bound}",
     )
 
 

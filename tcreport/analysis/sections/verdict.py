@@ -156,9 +156,13 @@ class Verdict:
         share = self.eligible_not_tc_share
         if share is None or self.miss_card.value == "none":
             return None
-        if share < 0.0005:  # a miss that rounds to "0.0 %" is still one
-            return "under 0.1 % of kernel time"
-        return f"{fmt.pct(share)} of kernel time"
+        return miss_words(share)
+
+
+def miss_words(share: float) -> str:
+    """A missed time's share of kernel time, in the words of every output (the terminal, Markdown,
+    the HTML's card, ``check``'s gate): a miss that rounds to "0.0 %" is still one."""
+    return "under 0.1 % of kernel time" if share < 0.0005 else f"{fmt.pct(share)} of kernel time"
 
 
 def share_tone(tc_share: float | None) -> Tone:
@@ -338,7 +342,8 @@ def _miss_card(
     # using ones to the eligible), then those whose missed calls the time also holds
     partly = e.partly or 0
     more = f", {partly} more in some of {'its' if partly == 1 else 'their'} calls" if partly else ""
-    detail = (f"{fmt.pct(miss_share)} of kernel time; " if miss_share is not None else "") + (
+    shown = f"{fmt.pct(miss_share)} of kernel time" if not miss else miss_words(miss_share or 0.0)
+    detail = (f"{shown}; " if miss_share is not None else "") + (
         f"{fmt.count(e.never)} of {fmt.count(e.eligible)} eligible {fmt.noun(e.eligible, 'op')}"
         f"{more}"
     )
