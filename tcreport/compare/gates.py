@@ -84,6 +84,15 @@ def apart(value: float, limit: float) -> tuple[str, str]:
     return shown, bound
 
 
+def miss_apart(share: float, limit: float) -> tuple[str, str]:
+    """:func:`apart` for a missed time's share: a miss that rounds to "0.0 %" is still one, in the
+    words summary uses ("under 0.1 %"), for a run's gate and a job's alike."""
+    shown, bound = apart(share, limit)
+    if share > 0 and shown == fmt.pct(0.0):
+        shown = "under 0.1 %"
+    return shown, bound
+
+
 def _min_share(view: Report, limit: float) -> GateResult:
     v = view.analysis.verdict
     share, short = v.tc_share, v.words.short
@@ -108,9 +117,7 @@ def _max_miss(view: Report, limit: float) -> GateResult:
         )
     ok = share <= limit
     rel = "<=" if ok else ">"
-    shown, bound = apart(share, limit)
-    if share > 0 and shown == fmt.pct(0.0):  # the words summary uses: a miss is still one
-        shown = "under 0.1 %"
+    shown, bound = miss_apart(share, limit)
     return GateResult(
         "max-eligible-not-tc-share",
         ok,

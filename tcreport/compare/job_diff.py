@@ -298,12 +298,12 @@ def check(
     if g.max_eligible_not_tc_share is not None:
         share = v.eligible_not_tc_share
         ok = share is not None and share <= g.max_eligible_not_tc_share
+        shown, bound = gates.miss_apart(share or 0.0, g.max_eligible_not_tc_share)
         msg = (
             "eligible-not-TC share unknown: no rank has op or kernel times"
             if share is None
-            else f"eligible GPU time not on TC {gates.apart(share, g.max_eligible_not_tc_share)[0]} "
-            f"of all ranks' kernel time {'<=' if ok else '>'} maximum "
-            f"{gates.apart(share, g.max_eligible_not_tc_share)[1]}"
+            else f"eligible GPU time not on TC {shown} of all ranks' kernel time "
+            f"{'<=' if ok else '>'} maximum {bound}"
         )
         results.append(gates.GateResult("max-eligible-not-tc-share", ok, msg))
     forced = False

@@ -106,3 +106,13 @@ def test_a_job_gate_at_its_limit_shows_the_digits_that_tell_them_apart() -> None
     assert "job TC share 59.97 % < minimum 60.00 %" in failed.stdout
     passed = runner.invoke(app, ["check", str(job), "--min-tc-share", "0.5997"])
     assert passed.exit_code == 0 and "59.973 % >= minimum 59.970 %" in passed.stdout
+
+
+def test_a_jobs_tiny_miss_gate_reads_under_0_1_percent_as_a_runs_does() -> None:
+    """hostile18: the run's gate says "under 0.1 %" for a miss that rounds to 0.0 %; the job's
+    printed "0.0 %" (gates.miss_apart, one wording for both)."""
+    from tcreport.compare import gates
+
+    assert gates.miss_apart(0.0001, 0.1) == ("under 0.1 %", "10.0 %")
+    assert gates.miss_apart(0.0, 0.1) == ("0.0 %", "10.0 %")  # none missed: a measured zero
+    assert gates.miss_apart(0.05, 0.1) == ("5.0 %", "10.0 %")
