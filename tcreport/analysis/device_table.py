@@ -152,7 +152,7 @@ def plain_cc(cc: str) -> str:
     """A compute capability in the one spelling the readers write ("8.0", "7.5"), whatever the
     input's (" 8.00 ", "8", "08.0"): what every output shows and what two runs' capabilities are
     compared by; a text that is not a capability is returned as it is."""
-    m = re.fullmatch(r"\s*(\d+)(?:\.(\d+))?\s*", cc)
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*", cc)  # ASCII digits: "٨.٠" is no spelling
     return f"{int(m.group(1))}.{(m.group(2) or '0').rstrip('0') or '0'}" if m else cc
 
 

@@ -271,7 +271,7 @@ def test_real_pascal_nsys_export_says_the_gpu_has_no_tensor_cores(nsys_win2022: 
 @pytest.mark.parametrize(
     ("cc", "arch"),
     [("7.5", "Turing"), (" 7.5 ", "Turing"), ("7.50", "Turing"), ("8", "Ampere"), ("8.0", "Ampere"),
-     ("9.00", "Hopper"), ("7.7", None), ("13.0", None), ("abc", None), ("", None)],
+     ("9.00", "Hopper"), ("7.7", None), ("13.0", None), ("abc", None), ("", None), ("\u0668.\u0660", None)],
 )  # fmt: skip
 def test_a_compute_capability_is_read_in_any_plain_spelling(cc: str, arch: str | None) -> None:
     """A recorded capability written " 7.50 " or "8" names its generation as "7.5" and "8.0" do
