@@ -49,8 +49,7 @@ def rows(runs: pa.Table) -> tuple[IndexRow, ...]:
         "date_source",
         "tc_share",
         "eligible_not_tc_share",
-        "eligible_not_using_gpu_ns",
-        "iterations_aggregated",
+        "eligible_not_using_per_iteration_ns",
         "fix_first_id",
         "fix_first_title",
         "report",
@@ -80,8 +79,8 @@ def _row(r: dict[str, Any]) -> IndexRow:
         timestamp=date.timestamp() if date is not None else None,
         tc_share=r["tc_share"],
         miss_share=r["eligible_not_tc_share"],
-        # the report card's figure (per aggregated iteration), not the run's total under its name
-        miss_ns=_per_iteration(r["eligible_not_using_gpu_ns"], r["iterations_aggregated"]),
+        # the report card's figure (per aggregated iteration), as the analysis decided it
+        miss_ns=r["eligible_not_using_per_iteration_ns"],
         fix_first=first,
         report=r["report"],
         date_from_mtime=(r["date_source"] or "").startswith("file mtime"),
@@ -89,15 +88,6 @@ def _row(r: dict[str, Any]) -> IndexRow:
         tone=r["verdict_tone"],
         unit=r["matrix_unit"],
     )
-
-
-def _per_iteration(ns: int | None, aggregated: int | None) -> int | None:
-    """A run's missed time per aggregated iteration as its report card shows it, in whole ns as
-    the summary JSON's ``eligible_not_using_per_iteration_ns`` (the run's total where it has one
-    iteration or no count, as the card shows it)."""
-    if ns is None:
-        return None
-    return round(ns / aggregated) if aggregated and aggregated > 0 else ns
 
 
 def series(rows: tuple[IndexRow, ...]) -> tuple[tuple[str, tuple[IndexRow, ...]], ...]:

@@ -113,6 +113,7 @@ def _runs(
         "tc_share": sec.verdict.tc_share,
         "eligible_gpu_ns": summed("eligible_gpu_ns"),
         "eligible_not_using_gpu_ns": summed("eligible_not_using_gpu_ns"),
+        "eligible_not_using_per_iteration_ns": summed("eligible_not_using_per_iteration_ns"),
         "finding_count": len(jr.findings),
         "top_finding_id": top.id if top else None,
         "top_finding_title": top.title if top else None,

@@ -95,6 +95,9 @@ def run_figures(view: Report) -> dict[str, Any]:
         "eligible_not_using_op_count": a.verdict.eligible_not_using_op_count,
         "eligible_gpu_ns": a.verdict.eligible_gpu_ns,
         "eligible_not_using_gpu_ns": a.verdict.eligible_not_using_gpu_ns,
+        "eligible_not_using_per_iteration_ns": (
+            None if (per := a.verdict.eligible_not_using_per_iteration_ns) is None else round(per)
+        ),  # whole ns, as the summary JSON's
         "eligible_not_tc_share": a.verdict.eligible_not_tc_share,
         "finding_count": len(view.findings),
         "top_finding_id": top.id if top else None,

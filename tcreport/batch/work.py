@@ -62,6 +62,9 @@ RUNS = pa.schema(
         ("eligible_not_using_op_count", pa.int64()),
         ("eligible_gpu_ns", pa.int64()),
         ("eligible_not_using_gpu_ns", pa.int64()),
+        # the report card's figure: per aggregated iteration (the analysis', rounded as the
+        # summary JSON's eligible_not_using_per_iteration_ns); a job's, its ranks' summed
+        ("eligible_not_using_per_iteration_ns", pa.int64()),
         ("eligible_not_tc_share", pa.float64()),
         ("finding_count", pa.int64()),
         ("top_finding_id", pa.string()),  # the first finding as ranked (findings.rank 1)
@@ -145,6 +148,7 @@ ADDED_LATER: dict[str, frozenset[str]] = {
             "ranks",
             "world_size",
             "invariant_violations",
+            "eligible_not_using_per_iteration_ns",
         }
     ),
     "ops": frozenset({"rank"}),
