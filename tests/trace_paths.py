@@ -10,6 +10,7 @@ import functools
 import importlib
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,14 @@ def need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"real trace not available: {path}")
     return path
+
+
+def rtx2070_renamed_synthetic(tmp_path: Path, name: str | None) -> Path:
+    """The real RTX 2070 SUPER Nsight Systems export (compute capability 7.5) with its GPU's name
+    taken out (``None``) or replaced: how traces of unnamed or unknown Turing parts come
+    (``*synthetic*``: no real trace lacks the name)."""
+    out = tmp_path / "rtx2070_renamed_synthetic.sqlite"
+    shutil.copyfile(need(DLPROF_CNN / "nsys_profile.sqlite"), out)
+    with sqlite3.connect(out) as db:
+        db.execute("UPDATE TARGET_INFO_GPU SET name = ?", (name,))
+    return out

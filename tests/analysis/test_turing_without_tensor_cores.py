@@ -10,12 +10,10 @@ known only by 7.5 was taken for one with Tensor Cores. The real RTX 2070 SUPER N
 from __future__ import annotations
 
 import json
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
-from trace_paths import DLPROF_CNN, need
+from trace_paths import DLPROF_CNN, need, rtx2070_renamed_synthetic
 
 from tcreport import api
 from tcreport.analysis import device_table as dt
@@ -79,20 +77,12 @@ def test_synthetic_capability_7_5_alone_is_tensor_cores_unless_a_tu116_tu117_par
     assert gpu_arch.matrix_units_caveat([Gpu(0, None, "7.0")]) is None
 
 
-def _export(tmp_path: Path, name: str | None) -> Path:
-    out = tmp_path / "rtx2070_renamed_synthetic.sqlite"
-    shutil.copyfile(need(DLPROF_CNN / "nsys_profile.sqlite"), out)
-    with sqlite3.connect(out) as db:
-        db.execute("UPDATE TARGET_INFO_GPU SET name = ?", (name,))
-    return out
-
-
 @pytest.mark.realtraces
 @pytest.mark.parametrize("name", [None, "NVIDIA Graphics Device"])
 def test_real_turing_export_without_a_known_name_is_not_a_confident_yes_synthetic(
     tmp_path: Path, name: str | None
 ) -> None:
-    view = api.analyze(api.load(_export(tmp_path, name)))
+    view = api.analyze(api.load(rtx2070_renamed_synthetic(tmp_path, name)))
     (gpu,) = view.analysis.meta.gpus
     assert (gpu.name, gpu.compute_capability) == (name, "7.5")
     caveat = view.analysis.verdict.matrix_units_caveat
@@ -116,7 +106,7 @@ def test_real_turing_export_without_a_known_name_is_not_a_confident_yes_syntheti
 def test_real_turing_export_named_as_a_tu117_part_has_no_tensor_cores_synthetic(
     tmp_path: Path, name: str
 ) -> None:
-    view = api.analyze(api.load(_export(tmp_path, name)))
+    view = api.analyze(api.load(rtx2070_renamed_synthetic(tmp_path, name)))
     ids = [f.id for f in view.findings]
     assert "TC005" in ids and "TC006" not in ids and "TC001" not in ids
     assert view.analysis.verdict.matrix_units_caveat is None
@@ -138,7 +128,7 @@ def test_real_turing_export_without_a_name_is_headed_turing_not_volta_synthetic(
     TC006 does, not "Volta (inferred from kernel names)"; the diff compares that generation."""
     from tcreport.compare import diff
 
-    view = api.analyze(api.load(_export(tmp_path, None)))
+    view = api.analyze(api.load(rtx2070_renamed_synthetic(tmp_path, None)))
     gpu = view.analysis.gpu
     assert gpu.generation == "Volta"  # what the kernel names alone say
     assert gpu.label == "Turing (compute capability 7.5)" == view.analysis.gpu_names()

@@ -13,11 +13,10 @@ bundled H200 JAX profile and the real eight-GPU TF profile laid out as several h
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
-from trace_paths import DLPROF_CNN, REALTRACES, SAMPLES, need
+from trace_paths import REALTRACES, SAMPLES, need, rtx2070_renamed_synthetic
 from typer.testing import CliRunner
 
 from tcreport import api
@@ -80,15 +79,6 @@ def test_a_file_named_like_a_command_is_read_by_the_one_command_app(tmp_path: Pa
 # -- 3. the device table: Turing parts without Tensor Cores ------------------------------------
 
 
-def _nsys_named(tmp_path: Path, name: str | None) -> Path:
-    """The real RTX 2070 SUPER export (7.5), its GPU renamed (``*synthetic*``)."""
-    out = tmp_path / "rtx2070_renamed_synthetic.sqlite"
-    shutil.copyfile(need(DLPROF_CNN / "nsys_profile.sqlite"), out)
-    with sqlite3.connect(out) as db:
-        db.execute("UPDATE TARGET_INFO_GPU SET name = ?", (name,))
-    return out
-
-
 @pytest.mark.realtraces
 @pytest.mark.parametrize("name", ["NVIDIA T1000 8GB", "NVIDIA GeForce MX550"])
 def test_tc005_on_a_t_series_or_mx_part_does_not_say_only_gtx_16_lacks_tensor_cores_synthetic(
@@ -97,7 +87,7 @@ def test_tc005_on_a_t_series_or_mx_part_does_not_say_only_gtx_16_lacks_tensor_co
     """TC005 said "NVIDIA GPUs have them from Volta on, except the GeForce GTX 16 series" and
     "run on ... Volta or newer, not a GTX 16" to the user of a T1000 or an MX550: the very GPU it
     had just named as having none is, by those words, one that has them."""
-    view = api.analyze(api.load(_nsys_named(tmp_path, name)))
+    view = api.analyze(api.load(rtx2070_renamed_synthetic(tmp_path, name)))
     (tc005,) = [f for f in view.findings if f.id == "TC005"]
     text = f"{tc005.detail} {tc005.fix}"
     assert "MX450/MX550" in text and "T400" in text, text
@@ -149,7 +139,7 @@ def test_synthetic_names_beside_the_tu117_rows_keep_their_tensor_cores(name: str
 def test_tc006_names_each_unsure_gpu_once_among_mixed_gpus_synthetic(tmp_path: Path) -> None:
     """A 7.5 without a name beside a named GTX 1650: not "no Tensor Cores" (one may have them),
     TC006 for the unnamed one only."""
-    path = _nsys_named(tmp_path, None)
+    path = rtx2070_renamed_synthetic(tmp_path, None)
     view = api.analyze(api.load(path))
     meta = view.analysis.meta
     mixed = (*meta.gpus, Gpu(device_id=1, name="NVIDIA GeForce GTX 1650", compute_capability="7.5"))
